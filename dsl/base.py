@@ -1,0 +1,54 @@
+"""Shared building blocks of the spec language: the strict base model and identifier types."""
+
+from __future__ import annotations
+
+import keyword
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+class StrictModel(BaseModel):
+    """Base of every spec model: unknown fields are errors, and docstrings become descriptions."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=True,
+        validate_default=True,
+    )
+
+
+def _check_identifier(value: str) -> str:
+    if not value.isidentifier() or not value.isascii() or keyword.iskeyword(value):
+        raise ValueError(
+            f"{value!r} is not a valid Python identifier: use ASCII letters, digits and "
+            "underscores, not starting with a digit, and not a Python keyword"
+        )
+    if value.startswith("__"):
+        raise ValueError(f"{value!r} starts with '__': names with dunder prefixes are reserved")
+    return value
+
+
+Identifier = Annotated[str, AfterValidator(_check_identifier)]
+"""A name that becomes a Python identifier in the generated script."""
+
+PositiveInt = Annotated[int, Field(gt=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+Probability = Annotated[float, Field(ge=0, lt=1)]
+
+
+class Var(StrictModel):
+    """A reference to a loop variable of an enclosing `Repeat` or a parameter of a custom layer.
+
+    `Conv2D(filters=Var(name="filters"))` inside `Repeat(over={"filters": [32, 64]})` renders as
+    `layers.Conv2D(filters, ...)` inside a Python `for filters in (32, 64):` loop.
+    """
+
+    var: Identifier
+    """Name of the loop variable or layer parameter."""
+
+
+def var(name: str) -> Var:
+    """Shorthand for `Var(var=name)` in spec files."""
+    return Var(var=name)

@@ -1,0 +1,135 @@
+"""The `data` section: where examples come from and how they are batched."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from .base import Identifier, PositiveFloat, PositiveInt, StrictModel
+
+
+class Npz(StrictModel):
+    """Arrays in a NumPy `.npz` file (`np.savez(path, x=..., y=...)`)."""
+
+    kind: Literal["npz"] = "npz"
+    path: str
+    """Path of the `.npz` file, relative to where the script runs."""
+    x_key: Identifier = "x"
+    """Array name of the inputs."""
+    y_key: Identifier = "y"
+    """Array name of the labels."""
+
+
+class KerasDataset(StrictModel):
+    """A dataset from `keras.datasets` (downloaded once, then cached in `~/.keras/datasets`)."""
+
+    kind: Literal["keras_dataset"] = "keras_dataset"
+    name: Literal["mnist", "fashion_mnist", "cifar10", "cifar100"]
+    """Dataset module name in `keras.datasets`."""
+    split: Literal["train", "test"] = "train"
+    """Which half of `load_data()` to use."""
+
+
+class Tfds(StrictModel):
+    """A TensorFlow Datasets dataset (needs `tensorflow-datasets` installed)."""
+
+    kind: Literal["tfds"] = "tfds"
+    name: str = Field(pattern=r"^[a-z0-9_]+(/[\w.]+)?(:[\d.*]+)?$")
+    """TFDS name, optionally with config and version, e.g. `oxford_iiit_pet:4.*.*`."""
+    split: str = Field(default="train", pattern=r"^[\w\[\]%:+.-]+$")
+    """TFDS split expression, e.g. `train` or `train[:90%]`."""
+    image_key: Identifier = "image"
+    """Feature used as the input."""
+    label_key: Identifier = "label"
+    """Feature used as the label (e.g. `segmentation_mask`)."""
+    image_size: tuple[PositiveInt, PositiveInt] | None = None
+    """Resize images (and masks, nearest-neighbour) to (height, width)."""
+    data_dir: str | None = None
+    """Where TFDS keeps its data; None is its default (`~/tensorflow_datasets`)."""
+
+
+class ImageDirectory(StrictModel):
+    """Images in one sub-directory per class (`keras.utils.image_dataset_from_directory`)."""
+
+    kind: Literal["image_directory"] = "image_directory"
+    path: str
+    """Directory with one sub-directory per class."""
+    image_size: tuple[PositiveInt, PositiveInt]
+    """Images are resized to (height, width)."""
+    color_mode: Literal["rgb", "grayscale"] = "rgb"
+    """Number of channels: 3 for rgb, 1 for grayscale."""
+
+
+class Shapes(StrictModel):
+    """Procedurally drawn circles, squares and triangles that the script makes itself.
+
+    Deterministic, learnable, seconds to make, no download: the offline demo dataset. With
+    `task="classification"` the label is the shape (0 circle, 1 square, 2 triangle); with
+    `task="segmentation"` it is a per-pixel mask (0 background, 1 + the shape's class)."""
+
+    kind: Literal["shapes"] = "shapes"
+    count: PositiveInt = 2000
+    """Number of images."""
+    image_size: Annotated[int, Field(ge=8, le=512)] = 32
+    """Height and width of the square RGB images."""
+    task: Literal["classification", "segmentation"] = "classification"
+    """What the label is: the shape's class, or a per-pixel mask."""
+    seed: int = 0
+    """Seed of the drawing; use different seeds for training and validation data."""
+
+
+class Split(StrictModel):
+    """Validation data split off the end of the (unshuffled) training data, like Keras'
+    `validation_split`."""
+
+    kind: Literal["split"] = "split"
+    fraction: Annotated[float, Field(gt=0, lt=1)] = 0.1
+    """Fraction of the training examples held out for validation."""
+
+
+Source = Annotated[Npz | KerasDataset | Tfds | ImageDirectory | Shapes, Field(discriminator="kind")]
+"""Where examples come from."""
+
+ValidationSource = Annotated[
+    Npz | KerasDataset | Tfds | ImageDirectory | Shapes | Split, Field(discriminator="kind")
+]
+"""Validation examples: their own source, or a split of the training data."""
+
+
+class Data(StrictModel):
+    """The input pipeline: sources, preprocessing, shuffling and batching."""
+
+    train: Source
+    """Training examples."""
+    validation: ValidationSource | None = None
+    """Validation examples; None disables validation."""
+    batch_size: PositiveInt = 32
+    """Examples per training step (the global batch size under a distribution strategy)."""
+    shuffle_buffer: Annotated[int, Field(ge=0)] = 1024
+    """Shuffle buffer size in examples; 0 disables shuffling (e.g. for exact comparisons)."""
+    rescale: PositiveFloat | None = None
+    """Multiply inputs by this after casting to float32, e.g. 1/255 for 8-bit images."""
+    labels: Literal["sparse", "one_hot"] = "sparse"
+    """Label format the loss sees: integer class ids, or one-hot vectors (made with
+    `tf.one_hot`, needs `num_classes`)."""
+    num_classes: PositiveInt | None = None
+    """Number of classes; needed for one-hot labels."""
+    cache: bool = True
+    """Cache the decoded examples in memory after the first epoch."""
+    prefetch: bool = True
+    """Prefetch batches (`tf.data.AUTOTUNE`) so input preparation overlaps training."""
+
+    @model_validator(mode="after")
+    def _one_hot_needs_classes(self) -> Data:
+        if self.labels == "one_hot" and self.num_classes is None:
+            raise ValueError(
+                'labels="one_hot" needs data.num_classes: set it to the number of classes'
+            )
+        if self.train.kind == "shapes" and self.validation and self.validation.kind == "shapes":
+            if self.validation.seed == self.train.seed:
+                raise ValueError(
+                    "data.validation.seed equals data.train.seed: the validation images would "
+                    "be the training images; give validation another seed"
+                )
+        return self

@@ -1,0 +1,131 @@
+"""Loads a spec: imports `spec.py` by path, takes the named object, applies `--set` overrides."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import SpecError, format_validation_error
+from .spec import Spec
+
+
+def load_spec(path: Path, name: str = "spec", overrides: list[str] | None = None) -> Spec:
+    """Returns the validated spec defined in the file at `path`, with overrides applied."""
+    obj = _import_object(Path(path), name)
+    if isinstance(obj, Spec):
+        data: Any = obj.model_dump(mode="python")
+    elif isinstance(obj, dict):
+        data = obj
+    else:
+        raise SpecError(
+            f"{path}: {name!r} is a {type(obj).__name__}, not a loopgen Spec; "
+            f"bind it to Spec(...) from loopgen.dsl (or a dict of spec fields)"
+        )
+    for override in overrides or []:
+        data = apply_override(data, override)
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as error:
+        where = f" after {', '.join('--set ' + o for o in overrides)}" if overrides else ""
+        raise SpecError(f"{path}{where}: {format_validation_error(error)}") from None
+
+
+def spec_hash(spec: Spec) -> str:
+    """A short, stable fingerprint of the validated spec (after overrides)."""
+    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _import_object(path: Path, name: str) -> Any:
+    if not path.is_file():
+        raise SpecError(f"spec file not found: {path}")
+    if path.suffix != ".py":
+        raise SpecError(f"{path}: a spec file is a Python file ending in .py")
+    module_name = f"_loopgen_spec_{uuid.uuid4().hex}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise SpecError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as error:
+        raise SpecError(
+            f"{path}:{error.lineno}: syntax error: {error.msg}\n    {(error.text or '').rstrip()}"
+        ) from None
+    except ValidationError as error:
+        raise SpecError(f"{_user_frame(error, path)}: {format_validation_error(error)}") from None
+    except Exception as error:
+        raise SpecError(
+            f"{_user_frame(error, path)}: the spec raised {type(error).__name__}: {error}"
+        ) from None
+    finally:
+        sys.modules.pop(module_name, None)
+    if not hasattr(module, name):
+        candidates = [k for k, v in vars(module).items() if isinstance(v, Spec)]
+        hint = f" (Spec objects in it: {', '.join(candidates)}; pass --name)" if candidates else ""
+        raise SpecError(f"{path}: no object named {name!r}{hint}; define `{name} = Spec(...)`")
+    return getattr(module, name)
+
+
+def _user_frame(error: BaseException, path: Path) -> str:
+    """`file:line` of the deepest frame in the user's spec file, with that line's text."""
+    resolved = str(path.resolve())
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == resolved]
+    if not frames:
+        return str(path)
+    frame = frames[-1]
+    return f"{path}:{frame.lineno}\n    {(frame.line or '').strip()}\n"
+
+
+def apply_override(data: Any, override: str) -> Any:
+    """Sets one field in the spec's data: `a.b[2].c=value`, the value parsed as JSON if it can
+    be (numbers, true/false, null, lists, objects), else taken as a string."""
+    if "=" not in override:
+        raise SpecError(f"--set {override!r}: expected FIELD.PATH=VALUE, e.g. data.batch_size=32")
+    key, raw = override.split("=", 1)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    parts = _split_path(key, override)
+    data = json.loads(json.dumps(data, default=_jsonable))  # a deep, plain copy
+    node = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        where = ".".join(str(p) for p in parts[: i + 1])
+        if isinstance(part, int):
+            if not isinstance(node, list) or not -len(node) <= part < len(node):
+                raise SpecError(f"--set {key}: {where} is not an index of a list in the spec")
+        elif not isinstance(node, dict):
+            raise SpecError(f"--set {key}: {where} is not a field of the spec")
+        if last:
+            node[part] = value
+        else:
+            if isinstance(part, str) and part not in node:
+                node[part] = {}
+            node = node[part]
+    return data
+
+
+def _split_path(key: str, override: str) -> list[str | int]:
+    parts: list[str | int] = []
+    for segment in key.replace("]", "").replace("[", ".").split("."):
+        if not segment:
+            raise SpecError(f"--set {override!r}: empty field name in {key!r}")
+        parts.append(int(segment) if segment.lstrip("-").isdigit() else segment)
+    return parts
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple | set):
+        return list(value)
+    raise TypeError(f"cannot copy {type(value).__name__}")

@@ -1,0 +1,144 @@
+"""The `model` section: a Sequential stack, a functional chain with skips, or an imported builder."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .base import Identifier, PositiveInt, StrictModel
+from .layers import Concatenate, Item, Repeat, SaveSkip, referenced_vars
+
+
+def _walk(items: list[Any], path: str, bound: frozenset[str] = frozenset()):
+    """Yields (path, item, loop variables in scope) for every item, depth first."""
+    for i, item in enumerate(items):
+        here = f"{path}[{i}]"
+        yield here, item, bound
+        if isinstance(item, Repeat):
+            yield from _walk(item.layers, f"{here}.layers", bound | set(item.over))
+
+
+class _Stack(StrictModel):
+    input_shape: tuple[PositiveInt, ...]
+    """Shape of one example, without the batch dimension, e.g. (28, 28) or (32, 32, 3)."""
+    layers: list[Item]
+    """Layers applied in order; `Repeat` blocks become `for` loops in the script."""
+
+    @model_validator(mode="after")
+    def _check_vars_in_scope(self) -> _Stack:
+        if not self.layers:
+            raise ValueError("layers is empty: a model needs at least one layer")
+        for path, item, bound in _walk(self.layers, "layers"):
+            if isinstance(item, Repeat):
+                continue
+            missing = referenced_vars(item) - bound
+            if missing:
+                raise ValueError(
+                    f"{path} refers to Var {sorted(missing)[0]!r}, but no enclosing Repeat "
+                    f"defines it (in scope: {sorted(bound) or 'none'}); add it to that "
+                    "Repeat's `over`"
+                )
+        return self
+
+    def flat_items(self) -> list[tuple[str, Any]]:
+        return [(path, item) for path, item, _ in _walk(self.layers, "layers")]
+
+    def last_layer(self) -> tuple[str, Any]:
+        """The layer that produces the model's output (the last one, also inside a repeat)."""
+        path, item = f"layers[{len(self.layers) - 1}]", self.layers[-1]
+        while isinstance(item, Repeat):
+            path, item = f"{path}.layers[{len(item.layers) - 1}]", item.layers[-1]
+        return path, item
+
+
+class Sequential(_Stack):
+    """A plain stack of layers: `keras.Sequential`."""
+
+    kind: Literal["sequential"] = "sequential"
+
+    @model_validator(mode="after")
+    def _no_skips(self) -> Sequential:
+        for path, item in self.flat_items():
+            if isinstance(item, SaveSkip | Concatenate):
+                raise ValueError(
+                    f"{path}: skip connections need a functional model; "
+                    'use Functional(...) (kind="functional") instead of Sequential'
+                )
+        return self
+
+
+class Functional(_Stack):
+    """A chain of layers built with the functional API, with skip connections (UNet)."""
+
+    kind: Literal["functional"] = "functional"
+
+    @model_validator(mode="after")
+    def _skips_balance(self) -> Functional:
+        # Count pushes and pops per unrolled repetition: every Concatenate needs a saved skip.
+        depth = 0
+
+        def visit(items: list[Any], path: str) -> None:
+            nonlocal depth
+            for i, item in enumerate(items):
+                if isinstance(item, SaveSkip):
+                    depth += 1
+                elif isinstance(item, Concatenate):
+                    if depth == 0:
+                        raise ValueError(
+                            f"{path}[{i}]: Concatenate has no saved skip to join; put a "
+                            "SaveSkip() earlier in the encoder"
+                        )
+                    depth -= 1
+                elif isinstance(item, Repeat):
+                    for _ in range(item.times):
+                        visit(item.layers, f"{path}[{i}].layers")
+
+        visit(self.layers, "layers")
+        if depth:
+            raise ValueError(
+                f"layers: {depth} SaveSkip() never joined by a Concatenate; remove them or add "
+                "the matching Concatenate() in the decoder"
+            )
+        return self
+
+
+_TARGET = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+
+
+class Imported(StrictModel):
+    """Escape hatch: a function of yours that builds the model, imported by the script.
+
+    For models the DSL cannot express. The function takes the keyword arguments in `kwargs` and
+    returns an (unbuilt or built) `keras.Model`."""
+
+    kind: Literal["import"] = "import"
+    target: str
+    """`package.module:function`, importable where the script runs."""
+    kwargs: dict[Identifier, int | float | str | bool | None] = {}
+    """Keyword arguments passed to the function."""
+
+    @field_validator("target")
+    @classmethod
+    def _target_shape(cls, value: str) -> str:
+        if not _TARGET.match(value) or any(
+            part.isidentifier() is False for part in re.split(r"[.:]", value)
+        ):
+            raise ValueError(
+                f"{value!r} is not of the form 'package.module:function' (dotted module path, "
+                "a colon, then the function name)"
+            )
+        return value
+
+    @property
+    def module(self) -> str:
+        return self.target.split(":")[0]
+
+    @property
+    def function(self) -> str:
+        return self.target.split(":")[1]
+
+
+Model = Annotated[Sequential | Functional | Imported, Field(discriminator="kind")]
+"""The network to train."""

@@ -1,0 +1,213 @@
+"""The top-level `Spec` of a training run, its run-time sections and cross-field rules."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from .base import Identifier, PositiveInt, StrictModel
+from .data import Data
+from .layers import Custom, CustomLayerClass, Dense, _Kernel
+from .model import Imported, Model
+from .training import Loss, Metric, Optimizer
+
+
+class Loop(StrictModel):
+    """How long to train and how often to log and validate."""
+
+    epochs: PositiveInt | None = None
+    """Passes over the training data (the script's `--epochs` overrides it)."""
+    steps: PositiveInt | None = None
+    """Total optimizer steps instead of epochs; training stops mid-epoch when reached."""
+    log_every_steps: PositiveInt = 100
+    """Update the progress bar and write training scalars every N steps."""
+    validate_every_epochs: PositiveInt = 1
+    """Run the validation pass every N epochs (and after the last one)."""
+
+    @model_validator(mode="after")
+    def _epochs_or_steps(self) -> Loop:
+        if (self.epochs is None) == (self.steps is None):
+            raise ValueError("set exactly one of loop.epochs and loop.steps")
+        return self
+
+
+class Checkpoint(StrictModel):
+    """Periodic `tf.train.CheckpointManager` saves; the script resumes from the latest."""
+
+    every_epochs: PositiveInt | None = None
+    """Save at the end of every N-th epoch."""
+    every_steps: PositiveInt | None = None
+    """Save every N optimizer steps."""
+    keep: PositiveInt = 3
+    """How many recent checkpoints to keep."""
+
+    @model_validator(mode="after")
+    def _one_cadence(self) -> Checkpoint:
+        if self.every_epochs is not None and self.every_steps is not None:
+            raise ValueError(
+                "checkpoint.every_epochs and checkpoint.every_steps are both set; keep one"
+            )
+        if self.every_epochs is None and self.every_steps is None:
+            raise ValueError("set checkpoint.every_epochs or checkpoint.every_steps")
+        return self
+
+
+class Export(StrictModel):
+    """What the script writes when training ends."""
+
+    saved_model: bool = True
+    """A SavedModel (`model.export`) for serving; loads without the custom layer classes."""
+    keras: bool = False
+    """A `.keras` file (`model.save`) to continue in Keras; needs the custom classes to load."""
+
+
+class Logging(StrictModel):
+    """Where metrics go."""
+
+    tensorboard: bool = True
+    """Write `tf.summary` scalars for `tensorboard --logdir <output>/logs`."""
+    jsonl: bool = True
+    """Append one JSON line per log step and per epoch to `<output>/metrics.jsonl`."""
+
+
+class SingleDevice(StrictModel):
+    """Train on the default device (one GPU if present, else the CPU)."""
+
+    kind: Literal["single_device"] = "single_device"
+
+
+Strategy = Annotated[SingleDevice, Field(discriminator="kind")]
+"""Distribution strategy of the script."""
+
+
+_RESERVED = {
+    "tf", "keras", "layers", "np", "math", "json", "os", "argparse", "model", "main",
+    "build_model", "make_datasets", "parse_args", "Model", "Layer",
+}  # fmt: skip
+
+
+class Spec(StrictModel):
+    """A training run: everything `loopgen render` needs to write the script."""
+
+    name: Identifier
+    """Name of the run: the model's name and the default output directory `runs/<name>`."""
+    description: str = ""
+    """One or two sentences for the script's docstring."""
+    seed: int = 0
+    """Seed for Python, NumPy, TensorFlow and Keras (`keras.utils.set_random_seed`)."""
+    data: Data
+    """The input pipeline."""
+    custom_layers: list[CustomLayerClass] = []
+    """Custom layer classes, written into the script as `keras.layers.Layer` subclasses."""
+    model: Model
+    """The network."""
+    loss: Loss
+    """The objective."""
+    optimizer: Optimizer
+    """The optimizer and its learning-rate schedule."""
+    metrics: list[Metric] = []
+    """Metrics reported for training and validation."""
+    loop: Loop
+    """Length of training and logging cadence."""
+    checkpoint: Checkpoint | None = None
+    """Checkpoint cadence; None disables checkpoints (and resuming)."""
+    logging: Logging = Logging()
+    """TensorBoard and metrics file."""
+    export: Export = Export()
+    """Exported model formats."""
+    distribute: Strategy = SingleDevice()
+    """Distribution strategy."""
+    output_dir: str = ""
+    """Default output directory of checkpoints, logs and exports; empty means `runs/<name>`."""
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> Spec:
+        self._check_custom_layers()
+        self._check_labels()
+        self._check_logits()
+        self._check_schedule()
+        names = [m.metric_name for m in self.metrics]
+        if len(set(names)) != len(names) or "loss" in names:
+            raise ValueError(
+                f"metrics: names {names} repeat or use 'loss'; give each metric a unique name="
+            )
+        return self
+
+    def _check_custom_layers(self) -> None:
+        classes = {c.name for c in self.custom_layers}
+        if len(classes) != len(self.custom_layers):
+            raise ValueError("custom_layers: two classes share a name; rename one")
+        for cls in classes & _RESERVED:
+            raise ValueError(
+                f"custom_layers: class name {cls!r} clashes with a name the script uses; rename it"
+            )
+        items = [] if isinstance(self.model, Imported) else self.model.flat_items()
+        for path, item in items:
+            if isinstance(item, Custom) and item.cls not in classes:
+                raise ValueError(
+                    f"model.{path}.cls is {item.cls!r}, but custom_layers declares "
+                    f"{sorted(classes) or 'no classes'}; declare it in custom_layers or fix the "
+                    "name"
+                )
+
+    def _check_labels(self) -> None:
+        labels = self.data.labels
+        for where, obj in [("loss", self.loss), *((f"metrics[{i}]", m) for i, m in enumerate(self.metrics))]:  # fmt: skip
+            wants = type(obj).labels
+            if wants != "any" and wants != labels:
+                fix = (
+                    f'use data.labels="{wants}"'
+                    if wants == "one_hot"
+                    else 'use data.labels="sparse"'
+                )
+                other = {
+                    "loss": "categorical_crossentropy" if wants == "sparse" else
+                    "sparse_categorical_crossentropy"
+                }.get(where, "the matching metric")  # fmt: skip
+                raise ValueError(
+                    f"{where}.kind={obj.kind!r} expects {wants} labels, but data.labels="
+                    f"{labels!r}; {fix}, or use {other}"
+                )
+
+    def _check_logits(self) -> None:
+        if isinstance(self.model, Imported) or not type(self.loss).probabilistic:
+            return
+        path, last = self.model.last_layer()
+        activation = getattr(last, "activation", None) if isinstance(last, _Kernel) else None
+        if isinstance(last, Custom) or activation is None and not isinstance(last, Dense | _Kernel):
+            return  # the output activation is not visible to the spec
+        squashed = activation in ("softmax", "sigmoid")
+        if self.loss.from_logits and squashed:
+            raise ValueError(
+                f"loss.from_logits=True but model.{path}.activation={activation!r}: the loss "
+                "would apply softmax a second time. Remove the activation (recommended, more "
+                "stable) or set loss.from_logits=False"
+            )
+        if not self.loss.from_logits and not squashed:
+            raise ValueError(
+                f"loss.from_logits=False but model.{path} outputs "
+                f"{'logits' if activation in (None, 'linear') else activation!r}, not "
+                "probabilities; set loss.from_logits=True (recommended) or end the model in a "
+                "softmax/sigmoid"
+            )
+
+    def _check_schedule(self) -> None:
+        schedule = self.optimizer.schedule
+        if schedule is not None and self.loop.steps is not None:
+            needed = schedule.required_steps()
+            if needed >= self.loop.steps:
+                raise ValueError(
+                    f"optimizer.learning_rate.warmup_steps={needed} is not below loop.steps="
+                    f"{self.loop.steps}: training would end inside the warmup; shorten the "
+                    "warmup or train longer"
+                )
+
+    @property
+    def regularized(self) -> bool:
+        """Whether the model has penalties in `model.losses` (unknown for imported models)."""
+        if isinstance(self.model, Imported):
+            return True
+        layers = [item for _, item in self.model.flat_items()]
+        layers += [layer for cls in self.custom_layers for layer in cls.layers]
+        return any(getattr(layer, "regularized", False) for layer in layers)

@@ -1,0 +1,66 @@
+"""Rendering: spec → context → Jinja → black. Never imports TensorFlow."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import black
+import jinja2
+
+from ..dsl.spec import Spec
+from . import code
+from .context import VARIANTS, build_context
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters.update(
+        py=code.literal,
+        ident=code.identifier,
+        layer=code.layer,
+        keras=lambda obj, module: code.keras_object(module, obj),
+        docstring=code.docstring,
+        repeat_header=_repeat_header,
+    )
+    return env
+
+
+def render_script(
+    spec: Spec,
+    *,
+    spec_file: str,
+    overrides: list[str] = (),  # type: ignore[assignment]
+    script_name: str = "train.py",
+    variant: str = "single_device",
+) -> str:
+    """The formatted source of the generated training script."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    context = build_context(
+        spec, spec_file=spec_file, overrides=list(overrides), script_name=script_name,
+        variant=variant,
+    )  # fmt: skip
+    source = environment().get_template(f"{variant}.py.jinja").render(context)
+    try:
+        return black.format_str(source, mode=black.Mode())
+    except black.InvalidInput as error:  # a template produced invalid Python: our bug
+        raise code.TemplateBug(f"template {variant}.py.jinja produced invalid Python: {error}")
+
+
+def _repeat_header(item) -> str:
+    names = [code.identifier(n) for n in item.over]
+    values = [code.literal(tuple(v)) for v in item.over.values()]
+    if len(names) == 1:
+        return f"{names[0]} in {values[0]}"
+    return f"{', '.join(names)} in zip({', '.join(values)})"

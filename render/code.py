@@ -1,0 +1,93 @@
+"""Turning spec values into Python source fragments: the only way user data reaches the script.
+
+Every constant goes through `literal` (built on `repr`, so any string, however hostile, becomes
+one string literal), and every name that becomes code goes through `identifier`."""
+
+from __future__ import annotations
+
+import keyword
+import math
+from typing import Any
+
+from ..dsl.base import Var
+from ..dsl.layers import L1, L2, L1L2, Custom, LayerBase
+
+
+class TemplateBug(Exception):
+    """A value reached the code generator that it does not know how to write: a loopgen bug."""
+
+
+def identifier(name: str) -> str:
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise TemplateBug(f"{name!r} is not an identifier and cannot become code")
+    return name
+
+
+def literal(value: Any) -> str:
+    """A Python expression for a spec constant."""
+    if isinstance(value, Var):
+        return identifier(value.var)
+    if value is None or isinstance(value, bool | int | str):
+        return repr(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TemplateBug(f"non-finite float {value!r} in a spec constant")
+        return repr(value)
+    if isinstance(value, tuple | list):
+        items = ", ".join(literal(v) for v in value)
+        if isinstance(value, list):
+            return f"[{items}]"
+        return f"({items},)" if len(value) == 1 else f"({items})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, L1 | L2 | L1L2):
+        return regularizer(value)
+    raise TemplateBug(f"cannot write a {type(value).__name__} as a Python literal")
+
+
+def regularizer(value: L1 | L2 | L1L2) -> str:
+    if isinstance(value, L1):
+        return f"keras.regularizers.L1({literal(value.l1)})"
+    if isinstance(value, L2):
+        return f"keras.regularizers.L2({literal(value.l2)})"
+    return f"keras.regularizers.L1L2(l1={literal(value.l1)}, l2={literal(value.l2)})"
+
+
+def arguments(args: list[tuple[str | None, Any]]) -> str:
+    """`a, b, key=value` from (keyword or None, value) pairs."""
+    return ", ".join(
+        literal(v) if k is None else f"{identifier(k)}={literal(v)}" for k, v in args
+    )
+
+
+def call(callee: str, args: list[tuple[str | None, Any]]) -> str:
+    return f"{callee}({arguments(args)})"
+
+
+def layer(item: LayerBase) -> str:
+    """Constructor expression of a layer: `layers.Dense(64, activation="relu")`."""
+    if isinstance(item, Custom):
+        return call(identifier(item.cls), item.arguments())
+    return call(f"layers.{item.keras_class}", item.arguments())
+
+
+def keras_object(module: str, obj: Any) -> str:
+    """`keras.<module>.<Class>(...)` for a loss, optimizer, schedule or metric."""
+    return call(f"keras.{module}.{obj.keras_class}", obj.arguments())
+
+
+def docstring(text: str) -> str:
+    """A triple-quoted docstring when that is safe to write, else a plain string literal.
+
+    The triple-quoted form cannot end early or escape without a backslash or `\"\"\"`, so it
+    is used only when the text has neither (and no control characters)."""
+    text = text.strip("\n")
+    safe = (
+        '"""' not in text
+        and "\\" not in text
+        and not text.endswith('"')
+        and all(c == "\n" or c.isprintable() for c in text)
+    )
+    if not safe:
+        return literal(text)
+    return f'"""{text}\n"""' if "\n" in text else f'"""{text}"""'

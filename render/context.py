@@ -1,0 +1,108 @@
+"""Spec → render context: everything the templates need, derived once, in plain Python."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import PurePath
+from typing import Any
+
+from .. import __version__
+from ..dsl.base import Var
+from ..dsl.layers import Concatenate, Custom, CustomLayerClass, Dropout, Repeat, SaveSkip
+from ..dsl.loader import spec_hash
+from ..dsl.model import Imported
+from ..dsl.spec import Spec
+from . import code
+
+VARIANTS = ("single_device",)
+"""Script variants; each has an entry template `<variant>.py.jinja`."""
+
+IMAGE_SOURCES = {"keras_dataset", "image_directory", "shapes"}
+
+
+def build_context(
+    spec: Spec,
+    *,
+    spec_file: str,
+    overrides: list[str] = (),  # type: ignore[assignment]
+    script_name: str = "train.py",
+    variant: str = "single_device",
+) -> dict[str, Any]:
+    items = [] if isinstance(spec.model, Imported) else [i for _, i in spec.model.flat_items()]
+    sources = [spec.data.train, spec.data.validation]
+    shapes = [s for s in sources if s is not None and s.kind == "shapes"]
+    return {
+        "spec": spec,
+        "variant": variant,
+        "version": __version__,
+        "spec_file": PurePath(spec_file).as_posix(),
+        "spec_hash": spec_hash(spec),
+        "overrides": [f"--set {o}" for o in overrides],
+        "script_name": script_name,
+        "imports": imports(spec),
+        "output_dir": spec.output_dir or f"runs/{spec.name}",
+        "has_validation": spec.data.validation is not None,
+        "x_name": "images" if _is_image_data(spec) else "features",
+        "shapes_task": shapes[0].task if shapes else None,
+        "custom_classes": [
+            {"cls": cls, "sublayers": sublayer_attributes(cls)} for cls in spec.custom_layers
+        ],
+        "has_repeats": any(isinstance(i, Repeat) for i in items),
+        "has_skips": any(isinstance(i, SaveSkip | Concatenate) for i in items),
+        "stateful_rng": _has_dropout(spec, items),
+        "optimizer_expr": _optimizer(spec),
+        "train_log_names": ["loss", *(m.metric_name for m in spec.metrics), "learning_rate"],
+    }
+
+
+def imports(spec: Spec) -> dict[str, list[str]]:
+    """The script's imports, computed from what the spec uses and sorted as isort would."""
+    kinds = {spec.data.train.kind, spec.data.validation.kind if spec.data.validation else None}
+    stdlib = {"import argparse", "import math", "import os"}
+    if spec.logging.jsonl:
+        stdlib.add("import json")
+    third_party = {"import keras", "import tensorflow as tf"}
+    if kinds & {"npz", "shapes"}:
+        third_party.add("import numpy as np")
+    if "tfds" in kinds:
+        third_party.add("import tensorflow_datasets as tfds")
+    from_imports = set()
+    if not isinstance(spec.model, Imported) or spec.custom_layers:
+        from_imports.add("from keras import layers")
+    user = [f"import {spec.model.module}"] if isinstance(spec.model, Imported) else []
+    return {
+        "stdlib": sorted(stdlib),
+        "third_party": sorted(third_party) + sorted(from_imports),
+        "user": user,
+    }
+
+
+def sublayer_attributes(cls: CustomLayerClass) -> list[tuple[str, Any]]:
+    """Attribute names for a custom layer's sublayers: their names, or `<kind>_<n>`."""
+    seen: Counter[str] = Counter()
+    named = []
+    for layer in cls.layers:
+        kind = "custom" if isinstance(layer, Custom) else layer.kind
+        base = layer.name or (layer.cls.lower() if isinstance(layer, Custom) else kind)
+        seen[base] += 1
+        named.append((base if layer.name else f"{base}_{seen[base]}", layer))
+    return named
+
+
+def _is_image_data(spec: Spec) -> bool:
+    train = spec.data.train
+    return train.kind in IMAGE_SOURCES or (train.kind == "tfds" and train.image_size is not None)
+
+
+def _has_dropout(spec: Spec, items: list[Any]) -> bool:
+    if isinstance(spec.model, Imported):
+        return True  # unknown: a model from user code may well have dropout
+    layers = items + [layer for cls in spec.custom_layers for layer in cls.layers]
+    return any(isinstance(layer, Dropout) for layer in layers)
+
+
+def _optimizer(spec: Spec) -> str:
+    args = spec.optimizer.arguments()
+    if spec.optimizer.schedule is not None:
+        args = [("learning_rate", Var(var="learning_rate")), *args[1:]]
+    return code.call(f"keras.optimizers.{spec.optimizer.keras_class}", args)

@@ -1,0 +1,1 @@
+"""Jinja templates of the generated scripts: one entry per variant, one partial per section."""
