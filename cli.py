@@ -94,3 +94,7 @@ def main(
     ] = None,
 ) -> None:
     """loopgen: a validated training spec in, a readable custom TensorFlow training loop out."""
+
+
+if __name__ == "__main__":
+    app()

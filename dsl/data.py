@@ -44,7 +44,11 @@ class Tfds(StrictModel):
     label_key: Identifier = "label"
     """Feature used as the label (e.g. `segmentation_mask`)."""
     image_size: tuple[PositiveInt, PositiveInt] | None = None
-    """Resize images (and masks, nearest-neighbour) to (height, width)."""
+    """Resize images to (height, width); needed when the images differ in size."""
+    label_is_mask: bool = False
+    """The label is a per-pixel mask: resized with the image (nearest neighbour)."""
+    label_offset: int = 0
+    """Added to the labels, e.g. -1 for `oxford_iiit_pet` masks (1..3 → class ids 0..2)."""
     data_dir: str | None = None
     """Where TFDS keeps its data; None is its default (`~/tensorflow_datasets`)."""
 
@@ -119,6 +123,16 @@ class Data(StrictModel):
     """Cache the decoded examples in memory after the first epoch."""
     prefetch: bool = True
     """Prefetch batches (`tf.data.AUTOTUNE`) so input preparation overlaps training."""
+
+    @model_validator(mode="after")
+    def _tfds_resize(self) -> Data:
+        for where, source in (("train", self.train), ("validation", self.validation)):
+            if isinstance(source, Tfds) and source.label_is_mask and source.image_size is None:
+                raise ValueError(
+                    f"data.{where}.label_is_mask=True needs data.{where}.image_size: masks are "
+                    "resized with their images; set image_size=(height, width)"
+                )
+        return self
 
     @model_validator(mode="after")
     def _one_hot_needs_classes(self) -> Data:

@@ -65,12 +65,16 @@ class LayerBase(StrictModel):
     def arguments(self) -> list[tuple[str | None, Any]]:
         """Constructor arguments as (keyword or None for positional, value); defaults omitted."""
         args: list[tuple[str | None, Any]] = [(None, getattr(self, f)) for f in self.positional]
-        for field, info in type(self).model_fields.items():
-            if field in ("kind", *self.positional):
-                continue
-            value = getattr(self, field)
-            if value != info.default:
-                args.append((field, value))
+        fields = type(self).model_fields
+        # The layer's own options first, then the shared ones (activation, initializers,
+        # regularizers), then the name: the order a person writes them in.
+        shared = [f for f in _Kernel.model_fields if f != "name"]
+        own = [f for f in fields if f not in shared and f not in ("kind", "name")]
+        for field in [*own, *shared, "name"]:
+            if field in fields and field not in self.positional:
+                value = getattr(self, field)
+                if value != fields[field].default:
+                    args.append((field, value))
         return args
 
     @property

@@ -1,0 +1,226 @@
+"""Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
+
+Written by loopgen 0.1.0 from examples/mnist_mlp.py (spec sha256 3121e587a47ce728).
+A standalone TensorFlow script: edit it freely, it does not import loopgen.
+
+    python mnist_mlp.py    # train, or resume from the latest checkpoint
+    python mnist_mlp.py --epochs 1 --max-steps 20 --output-dir /tmp/smoke
+"""
+
+import argparse
+import json
+import math
+import os
+
+import keras
+import tensorflow as tf
+from keras import layers
+
+SEED = 0
+BATCH_SIZE = 64
+SHUFFLE_BUFFER = 1024
+RESCALE = 0.00392156862745098
+EPOCHS = 2
+LOG_EVERY_STEPS = 200
+CHECKPOINT_EVERY_EPOCHS = 1
+KEEP_CHECKPOINTS = 3
+OUTPUT_DIR = "runs/mnist_mlp"
+
+
+def load_examples():
+    """Training examples, one (images, labels) pair per element, unbatched."""
+    # Downloads once into ~/.keras/datasets, then loads from there.
+    (x_train, y_train), _ = keras.datasets.mnist.load_data()
+    train_examples = tf.data.Dataset.from_tensor_slices((x_train, y_train))
+    return train_examples
+
+
+def preprocess(images, labels):
+    """Per-example preparation, run inside the tf.data pipeline."""
+    images = tf.cast(images, tf.float32) * RESCALE
+    return images, labels
+
+
+def build_model():
+    return keras.Sequential(
+        [
+            keras.Input(shape=(28, 28)),
+            layers.Flatten(),
+            layers.Dense(64, activation="relu"),
+            layers.Dense(64, activation="relu"),
+            layers.Dense(10, name="predictions"),
+        ],
+        name="mnist_mlp",
+    )
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device)."""
+    return {metric.name: float(metric.result()) for metric in metrics}
+
+
+def append_jsonl(path, record):
+    """Appends one JSON record per line, a format every plotting tool reads."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--epochs", type=int, default=EPOCHS, help="passes over the training data"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many steps in all (smoke runs)",
+    )
+    parser.add_argument(
+        "--output-dir", default=OUTPUT_DIR, help="checkpoints, logs and exports go here"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="make TensorFlow ops deterministic (reproducible, somewhat slower)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+    # --- Data -----------------------------------------------------------------------
+    train_examples = load_examples()
+    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
+    steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
+    # One iterator for the whole run (repeat() rather than a new iterator per epoch): its
+    # position and shuffle buffer are saved in the checkpoint, so a resumed run sees exactly
+    # the batches an uninterrupted run would have seen.
+    train_dataset = (
+        train_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .cache()
+        .shuffle(SHUFFLE_BUFFER)  # reshuffled every epoch
+        .batch(BATCH_SIZE)
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    train_iterator = iter(train_dataset)
+
+    # --- Model, loss, optimizer, metrics ---------------------------------------------
+    model = build_model()
+    model.summary()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    optimizer = keras.optimizers.SGD(learning_rate=0.001)
+    # Create the slot variables (momentum, moments) now instead of inside the first traced
+    # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+    optimizer.build(model.trainable_variables)
+    train_loss = keras.metrics.Mean(name="loss")
+    train_metrics = [
+        keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+    ]
+
+    # --- Train and eval steps ---------------------------------------------------------
+    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+
+    # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
+    # smaller last batch of an epoch does not retrace, and no Python value changes per call.
+    @tf.function
+    def train_step(iterator):
+        images, labels = next(iterator)
+        with tf.GradientTape() as tape:
+            predictions = model(images, training=True)
+            loss = loss_fn(labels, predictions)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        step.assign_add(1)
+        # Metrics accumulate on the device; Python reads them only when it logs.
+        train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        step=step,
+        # The position in the data and the shuffle buffer.
+        train_iterator=train_iterator,
+    )
+    manager = tf.train.CheckpointManager(
+        checkpoint,
+        os.path.join(args.output_dir, "checkpoints"),
+        max_to_keep=KEEP_CHECKPOINTS,
+    )
+    if manager.latest_checkpoint:
+        # Fails loudly when the checkpoint does not fit this model (e.g. after a spec change).
+        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
+
+    # --- Training loop ------------------------------------------------------------------
+    # TensorBoard: tensorboard --logdir <output-dir>/logs
+    train_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "train")
+    )
+    metrics_path = os.path.join(args.output_dir, "metrics.jsonl")
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step counter: reading the variable every step would wait for the
+    # device each time.
+    global_step = int(step)
+    saved_step = global_step if manager.latest_checkpoint else None
+
+    for epoch in range(global_step // steps_per_epoch, epochs):
+        print(f"Epoch {epoch + 1}/{epochs}")
+        epoch_start = epoch * steps_per_epoch
+        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
+        # The logged values are already running means: "stateful", so the bar shows them as
+        # they are instead of averaging them again.
+        progbar = keras.utils.Progbar(
+            epoch_end - epoch_start,
+            stateful_metrics=["loss", "accuracy", "learning_rate"],
+        )
+        for metric in [train_loss, *train_metrics]:
+            metric.reset_state()
+        while global_step < epoch_end:
+            train_step(train_iterator)
+            global_step += 1
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results([train_loss, *train_metrics])
+                logs["learning_rate"] = float(optimizer.learning_rate)
+                progbar.update(global_step - epoch_start, list(logs.items()))
+                with train_writer.as_default(step=global_step):
+                    for name, value in logs.items():
+                        tf.summary.scalar(name, value)
+                append_jsonl(
+                    metrics_path, {"step": global_step, "epoch": epoch + 1, **logs}
+                )
+        if (
+            (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
+            and global_step == epoch_start + steps_per_epoch
+        ):
+            manager.save(checkpoint_number=global_step)
+            saved_step = global_step
+
+    # Also save where training stopped (mid-epoch after --max-steps, or off the cadence) so
+    # a later run with more epochs continues from here instead of redoing steps.
+    if saved_step != global_step:
+        manager.save(checkpoint_number=global_step)
+
+    # --- Export ------------------------------------------------------------------------
+    export_dir = os.path.join(args.output_dir, "export")
+    # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
+    # classes of this script to load.
+    model.export(os.path.join(export_dir, "saved_model"), verbose=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,349 @@
+"""Segment procedurally drawn shapes with a small UNet (offline demo).
+
+Written by loopgen 0.1.0 from examples/shapes_unet.py (spec sha256 300a8574815be5f8).
+A standalone TensorFlow script: edit it freely, it does not import loopgen.
+
+    python shapes_unet.py    # train, or resume from the latest checkpoint
+    python shapes_unet.py --epochs 1 --max-steps 20 --output-dir /tmp/smoke
+"""
+
+import argparse
+import json
+import math
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import layers
+
+SEED = 7
+BATCH_SIZE = 32
+SHUFFLE_BUFFER = 2000
+EPOCHS = 20
+LOG_EVERY_STEPS = 20
+VALIDATE_EVERY_EPOCHS = 1
+CHECKPOINT_EVERY_EPOCHS = 1
+KEEP_CHECKPOINTS = 3
+OUTPUT_DIR = "runs/shapes_unet"
+
+
+def draw_shapes(count, image_size, seed):
+    """Draws `count` random circles, squares and triangles on noisy backgrounds.
+
+    Deterministic for a seed and made in about a second, so the run needs no download.
+    Returns float32 images in [0, 1] and int32 masks: 0 background, 1 circle, 2 square,
+    3 triangle.
+    """
+    rng = np.random.default_rng(seed)
+    shape_class = rng.integers(0, 3, size=count)
+    radius = rng.uniform(0.15, 0.35, size=count) * image_size
+    center = rng.uniform(radius[:, None], image_size - radius[:, None], size=(count, 2))
+    color = rng.uniform(0.4, 1.0, size=(count, 1, 1, 3))
+    rows, cols = np.mgrid[:image_size, :image_size].astype(np.float32)
+    dy = rows[None] - center[:, 0, None, None]
+    dx = cols[None] - center[:, 1, None, None]
+    r = radius[:, None, None]
+    circle = dx**2 + dy**2 <= r**2
+    square = (np.abs(dx) <= 0.8 * r) & (np.abs(dy) <= 0.8 * r)
+    triangle = (dy <= 0.8 * r) & (np.abs(dx) <= (dy + r) * 0.6)
+    inside = np.select(
+        [shape_class[:, None, None] == k for k in range(3)], [circle, square, triangle]
+    )
+    background = rng.uniform(0.0, 0.35, size=(count, image_size, image_size, 3))
+    images = np.where(inside[..., None], color, background).astype(np.float32)
+    masks = np.where(inside, shape_class[:, None, None] + 1, 0).astype(np.int32)
+    return images, masks
+
+
+def load_examples():
+    """Training and validation examples, one (images, labels) pair per element, unbatched."""
+    images, masks = draw_shapes(count=2000, image_size=32, seed=1)
+    train_examples = tf.data.Dataset.from_tensor_slices((images, masks))
+    images, masks = draw_shapes(count=400, image_size=32, seed=2)
+    validation_examples = tf.data.Dataset.from_tensor_slices((images, masks))
+    return train_examples, validation_examples
+
+
+def preprocess(images, labels):
+    """Per-example preparation, run inside the tf.data pipeline."""
+    images = tf.cast(images, tf.float32)
+    return images, labels
+
+
+@keras.saving.register_keras_serializable(package="shapes_unet")
+class ConvBlock(layers.Layer):
+    """Two 3x3 convolutions, each followed by batch normalization and ReLU: one UNet level."""
+
+    def __init__(self, filters=16, **kwargs):
+        super().__init__(**kwargs)
+        self.filters = filters
+        self.conv2d_1 = layers.Conv2D(filters, 3, padding="same", use_bias=False)
+        self.batch_normalization_1 = layers.BatchNormalization()
+        self.activation_1 = layers.Activation("relu")
+        self.conv2d_2 = layers.Conv2D(filters, 3, padding="same", use_bias=False)
+        self.batch_normalization_2 = layers.BatchNormalization()
+        self.activation_2 = layers.Activation("relu")
+
+    def call(self, inputs, training=None):
+        x = self.conv2d_1(inputs)
+        x = self.batch_normalization_1(x, training=training)
+        x = self.activation_1(x)
+        x = self.conv2d_2(x)
+        x = self.batch_normalization_2(x, training=training)
+        return self.activation_2(x)
+
+    def get_config(self):
+        # Constructor arguments, so that a saved .keras model can be rebuilt.
+        config = super().get_config()
+        config.update({"filters": self.filters})
+        return config
+
+
+def build_model():
+    inputs = keras.Input(shape=(32, 32, 3))
+    x = inputs
+    # Encoder outputs saved for the decoder's skip connections; the last saved is joined first.
+    skips = []
+    for filters in (16, 32):
+        x = ConvBlock(filters=filters)(x)
+        skips.append(x)
+        x = layers.MaxPooling2D()(x)
+    x = ConvBlock(filters=64)(x)
+    for filters in (32, 16):
+        x = layers.Conv2DTranspose(filters, 2, strides=2)(x)
+        x = layers.Concatenate()([x, skips.pop()])
+        x = ConvBlock(filters=filters)(x)
+    x = layers.Conv2D(4, 1)(x)
+    return keras.Model(inputs, x, name="shapes_unet")
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device)."""
+    return {metric.name: float(metric.result()) for metric in metrics}
+
+
+def append_jsonl(path, record):
+    """Appends one JSON record per line, a format every plotting tool reads."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--epochs", type=int, default=EPOCHS, help="passes over the training data"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many steps in all (smoke runs)",
+    )
+    parser.add_argument(
+        "--output-dir", default=OUTPUT_DIR, help="checkpoints, logs and exports go here"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="make TensorFlow ops deterministic (reproducible, somewhat slower)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+    # --- Data -----------------------------------------------------------------------
+    train_examples, validation_examples = load_examples()
+    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
+    steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
+    # One iterator for the whole run (repeat() rather than a new iterator per epoch): its
+    # position and shuffle buffer are saved in the checkpoint, so a resumed run sees exactly
+    # the batches an uninterrupted run would have seen.
+    train_dataset = (
+        train_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .cache()
+        .shuffle(SHUFFLE_BUFFER)  # reshuffled every epoch
+        .batch(BATCH_SIZE)
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    train_iterator = iter(train_dataset)
+    validation_dataset = (
+        validation_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .batch(BATCH_SIZE)
+        .cache()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+    # --- Model, loss, optimizer, metrics ---------------------------------------------
+    model = build_model()
+    model.summary()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    # The schedule is evaluated at optimizer.iterations, which is saved in the checkpoint
+    # with the optimizer: a resumed run continues the schedule instead of restarting it.
+    learning_rate = keras.optimizers.schedules.CosineDecay(
+        initial_learning_rate=0.0,
+        decay_steps=1200,
+        warmup_target=0.003,
+        warmup_steps=60,
+    )
+    optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
+    # Create the slot variables (momentum, moments) now instead of inside the first traced
+    # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+    optimizer.build(model.trainable_variables)
+    train_loss = keras.metrics.Mean(name="loss")
+    train_metrics = [
+        keras.metrics.SparseCategoricalAccuracy(name="pixel_accuracy"),
+        keras.metrics.MeanIoU(name="mean_iou", num_classes=4, sparse_y_pred=False),
+    ]
+    validation_loss = keras.metrics.Mean(name="loss")
+    validation_metrics = [
+        keras.metrics.SparseCategoricalAccuracy(name="pixel_accuracy"),
+        keras.metrics.MeanIoU(name="mean_iou", num_classes=4, sparse_y_pred=False),
+    ]
+
+    # --- Train and eval steps ---------------------------------------------------------
+    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+
+    # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
+    # smaller last batch of an epoch does not retrace, and no Python value changes per call.
+    @tf.function
+    def train_step(iterator):
+        images, labels = next(iterator)
+        with tf.GradientTape() as tape:
+            predictions = model(images, training=True)
+            loss = loss_fn(labels, predictions)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        step.assign_add(1)
+        # Metrics accumulate on the device; Python reads them only when it logs.
+        train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
+
+    # One trace for every batch size, the smaller last batch included.
+    @tf.function(input_signature=validation_dataset.element_spec)
+    def eval_step(images, labels):
+        predictions = model(images, training=False)
+        # The data loss only: weight penalties say nothing about generalization.
+        loss = loss_fn(labels, predictions)
+        validation_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+        for metric in validation_metrics:
+            metric.update_state(labels, predictions)
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        step=step,
+        # The position in the data and the shuffle buffer.
+        train_iterator=train_iterator,
+    )
+    manager = tf.train.CheckpointManager(
+        checkpoint,
+        os.path.join(args.output_dir, "checkpoints"),
+        max_to_keep=KEEP_CHECKPOINTS,
+    )
+    if manager.latest_checkpoint:
+        # Fails loudly when the checkpoint does not fit this model (e.g. after a spec change).
+        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
+
+    # --- Training loop ------------------------------------------------------------------
+    # TensorBoard: tensorboard --logdir <output-dir>/logs
+    train_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "train")
+    )
+    validation_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "validation")
+    )
+    metrics_path = os.path.join(args.output_dir, "metrics.jsonl")
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step counter: reading the variable every step would wait for the
+    # device each time.
+    global_step = int(step)
+    saved_step = global_step if manager.latest_checkpoint else None
+
+    for epoch in range(global_step // steps_per_epoch, epochs):
+        print(f"Epoch {epoch + 1}/{epochs}")
+        epoch_start = epoch * steps_per_epoch
+        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
+        # The logged values are already running means: "stateful", so the bar shows them as
+        # they are instead of averaging them again.
+        progbar = keras.utils.Progbar(
+            epoch_end - epoch_start,
+            stateful_metrics=["loss", "pixel_accuracy", "mean_iou", "learning_rate"],
+        )
+        for metric in [train_loss, *train_metrics]:
+            metric.reset_state()
+        while global_step < epoch_end:
+            train_step(train_iterator)
+            global_step += 1
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results([train_loss, *train_metrics])
+                logs["learning_rate"] = float(optimizer.learning_rate)
+                progbar.update(global_step - epoch_start, list(logs.items()))
+                with train_writer.as_default(step=global_step):
+                    for name, value in logs.items():
+                        tf.summary.scalar(name, value)
+                append_jsonl(
+                    metrics_path, {"step": global_step, "epoch": epoch + 1, **logs}
+                )
+
+        if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
+            for metric in [validation_loss, *validation_metrics]:
+                metric.reset_state()
+            for images, labels in validation_dataset:
+                eval_step(images, labels)
+            validation_logs = results([validation_loss, *validation_metrics])
+            print(
+                "  ".join(
+                    f"val_{name}: {value:.4f}"
+                    for name, value in validation_logs.items()
+                )
+            )
+            with validation_writer.as_default(step=global_step):
+                for name, value in validation_logs.items():
+                    tf.summary.scalar(name, value)
+            append_jsonl(
+                metrics_path,
+                {
+                    "step": global_step,
+                    "epoch": epoch + 1,
+                    **{f"val_{name}": value for name, value in validation_logs.items()},
+                },
+            )
+        if (
+            (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
+            and global_step == epoch_start + steps_per_epoch
+        ):
+            manager.save(checkpoint_number=global_step)
+            saved_step = global_step
+
+    # Also save where training stopped (mid-epoch after --max-steps, or off the cadence) so
+    # a later run with more epochs continues from here instead of redoing steps.
+    if saved_step != global_step:
+        manager.save(checkpoint_number=global_step)
+
+    # --- Export ------------------------------------------------------------------------
+    export_dir = os.path.join(args.output_dir, "export")
+    # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
+    # classes of this script to load.
+    model.export(os.path.join(export_dir, "saved_model"), verbose=False)
+    # .keras file to continue in Keras; loading it needs this script's custom layer classes.
+    model.save(os.path.join(export_dir, "shapes_unet.keras"))
+
+
+if __name__ == "__main__":
+    main()
