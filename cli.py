@@ -57,7 +57,6 @@ def render(
             spec,
             spec_file=str(spec_file),
             overrides=overrides or [],
-            script_name=output.name if output else "train.py",
         )
         if output is None:
             typer.echo(source, nl=False)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+import types
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 
 class LoopgenError(Exception):
@@ -17,12 +21,20 @@ class OutputError(LoopgenError):
     """The output cannot be written."""
 
 
-def format_validation_error(error: ValidationError, root: str = "spec") -> str:
-    """Turns a pydantic error into `field.path: message` lines, one per problem."""
-    lines = []
+def format_validation_error(
+    error: ValidationError, root: str = "spec", model: type[BaseModel] | None = None
+) -> str:
+    """Turns a pydantic error into `field.path: message` lines, one per problem.
+
+    With the validated `model` class, the path is the one the user writes: pydantic's union
+    labels (a discriminator's tag like `sequential`, or `constrained-float`, `tagged-union[...]`)
+    are left out, and of the alternatives of a union only the one that fits the input is
+    reported."""
+    problems = []  # (path, message, union group or None, is a mere type mismatch)
     for item in error.errors(include_url=False):
+        parts, union_at = _user_loc(model, item["loc"]) if model else (list(item["loc"]), None)
         path = root
-        for part in item["loc"]:
+        for part in parts:
             path += f"[{part}]" if isinstance(part, int) else f".{part}"
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
@@ -31,6 +43,116 @@ def format_validation_error(error: ValidationError, root: str = "spec") -> str:
             message = "required field is missing; add it"
         elif item["type"] == "union_tag_invalid":
             message = message + "; pick one of those kinds"
+        elif item["type"] == "union_tag_not_found":
+            key = item.get("ctx", {}).get("discriminator", "kind").strip("'")
+            message = (
+                f"{key!r} is missing, so it is unknown what this is; add {key}=... or build it "
+                "with its class, e.g. Dense(...) instead of a dict"
+            )
+        group = None if union_at is None else tuple(item["loc"][:union_at])
+        mismatch = union_at is not None and len(item["loc"]) == union_at + 1 and (
+            item["type"].endswith(("_type", "_parsing"))
+        )
+        problems.append((path, message, group, mismatch))
+
+    lines: list[str] = []
+    merged: dict[tuple[Any, ...], int] = {}
+    for path, message, group, mismatch in problems:
+        if group is not None and mismatch:
+            # The input is not of this alternative's type: only worth saying when no
+            # alternative got further, and then as one line listing what would fit.
+            if any(g == group and not m for _, _, g, m in problems):
+                continue
+            if group in merged:
+                index = merged[group]
+                lines[index] += ", or " + message.removeprefix("Input should be ")
+                continue
+            merged[group] = len(lines)
         lines.append(f"  {path}: {message}")
     count = len(lines)
     return f"the spec has {count} error{'s' if count > 1 else ''}:\n" + "\n".join(lines)
+
+
+def _user_loc(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[list[Any], int | None]:
+    """The parts of a pydantic error location that are fields, list indices or dict keys, and
+    the index in `loc` of the last smart-union label (None if the error passed through none)."""
+    kept: list[Any] = []
+    union_at = None
+    tp: Any = model
+    discriminated = False
+    for index, part in enumerate(loc):
+        tp, discriminated = _strip(tp, discriminated)
+        members = _union_members(tp)
+        if members is not None:
+            if discriminated:  # `part` is the tag, e.g. "sequential"
+                tp = next((m for m in members if _tag(m) == part), None)
+            else:  # `part` is pydantic's label of one alternative, e.g. "constrained-int"
+                tp, union_at = _union_member(members, part), index
+            discriminated = False
+            continue
+        kept.append(part)
+        tp, discriminated = _child(tp, part)
+    return kept, union_at
+
+
+def _strip(tp: Any, discriminated: bool) -> tuple[Any, bool]:
+    """Unwraps Annotated and Optional, noting a discriminator on the way."""
+    while True:
+        if get_origin(tp) is Annotated:
+            tp, *metadata = get_args(tp)
+            discriminated |= any(isinstance(m, FieldInfo) and m.discriminator for m in metadata)
+        elif _is_union(tp) and len(_non_none(tp)) == 1:
+            tp = _non_none(tp)[0]
+        else:
+            return tp, discriminated
+
+
+def _is_union(tp: Any) -> bool:
+    return get_origin(tp) in (Union, types.UnionType)
+
+
+def _non_none(tp: Any) -> list[Any]:
+    return [a for a in get_args(tp) if a is not type(None)]
+
+
+def _union_members(tp: Any) -> list[Any] | None:
+    return _non_none(tp) if _is_union(tp) else None
+
+
+def _tag(member: Any) -> Any:
+    member, _ = _strip(member, False)
+    if isinstance(member, type) and issubclass(member, BaseModel) and "kind" in member.model_fields:
+        return member.model_fields["kind"].default
+    return None
+
+
+def _union_member(members: list[Any], label: str) -> Any:
+    for member in members:
+        bare, discriminated = _strip(member, False)
+        if isinstance(bare, type) and issubclass(bare, BaseModel):
+            if label == bare.__name__ or label.endswith(f" {bare.__name__}]"):
+                return bare
+        elif discriminated and label.startswith("tagged-union["):
+            return member
+        elif get_origin(bare) in (tuple, list) and label.startswith(f"{get_origin(bare).__name__}["):
+            return bare
+    return None  # a scalar alternative: nothing below it
+
+
+def _child(tp: Any, part: Any) -> tuple[Any, bool]:
+    """The type at `part` below `tp` (None when unknown), and whether it is discriminated."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        field = tp.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return None, False
+        return field.annotation, bool(field.discriminator)
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is list and args:
+        return args[0], False
+    if origin is dict and len(args) == 2:
+        return args[1], False
+    if origin is tuple and args:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return args[0], False
+        return (args[part], False) if isinstance(part, int) and part < len(args) else (None, False)
+    return None, False

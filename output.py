@@ -15,6 +15,17 @@ MARKER = "Written by loopgen"
 def write_script(path: Path, source: str, *, force: bool = False) -> None:
     """Writes `source` to `path` via a temporary file and a rename: an interrupted write
     leaves the old file whole, never half a script."""
+    try:
+        _write(path, source, force=force)
+    except OSError as error:  # unwritable directory, a file where a directory should be, ...
+        raise OutputError(
+            f"cannot write {path}: {error.strerror or error}"
+            + (f" ({error.filename})" if error.filename else "")
+            + "; choose another -o path"
+        ) from None
+
+
+def _write(path: Path, source: str, *, force: bool) -> None:
     if path.is_dir():
         raise OutputError(f"{path} is a directory; pass a file name, e.g. {path / 'train.py'}")
     if path.exists() and not force and MARKER not in path.read_text(errors="replace")[:2000]:

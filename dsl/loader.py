@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import SpecError, format_validation_error
 from .spec import Spec
@@ -26,7 +26,7 @@ def load_spec(path: Path, name: str = "spec", overrides: list[str] | None = None
         data = obj
     else:
         raise SpecError(
-            f"{path}: {name!r} is a {type(obj).__name__}, not a loopgen Spec; "
+            f"{path}: {name!r} is an object of type {type(obj).__name__}, not a loopgen Spec; "
             f"bind it to Spec(...) from loopgen.dsl (or a dict of spec fields)"
         )
     for override in overrides or []:
@@ -35,7 +35,7 @@ def load_spec(path: Path, name: str = "spec", overrides: list[str] | None = None
         return Spec.model_validate(data)
     except ValidationError as error:
         where = f" after {', '.join('--set ' + o for o in overrides)}" if overrides else ""
-        raise SpecError(f"{path}{where}: {format_validation_error(error)}") from None
+        raise SpecError(f"{path}{where}: {format_validation_error(error, model=Spec)}") from None
 
 
 def spec_hash(spec: Spec) -> str:
@@ -58,15 +58,26 @@ def _import_object(path: Path, name: str) -> Any:
     try:
         spec.loader.exec_module(module)
     except SyntaxError as error:
+        # The error may be in a module the spec imports: name the file it is in.
+        where: Any = path
+        if error.filename and Path(error.filename).is_file():
+            if Path(error.filename).resolve() != path.resolve():
+                where = error.filename
         raise SpecError(
-            f"{path}:{error.lineno}: syntax error: {error.msg}\n    {(error.text or '').rstrip()}"
+            f"{where}:{error.lineno}: syntax error: {error.msg}\n    {(error.text or '').rstrip()}"
         ) from None
     except ValidationError as error:
-        raise SpecError(f"{_user_frame(error, path)}: {format_validation_error(error)}") from None
-    except Exception as error:
+        # Raised by a model constructed in the file, e.g. `Data(batch_size=0)`: its fields are
+        # relative to that model, so the path starts at the model's class name.
+        model = _model_named(error.title)
+        root = "spec" if model is Spec else error.title
+        where, line = _user_frame(error, path)
         raise SpecError(
-            f"{_user_frame(error, path)}: the spec raised {type(error).__name__}: {error}"
+            f"{where}: {format_validation_error(error, root, model)}{line}"
         ) from None
+    except Exception as error:
+        where, line = _user_frame(error, path)
+        raise SpecError(f"{where}: the spec raised {type(error).__name__}: {error}{line}") from None
     finally:
         sys.modules.pop(module_name, None)
     if not hasattr(module, name):
@@ -76,14 +87,28 @@ def _import_object(path: Path, name: str) -> Any:
     return getattr(module, name)
 
 
-def _user_frame(error: BaseException, path: Path) -> str:
-    """`file:line` of the deepest frame in the user's spec file, with that line's text."""
-    resolved = str(path.resolve())
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == resolved]
+def _user_frame(error: BaseException, path: Path) -> tuple[str, str]:
+    """`file:line` of the deepest frame in the user's spec file, and that line's text (on a
+    line of its own, indented; empty when unknown)."""
+    resolved = path.resolve()
+    frames = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if Path(f.filename).resolve() == resolved
+    ]
     if not frames:
-        return str(path)
+        return str(path), ""
     frame = frames[-1]
-    return f"{path}:{frame.lineno}\n    {(frame.line or '').strip()}\n"
+    line = (frame.line or "").strip()
+    return f"{path}:{frame.lineno}", f"\n    {line}" if line else ""
+
+
+def _model_named(title: str) -> type[BaseModel] | None:
+    """The spec-language model class a validation error's title names (None if unknown)."""
+    from .. import dsl
+
+    model = getattr(dsl, title, None)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
 def apply_override(data: Any, override: str) -> Any:
@@ -101,12 +126,23 @@ def apply_override(data: Any, override: str) -> Any:
     node = data
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
-        where = ".".join(str(p) for p in parts[: i + 1])
+        where = _join_path(parts[: i + 1])
         if isinstance(part, int):
-            if not isinstance(node, list) or not -len(node) <= part < len(node):
-                raise SpecError(f"--set {key}: {where} is not an index of a list in the spec")
+            if not isinstance(node, list):
+                raise SpecError(
+                    f"--set {key}: {_join_path(parts[:i])} is not a list, so {where} is not an "
+                    "index of a list in the spec"
+                )
+            if not -len(node) <= part < len(node):
+                raise SpecError(
+                    f"--set {key}: {where} is out of range: {_join_path(parts[:i])} has "
+                    f"{len(node)} entries (indices 0 to {len(node) - 1})"
+                )
         elif not isinstance(node, dict):
-            raise SpecError(f"--set {key}: {where} is not a field of the spec")
+            raise SpecError(
+                f"--set {key}: {where} is not a field of the spec: "
+                f"{_join_path(parts[:i])} is {json.dumps(node)}, not an object with fields"
+            )
         if last:
             node[part] = value
         else:
@@ -114,6 +150,14 @@ def apply_override(data: Any, override: str) -> Any:
                 node[part] = {}
             node = node[part]
     return data
+
+
+def _join_path(parts: list[str | int]) -> str:
+    """`a.b[2].c`, the way the path is written in --set."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else part
+    return text or "the spec"
 
 
 def _split_path(key: str, override: str) -> list[str | int]:

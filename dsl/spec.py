@@ -181,15 +181,15 @@ class Spec(StrictModel):
         if self.loss.from_logits and squashed:
             raise ValueError(
                 f"loss.from_logits=True but model.{path}.activation={activation!r}: the loss "
-                "would apply softmax a second time. Remove the activation (recommended, more "
-                "stable) or set loss.from_logits=False"
+                f"would apply {activation} a second time. Remove the activation (recommended, "
+                "more stable) or set loss.from_logits=False"
             )
         if not self.loss.from_logits and not squashed:
             raise ValueError(
                 f"loss.from_logits=False but model.{path} outputs "
-                f"{'logits' if activation in (None, 'linear') else activation!r}, not "
-                "probabilities; set loss.from_logits=True (recommended) or end the model in a "
-                "softmax/sigmoid"
+                f"{'logits' if activation in (None, 'linear') else repr(activation) + ' values'}"
+                ", not probabilities; set loss.from_logits=True (recommended) or end the model "
+                "in a softmax/sigmoid"
             )
 
     def _check_schedule(self) -> None:

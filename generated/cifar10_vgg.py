@@ -1,10 +1,9 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py (spec sha256 5ee61edad39a76a4).
-A standalone TensorFlow script: edit it freely, it does not import loopgen.
-
-    python cifar10_vgg.py    # train, or resume from the latest checkpoint
-    python cifar10_vgg.py --epochs 1 --max-steps 20 --output-dir /tmp/smoke
+A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
+resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
+--output-dir, --deterministic).
 """
 
 import argparse

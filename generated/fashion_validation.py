@@ -1,10 +1,9 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py (spec sha256 0ef0170ca9e241b7).
-A standalone TensorFlow script: edit it freely, it does not import loopgen.
-
-    python fashion_validation.py    # train, or resume from the latest checkpoint
-    python fashion_validation.py --epochs 1 --max-steps 20 --output-dir /tmp/smoke
+A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
+resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
+--output-dir, --deterministic).
 """
 
 import argparse

@@ -1,10 +1,9 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py (spec sha256 3121e587a47ce728).
-A standalone TensorFlow script: edit it freely, it does not import loopgen.
-
-    python mnist_mlp.py    # train, or resume from the latest checkpoint
-    python mnist_mlp.py --epochs 1 --max-steps 20 --output-dir /tmp/smoke
+A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
+resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
+--output-dir, --deterministic).
 """
 
 import argparse

@@ -1,10 +1,9 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py (spec sha256 3312169dc37423db).
-A standalone TensorFlow script: edit it freely, it does not import loopgen.
-
-    python pets_unet.py    # train, or resume from the latest checkpoint
-    python pets_unet.py --epochs 1 --max-steps 20 --output-dir /tmp/smoke
+A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
+resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
+--output-dir, --deterministic).
 """
 
 import argparse

@@ -1,10 +1,9 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py (spec sha256 300a8574815be5f8).
-A standalone TensorFlow script: edit it freely, it does not import loopgen.
-
-    python shapes_unet.py    # train, or resume from the latest checkpoint
-    python shapes_unet.py --epochs 1 --max-steps 20 --output-dir /tmp/smoke
+A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
+resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
+--output-dir, --deterministic).
 """
 
 import argparse

@@ -41,14 +41,13 @@ def render_script(
     *,
     spec_file: str,
     overrides: list[str] = (),  # type: ignore[assignment]
-    script_name: str = "train.py",
     variant: str = "single_device",
 ) -> str:
     """The formatted source of the generated training script."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     context = build_context(
-        spec, spec_file=spec_file, overrides=list(overrides), script_name=script_name,
+        spec, spec_file=spec_file, overrides=list(overrides),
         variant=variant,
     )  # fmt: skip
     source = environment().get_template(f"{variant}.py.jinja").render(context)

@@ -25,7 +25,6 @@ def build_context(
     *,
     spec_file: str,
     overrides: list[str] = (),  # type: ignore[assignment]
-    script_name: str = "train.py",
     variant: str = "single_device",
 ) -> dict[str, Any]:
     items = [] if isinstance(spec.model, Imported) else [i for _, i in spec.model.flat_items()]
@@ -38,7 +37,6 @@ def build_context(
         "spec_file": PurePath(spec_file).as_posix(),
         "spec_hash": spec_hash(spec),
         "overrides": [f"--set {o}" for o in overrides],
-        "script_name": script_name,
         "imports": imports(spec),
         "output_dir": spec.output_dir or f"runs/{spec.name}",
         "has_validation": spec.data.validation is not None,

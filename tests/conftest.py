@@ -1,0 +1,24 @@
+"""Fixtures shared by the tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import EXAMPLES, run_cli
+
+
+@pytest.fixture
+def render(tmp_path: Path):
+    """Renders an example (with --set overrides) into tmp_path and returns the script path."""
+
+    def _render(example: str, *overrides: str, name: str = "train.py") -> Path:
+        out = tmp_path / name
+        args = ["render", str(EXAMPLES / f"{example}.py"), "-o", str(out)]
+        for override in overrides:
+            args += ["--set", override]
+        proc = run_cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        return out
+
+    return _render

@@ -1,0 +1,47 @@
+"""Shared helpers: the repository root, running the CLI, and running generated scripts.
+
+Imported by tests as `from helpers import ...` (pytest puts tests/ on sys.path)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`loopgen ARGS` in a subprocess, the way a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "loopgen.cli", *args],
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def run_python(
+    script: Path, *args: str, cwd: Path, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """Runs a generated script (or a test helper) in a fresh process; fails with its output."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONHASHSEED": "0"}
+    proc = subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    if proc.returncode != 0:
+        pytest.fail(
+            f"{script.name} {' '.join(args)} exited {proc.returncode}\n"
+            f"--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-6000:]}"
+        )
+    return proc

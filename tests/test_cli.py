@@ -1,0 +1,471 @@
+"""The `loopgen` command, driven in subprocesses the way a user runs it: help, rendering, --set,
+clear messages (never a traceback) for every way a spec file can be wrong, safe output files,
+byte-identical renders, and no TensorFlow import while rendering."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers import EXAMPLES, ROOT, run_cli
+
+from loopgen.dsl.loader import load_spec
+
+MNIST = EXAMPLES / "mnist_mlp.py"
+EXAMPLE_FILES = sorted(EXAMPLES.glob("*.py"))
+
+
+def failed(proc: subprocess.CompletedProcess[str], *phrases: str) -> str:
+    """Asserts a clean failure: non-zero exit, a message with `phrases` on stderr, no traceback,
+    nothing on stdout. Returns stderr."""
+    assert proc.returncode != 0, proc.stdout[:2000]
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("error: "), proc.stderr
+    assert proc.stdout == ""
+    for phrase in phrases:
+        assert phrase in proc.stderr, f"{phrase!r} not in stderr:\n{proc.stderr}"
+    return proc.stderr
+
+
+def spec_file(tmp_path: Path, source: str, name: str = "spec.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+MNIST_SOURCE = MNIST.read_text()
+
+
+# --- help -------------------------------------------------------------------------------------
+
+
+def test_app_help():
+    proc = run_cli("--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage" in proc.stdout
+    assert "render" in proc.stdout and "validate" in proc.stdout
+
+
+@pytest.mark.parametrize("command", ["render", "validate"])
+def test_command_help(command):
+    proc = run_cli(command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage" in proc.stdout and "SPEC_FILE" in proc.stdout
+    assert "--set" in proc.stdout and "--name" in proc.stdout
+    if command == "render":
+        assert "--output" in proc.stdout and "--force" in proc.stdout
+
+
+def test_version():
+    proc = run_cli("--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("loopgen ")
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+
+def test_render_to_stdout():
+    proc = run_cli("render", str(MNIST))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith('"""')
+    assert "def main" in proc.stdout
+    assert "Written by loopgen" in proc.stdout
+    assert "BATCH_SIZE = 64" in proc.stdout
+    compile(proc.stdout, "train.py", "exec")  # a Python script
+
+
+def test_render_to_file(tmp_path):
+    out = tmp_path / "train.py"
+    proc = run_cli("render", str(MNIST), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert f"wrote {out}" in proc.stderr
+    assert out.read_text() == run_cli("render", str(MNIST)).stdout
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]  # no temporary files left
+
+
+def test_render_into_a_new_directory(tmp_path):
+    out = tmp_path / "new" / "dir" / "train.py"
+    proc = run_cli("render", str(MNIST), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith('"""')
+
+
+def test_set_changes_the_script():
+    proc = run_cli("render", str(MNIST), "--set", "data.batch_size=32")
+    assert proc.returncode == 0, proc.stderr
+    assert "BATCH_SIZE = 32" in proc.stdout
+    assert "BATCH_SIZE = 64" not in proc.stdout
+
+
+def test_several_sets(tmp_path):
+    out = tmp_path / "train.py"
+    proc = run_cli(
+        "render", str(MNIST), "-o", str(out),
+        "--set", "data.batch_size=32", "--set", "loop.epochs=7",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    source = out.read_text()
+    assert "BATCH_SIZE = 32" in source and "EPOCHS = 7" in source
+
+
+def test_validate_ok_and_with_set():
+    proc = run_cli("validate", str(MNIST), "--set", "data.batch_size=32")
+    assert proc.returncode == 0, proc.stderr
+    assert "ok" in proc.stdout and "mnist_mlp" in proc.stdout
+
+
+# --- bad --set --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("override", "phrases"),
+    [
+        ("data.batch_size", ["--set 'data.batch_size'", "FIELD.PATH=VALUE"]),
+        ("data.bach_size=32", ["spec.data.bach_size:", "unknown field"]),
+        ("daat.batch_size=32", ["spec.daat:", "unknown field"]),
+        ("model.layers[9].units=3", ["model.layers[9]", "out of range"]),
+        ("data.batch_size=big", ["spec.data.batch_size:", "valid integer"]),
+        ("data.batch_size=0", ["spec.data.batch_size:", "greater than 0"]),
+        ("loss.from_logits=false", ["loss.from_logits=False", "model.layers[3]"]),
+    ],
+)
+@pytest.mark.parametrize("command", ["render", "validate"])
+def test_bad_set(tmp_path, command, override, phrases):
+    out = tmp_path / "train.py"
+    args = ["-o", str(out)] if command == "render" else []
+    proc = run_cli(command, str(MNIST), *args, "--set", override)
+    failed(proc, *phrases)
+    assert not out.exists()
+
+
+def test_bad_set_message_names_the_override():
+    stderr = failed(run_cli("validate", str(MNIST), "--set", "data.batch_size=big"))
+    assert "after --set data.batch_size=big" in stderr
+
+
+# --- spec files that fail --------------------------------------------------------------------
+
+
+def render_fails(tmp_path: Path, spec: Path, *phrases: str, extra: tuple[str, ...] = ()) -> str:
+    """`render spec -o out` fails cleanly, writes nothing; so does `validate`."""
+    out = tmp_path / "out" / "train.py"
+    stderr = failed(run_cli("render", str(spec), "-o", str(out), *extra), *phrases)
+    assert not out.exists() and not out.parent.exists()
+    failed(run_cli("validate", str(spec), *extra), *phrases)
+    return stderr
+
+
+def test_spec_file_missing(tmp_path):
+    missing = tmp_path / "nope.py"
+    render_fails(tmp_path, missing, "spec file not found", str(missing))
+
+
+def test_spec_file_not_python(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text("name: x\n")
+    render_fails(tmp_path, path, str(path), ".py")
+
+
+def test_spec_file_is_a_directory(tmp_path):
+    render_fails(tmp_path, tmp_path, str(tmp_path))
+
+
+def test_syntax_error(tmp_path):
+    path = spec_file(
+        tmp_path,
+        """\
+        from loopgen.dsl import Spec
+
+        spec = Spec(name="x",
+        """,
+    )
+    render_fails(tmp_path, path, f"{path}:3", "syntax error", 'spec = Spec(name="x",')
+
+
+def test_syntax_error_in_a_module_the_spec_imports(tmp_path):
+    (tmp_path / "my_layers.py").write_text("def broken(:\n    pass\n")
+    path = spec_file(
+        tmp_path,
+        """\
+        import sys
+        sys.path.insert(0, __file__.rsplit("/", 1)[0])
+        import my_layers
+        """,
+    )
+    render_fails(tmp_path, path, f"{tmp_path / 'my_layers.py'}:1", "syntax error")
+
+
+def test_spec_raises_at_import(tmp_path):
+    path = spec_file(
+        tmp_path,
+        """\
+        import math
+
+        width = math.sqrt(16)
+        raise RuntimeError("boom")
+        """,
+    )
+    stderr = render_fails(tmp_path, path, f"{path}:4", "RuntimeError", "boom")
+    assert 'raise RuntimeError("boom")' in stderr  # the offending line is shown
+
+
+def test_spec_raises_in_a_helper_function(tmp_path):
+    # The line reported is the user's, even when the error comes from deeper down.
+    path = spec_file(
+        tmp_path,
+        """\
+        def helper():
+            return {}["missing"]
+
+
+        spec = helper()
+        """,
+    )
+    render_fails(tmp_path, path, f"{path}:2", "KeyError", "missing")
+
+
+def test_relative_spec_path_in_messages(tmp_path):
+    spec_file(tmp_path, 'raise ValueError("bad value")\n')
+    proc = run_cli("validate", "spec.py", cwd=tmp_path)
+    failed(proc, "spec.py:1", "ValueError", "bad value")
+
+
+def test_no_object_named_spec(tmp_path):
+    path = spec_file(tmp_path, "training = 1\n")
+    render_fails(tmp_path, path, "no object named 'spec'", "spec = Spec(...)")
+
+
+def test_spec_under_another_name(tmp_path):
+    path = spec_file(tmp_path, MNIST_SOURCE.replace("\nspec = Spec(", "\nother = Spec("))
+    # Without --name, the message points at the Spec that is there.
+    render_fails(tmp_path, path, "no object named 'spec'", "other", "--name")
+    out = tmp_path / "train.py"
+    proc = run_cli("render", str(path), "--name", "other", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "def main" in out.read_text()
+    proc = run_cli("validate", str(path), "--name", "other")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_name_option_pointing_at_nothing(tmp_path):
+    render_fails(tmp_path, MNIST, "no object named 'nope'", extra=("--name", "nope"))
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"), [("3", "int"), ("'mnist'", "str"), ("[1, 2]", "list"), ("None", "NoneType")]
+)
+def test_spec_of_the_wrong_type(tmp_path, value, kind):
+    path = spec_file(tmp_path, f"spec = {value}\n")
+    render_fails(tmp_path, path, f"type {kind}", "not a loopgen Spec", "Spec(...)")
+
+
+def _dict_spec_source() -> str:
+    data = json.loads(json.dumps(load_spec(MNIST).model_dump(mode="json")))
+    return f"spec = {data!r}\n"
+
+
+def test_dict_spec_renders_like_the_spec(tmp_path):
+    path = spec_file(tmp_path, _dict_spec_source())
+    from_dict = run_cli("render", str(path))
+    from_spec = run_cli("render", str(MNIST))
+    assert from_dict.returncode == 0, from_dict.stderr
+    assert from_spec.returncode == 0, from_spec.stderr
+    assert "BATCH_SIZE = 64" in from_dict.stdout
+    # The same script: only the spec file's path in the header differs.
+    assert from_dict.stdout.replace(str(path), "SPEC") == from_spec.stdout.replace(
+        str(MNIST), "SPEC"
+    )
+
+
+def test_dict_spec_with_a_bad_value(tmp_path):
+    source = _dict_spec_source().replace("'batch_size': 64", "'batch_size': 'big'")
+    assert "'big'" in source
+    path = spec_file(tmp_path, source)
+    render_fails(tmp_path, path, f"{path}: the spec has 1 error", "spec.data.batch_size:")
+
+
+def test_dict_spec_with_set(tmp_path):
+    path = spec_file(tmp_path, _dict_spec_source())
+    proc = run_cli("render", str(path), "--set", "data.batch_size=16")
+    assert proc.returncode == 0, proc.stderr
+    assert "BATCH_SIZE = 16" in proc.stdout
+
+
+def test_spec_construction_error(tmp_path):
+    # Spec(...) itself raises in the spec file: the user's line and `field.path: message`.
+    source = MNIST_SOURCE.replace('name="mnist_mlp"', 'name="mnist-mlp"')
+    source = source.replace("seed=0,", "seed='zero',")
+    assert source != MNIST_SOURCE
+    path = spec_file(tmp_path, source)
+    line = source.splitlines().index("spec = Spec(") + 1
+    stderr = render_fails(
+        tmp_path,
+        path,
+        f"{path}:{line}",
+        "the spec has 2 errors",
+        "spec.name: 'mnist-mlp' is not a valid Python identifier",
+        "spec.seed: Input should be a valid integer",
+    )
+    assert "spec = Spec(" in stderr
+
+
+def test_spec_cross_field_error_at_construction(tmp_path):
+    source = MNIST_SOURCE.replace("from_logits=True", "from_logits=False")
+    assert source != MNIST_SOURCE
+    path = spec_file(tmp_path, source)
+    render_fails(tmp_path, path, "loss.from_logits=False", "model.layers[3]", "from_logits=True")
+
+
+def test_part_construction_error(tmp_path):
+    # A section built on its own line fails there; the path starts at that section's class.
+    source = MNIST_SOURCE.replace("batch_size=64", "batch_size=0")
+    assert source != MNIST_SOURCE
+    path = spec_file(tmp_path, source)
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if "data=Data(" in text)
+    render_fails(tmp_path, path, f"{path}:{line}", "Data.batch_size: Input should be greater than 0")
+
+
+def test_validate_lists_every_problem(tmp_path):
+    proc = run_cli(
+        "validate", str(MNIST),
+        "--set", "data.batch_size=0", "--set", "loop.log_every_steps=-1", "--set", "naem=x",
+    )  # fmt: skip
+    stderr = failed(proc, "the spec has 3 errors")
+    assert "  spec.data.batch_size: " in stderr
+    assert "  spec.loop.log_every_steps: " in stderr
+    assert "  spec.naem: unknown field" in stderr
+
+
+# --- output safety ----------------------------------------------------------------------------
+
+
+def test_refuses_to_overwrite_a_foreign_file(tmp_path):
+    out = tmp_path / "train.py"
+    out.write_text("# my own training script\nprint('precious')\n")
+    before = out.read_bytes()
+    failed(run_cli("render", str(MNIST), "-o", str(out)), str(out), "not written by loopgen", "--force")
+    assert out.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]
+
+    proc = run_cli("render", str(MNIST), "-o", str(out), "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == run_cli("render", str(MNIST)).stdout
+
+
+def test_overwrites_a_rendered_file(tmp_path):
+    out = tmp_path / "train.py"
+    assert run_cli("render", str(MNIST), "-o", str(out)).returncode == 0
+    out.chmod(0o755)
+    proc = run_cli("render", str(MNIST), "-o", str(out), "--set", "data.batch_size=32")
+    assert proc.returncode == 0, proc.stderr
+    assert "BATCH_SIZE = 32" in out.read_text()
+    assert out.stat().st_mode & 0o777 == 0o755  # the mode is kept
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        ("--set", "data.batch_size=big"),
+        ("--set", "nonsense"),
+        ("--name", "nope"),
+        ("BROKEN_SPEC",),
+        ("--set", "loss.kind=categorical_crossentropy"),
+    ],
+    ids=["bad-value", "bad-set", "bad-name", "broken-file", "cross-field"],
+)
+def test_failed_render_leaves_the_output_alone(tmp_path, breakage):
+    out = tmp_path / "train.py"
+    assert run_cli("render", str(MNIST), "-o", str(out)).returncode == 0
+    before = out.read_bytes()
+    spec = MNIST
+    if breakage == ("BROKEN_SPEC",):
+        spec, breakage = spec_file(tmp_path, "raise RuntimeError('boom')\n", "broken.py"), ()
+    failed(run_cli("render", str(spec), "-o", str(out), *breakage))
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["train.py", *(["broken.py"] if spec != MNIST else [])]
+    )
+
+
+def test_output_is_a_directory(tmp_path):
+    failed(run_cli("render", str(MNIST), "-o", str(tmp_path)), "is a directory")
+
+
+def test_output_below_a_file(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    out = tmp_path / "afile" / "train.py"
+    failed(run_cli("render", str(MNIST), "-o", str(out)), "cannot write", str(out))
+    assert (tmp_path / "afile").read_text() == "x"
+
+
+# --- determinism ------------------------------------------------------------------------------
+
+
+def _render_with_hash_seed(example: Path, seed: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopgen.cli", "render", str(example)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONHASHSEED": seed},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("example", EXAMPLE_FILES, ids=lambda p: p.stem)
+def test_render_is_byte_identical(tmp_path, example):
+    first, second = tmp_path / "a" / "train.py", tmp_path / "b" / "train.py"
+    for out in (first, second):
+        proc = run_cli("render", str(example), "-o", str(out), "--set", "data.batch_size=8")
+        assert proc.returncode == 0, proc.stderr
+    assert first.read_bytes() == second.read_bytes()
+    # ... also when Python's string hashing (set and dict-of-set orders) differs.
+    renders = {seed: _render_with_hash_seed(example, seed) for seed in ("0", "1", "4242")}
+    assert len(set(renders.values())) == 1, "renders differ between PYTHONHASHSEED values"
+    assert renders["0"].replace("BATCH_SIZE = 8", "") != ""
+
+
+# --- no TensorFlow while rendering ------------------------------------------------------------
+
+
+def test_rendering_does_not_import_tensorflow(tmp_path):
+    code = textwrap.dedent(
+        f"""\
+        import sys
+        from pathlib import Path
+
+        from typer.testing import CliRunner
+
+        from loopgen.cli import app
+        from loopgen.dsl.loader import load_spec
+        from loopgen.render import render_script
+
+        runner = CliRunner()
+        for path in sorted(Path({str(EXAMPLES)!r}).glob("*.py")):
+            for args in (["render", str(path)], ["validate", str(path)],
+                         ["render", str(path), "-o", {str(tmp_path)!r} + "/" + path.name]):
+                result = runner.invoke(app, args)
+                assert result.exit_code == 0, (args, result.output, result.exception)
+            assert "def main" in render_script(load_spec(path), spec_file=str(path))
+        heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras"))
+        assert not heavy, heavy[:10]
+        print("rendered without tensorflow")
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "rendered without tensorflow" in proc.stdout
+    assert len(list(tmp_path.glob("*.py"))) == len(EXAMPLE_FILES)
+

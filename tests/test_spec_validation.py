@@ -1,0 +1,700 @@
+"""The spec language accepts the examples and rejects bad specs with messages that say where and
+how to fix: the `field.path` of the problem, and a phrase of the fix.
+
+Bad specs are a valid example's `model_dump()` with one thing changed. Each is checked twice: by
+pydantic (`Spec.model_validate` raises `ValidationError`) and the way users meet it, through
+`load_spec` on a spec file (raises `SpecError` with `field.path: message` lines)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import EXAMPLES, run_cli
+from pydantic import ValidationError
+
+from loopgen.dsl import Spec
+from loopgen.dsl.loader import apply_override, load_spec
+from loopgen.errors import SpecError
+
+EXAMPLE_FILES = sorted(EXAMPLES.glob("*.py"))
+
+
+def dumped(example: str) -> dict[str, Any]:
+    """A valid example's spec as a plain (deep-copied) dict, ready to be broken."""
+    return copy.deepcopy(load_spec(EXAMPLES / f"{example}.py").model_dump())
+
+
+def reject(tmp_path: Path, data: dict[str, Any], errors: int = 1) -> str:
+    """Asserts that `data` is not a valid spec, both for pydantic and for `load_spec` on a
+    spec file binding it, and returns the loader's message."""
+    with pytest.raises(ValidationError):
+        Spec.model_validate(data)
+    path = tmp_path / "bad_spec.py"
+    path.write_text(f"spec = {data!r}\n")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: "), message
+    plural = "error" if errors == 1 else "errors"
+    assert f"the spec has {errors} {plural}:" in message, message
+    return message
+
+
+def reject_set(example: str, *overrides: str, errors: int = 1) -> str:
+    """Asserts that the example with `--set` overrides does not load; returns the message."""
+    with pytest.raises(SpecError) as info:
+        load_spec(EXAMPLES / f"{example}.py", overrides=list(overrides))
+    message = str(info.value)
+    if errors:
+        plural = "error" if errors == 1 else "errors"
+        assert f"the spec has {errors} {plural}:" in message, message
+    return message
+
+
+def line_for(message: str, path: str) -> str:
+    """The error line about the field `path` (e.g. `spec.data.batch_size`)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip().startswith(f"{path}:")]
+    assert lines, f"no error line for {path!r} in:\n{message}"
+    return lines[0]
+
+
+def accept(data: dict[str, Any]) -> Spec:
+    return Spec.model_validate(data)
+
+
+# --- good specs ------------------------------------------------------------------------------
+
+
+def test_there_are_examples():
+    assert len(EXAMPLE_FILES) >= 5, EXAMPLE_FILES
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.stem)
+def test_example_loads(path: Path):
+    spec = load_spec(path)
+    assert isinstance(spec, Spec)
+    assert spec.name == path.stem
+    # The dump of a valid spec is itself a valid spec, and the same one.
+    assert Spec.model_validate(spec.model_dump()) == spec
+    assert Spec.model_validate(spec.model_dump(mode="json")) == spec
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.stem)
+def test_example_validates_with_the_cli(path: Path):
+    proc = run_cli("validate", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert f"{path}: ok" in proc.stdout
+    assert proc.stderr == ""
+
+
+def test_valid_override_applies():
+    spec = load_spec(EXAMPLES / "mnist_mlp.py", overrides=["data.batch_size=32", "loop.epochs=5"])
+    assert spec.data.batch_size == 32
+    assert spec.loop.epochs == 5
+    # JSON values: objects replace whole sections.
+    spec = load_spec(
+        EXAMPLES / "mnist_mlp.py",
+        overrides=['checkpoint={"every_steps": 500}', "loop.log_every_steps=10"],
+    )
+    assert spec.checkpoint is not None
+    assert (spec.checkpoint.every_steps, spec.checkpoint.every_epochs) == (500, None)
+
+
+# --- wrong types and unknown fields ----------------------------------------------------------
+
+
+def test_wrong_type(tmp_path):
+    data = dumped("mnist_mlp")
+    data["data"]["batch_size"] = "big"
+    line = line_for(reject(tmp_path, data), "spec.data.batch_size")
+    assert "valid integer" in line
+
+
+def test_wrong_type_through_set():
+    message = reject_set("mnist_mlp", "data.batch_size=big")
+    assert "--set data.batch_size=big" in message
+    assert "valid integer" in line_for(message, "spec.data.batch_size")
+
+
+def test_wrong_type_of_a_union_field_is_one_line_naming_what_fits(tmp_path):
+    data = dumped("mnist_mlp")
+    data["model"]["layers"][1]["units"] = "wide"
+    line = line_for(reject(tmp_path, data), "spec.model.layers[1].units")
+    assert "valid integer" in line and "Var" in line
+
+
+def test_constraint_inside_a_union_field_is_reported_alone(tmp_path):
+    data = dumped("mnist_mlp")
+    data["model"]["layers"][1]["units"] = 0
+    line = line_for(reject(tmp_path, data), "spec.model.layers[1].units")
+    assert "greater than 0" in line
+
+
+@pytest.mark.parametrize(
+    ("section", "typo", "path"),
+    [
+        ("data", "bach_size", "spec.data.bach_size"),
+        (None, "naem", "spec.naem"),
+        ("loop", "epoch", "spec.loop.epoch"),
+    ],
+)
+def test_unknown_field(tmp_path, section, typo, path):
+    data = dumped("mnist_mlp")
+    (data[section] if section else data)[typo] = 64
+    line = line_for(reject(tmp_path, data), path)
+    assert "unknown field" in line and "spelling" in line
+
+
+def test_unknown_field_in_a_layer(tmp_path):
+    data = dumped("mnist_mlp")
+    data["model"]["layers"][1]["unit"] = 64
+    line = line_for(reject(tmp_path, data), "spec.model.layers[1].unit")
+    assert "unknown field" in line
+
+
+def test_unknown_field_through_set():
+    message = reject_set("mnist_mlp", "data.bach_size=32")
+    assert "unknown field" in line_for(message, "spec.data.bach_size")
+
+
+def test_missing_required_field(tmp_path):
+    data = dumped("mnist_mlp")
+    del data["loss"]
+    assert "missing" in line_for(reject(tmp_path, data), "spec.loss")
+
+
+# --- discriminated unions: unknown kinds -----------------------------------------------------
+
+
+def test_unknown_layer_kind(tmp_path):
+    data = dumped("mnist_mlp")
+    data["model"]["layers"][1]["kind"] = "dense_layer"
+    # The path is the user's: no `sequential` tag in it.
+    line = line_for(reject(tmp_path, data), "spec.model.layers[1]")
+    assert "'dense_layer'" in line
+    assert "'dense'" in line and "'conv2d'" in line
+    assert "pick one of those kinds" in line
+
+
+def test_unknown_layer_kind_inside_a_repeat(tmp_path):
+    data = dumped("pets_unet")
+    data["model"]["layers"][0]["layers"][1]["kind"] = "batchnorm"
+    line = line_for(reject(tmp_path, data), "spec.model.layers[0].layers[1]")
+    assert "'batchnorm'" in line and "'batch_normalization'" in line
+
+
+def test_unknown_optimizer_kind(tmp_path):
+    data = dumped("mnist_mlp")
+    data["optimizer"]["kind"] = "adamm"
+    line = line_for(reject(tmp_path, data), "spec.optimizer")
+    assert "'adamm'" in line and "'adam'" in line and "'sgd'" in line
+
+
+def test_unknown_loss_kind(tmp_path):
+    data = dumped("mnist_mlp")
+    data["loss"]["kind"] = "cross_entropy"
+    line = line_for(reject(tmp_path, data), "spec.loss")
+    assert "'sparse_categorical_crossentropy'" in line
+
+
+def test_unknown_schedule_kind(tmp_path):
+    # learning_rate is a number or a schedule: only the schedule's problem is reported.
+    data = dumped("cifar10_vgg")
+    data["optimizer"]["learning_rate"]["kind"] = "step_decay"
+    line = line_for(reject(tmp_path, data), "spec.optimizer.learning_rate")
+    assert "'step_decay'" in line and "'piecewise_constant'" in line
+
+
+def test_missing_kind(tmp_path):
+    data = dumped("mnist_mlp")
+    del data["model"]["layers"][1]["kind"]
+    line = line_for(reject(tmp_path, data), "spec.model.layers[1]")
+    assert "'kind' is missing" in line
+
+
+def test_unknown_data_source_kind(tmp_path):
+    data = dumped("mnist_mlp")
+    data["data"]["train"]["kind"] = "csv"
+    line = line_for(reject(tmp_path, data), "spec.data.train")
+    assert "'csv'" in line and "'npz'" in line
+
+
+# --- cadences ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [0, -5])
+@pytest.mark.parametrize(
+    ("section", "field"),
+    [
+        ("loop", "log_every_steps"),
+        ("loop", "validate_every_epochs"),
+        ("loop", "epochs"),
+        ("checkpoint", "every_epochs"),
+        ("checkpoint", "keep"),
+    ],
+)
+def test_zero_or_negative_cadence(tmp_path, section, field, value):
+    data = dumped("mnist_mlp")
+    data[section][field] = value
+    line = line_for(reject(tmp_path, data), f"spec.{section}.{field}")
+    assert "greater than 0" in line
+
+
+def test_zero_checkpoint_steps(tmp_path):
+    data = dumped("mnist_mlp")
+    data["checkpoint"].update(every_epochs=None, every_steps=0)
+    assert "greater than 0" in line_for(reject(tmp_path, data), "spec.checkpoint.every_steps")
+
+
+def test_zero_cadence_through_set():
+    message = reject_set("mnist_mlp", "loop.log_every_steps=0")
+    assert "greater than 0" in line_for(message, "spec.loop.log_every_steps")
+    message = reject_set("mnist_mlp", "checkpoint.every_epochs=0")
+    assert "greater than 0" in line_for(message, "spec.checkpoint.every_epochs")
+
+
+@pytest.mark.parametrize(
+    ("changes", "path"),
+    [
+        ({"loop": {"log_every_steps": 2.5}}, "spec.loop.log_every_steps"),
+        ({"loop": {"epochs": None, "steps": 2.5}}, "spec.loop.steps"),
+        ({"checkpoint": {"every_epochs": None, "every_steps": 2.5}}, "spec.checkpoint.every_steps"),
+        ({"data": {"batch_size": 2.5}}, "spec.data.batch_size"),
+    ],
+)
+def test_fractional_count(tmp_path, changes, path):
+    data = dumped("mnist_mlp")
+    for section, fields in changes.items():
+        data[section].update(fields)
+    line = line_for(reject(tmp_path, data), path)
+    assert "fractional part" in line
+
+
+def test_both_checkpoint_cadences(tmp_path):
+    data = dumped("mnist_mlp")
+    data["checkpoint"]["every_steps"] = 500
+    line = line_for(reject(tmp_path, data), "spec.checkpoint")
+    assert "checkpoint.every_epochs" in line and "checkpoint.every_steps" in line
+    assert "keep one" in line
+
+
+def test_no_checkpoint_cadence(tmp_path):
+    data = dumped("mnist_mlp")
+    data["checkpoint"]["every_epochs"] = None
+    line = line_for(reject(tmp_path, data), "spec.checkpoint")
+    assert "checkpoint.every_epochs or checkpoint.every_steps" in line
+
+
+def test_no_checkpoint_at_all_is_fine():
+    data = dumped("mnist_mlp")
+    data["checkpoint"] = None
+    assert accept(data).checkpoint is None
+
+
+@pytest.mark.parametrize(("epochs", "steps"), [(None, None), (2, 1000)])
+def test_loop_needs_exactly_one_of_epochs_and_steps(tmp_path, epochs, steps):
+    data = dumped("mnist_mlp")
+    data["loop"].update(epochs=epochs, steps=steps)
+    line = line_for(reject(tmp_path, data), "spec.loop")
+    assert "exactly one of loop.epochs and loop.steps" in line
+
+
+def test_loop_by_steps_is_fine():
+    data = dumped("mnist_mlp")
+    data["loop"].update(epochs=None, steps=1000)
+    assert accept(data).loop.steps == 1000
+
+
+# --- labels and losses ------------------------------------------------------------------------
+
+
+def test_sparse_loss_with_one_hot_labels(tmp_path):
+    data = dumped("mnist_mlp")
+    data["data"].update(labels="one_hot", num_classes=10)
+    message = reject(tmp_path, data)
+    line = line_for(message, "spec")
+    assert "loss.kind='sparse_categorical_crossentropy'" in line
+    assert "data.labels='one_hot'" in line
+    # The fix, both ways.
+    assert 'use data.labels="sparse"' in line and "categorical_crossentropy" in line
+
+
+def test_categorical_loss_with_sparse_labels(tmp_path):
+    data = dumped("mnist_mlp")
+    data["loss"]["kind"] = "categorical_crossentropy"
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "loss.kind='categorical_crossentropy'" in line
+    assert "data.labels='sparse'" in line
+    assert 'use data.labels="one_hot"' in line and "sparse_categorical_crossentropy" in line
+
+
+def test_sparse_metric_with_one_hot_labels(tmp_path):
+    data = dumped("mnist_mlp")
+    data["data"].update(labels="one_hot", num_classes=10)
+    data["loss"]["kind"] = "categorical_crossentropy"
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "metrics[0].kind='sparse_categorical_accuracy'" in line
+    assert "data.labels='one_hot'" in line
+
+
+def test_one_hot_labels_with_matching_loss_and_metric_are_fine():
+    data = dumped("mnist_mlp")
+    data["data"].update(labels="one_hot", num_classes=10)
+    data["loss"]["kind"] = "categorical_crossentropy"
+    data["metrics"] = [{"kind": "categorical_accuracy"}]
+    assert accept(data).data.labels == "one_hot"
+
+
+def test_one_hot_labels_need_num_classes(tmp_path):
+    data = dumped("mnist_mlp")
+    data["data"]["labels"] = "one_hot"
+    data["loss"]["kind"] = "categorical_crossentropy"
+    data["metrics"] = [{"kind": "categorical_accuracy"}]
+    line = line_for(reject(tmp_path, data), "spec.data")
+    assert "one_hot" in line and "data.num_classes" in line
+
+
+def test_from_logits_after_softmax(tmp_path):
+    data = dumped("mnist_mlp")
+    data["model"]["layers"][3]["activation"] = "softmax"
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "loss.from_logits=True" in line
+    assert "model.layers[3].activation='softmax'" in line
+    assert "set loss.from_logits=False" in line and "Remove the activation" in line
+
+
+def test_from_logits_after_softmax_names_the_nested_layer(tmp_path):
+    # The last layer of the model is the last layer of a trailing Repeat.
+    data = dumped("mnist_mlp")
+    last = data["model"]["layers"].pop()
+    last["activation"] = "softmax"
+    data["model"]["layers"].append({"kind": "repeat", "over": {"i": [1]}, "layers": [last]})
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "model.layers[3].layers[0].activation='softmax'" in line
+
+
+def test_from_logits_after_sigmoid_names_sigmoid(tmp_path):
+    data = dumped("mnist_mlp")
+    data["loss"] = {"kind": "binary_crossentropy", "from_logits": True}
+    data["model"]["layers"][3]["activation"] = "sigmoid"
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "model.layers[3].activation='sigmoid'" in line
+    assert "apply sigmoid a second time" in line
+
+
+@pytest.mark.parametrize("activation", [None, "linear"])
+def test_probabilities_expected_from_a_linear_layer(tmp_path, activation):
+    data = dumped("mnist_mlp")
+    data["loss"]["from_logits"] = False
+    data["model"]["layers"][3]["activation"] = activation
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "loss.from_logits=False" in line
+    assert "model.layers[3] outputs logits" in line
+    assert "set loss.from_logits=True" in line
+
+
+def test_probabilities_from_softmax_are_fine():
+    data = dumped("mnist_mlp")
+    data["loss"]["from_logits"] = False
+    data["model"]["layers"][3]["activation"] = "softmax"
+    assert accept(data).loss.from_logits is False
+
+
+# --- learning-rate schedules ------------------------------------------------------------------
+
+
+def _cosine(warmup_steps: int) -> dict[str, Any]:
+    return {
+        "kind": "cosine_decay",
+        "initial_learning_rate": 0.0,
+        "warmup_target": 0.01,
+        "warmup_steps": warmup_steps,
+        "decay_steps": 1000,
+    }
+
+
+@pytest.mark.parametrize("warmup_steps", [500, 501, 10_000])
+def test_cosine_warmup_not_below_loop_steps(tmp_path, warmup_steps):
+    data = dumped("mnist_mlp")
+    data["optimizer"]["learning_rate"] = _cosine(warmup_steps)
+    data["loop"].update(epochs=None, steps=500)
+    line = line_for(reject(tmp_path, data), "spec")
+    assert f"optimizer.learning_rate.warmup_steps={warmup_steps}" in line
+    assert "loop.steps=500" in line
+    assert "shorten the warmup or train longer" in line
+
+
+def test_cosine_warmup_below_loop_steps_is_fine():
+    data = dumped("mnist_mlp")
+    data["optimizer"]["learning_rate"] = _cosine(499)
+    data["loop"].update(epochs=None, steps=500)
+    assert accept(data).optimizer.learning_rate.warmup_steps == 499
+
+
+def test_cosine_warmup_steps_without_target(tmp_path):
+    data = dumped("shapes_unet")
+    data["optimizer"]["learning_rate"]["warmup_target"] = None
+    line = line_for(reject(tmp_path, data), "spec.optimizer.learning_rate")
+    assert "warmup_steps and warmup_target go together" in line
+
+
+@pytest.mark.parametrize("values", [[0.1, 0.01], [0.1, 0.01, 0.001, 0.0001]])
+def test_piecewise_values_and_boundaries_mismatch(tmp_path, values):
+    data = dumped("cifar10_vgg")  # boundaries [7820, 15640]
+    data["optimizer"]["learning_rate"]["values"] = values
+    # One error, at the schedule: not a second one saying it is not a number either.
+    line = line_for(reject(tmp_path, data), "spec.optimizer.learning_rate")
+    assert f"values has {len(values)} entries and boundaries 2" in line
+    assert "one more entry than boundaries" in line
+
+
+def test_piecewise_boundaries_not_increasing(tmp_path):
+    data = dumped("cifar10_vgg")
+    data["optimizer"]["learning_rate"]["boundaries"] = [15640, 7820]
+    line = line_for(reject(tmp_path, data), "spec.optimizer.learning_rate")
+    assert "strictly increasing" in line
+
+
+# --- model structure --------------------------------------------------------------------------
+
+
+def test_var_outside_a_repeat(tmp_path):
+    data = dumped("mnist_mlp")
+    data["model"]["layers"][1]["units"] = {"var": "width"}
+    line = line_for(reject(tmp_path, data), "spec.model")
+    assert "layers[1] refers to Var 'width'" in line
+    assert "no enclosing Repeat defines it" in line and "over" in line
+
+
+def test_var_not_defined_by_the_enclosing_repeat(tmp_path):
+    data = dumped("cifar10_vgg")
+    data["model"]["layers"][0]["layers"][0]["args"]["filters"] = {"var": "channels"}
+    line = line_for(reject(tmp_path, data), "spec.model")
+    assert "layers[0].layers[0] refers to Var 'channels'" in line
+    assert "in scope: ['filters']" in line
+
+
+def test_var_in_a_custom_layer_that_is_not_a_parameter(tmp_path):
+    data = dumped("cifar10_vgg")
+    data["custom_layers"][0]["layers"][0]["filters"] = {"var": "width"}
+    line = line_for(reject(tmp_path, data), "spec.custom_layers[0]")
+    assert "layers[0] refers to Var 'width'" in line and "add it to params" in line
+
+
+def test_custom_layer_class_not_declared(tmp_path):
+    data = dumped("cifar10_vgg")
+    data["model"]["layers"][0]["layers"][0]["cls"] = "VGGBlok"
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "model.layers[0].layers[0].cls is 'VGGBlok'" in line
+    assert "['VGGBlock']" in line and "declare it in custom_layers" in line
+
+
+def test_custom_layer_without_any_classes(tmp_path):
+    data = dumped("cifar10_vgg")
+    data["custom_layers"] = []
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "model.layers[0].layers[0].cls is 'VGGBlock'" in line and "no classes" in line
+
+
+def test_concatenate_without_saveskip(tmp_path):
+    data = dumped("shapes_unet")
+    encoder = data["model"]["layers"][0]["layers"]
+    assert encoder[1] == {"kind": "save_skip"}
+    del encoder[1]
+    line = line_for(reject(tmp_path, data), "spec.model")
+    assert "layers[2].layers[1]: Concatenate has no saved skip" in line
+    assert "SaveSkip()" in line
+
+
+def test_saveskip_without_concatenate(tmp_path):
+    data = dumped("shapes_unet")
+    decoder = data["model"]["layers"][2]["layers"]
+    assert decoder[1]["kind"] == "concatenate"
+    del decoder[1]
+    line = line_for(reject(tmp_path, data), "spec.model")
+    assert "2 SaveSkip() never joined by a Concatenate" in line
+
+
+@pytest.mark.parametrize("kind", ["save_skip", "concatenate"])
+def test_skip_connections_in_a_sequential_model(tmp_path, kind):
+    data = dumped("mnist_mlp")
+    data["model"]["layers"].insert(1, {"kind": kind})
+    line = line_for(reject(tmp_path, data), "spec.model")
+    assert "layers[1]: skip connections need a functional model" in line
+    assert "Functional(" in line
+
+
+def test_concatenate_in_a_custom_layer(tmp_path):
+    data = dumped("shapes_unet")
+    data["custom_layers"][0]["layers"].append({"kind": "concatenate"})
+    line = line_for(reject(tmp_path, data), "spec.custom_layers[0]")
+    assert "Concatenate needs two inputs" in line and "functional model" in line
+
+
+def test_repeat_lists_of_different_lengths(tmp_path):
+    data = dumped("pets_unet")
+    data["model"]["layers"][0]["over"]["extra"] = [1, 2]
+    line = line_for(reject(tmp_path, data), "spec.model.layers[0]")
+    assert "same, non-zero number of values" in line
+
+
+def test_empty_model(tmp_path):
+    data = dumped("mnist_mlp")
+    data["model"]["layers"] = []
+    assert "at least one layer" in line_for(reject(tmp_path, data), "spec.model")
+
+
+# --- names ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["my-run", 'my"run', "my'run", 'x"""; import os; """', "1st_run", "class", "", "über"]
+)
+def test_run_name_must_be_an_identifier(tmp_path, name):
+    data = dumped("mnist_mlp")
+    data["name"] = name
+    line = line_for(reject(tmp_path, data), "spec.name")
+    assert "not a valid Python identifier" in line
+    assert "ASCII letters, digits and underscores" in line
+
+
+def test_run_name_with_dunder(tmp_path):
+    data = dumped("mnist_mlp")
+    data["name"] = "__main__"
+    assert "reserved" in line_for(reject(tmp_path, data), "spec.name")
+
+
+def test_run_name_through_set():
+    message = reject_set("mnist_mlp", "name=my-run")
+    assert "'my-run' is not a valid Python identifier" in line_for(message, "spec.name")
+
+
+@pytest.mark.parametrize(
+    ("where", "path"),
+    [
+        (("model", "layers", 3, "name"), "spec.model.layers[3].name"),
+        (("metrics", 0, "name"), "spec.metrics[0].name"),
+        (("custom_layers", 0, "name"), "spec.custom_layers[0].name"),
+    ],
+)
+def test_other_names_must_be_identifiers(tmp_path, where, path):
+    data = dumped("cifar10_vgg" if where[0] == "custom_layers" else "mnist_mlp")
+    node = data
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = 'pred"s'
+    line = line_for(reject(tmp_path, data), path)
+    assert "not a valid Python identifier" in line
+
+
+def test_custom_layer_class_name_clashes_with_the_script(tmp_path):
+    data = dumped("cifar10_vgg")
+    data["custom_layers"][0]["name"] = "Model"
+    data["model"]["layers"][0]["layers"][0]["cls"] = "Model"
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "custom_layers: class name 'Model' clashes" in line and "rename it" in line
+
+
+# --- imported models --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["pkg.mod.build", "pkg/mod:build", "pkg.mod:", ":build", "pkg.mod:build:x", "pkg mod:build",
+     "pkg..mod:build", "1pkg.mod:build", "pkg.mod:build()"],
+)  # fmt: skip
+def test_imported_target_form(tmp_path, target):
+    data = dumped("mnist_mlp")
+    data["model"] = {"kind": "import", "target": target}
+    line = line_for(reject(tmp_path, data), "spec.model.target")
+    assert "'package.module:function'" in line
+
+
+@pytest.mark.parametrize("target", ["pkg.mod:build", "models:build_unet", "a.b.c:_make"])
+def test_imported_target_valid(target):
+    data = dumped("mnist_mlp")
+    data["model"] = {"kind": "import", "target": target, "kwargs": {"width": 64}}
+    spec = accept(data)
+    assert spec.model.target == target
+
+
+# --- metrics ----------------------------------------------------------------------------------
+
+
+def test_duplicate_metric_names(tmp_path):
+    data = dumped("mnist_mlp")
+    data["metrics"] = [
+        {"kind": "sparse_categorical_accuracy"},
+        {"kind": "sparse_categorical_accuracy"},
+    ]
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "metrics: names ['accuracy', 'accuracy']" in line
+    assert "unique name" in line
+
+
+def test_metric_named_loss(tmp_path):
+    data = dumped("mnist_mlp")
+    data["metrics"][0]["name"] = "loss"
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "metrics" in line and "'loss'" in line
+
+
+def test_distinct_metric_names_are_fine():
+    data = dumped("mnist_mlp")
+    data["metrics"] = [
+        {"kind": "sparse_categorical_accuracy"},
+        {"kind": "sparse_categorical_accuracy", "name": "acc2"},
+        {"kind": "sparse_top_k_categorical_accuracy", "k": 3},
+    ]
+    assert [m.metric_name for m in accept(data).metrics] == ["accuracy", "acc2", "top_k_accuracy"]
+
+
+# --- several problems at once, and --set paths ------------------------------------------------
+
+
+def test_every_problem_is_listed(tmp_path):
+    data = dumped("mnist_mlp")
+    data["data"]["batch_size"] = 0
+    data["loop"]["log_every_steps"] = "often"
+    data["data"]["bach_size"] = 3
+    message = reject(tmp_path, data, errors=3)
+    assert "greater than 0" in line_for(message, "spec.data.batch_size")
+    assert "valid integer" in line_for(message, "spec.loop.log_every_steps")
+    assert "unknown field" in line_for(message, "spec.data.bach_size")
+
+
+@pytest.mark.parametrize(
+    ("override", "phrase"),
+    [
+        ("data.batch_size", "expected FIELD.PATH=VALUE"),
+        ("data..batch_size=3", "empty field name"),
+        ("model.layers[9].units=3", "model.layers[9] is out of range: model.layers has 4 entries"),
+        ("data[0]=3", "data is not a list"),
+        ("model.layers[1].units.x=3", "model.layers[1].units is 64, not an object"),
+    ],
+)
+def test_bad_override_path(override, phrase):
+    message = reject_set("mnist_mlp", override, errors=0)
+    assert message.startswith("--set ")
+    assert phrase in message
+
+
+def test_override_does_not_change_the_input():
+    data = dumped("mnist_mlp")
+    before = copy.deepcopy(data)
+    changed = apply_override(data, "data.batch_size=7")
+    assert data == before
+    assert changed["data"]["batch_size"] == 7
+
+
+def test_override_values_are_json_or_strings():
+    data = dumped("mnist_mlp")
+    assert apply_override(data, "loop.epochs=3")["loop"]["epochs"] == 3
+    assert apply_override(data, "data.rescale=null")["data"]["rescale"] is None
+    assert apply_override(data, "data.cache=false")["data"]["cache"] is False
+    assert apply_override(data, "name=run_2")["name"] == "run_2"
+    assert apply_override(data, 'name="3"')["name"] == "3"
+    assert apply_override(data, "output_dir=a=b")["output_dir"] == "a=b"

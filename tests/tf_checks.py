@@ -1,0 +1,125 @@
+"""TensorFlow-side checks that the tests run in a fresh process: `python tf_checks.py CHECK ...`.
+
+Each check prints one JSON object on its last line of stdout."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+
+def load_script(path: str):
+    """Imports a generated script as a module (its main() does not run)."""
+    spec = importlib.util.spec_from_file_location("generated_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def checkpoint_values(directory: str) -> dict[str, np.ndarray]:
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(directory))
+    dtypes = reader.get_variable_to_dtype_map()
+    return {
+        name: reader.get_tensor(name)
+        for name, dtype in dtypes.items()
+        if dtype.is_numpy_compatible and dtype != tf.string and "save_counter" not in name
+    }
+
+
+def compare_checkpoints(dir_a: str, dir_b: str) -> dict:
+    """Max abs difference over every saved value (weights, slots, step, iterator excluded)."""
+    a, b = checkpoint_values(dir_a), checkpoint_values(dir_b)
+    numeric = [k for k in a if k in b and a[k].dtype.kind in "fiu"]
+    diffs = {k: float(np.max(np.abs(a[k].astype(np.float64) - b[k]))) for k in numeric}
+    step = [v for k, v in a.items() if k.startswith("step/")]
+    return {
+        "same_keys": sorted(a) == sorted(b),
+        "count": len(numeric),
+        "max_diff": max(diffs.values()),
+        "worst": max(diffs, key=diffs.get),
+        "step": int(step[0]) if step else None,
+    }
+
+
+def restored_model(module, checkpoint_dir: str):
+    model = module.build_model()
+    checkpoint = tf.train.Checkpoint(model=model)
+    checkpoint.restore(tf.train.latest_checkpoint(checkpoint_dir)).expect_partial()
+    return model
+
+
+def export_matches(script: str, output_dir: str, x_path: str) -> dict:
+    """Predictions of the exported SavedModel (and .keras file, when there is one) vs the
+    model restored from the training checkpoint, on the same inputs."""
+    import os
+
+    import keras
+
+    module = load_script(script)
+    x = np.load(x_path)["x"][:8]
+    x = module.preprocess(x, np.zeros(len(x)))[0]
+    expected = restored_model(module, os.path.join(output_dir, "checkpoints"))(x, training=False)
+    served = tf.saved_model.load(os.path.join(output_dir, "export", "saved_model"))
+    result = {"saved_model": float(np.max(np.abs(served.serve(x) - expected)))}
+    keras_files = [f for f in os.listdir(os.path.join(output_dir, "export")) if f.endswith(".keras")]
+    if keras_files:
+        reloaded = keras.saving.load_model(os.path.join(output_dir, "export", keras_files[0]))
+        result["keras"] = float(np.max(np.abs(reloaded(x, training=False) - expected)))
+    result["spread"] = float(np.std(expected))
+    return result
+
+
+def fit_equivalence(script: str, output_dir: str, compile_args: str) -> dict:
+    """The same model, initial weights and batches trained by compile().fit() for one epoch,
+    compared with the weights the generated loop saved."""
+    import os
+
+    import keras
+
+    module = load_script(script)
+    keras.utils.set_random_seed(module.SEED)
+    tf.config.experimental.enable_op_determinism()
+    examples = module.load_examples()
+    train_examples = examples[0] if isinstance(examples, tuple) else examples
+    dataset = train_examples.map(module.preprocess).batch(module.BATCH_SIZE)
+    model = module.build_model()
+    loop_model = restored_model(module, os.path.join(output_dir, "checkpoints"))
+    initial = [w.copy() for w in model.get_weights()]
+    spec = json.loads(compile_args)
+    model.compile(
+        optimizer=keras.optimizers.get(spec["optimizer"]), loss=keras.losses.get(spec["loss"])
+    )
+    model.fit(dataset, epochs=1, verbose=0, shuffle=False)
+    moved = max(float(np.max(np.abs(w - i))) for w, i in zip(model.get_weights(), initial))
+    diff = max(
+        float(np.max(np.abs(a - b)))
+        for a, b in zip(model.get_weights(), loop_model.get_weights(), strict=True)
+    )
+    return {"max_diff": diff, "moved": moved}
+
+
+def kernel_norm(script: str, output_dir: str) -> dict:
+    import os
+
+    module = load_script(script)
+    model = restored_model(module, os.path.join(output_dir, "checkpoints"))
+    kernels = [v.numpy() for v in model.trainable_variables if "kernel" in v.path]
+    return {"norm": float(np.sqrt(sum(np.sum(k**2) for k in kernels)))}
+
+
+def scalar_tags(logdir: str) -> dict:
+    """Scalar tags and their step counts in a TensorBoard event directory."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(logdir)
+    accumulator.Reload()
+    return {tag: len(accumulator.Tensors(tag)) for tag in accumulator.Tags()["tensors"]}
+
+
+if __name__ == "__main__":
+    check, *args = sys.argv[1:]
+    print(json.dumps(globals()[check](*args)))
