@@ -119,8 +119,10 @@ class Data(StrictModel):
     `tf.one_hot`, needs `num_classes`)."""
     num_classes: PositiveInt | None = None
     """Number of classes; needed for one-hot labels."""
-    cache: bool = True
-    """Cache the decoded examples in memory after the first epoch."""
+    cache: bool = False
+    """Cache the preprocessed examples in memory after the first epoch. Worth it for decoded
+    files (image directories, TFDS), not for in-memory arrays. The cache's contents become part
+    of the data iterator's state, so every checkpoint holds a copy of the dataset."""
     prefetch: bool = True
     """Prefetch batches (`tf.data.AUTOTUNE`) so input preparation overlaps training."""
 

@@ -1,6 +1,6 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
-Written by loopgen 0.1.0 from examples/cifar10_vgg.py (spec sha256 5ee61edad39a76a4).
+Written by loopgen 0.1.0 from examples/cifar10_vgg.py (spec sha256 7923939834fe8dc9).
 A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
 resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
 --output-dir, --deterministic).
@@ -141,7 +141,6 @@ def main(argv=None):
     # the batches an uninterrupted run would have seen.
     train_dataset = (
         train_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .cache()
         .shuffle(SHUFFLE_BUFFER)  # reshuffled every epoch
         .batch(BATCH_SIZE)
         .repeat()
@@ -151,7 +150,6 @@ def main(argv=None):
     validation_dataset = (
         validation_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .batch(BATCH_SIZE)
-        .cache()
         .prefetch(tf.data.AUTOTUNE)
     )
 
@@ -232,6 +230,7 @@ def main(argv=None):
         print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
 
     # --- Training loop ------------------------------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
     # TensorBoard: tensorboard --logdir <output-dir>/logs
     train_writer = tf.summary.create_file_writer(
         os.path.join(args.output_dir, "logs", "train")
@@ -248,8 +247,12 @@ def main(argv=None):
     # device each time.
     global_step = int(step)
     saved_step = global_step if manager.latest_checkpoint else None
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
 
-    for epoch in range(global_step // steps_per_epoch, epochs):
+    for epoch in range(first_epoch, epochs):
         print(f"Epoch {epoch + 1}/{epochs}")
         epoch_start = epoch * steps_per_epoch
         epoch_end = min(epoch_start + steps_per_epoch, total_steps)

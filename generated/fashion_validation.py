@@ -1,6 +1,6 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
-Written by loopgen 0.1.0 from examples/fashion_validation.py (spec sha256 0ef0170ca9e241b7).
+Written by loopgen 0.1.0 from examples/fashion_validation.py (spec sha256 6a0f4f167acc7ae1).
 A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
 resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
 --output-dir, --deterministic).
@@ -107,7 +107,6 @@ def main(argv=None):
     # the batches an uninterrupted run would have seen.
     train_dataset = (
         train_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .cache()
         .shuffle(SHUFFLE_BUFFER)  # reshuffled every epoch
         .batch(BATCH_SIZE)
         .repeat()
@@ -117,7 +116,6 @@ def main(argv=None):
     validation_dataset = (
         validation_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .batch(BATCH_SIZE)
-        .cache()
         .prefetch(tf.data.AUTOTUNE)
     )
 
@@ -190,6 +188,7 @@ def main(argv=None):
         print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
 
     # --- Training loop ------------------------------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
     # TensorBoard: tensorboard --logdir <output-dir>/logs
     train_writer = tf.summary.create_file_writer(
         os.path.join(args.output_dir, "logs", "train")
@@ -206,8 +205,12 @@ def main(argv=None):
     # device each time.
     global_step = int(step)
     saved_step = global_step if manager.latest_checkpoint else None
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
 
-    for epoch in range(global_step // steps_per_epoch, epochs):
+    for epoch in range(first_epoch, epochs):
         print(f"Epoch {epoch + 1}/{epochs}")
         epoch_start = epoch * steps_per_epoch
         epoch_end = min(epoch_start + steps_per_epoch, total_steps)

@@ -1,6 +1,6 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
-Written by loopgen 0.1.0 from examples/pets_unet.py (spec sha256 3312169dc37423db).
+Written by loopgen 0.1.0 from examples/pets_unet.py (spec sha256 abc485faa06c1579).
 A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
 resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
 --output-dir, --deterministic).
@@ -131,7 +131,6 @@ def main(argv=None):
     # the batches an uninterrupted run would have seen.
     train_dataset = (
         train_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .cache()
         .shuffle(SHUFFLE_BUFFER)  # reshuffled every epoch
         .batch(BATCH_SIZE)
         .repeat()
@@ -141,7 +140,6 @@ def main(argv=None):
     validation_dataset = (
         validation_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .batch(BATCH_SIZE)
-        .cache()
         .prefetch(tf.data.AUTOTUNE)
     )
 
@@ -213,6 +211,7 @@ def main(argv=None):
         print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
 
     # --- Training loop ------------------------------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
     # TensorBoard: tensorboard --logdir <output-dir>/logs
     train_writer = tf.summary.create_file_writer(
         os.path.join(args.output_dir, "logs", "train")
@@ -229,8 +228,12 @@ def main(argv=None):
     # device each time.
     global_step = int(step)
     saved_step = global_step if manager.latest_checkpoint else None
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
 
-    for epoch in range(global_step // steps_per_epoch, epochs):
+    for epoch in range(first_epoch, epochs):
         print(f"Epoch {epoch + 1}/{epochs}")
         epoch_start = epoch * steps_per_epoch
         epoch_end = min(epoch_start + steps_per_epoch, total_steps)

@@ -1,6 +1,6 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
-Written by loopgen 0.1.0 from examples/shapes_unet.py (spec sha256 300a8574815be5f8).
+Written by loopgen 0.1.0 from examples/shapes_unet.py (spec sha256 7f19eac024c3b9fd).
 A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
 resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
 --output-dir, --deterministic).
@@ -19,7 +19,7 @@ from keras import layers
 SEED = 7
 BATCH_SIZE = 32
 SHUFFLE_BUFFER = 2000
-EPOCHS = 20
+EPOCHS = 12
 LOG_EVERY_STEPS = 20
 VALIDATE_EVERY_EPOCHS = 1
 CHECKPOINT_EVERY_EPOCHS = 1
@@ -36,9 +36,10 @@ def draw_shapes(count, image_size, seed):
     """
     rng = np.random.default_rng(seed)
     shape_class = rng.integers(0, 3, size=count)
-    radius = rng.uniform(0.15, 0.35, size=count) * image_size
+    radius = rng.uniform(0.12, 0.35, size=count) * image_size
     center = rng.uniform(radius[:, None], image_size - radius[:, None], size=(count, 2))
-    color = rng.uniform(0.4, 1.0, size=(count, 1, 1, 3))
+    # Colours overlap the background's range: the shape, not the colour, tells the class.
+    color = rng.uniform(0.3, 1.0, size=(count, 1, 1, 3))
     rows, cols = np.mgrid[:image_size, :image_size].astype(np.float32)
     dy = rows[None] - center[:, 0, None, None]
     dx = cols[None] - center[:, 1, None, None]
@@ -49,7 +50,7 @@ def draw_shapes(count, image_size, seed):
     inside = np.select(
         [shape_class[:, None, None] == k for k in range(3)], [circle, square, triangle]
     )
-    background = rng.uniform(0.0, 0.35, size=(count, image_size, image_size, 3))
+    background = rng.uniform(0.0, 0.6, size=(count, image_size, image_size, 3))
     images = np.where(inside[..., None], color, background).astype(np.float32)
     masks = np.where(inside, shape_class[:, None, None] + 1, 0).astype(np.int32)
     return images, masks
@@ -167,7 +168,6 @@ def main(argv=None):
     # the batches an uninterrupted run would have seen.
     train_dataset = (
         train_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .cache()
         .shuffle(SHUFFLE_BUFFER)  # reshuffled every epoch
         .batch(BATCH_SIZE)
         .repeat()
@@ -177,7 +177,6 @@ def main(argv=None):
     validation_dataset = (
         validation_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .batch(BATCH_SIZE)
-        .cache()
         .prefetch(tf.data.AUTOTUNE)
     )
 
@@ -188,10 +187,7 @@ def main(argv=None):
     # The schedule is evaluated at optimizer.iterations, which is saved in the checkpoint
     # with the optimizer: a resumed run continues the schedule instead of restarting it.
     learning_rate = keras.optimizers.schedules.CosineDecay(
-        initial_learning_rate=0.0,
-        decay_steps=1200,
-        warmup_target=0.003,
-        warmup_steps=60,
+        initial_learning_rate=0.0, decay_steps=700, warmup_target=0.003, warmup_steps=60
     )
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     # Create the slot variables (momentum, moments) now instead of inside the first traced
@@ -257,6 +253,7 @@ def main(argv=None):
         print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
 
     # --- Training loop ------------------------------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
     # TensorBoard: tensorboard --logdir <output-dir>/logs
     train_writer = tf.summary.create_file_writer(
         os.path.join(args.output_dir, "logs", "train")
@@ -273,8 +270,12 @@ def main(argv=None):
     # device each time.
     global_step = int(step)
     saved_step = global_step if manager.latest_checkpoint else None
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
 
-    for epoch in range(global_step // steps_per_epoch, epochs):
+    for epoch in range(first_epoch, epochs):
         print(f"Epoch {epoch + 1}/{epochs}")
         epoch_start = epoch * steps_per_epoch
         epoch_end = min(epoch_start + steps_per_epoch, total_steps)

@@ -1,0 +1,55 @@
+"""The wheel ships the templates under the `loopgen` name and works from any directory; the
+README's test command is what CI runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+
+from helpers import ROOT
+
+
+def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         str(ROOT), "-w", str(tmp_path / "wheel")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    (wheel,) = (tmp_path / "wheel").glob("loopgen-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "loopgen/templates/single_device.py.jinja" in names
+    assert "loopgen/templates/partials/steps.jinja" in names
+    # No generic top-level modules squatting in site-packages.
+    assert {n.split("/")[0] for n in names} == {"loopgen", wheel.name.split("-py3")[0] + ".dist-info"}
+
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+         str(wheel)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    spec = elsewhere / "spec.py"
+    spec.write_text((ROOT / "examples" / "mnist_mlp.py").read_text())
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         "import loopgen, sys; assert loopgen.__file__.startswith(sys.argv[1]), loopgen.__file__;"
+         "from loopgen.cli import app; sys.argv = ['loopgen', 'render', 'spec.py', '-o', 'train.py'];"
+         "app()", str(target)],
+        cwd=elsewhere, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(target)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "def train_step(iterator):" in (elsewhere / "train.py").read_text()
+
+
+def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_command():
+    readme = (ROOT / "README.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in readme.split("```bash\n")[1:3]]
+    demo, tests = (b.strip() for b in blocks)
+    assert "loopgen render examples/shapes_unet.py" in demo and "python train.py" in demo
+    assert tests.endswith("pytest")
+    assert tests in (ROOT / ".ci" / "run").read_text()
