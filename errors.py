@@ -50,8 +50,10 @@ def format_validation_error(
                 "with its class, e.g. Dense(...) instead of a dict"
             )
         group = None if union_at is None else tuple(item["loc"][:union_at])
-        mismatch = union_at is not None and len(item["loc"]) == union_at + 1 and (
-            item["type"].endswith(("_type", "_parsing"))
+        mismatch = (
+            union_at is not None
+            and len(item["loc"]) == union_at + 1
+            and item["type"].endswith(("_type", "_parsing"))
         )
         problems.append((path, message, group, mismatch))
 
@@ -134,8 +136,9 @@ def _union_member(members: list[Any], label: str) -> Any:
                 return bare
         elif discriminated and label.startswith("tagged-union["):
             return member
-        elif get_origin(bare) in (tuple, list) and label.startswith(f"{get_origin(bare).__name__}["):
-            return bare
+        elif get_origin(bare) in (tuple, list):
+            if label.startswith(f"{get_origin(bare).__name__}["):
+                return bare
     return None  # a scalar alternative: nothing below it
 
 

@@ -72,10 +72,8 @@ def _import_object(path: Path, name: str) -> Any:
         model = _model_named(error.title)
         root = "spec" if model is Spec else error.title
         where, line = _user_frame(error, path)
-        raise SpecError(
-            f"{where}: {format_validation_error(error, root, model)}{line}"
-        ) from None
-    except Exception as error:
+        raise SpecError(f"{where}: {format_validation_error(error, root, model)}{line}") from None
+    except (Exception, SystemExit) as error:
         where, line = _user_frame(error, path)
         raise SpecError(f"{where}: the spec raised {type(error).__name__}: {error}{line}") from None
     finally:

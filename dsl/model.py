@@ -1,4 +1,4 @@
-"""The `model` section: a Sequential stack, a functional chain with skips, or an imported builder."""
+"""The `model` section: a Sequential stack, a functional chain with skips, or imported code."""
 
 from __future__ import annotations
 

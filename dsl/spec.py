@@ -87,6 +87,15 @@ _RESERVED = {
 }  # fmt: skip
 
 
+_COUNTERPART = {
+    "sparse_categorical_crossentropy": "categorical_crossentropy",
+    "categorical_crossentropy": "sparse_categorical_crossentropy",
+    "sparse_categorical_accuracy": "categorical_accuracy",
+    "categorical_accuracy": "sparse_categorical_accuracy",
+}
+"""For a loss or metric that expects the other label format: the one that fits."""
+
+
 class Spec(StrictModel):
     """A training run: everything `loopgen render` needs to write the script."""
 
@@ -153,21 +162,15 @@ class Spec(StrictModel):
 
     def _check_labels(self) -> None:
         labels = self.data.labels
-        for where, obj in [("loss", self.loss), *((f"metrics[{i}]", m) for i, m in enumerate(self.metrics))]:  # fmt: skip
+        checked = [("loss", self.loss)] + [(f"metrics[{i}]", m) for i, m in enumerate(self.metrics)]
+        for where, obj in checked:
             wants = type(obj).labels
             if wants != "any" and wants != labels:
-                fix = (
-                    f'use data.labels="{wants}"'
-                    if wants == "one_hot"
-                    else 'use data.labels="sparse"'
-                )
-                other = {
-                    "loss": "categorical_crossentropy" if wants == "sparse" else
-                    "sparse_categorical_crossentropy"
-                }.get(where, "the matching metric")  # fmt: skip
+                alternative = _COUNTERPART.get(obj.kind)
                 raise ValueError(
                     f"{where}.kind={obj.kind!r} expects {wants} labels, but data.labels="
-                    f"{labels!r}; {fix}, or use {other}"
+                    f'{labels!r}; use data.labels="{wants}"'
+                    + (f", or use {where}.kind={alternative!r}" if alternative else "")
                 )
 
     def _check_logits(self) -> None:
@@ -175,7 +178,9 @@ class Spec(StrictModel):
             return
         path, last = self.model.last_layer()
         activation = getattr(last, "activation", None) if isinstance(last, _Kernel) else None
-        if isinstance(last, Custom) or activation is None and not isinstance(last, Dense | _Kernel):
+        if isinstance(last, Custom) or (
+            activation is None and not isinstance(last, Dense | _Kernel)
+        ):
             return  # the output activation is not visible to the spec
         squashed = activation in ("softmax", "sigmoid")
         if self.loss.from_logits and squashed:

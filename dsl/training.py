@@ -281,7 +281,10 @@ class _Metric(_KerasObject):
         return self.name or self.default_name
 
     def arguments(self) -> list[tuple[str, Any]]:
-        return [("name", self.metric_name), *[(k, v) for k, v in super().arguments() if k != "name"]]
+        return [
+            ("name", self.metric_name),
+            *[(k, v) for k, v in super().arguments() if k != "name"],
+        ]
 
 
 class SparseCategoricalAccuracy(_Metric):

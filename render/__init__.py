@@ -55,7 +55,9 @@ def render_script(
     try:
         return black.format_str(source, mode=black.Mode())
     except black.InvalidInput as error:  # a template produced invalid Python: our bug
-        raise code.TemplateBug(f"template {variant}.py.jinja produced invalid Python: {error}")
+        raise code.TemplateBug(
+            f"template {variant}.py.jinja produced invalid Python: {error}"
+        ) from error
 
 
 def _repeat_header(item) -> str:

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from ..dsl.base import Var
-from ..dsl.layers import L1, L2, L1L2, Custom, LayerBase
+from ..dsl.layers import L1, L1L2, L2, Custom, LayerBase
 
 
 class TemplateBug(Exception):
@@ -55,9 +55,7 @@ def regularizer(value: L1 | L2 | L1L2) -> str:
 
 def arguments(args: list[tuple[str | None, Any]]) -> str:
     """`a, b, key=value` from (keyword or None, value) pairs."""
-    return ", ".join(
-        literal(v) if k is None else f"{identifier(k)}={literal(v)}" for k, v in args
-    )
+    return ", ".join(literal(v) if k is None else f"{identifier(k)}={literal(v)}" for k, v in args)
 
 
 def call(callee: str, args: list[tuple[str | None, Any]]) -> str:

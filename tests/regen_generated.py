@@ -1,4 +1,6 @@
-"""Re-renders every example into generated/ through the real CLI: `python tests/regen_generated.py`."""
+"""Re-renders every example into generated/ through the real CLI.
+
+Usage: python tests/regen_generated.py"""
 
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ def test_sections_come_in_reading_order(name):
         "    model.export(" if "model.export(" in source else "    for epoch in range(",
     ]
     positions = [source.index(marker) for marker in order]
-    assert positions == sorted(positions), list(zip(order, positions))
+    assert positions == sorted(positions), list(zip(order, positions, strict=False))
     classes = [m.start() for m in re.finditer(r"\nclass \w+\(layers\.Layer\)", source)]
     assert all(c < source.index("\ndef build_model(") for c in classes)
 

@@ -22,7 +22,10 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
     assert "loopgen/templates/single_device.py.jinja" in names
     assert "loopgen/templates/partials/steps.jinja" in names
     # No generic top-level modules squatting in site-packages.
-    assert {n.split("/")[0] for n in names} == {"loopgen", wheel.name.split("-py3")[0] + ".dist-info"}
+    assert {n.split("/")[0] for n in names} == {
+        "loopgen",
+        wheel.name.split("-py3")[0] + ".dist-info",
+    }
 
     target = tmp_path / "site"
     subprocess.run(
@@ -37,7 +40,8 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-c",
          "import loopgen, sys; assert loopgen.__file__.startswith(sys.argv[1]), loopgen.__file__;"
-         "from loopgen.cli import app; sys.argv = ['loopgen', 'render', 'spec.py', '-o', 'train.py'];"
+         "from loopgen.cli import app;"
+         "sys.argv = ['loopgen', 'render', 'spec.py', '-o', 'train.py'];"
          "app()", str(target)],
         cwd=elsewhere, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(target)},

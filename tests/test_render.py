@@ -7,12 +7,10 @@ import ast
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import black
 import pytest
 from helpers import EXAMPLES, ROOT, run_python
-
 from loopgen.dsl.loader import apply_override, load_spec
 from loopgen.dsl.spec import Spec
 from loopgen.render import render_script
@@ -89,7 +87,7 @@ def test_only_the_code_the_spec_needs():
 HOSTILE = [
     'He said """hi""" \\ and left',
     "line one\nline two\r\n\t# not a comment",
-    "'); __import__(\"os\").system(\"echo pwned\"); ('",
+    '\'); __import__("os").system("echo pwned"); (\'',
     "ünïcødé ✓ \x00 \u2028 end\\",
 ]
 
@@ -154,4 +152,3 @@ def test_offline_demo_reaches_the_accuracy_the_readme_states(tmp_path):
     assert "validation pixel accuracy ≥ 0.99 and mean IoU ≥ 0.95" in readme
     assert final["epoch"] == 12
     assert final["val_pixel_accuracy"] >= 0.99 and final["val_mean_iou"] >= 0.95, final
-

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import data
+import pytest
 from helpers import ROOT, run_python
 
 pytestmark = pytest.mark.slow
@@ -31,7 +30,7 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
     if example == "fashion_validation":
         return [
             f"data.train={npz(data.classification_npz(tmp / 'train.npz', 96, (28, 28)))}",
-            f"data.validation={npz(data.classification_npz(tmp / 'val.npz', 40, (28, 28), seed=1))}",
+            f"data.validation={npz(data.classification_npz(tmp / 'v.npz', 40, (28, 28), seed=1))}",
         ]
     if example == "cifar10_vgg":
         # The training images come from a real image directory (PNG files), validation from

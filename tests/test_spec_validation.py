@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 from helpers import EXAMPLES, run_cli
-from pydantic import ValidationError
-
 from loopgen.dsl import Spec
 from loopgen.dsl.loader import apply_override, load_spec
 from loopgen.errors import SpecError
+from pydantic import ValidationError
 
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.py"))
 

@@ -65,7 +65,9 @@ def export_matches(script: str, output_dir: str, x_path: str) -> dict:
     expected = restored_model(module, os.path.join(output_dir, "checkpoints"))(x, training=False)
     served = tf.saved_model.load(os.path.join(output_dir, "export", "saved_model"))
     result = {"saved_model": float(np.max(np.abs(served.serve(x) - expected)))}
-    keras_files = [f for f in os.listdir(os.path.join(output_dir, "export")) if f.endswith(".keras")]
+    keras_files = [
+        f for f in os.listdir(os.path.join(output_dir, "export")) if f.endswith(".keras")
+    ]
     if keras_files:
         reloaded = keras.saving.load_model(os.path.join(output_dir, "export", keras_files[0]))
         result["keras"] = float(np.max(np.abs(reloaded(x, training=False) - expected)))
@@ -94,7 +96,8 @@ def fit_equivalence(script: str, output_dir: str, compile_args: str) -> dict:
         optimizer=keras.optimizers.get(spec["optimizer"]), loss=keras.losses.get(spec["loss"])
     )
     model.fit(dataset, epochs=1, verbose=0, shuffle=False)
-    moved = max(float(np.max(np.abs(w - i))) for w, i in zip(model.get_weights(), initial))
+    weights = model.get_weights()
+    moved = max(float(np.max(np.abs(w - i))) for w, i in zip(weights, initial, strict=True))
     diff = max(
         float(np.max(np.abs(a - b)))
         for a, b in zip(model.get_weights(), loop_model.get_weights(), strict=True)
