@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import keyword
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -17,6 +17,17 @@ class StrictModel(BaseModel):
         use_attribute_docstrings=True,
         validate_default=True,
     )
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        # The `kind` discriminator of every variant documents itself the same way, so each
+        # variant's docstring stays about what it is, not about the tag.
+        super().__pydantic_init_subclass__(**kwargs)
+        kind = cls.model_fields.get("kind")
+        if kind is not None and not kind.description:
+            kind.description = f'Selects this variant: kind="{kind.default}".'
+            if cls.__pydantic_complete__:  # else the pending model_rebuild() picks it up
+                cls.model_rebuild(force=True)
 
 
 def _check_identifier(value: str) -> str:
