@@ -18,7 +18,7 @@ from keras import layers
 SEED = 0
 BATCH_SIZE = 64
 SHUFFLE_BUFFER = 1024
-RESCALE = 0.00392156862745098
+RESCALE = 1 / 255
 EPOCHS = 2
 LOG_EVERY_STEPS = 200
 CHECKPOINT_EVERY_EPOCHS = 1
@@ -94,7 +94,7 @@ def main(argv=None):
     if args.deterministic:
         tf.config.experimental.enable_op_determinism()
 
-    # --- Data -----------------------------------------------------------------------
+    # --- Data -------------------------------------------------------------------------
     train_examples = load_examples()
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
@@ -110,7 +110,7 @@ def main(argv=None):
     )
     train_iterator = iter(train_dataset)
 
-    # --- Model, loss, optimizer, metrics ---------------------------------------------
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
     model = build_model()
     model.summary()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -124,6 +124,8 @@ def main(argv=None):
     ]
 
     # --- Train and eval steps ---------------------------------------------------------
+    # Counts train steps. It is saved in the checkpoint, so a resumed run continues counting
+    # (and with it the epoch, the logging and checkpoint cadences) instead of starting at 0.
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
 
     # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
@@ -161,7 +163,7 @@ def main(argv=None):
         checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
         print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
 
-    # --- Training loop ------------------------------------------------------------------
+    # --- Training loop ----------------------------------------------------------------
     os.makedirs(args.output_dir, exist_ok=True)
     # TensorBoard: tensorboard --logdir <output-dir>/logs
     train_writer = tf.summary.create_file_writer(
@@ -218,7 +220,7 @@ def main(argv=None):
     if saved_step != global_step:
         manager.save(checkpoint_number=global_step)
 
-    # --- Export ------------------------------------------------------------------------
+    # --- Export -----------------------------------------------------------------------
     export_dir = os.path.join(args.output_dir, "export")
     # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
     # classes of this script to load.

@@ -159,7 +159,7 @@ def main(argv=None):
     if args.deterministic:
         tf.config.experimental.enable_op_determinism()
 
-    # --- Data -----------------------------------------------------------------------
+    # --- Data -------------------------------------------------------------------------
     train_examples, validation_examples = load_examples()
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
@@ -180,7 +180,7 @@ def main(argv=None):
         .prefetch(tf.data.AUTOTUNE)
     )
 
-    # --- Model, loss, optimizer, metrics ---------------------------------------------
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
     model = build_model()
     model.summary()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -205,6 +205,8 @@ def main(argv=None):
     ]
 
     # --- Train and eval steps ---------------------------------------------------------
+    # Counts train steps. It is saved in the checkpoint, so a resumed run continues counting
+    # (and with it the epoch, the logging and checkpoint cadences) instead of starting at 0.
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
 
     # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
@@ -252,7 +254,7 @@ def main(argv=None):
         checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
         print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
 
-    # --- Training loop ------------------------------------------------------------------
+    # --- Training loop ----------------------------------------------------------------
     os.makedirs(args.output_dir, exist_ok=True)
     # TensorBoard: tensorboard --logdir <output-dir>/logs
     train_writer = tf.summary.create_file_writer(
@@ -336,7 +338,7 @@ def main(argv=None):
     if saved_step != global_step:
         manager.save(checkpoint_number=global_step)
 
-    # --- Export ------------------------------------------------------------------------
+    # --- Export -----------------------------------------------------------------------
     export_dir = os.path.join(args.output_dir, "export")
     # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
     # classes of this script to load.

@@ -31,6 +31,7 @@ def environment() -> jinja2.Environment:
         layer=code.layer,
         keras=lambda obj, module: code.keras_object(module, obj),
         docstring=code.docstring,
+        ratio=code.ratio,
         kwargs=lambda mapping: code.arguments(list(mapping.items())),
         repeat_header=_repeat_header,
     )

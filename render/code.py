@@ -45,6 +45,15 @@ def literal(value: Any) -> str:
     raise TemplateBug(f"cannot write a {type(value).__name__} as a Python literal")
 
 
+def ratio(value: float) -> str:
+    """`1 / 255` rather than `0.00392156862745098` when a number is exactly one over an integer."""
+    if value > 0 and value < 1:
+        denominator = round(1 / value)
+        if 1 / denominator == value:
+            return f"1 / {denominator}"
+    return literal(value)
+
+
 def regularizer(value: L1 | L2 | L1L2) -> str:
     if isinstance(value, L1):
         return f"keras.regularizers.L1({literal(value.l1)})"

@@ -112,7 +112,8 @@ def test_user_strings_become_string_literals(text):
 @pytest.mark.slow
 def test_step_based_variant_runs_and_checkpoints_on_its_cadence(tmp_path):
     """loop.steps (stops mid-epoch), checkpoints every 3 steps plus one where training ended,
-    an imported model with no TensorBoard; runs, and a second run resumes at step 7."""
+    an imported model with no TensorBoard, validation split off the training data; runs, and a
+    second run resumes at step 7."""
     np = pytest.importorskip("numpy")
     (tmp_path / "usermodels.py").write_text(
         "import keras\n\n\ndef build(units):\n    return keras.Sequential([keras.Input((28, 28)),"
@@ -126,6 +127,7 @@ def test_step_based_variant_runs_and_checkpoints_on_its_cadence(tmp_path):
         'model={"kind": "import", "target": "usermodels:build", "kwargs": {"units": 16}}',
         'data.train={"kind": "npz", "path": "d.npz"}', "data.batch_size=8",
         'logging={"tensorboard": false, "jsonl": true}',
+        'data.validation={"kind": "split", "fraction": 0.25}',
     )  # fmt: skip
     script = tmp_path / "train.py"
     script.write_text(render_script(spec, spec_file="spec.py"))
@@ -134,6 +136,9 @@ def test_step_based_variant_runs_and_checkpoints_on_its_cadence(tmp_path):
     saved = sorted(int(p.stem.split("-")[1]) for p in (out / "checkpoints").glob("ckpt-*.index"))
     assert saved == [3, 6, 7]
     assert not (out / "logs").exists()
+    # 30 training examples at batch 8: 4 steps an epoch; validation after epoch 1 and at the end.
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if "val_loss" in r] == [4, 7]
     again = run_python(script, "--output-dir", str(out), cwd=tmp_path)
     assert "at step 7" in again.stdout and "Epoch" not in again.stdout
     assert (out / "export" / "saved_model" / "saved_model.pb").is_file()
