@@ -276,6 +276,9 @@ class _Metric(_KerasObject):
     labels: ClassVar[str] = "any"
     default_name: ClassVar[str]
 
+    name: Identifier | None = None
+    """Name in logs and TensorBoard; defaults to the usual one (`accuracy`, `mean_iou`, ...)."""
+
     @property
     def metric_name(self) -> str:
         return self.name or self.default_name
@@ -294,8 +297,6 @@ class SparseCategoricalAccuracy(_Metric):
     labels: ClassVar[str] = "sparse"
     default_name: ClassVar[str] = "accuracy"
     kind: Literal["sparse_categorical_accuracy"] = "sparse_categorical_accuracy"
-    name: Identifier | None = None
-    """Name in logs and TensorBoard; defaults to `accuracy`."""
 
 
 class CategoricalAccuracy(_Metric):
@@ -305,8 +306,6 @@ class CategoricalAccuracy(_Metric):
     labels: ClassVar[str] = "one_hot"
     default_name: ClassVar[str] = "accuracy"
     kind: Literal["categorical_accuracy"] = "categorical_accuracy"
-    name: Identifier | None = None
-    """Name in logs and TensorBoard; defaults to `accuracy`."""
 
 
 class BinaryAccuracy(_Metric):
@@ -315,8 +314,6 @@ class BinaryAccuracy(_Metric):
     keras_class: ClassVar[str] = "BinaryAccuracy"
     default_name: ClassVar[str] = "accuracy"
     kind: Literal["binary_accuracy"] = "binary_accuracy"
-    name: Identifier | None = None
-    """Name in logs and TensorBoard; defaults to `accuracy`."""
     threshold: Probability = 0.5
     """Decision threshold (use 0.0 when the model outputs logits)."""
 
@@ -328,8 +325,6 @@ class SparseTopKCategoricalAccuracy(_Metric):
     labels: ClassVar[str] = "sparse"
     default_name: ClassVar[str] = "top_k_accuracy"
     kind: Literal["sparse_top_k_categorical_accuracy"] = "sparse_top_k_categorical_accuracy"
-    name: Identifier | None = None
-    """Name in logs and TensorBoard; defaults to `top_k_accuracy`."""
     k: PositiveInt = 5
     """How many top scores count."""
 
@@ -342,8 +337,6 @@ class MeanIoU(_Metric):
     labels: ClassVar[str] = "sparse"
     default_name: ClassVar[str] = "mean_iou"
     kind: Literal["mean_iou"] = "mean_iou"
-    name: Identifier | None = None
-    """Name in logs and TensorBoard; defaults to `mean_iou`."""
     num_classes: Annotated[int, Field(ge=2)]
     """Number of classes, background included."""
 

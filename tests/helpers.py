@@ -4,6 +4,7 @@ Imported by tests as `from helpers import ...` (pytest puts tests/ on sys.path).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -45,3 +46,17 @@ def run_python(
             f"--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-6000:]}"
         )
     return proc
+
+
+CHECKS = ROOT / "tests" / "tf_checks.py"
+
+
+def tf_check(check: str, *args: str, cwd: Path) -> dict:
+    """Runs one check of tf_checks.py in a fresh process and returns its JSON result."""
+    proc = run_python(CHECKS, check, *args, cwd=cwd)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def npz(path: str) -> str:
+    """A `--set` value pointing a data source at an .npz file."""
+    return json.dumps({"kind": "npz", "path": path})

@@ -8,19 +8,9 @@ from pathlib import Path
 
 import data
 import pytest
-from helpers import ROOT, run_python
+from helpers import ROOT, npz, run_python, tf_check
 
 pytestmark = pytest.mark.slow
-CHECKS = ROOT / "tests" / "tf_checks.py"
-
-
-def tf_check(check: str, *args: str, cwd: Path) -> dict:
-    proc = run_python(CHECKS, check, *args, cwd=cwd)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def npz(path: str) -> str:
-    return json.dumps({"kind": "npz", "path": path})
 
 
 def small_data_overrides(example: str, tmp: Path) -> list[str]:
