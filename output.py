@@ -1,4 +1,7 @@
-"""Writing generated files: atomically, and never over a file loopgen did not write."""
+"""Writing generated files: atomically, and never over work loopgen did not write.
+
+A script loopgen wrote and nobody touched is replaced; one edited by hand, or a file loopgen
+did not write, is refused unless --force, which first keeps the old file as `<name>.bak`."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import OutputError
+from .render.stamp import is_unedited
 
 MARKER = "Written by loopgen"
 """Every generated script carries this in its header."""
@@ -28,11 +32,8 @@ def write_script(path: Path, source: str, *, force: bool = False) -> None:
 def _write(path: Path, source: str, *, force: bool) -> None:
     if path.is_dir():
         raise OutputError(f"{path} is a directory; pass a file name, e.g. {path / 'train.py'}")
-    if path.exists() and not force and MARKER not in path.read_text(errors="replace")[:2000]:
-        raise OutputError(
-            f"{path} exists and was not written by loopgen; refusing to overwrite it. "
-            "Choose another -o path, or pass --force to replace it"
-        )
+    if path.exists():
+        _protect(path, force=force)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -46,3 +47,22 @@ def _write(path: Path, source: str, *, force: bool) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _protect(path: Path, *, force: bool) -> None:
+    """Refuses to overwrite someone's work without --force; with it, keeps a backup."""
+    text = path.read_text(errors="replace")
+    if is_unedited(text):
+        return
+    backup = path.with_name(path.name + ".bak")
+    if not force:
+        if MARKER in text[:2000]:
+            problem = "was edited since loopgen wrote it; re-rendering would discard the edits"
+        else:
+            problem = "exists and was not written by loopgen"
+        raise OutputError(
+            f"{path} {problem}, so it was left as it is. Render to another file "
+            f"(-o {path.with_suffix('.new.py').name}) and carry your changes over, or pass "
+            f"--force to overwrite it (the current file is then kept as {backup.name})"
+        )
+    backup.write_bytes(path.read_bytes())

@@ -1,6 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
-Written by loopgen 0.1.0 from examples/cifar10_vgg.py (spec sha256 7923939834fe8dc9).
+Written by loopgen 0.1.0 from examples/cifar10_vgg.py
+(spec sha256 7923939834fe8dc9, script sha256 e30bf5967a1fa32e).
 A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
 resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
 --output-dir, --deterministic).

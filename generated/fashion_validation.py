@@ -1,6 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
-Written by loopgen 0.1.0 from examples/fashion_validation.py (spec sha256 6a0f4f167acc7ae1).
+Written by loopgen 0.1.0 from examples/fashion_validation.py
+(spec sha256 6a0f4f167acc7ae1, script sha256 6c3c6672f3334f28).
 A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
 resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
 --output-dir, --deterministic).

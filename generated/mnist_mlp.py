@@ -1,6 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
-Written by loopgen 0.1.0 from examples/mnist_mlp.py (spec sha256 dfa871ac09ad2ccb).
+Written by loopgen 0.1.0 from examples/mnist_mlp.py
+(spec sha256 dfa871ac09ad2ccb, script sha256 62c5cf1962f67206).
 A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
 resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
 --output-dir, --deterministic).

@@ -1,6 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
-Written by loopgen 0.1.0 from examples/pets_unet.py (spec sha256 abc485faa06c1579).
+Written by loopgen 0.1.0 from examples/pets_unet.py
+(spec sha256 abc485faa06c1579, script sha256 85ddbacf5eb8b3dc).
 A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
 resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
 --output-dir, --deterministic).

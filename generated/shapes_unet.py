@@ -1,6 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
-Written by loopgen 0.1.0 from examples/shapes_unet.py (spec sha256 7f19eac024c3b9fd).
+Written by loopgen 0.1.0 from examples/shapes_unet.py
+(spec sha256 7f19eac024c3b9fd, script sha256 1d87a08d9dda8b22).
 A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
 resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
 --output-dir, --deterministic).

@@ -9,7 +9,7 @@ import black
 import jinja2
 
 from ..dsl.spec import Spec
-from . import code
+from . import code, stamp
 from .context import VARIANTS, build_context
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -54,7 +54,7 @@ def render_script(
     )  # fmt: skip
     source = environment().get_template(f"{variant}.py.jinja").render(context)
     try:
-        return black.format_str(source, mode=black.Mode())
+        return stamp.stamp(black.format_str(source, mode=black.Mode()))
     except black.InvalidInput as error:  # a template produced invalid Python: our bug
         raise code.TemplateBug(
             f"template {variant}.py.jinja produced invalid Python: {error}"

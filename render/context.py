@@ -12,7 +12,7 @@ from ..dsl.layers import Concatenate, Custom, CustomLayerClass, Dropout, Repeat,
 from ..dsl.loader import spec_hash
 from ..dsl.model import Imported
 from ..dsl.spec import Spec
-from . import code
+from . import code, stamp
 
 VARIANTS = ("single_device",)
 """Script variants; each has an entry template `<variant>.py.jinja`."""
@@ -36,6 +36,7 @@ def build_context(
         "version": __version__,
         "spec_file": PurePath(spec_file).as_posix(),
         "spec_hash": spec_hash(spec),
+        "script_placeholder": stamp.PLACEHOLDER,
         "overrides": [f"--set {o}" for o in overrides],
         "imports": imports(spec),
         "output_dir": spec.output_dir or f"runs/{spec.name}",

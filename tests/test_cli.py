@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -277,10 +278,13 @@ def test_dict_spec_renders_like_the_spec(tmp_path):
     assert from_dict.returncode == 0, from_dict.stderr
     assert from_spec.returncode == 0, from_spec.stderr
     assert "BATCH_SIZE = 64" in from_dict.stdout
-    # The same script: only the spec file's path in the header differs.
-    assert from_dict.stdout.replace(str(path), "SPEC") == from_spec.stdout.replace(
-        str(MNIST), "SPEC"
-    )
+
+    # The same script: only the spec file's path in the header (and so the script's own
+    # checksum) differs.
+    def masked(text: str, spec_path: Path) -> str:
+        return re.sub(r"script sha256 [0-9a-f]+", "", text.replace(str(spec_path), "SPEC"))
+
+    assert masked(from_dict.stdout, path) == masked(from_spec.stdout, MNIST)
 
 
 def test_dict_spec_with_a_bad_value(tmp_path):
@@ -360,6 +364,34 @@ def test_refuses_to_overwrite_a_foreign_file(tmp_path):
     proc = run_cli("render", str(MNIST), "-o", str(out), "--force")
     assert proc.returncode == 0, proc.stderr
     assert out.read_text() == run_cli("render", str(MNIST)).stdout
+    assert (tmp_path / "train.py.bak").read_bytes() == before  # --force kept the old file
+
+
+def test_refuses_to_discard_hand_edits(tmp_path):
+    """A rendered script that was edited since is not overwritten: the edits are the user's."""
+    out = tmp_path / "train.py"
+    assert run_cli("render", str(MNIST), "-o", str(out)).returncode == 0
+    edited = out.read_text().replace("LOG_EVERY_STEPS = 200", "LOG_EVERY_STEPS = 50  # mine")
+    out.write_text(edited)
+    proc = run_cli("render", str(MNIST), "-o", str(out), "--set", "data.batch_size=32")
+    failed(proc, str(out), "edited since loopgen wrote it", "--force", "train.py.bak")
+    assert out.read_text() == edited
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]
+
+    proc = run_cli("render", str(MNIST), "-o", str(out), "--set", "data.batch_size=32", "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert "BATCH_SIZE = 32" in out.read_text()
+    assert (tmp_path / "train.py.bak").read_text() == edited
+
+
+def test_untouched_script_is_replaced_any_change_is_protected(tmp_path):
+    out = tmp_path / "train.py"
+    assert run_cli("render", str(MNIST), "-o", str(out)).returncode == 0
+    untouched = out.read_text()
+    assert run_cli("render", str(MNIST), "-o", str(out)).returncode == 0
+    assert out.read_text() == untouched
+    out.write_text(untouched + "\n")
+    assert run_cli("render", str(MNIST), "-o", str(out)).returncode != 0
 
 
 def test_overwrites_a_rendered_file(tmp_path):

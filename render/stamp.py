@@ -1,0 +1,32 @@
+"""A checksum of the generated script, written into its own header, so that loopgen can tell a
+script it wrote and nobody touched from one that was edited by hand."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+PLACEHOLDER = "0" * 16
+"""Stands in the header while the checksum is computed."""
+
+_STAMP = re.compile(r"script sha256 ([0-9a-f]{16})\b")
+
+
+def stamp(source: str) -> str:
+    """Fills the header's `script sha256` with the checksum of the script around it."""
+    if _STAMP.search(source) is None:
+        raise ValueError("the rendered script has no `script sha256` field in its header")
+    return source.replace(f"script sha256 {PLACEHOLDER}", f"script sha256 {_digest(source)}", 1)
+
+
+def is_unedited(text: str) -> bool:
+    """Whether `text` is exactly what loopgen wrote (its checksum still matches)."""
+    found = _STAMP.search(text)
+    if found is None:
+        return False
+    blank = text[: found.start(1)] + PLACEHOLDER + text[found.end(1) :]
+    return found.group(1) == _digest(blank)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
