@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from .base import Identifier, PositiveInt, StrictModel
 from .data import Data
-from .layers import Custom, CustomLayerClass, Dense, _Kernel
+from .layers import ActivationLayer, Custom, CustomLayerClass, _Kernel
 from .model import Imported, Model
 from .training import Loss, Metric, Optimizer
 
@@ -177,11 +177,9 @@ class Spec(StrictModel):
         if isinstance(self.model, Imported) or not type(self.loss).probabilistic:
             return
         path, last = self.model.last_layer()
-        activation = getattr(last, "activation", None) if isinstance(last, _Kernel) else None
-        if isinstance(last, Custom) or (
-            activation is None and not isinstance(last, Dense | _Kernel)
-        ):
-            return  # the output activation is not visible to the spec
+        if not isinstance(last, _Kernel | ActivationLayer):
+            return  # a custom layer, dropout, ...: the output activation is not visible here
+        activation = last.activation
         squashed = activation in ("softmax", "sigmoid")
         if self.loss.from_logits and squashed:
             raise ValueError(

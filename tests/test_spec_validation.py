@@ -375,6 +375,13 @@ def test_from_logits_after_softmax_names_the_nested_layer(tmp_path):
     assert "model.layers[3].layers[0].activation='softmax'" in line
 
 
+def test_from_logits_after_a_standalone_softmax_activation_layer(tmp_path):
+    data = dumped("mnist_mlp")
+    data["model"]["layers"].append({"kind": "activation", "activation": "softmax"})
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "model.layers[4].activation='softmax'" in line
+
+
 def test_from_logits_after_sigmoid_names_sigmoid(tmp_path):
     data = dumped("mnist_mlp")
     data["loss"] = {"kind": "binary_crossentropy", "from_logits": True}
