@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import keyword
 from typing import Annotated, Any
 
@@ -39,6 +40,28 @@ def _check_identifier(value: str) -> str:
     if value.startswith("__"):
         raise ValueError(f"{value!r} starts with '__': names with dunder prefixes are reserved")
     return value
+
+
+# Names the generated script already uses at module level or inside build_model() and custom
+# layer classes: a spec name that becomes code (class, parameter, loop variable, imported
+# package) must not shadow them, nor a Python builtin.
+RESERVED_NAMES = frozenset(dir(builtins)) | {
+    "argparse", "json", "math", "os", "keras", "tf", "np", "layers", "tfds",
+    "draw_shapes", "load_examples", "preprocess", "build_model", "results", "append_jsonl",
+    "parse_args", "main", "SEED", "BATCH_SIZE", "SHUFFLE_BUFFER", "RESCALE", "NUM_CLASSES",
+    "EPOCHS", "TOTAL_STEPS", "LOG_EVERY_STEPS", "VALIDATE_EVERY_EPOCHS", "OUTPUT_DIR",
+    "CHECKPOINT_EVERY_STEPS", "CHECKPOINT_EVERY_EPOCHS", "KEEP_CHECKPOINTS",
+    "model", "inputs", "x", "skips", "self", "kwargs", "training", "config", "shape", "layer",
+}  # fmt: skip
+
+
+def check_not_reserved(name: str, what: str) -> None:
+    """Raises when a spec name would shadow a name the script uses."""
+    if name in RESERVED_NAMES:
+        raise ValueError(
+            f"{what} {name!r} would shadow a name the generated script uses (a module, one of "
+            "its functions or constants, or a Python builtin); rename it"
+        )
 
 
 Identifier = Annotated[str, AfterValidator(_check_identifier)]

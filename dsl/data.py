@@ -111,7 +111,9 @@ class Data(StrictModel):
     batch_size: PositiveInt = 32
     """Examples per training step (the global batch size under a distribution strategy)."""
     shuffle_buffer: Annotated[int, Field(ge=0)] = 1024
-    """Shuffle buffer size in examples; 0 disables shuffling (e.g. for exact comparisons)."""
+    """Shuffle buffer size in examples; 0 disables shuffling (e.g. for exact comparisons). The
+    buffer's contents are part of every checkpoint (for an exact resume): size it with that in
+    mind."""
     rescale: PositiveFloat | None = None
     """Multiply inputs by this after casting to float32, e.g. 1/255 for 8-bit images."""
     labels: Literal["sparse", "one_hot"] = "sparse"

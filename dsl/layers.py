@@ -6,7 +6,15 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Field, model_validator
 
-from .base import Identifier, PositiveFloat, PositiveInt, Probability, StrictModel, Var
+from .base import (
+    Identifier,
+    PositiveFloat,
+    PositiveInt,
+    Probability,
+    StrictModel,
+    Var,
+    check_not_reserved,
+)
 
 Scalar = int | float | str | bool
 """A constant that a repeat loop or a custom layer parameter can take."""
@@ -276,6 +284,8 @@ class Repeat(StrictModel):
             )
         if not self.layers:
             raise ValueError("layers is empty: a repeat needs at least one layer")
+        for name in self.over:
+            check_not_reserved(name, "over: loop variable")
         return self
 
     @property
@@ -323,6 +333,27 @@ class CustomLayerClass(StrictModel):
     def _layers_use_known_params(self) -> CustomLayerClass:
         if not self.layers:
             raise ValueError("layers is empty: a custom layer needs at least one sublayer")
+        for param in self.params:
+            check_not_reserved(param, "params: parameter")
+            if param in LAYER_ATTRIBUTES:
+                raise ValueError(
+                    f"params: {param!r} is an attribute every Keras layer has; rename it"
+                )
+        names = [layer.name for layer in self.layers if layer.name]
+        for i, layer in enumerate(self.layers):
+            if layer.name is None:
+                continue
+            if names.count(layer.name) > 1:
+                raise ValueError(
+                    f"layers[{i}].name={layer.name!r} is used twice; sublayers with one name "
+                    "would be one attribute and share their weights. Give each a unique name"
+                )
+            if layer.name in self.params or layer.name in LAYER_ATTRIBUTES:
+                raise ValueError(
+                    f"layers[{i}].name={layer.name!r} clashes with "
+                    f"{'a parameter' if layer.name in self.params else 'a Keras layer attribute'}"
+                    " of the class (sublayers become attributes of the same name); rename it"
+                )
         for i, layer in enumerate(self.layers):
             if isinstance(layer, Concatenate):
                 raise ValueError(
@@ -336,6 +367,21 @@ class CustomLayerClass(StrictModel):
                         f"{self.name}; add it to params (known: {sorted(self.params)})"
                     )
         return self
+
+
+LAYER_ATTRIBUTES = frozenset({
+    "add_loss", "add_metric", "add_variable", "add_weight", "build", "build_from_config", "call",
+    "compute_dtype", "compute_mask", "compute_output_shape", "compute_output_spec",
+    "count_params", "dtype", "dtype_policy", "from_config", "get_build_config", "get_config",
+    "get_weights", "input", "input_dtype", "input_spec", "load_own_variables", "losses",
+    "metrics", "metrics_variables", "non_trainable_variables", "non_trainable_weights",
+    "output", "path", "quantization_mode", "quantize", "quantized_build", "quantized_call",
+    "rematerialized_call", "save_own_variables", "set_weights", "stateless_call",
+    "supports_masking", "symbolic_call", "trainable", "trainable_variables",
+    "trainable_weights", "variable_dtype", "variables", "weights", "name", "built",
+})  # fmt: skip
+"""Public attributes of `keras.layers.Layer` (Keras 3.15): a sublayer attribute or a parameter
+of a custom layer class must not overwrite them."""
 
 
 def referenced_vars(item: StrictModel) -> set[str]:

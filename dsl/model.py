@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .base import Identifier, PositiveInt, StrictModel
+from .base import Identifier, PositiveInt, StrictModel, check_not_reserved
 from .layers import Concatenate, Item, Repeat, SaveSkip, referenced_vars
 
 
@@ -32,6 +32,13 @@ class _Stack(StrictModel):
             raise ValueError("layers is empty: a model needs at least one layer")
         for path, item, bound in _walk(self.layers, "layers"):
             if isinstance(item, Repeat):
+                reused = set(item.over) & bound
+                if reused:
+                    raise ValueError(
+                        f"{path}.over reuses the loop variable {sorted(reused)[0]!r} of an "
+                        "enclosing Repeat, which would change it for the layers after the inner "
+                        "loop; use another name"
+                    )
                 continue
             missing = referenced_vars(item) - bound
             if missing:
@@ -40,6 +47,22 @@ class _Stack(StrictModel):
                     f"defines it (in scope: {sorted(bound) or 'none'}); add it to that "
                     "Repeat's `over`"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _unique_layer_names(self) -> _Stack:
+        seen: dict[str, str] = {}
+        for path, item, _ in _walk(self.layers, "layers"):
+            name = getattr(item, "name", None)
+            if name is None:
+                continue
+            if name in seen or _inside_repeat(self.layers, path):
+                where = f"{seen[name]} and {path}" if name in seen else f"{path} (in a Repeat)"
+                raise ValueError(
+                    f"layer name {name!r} is used more than once ({where}); Keras needs unique "
+                    "layer names in a model: rename one, or drop name= inside a Repeat"
+                )
+            seen[name] = path
         return self
 
     def flat_items(self) -> list[tuple[str, Any]]:
@@ -104,6 +127,16 @@ class Functional(_Stack):
         return self
 
 
+def _inside_repeat(items: list[Any], path: str) -> bool:
+    """Whether the item at `path` repeats (it sits in a Repeat of more than one pass)."""
+    node: Any = None
+    for index in re.findall(r"\[(\d+)\]", path)[:-1]:
+        node = items[int(index)] if node is None else node.layers[int(index)]
+        if isinstance(node, Repeat) and node.times > 1:
+            return True
+    return False
+
+
 _TARGET = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 
 
@@ -111,13 +144,17 @@ class Imported(StrictModel):
     """Escape hatch: a function of yours that builds the model, imported by the script.
 
     For models the DSL cannot express. The function takes the keyword arguments in `kwargs` and
-    returns an (unbuilt or built) `keras.Model`."""
+    returns a `keras.Model`; when that model has no weights yet (a subclassed model), give
+    `input_shape` and the script creates them."""
 
     kind: Literal["import"] = "import"
     target: str
     """`package.module:function`, importable where the script runs."""
     kwargs: dict[Identifier, int | float | str | bool | None] = {}
     """Keyword arguments passed to the function."""
+    input_shape: tuple[PositiveInt, ...] | None = None
+    """Shape of one example; when given, the script builds the model with it (needed when the
+    function returns a model without weights yet, e.g. a subclassed `keras.Model`)."""
 
     @field_validator("target")
     @classmethod
@@ -129,6 +166,10 @@ class Imported(StrictModel):
                 f"{value!r} is not of the form 'package.module:function' (dotted module path, "
                 "a colon, then the function name)"
             )
+        package = value.split(".")[0].split(":")[0]
+        # `import keras.applications` rebinds `keras` to the same module: harmless.
+        if package not in {"keras", "os", "json", "math", "argparse"}:
+            check_not_reserved(package, "the imported package")
         return value
 
     @property

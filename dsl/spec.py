@@ -6,11 +6,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import Identifier, PositiveInt, StrictModel
+from .base import Identifier, PositiveInt, StrictModel, check_not_reserved
 from .data import Data
 from .layers import ActivationLayer, Custom, CustomLayerClass, _Kernel
 from .model import Imported, Model
-from .training import Loss, Metric, Optimizer
+from .training import BinaryAccuracy, Loss, Metric, Optimizer
 
 
 class Loop(StrictModel):
@@ -81,12 +81,6 @@ Strategy = Annotated[SingleDevice, Field(discriminator="kind")]
 """Distribution strategy of the script."""
 
 
-_RESERVED = {
-    "tf", "keras", "layers", "np", "math", "json", "os", "argparse", "model", "main",
-    "build_model", "make_datasets", "parse_args", "Model", "Layer",
-}  # fmt: skip
-
-
 _COUNTERPART = {
     "sparse_categorical_crossentropy": "categorical_crossentropy",
     "categorical_crossentropy": "sparse_categorical_crossentropy",
@@ -136,6 +130,8 @@ class Spec(StrictModel):
         self._check_labels()
         self._check_logits()
         self._check_schedule()
+        self._check_thresholds()
+        self._check_split()
         names = [m.metric_name for m in self.metrics]
         if len(set(names)) != len(names) or "loss" in names:
             raise ValueError(
@@ -144,21 +140,32 @@ class Spec(StrictModel):
         return self
 
     def _check_custom_layers(self) -> None:
-        classes = {c.name for c in self.custom_layers}
+        classes = {c.name: c for c in self.custom_layers}
         if len(classes) != len(self.custom_layers):
             raise ValueError("custom_layers: two classes share a name; rename one")
-        for cls in classes & _RESERVED:
-            raise ValueError(
-                f"custom_layers: class name {cls!r} clashes with a name the script uses; rename it"
-            )
-        items = [] if isinstance(self.model, Imported) else self.model.flat_items()
-        for path, item in items:
-            if isinstance(item, Custom) and item.cls not in classes:
+        for i, cls in enumerate(self.custom_layers):
+            check_not_reserved(cls.name, f"custom_layers[{i}].name: class name")
+        uses = [] if isinstance(self.model, Imported) else self.model.flat_items()
+        uses = [(f"model.{path}", item) for path, item in uses]
+        for i, cls in enumerate(self.custom_layers):
+            uses += [(f"custom_layers[{i}].layers[{j}]", s) for j, s in enumerate(cls.layers)]
+        for path, item in uses:
+            if not isinstance(item, Custom):
+                continue
+            if item.cls not in classes:
                 raise ValueError(
-                    f"model.{path}.cls is {item.cls!r}, but custom_layers declares "
+                    f"{path}.cls is {item.cls!r}, but custom_layers declares "
                     f"{sorted(classes) or 'no classes'}; declare it in custom_layers or fix the "
                     "name"
                 )
+            unknown = sorted(set(item.args) - set(classes[item.cls].params))
+            if unknown:
+                raise ValueError(
+                    f"{path}.args passes {unknown[0]!r}, which is not a parameter of "
+                    f"{item.cls} (its params: {sorted(classes[item.cls].params) or 'none'}); "
+                    "fix the name or add the parameter to the class"
+                )
+        _check_no_cycle(classes)
 
     def _check_labels(self) -> None:
         labels = self.data.labels
@@ -195,6 +202,25 @@ class Spec(StrictModel):
                 "in a softmax/sigmoid"
             )
 
+    def _check_thresholds(self) -> None:
+        from_logits = getattr(self.loss, "from_logits", False)
+        for i, metric in enumerate(self.metrics):
+            if isinstance(metric, BinaryAccuracy) and from_logits and metric.threshold != 0.0:
+                raise ValueError(
+                    f"metrics[{i}].threshold={metric.threshold} but loss.from_logits=True: the "
+                    "model outputs logits, where probability 0.5 is logit 0; set threshold=0.0"
+                )
+
+    def _check_split(self) -> None:
+        validation = self.data.validation
+        if validation is not None and validation.kind == "split":
+            if self.data.train.kind == "image_directory":
+                raise ValueError(
+                    "data.validation is a split of data.train, an image_directory: its files "
+                    "load class by class, so the split would hold out whole classes. Give "
+                    "data.validation its own ImageDirectory (or Npz, ...) instead"
+                )
+
     def _check_schedule(self) -> None:
         schedule = self.optimizer.schedule
         if schedule is not None and self.loop.steps is not None:
@@ -214,3 +240,20 @@ class Spec(StrictModel):
         layers = [item for _, item in self.model.flat_items()]
         layers += [layer for cls in self.custom_layers for layer in cls.layers]
         return any(getattr(layer, "regularized", False) for layer in layers)
+
+
+def _check_no_cycle(classes: dict[str, CustomLayerClass]) -> None:
+    """A custom layer class may use others, but never itself, directly or through others."""
+
+    def visit(name: str, chain: tuple[str, ...]) -> None:
+        if name in chain:
+            cycle = " -> ".join((*chain[chain.index(name) :], name))
+            raise ValueError(
+                f"custom_layers: {cycle} contains itself; a layer class cannot be built from itself"
+            )
+        for layer in classes[name].layers:
+            if isinstance(layer, Custom) and layer.cls in classes:
+                visit(layer.cls, (*chain, name))
+
+    for name in classes:
+        visit(name, ())

@@ -1,10 +1,11 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 dfa871ac09ad2ccb, script sha256 62c5cf1962f67206).
-A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
-resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
---output-dir, --deterministic).
+(spec sha256 dfa871ac09ad2ccb, script sha256 60b151ad4413459d).
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` refuses to overwrite a copy that was edited.
+Run it again to resume from the latest checkpoint.
+Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
 """
 
 import argparse
@@ -103,8 +104,11 @@ def main(argv=None):
     # position and shuffle buffer are saved in the checkpoint, so a resumed run sees exactly
     # the batches an uninterrupted run would have seen.
     train_dataset = (
-        train_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .shuffle(SHUFFLE_BUFFER)  # reshuffled every epoch
+        train_examples
+        # Shuffle before preprocess, so the buffer (saved in every checkpoint) holds the raw
+        # examples: uint8 images take a quarter of the memory of float32 ones.
+        .shuffle(SHUFFLE_BUFFER)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .batch(BATCH_SIZE)
         .repeat()
         .prefetch(tf.data.AUTOTUNE)

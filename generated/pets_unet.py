@@ -1,10 +1,11 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 abc485faa06c1579, script sha256 85ddbacf5eb8b3dc).
-A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
-resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
---output-dir, --deterministic).
+(spec sha256 abc485faa06c1579, script sha256 af61306a6ce65f9b).
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` refuses to overwrite a copy that was edited.
+Run it again to resume from the latest checkpoint.
+Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
 """
 
 import argparse
@@ -131,8 +132,11 @@ def main(argv=None):
     # position and shuffle buffer are saved in the checkpoint, so a resumed run sees exactly
     # the batches an uninterrupted run would have seen.
     train_dataset = (
-        train_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .shuffle(SHUFFLE_BUFFER)  # reshuffled every epoch
+        train_examples
+        # Shuffle before preprocess, so the buffer (saved in every checkpoint) holds the raw
+        # examples: uint8 images take a quarter of the memory of float32 ones.
+        .shuffle(SHUFFLE_BUFFER)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .batch(BATCH_SIZE)
         .repeat()
         .prefetch(tf.data.AUTOTUNE)

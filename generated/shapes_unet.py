@@ -1,10 +1,11 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 7f19eac024c3b9fd, script sha256 1d87a08d9dda8b22).
-A standalone TensorFlow script: edit it freely, it does not import loopgen. Run it again to
-resume from the latest checkpoint; --help lists the flags (--epochs, --max-steps,
---output-dir, --deterministic).
+(spec sha256 7f19eac024c3b9fd, script sha256 58dd6fc1400a0a81).
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` refuses to overwrite a copy that was edited.
+Run it again to resume from the latest checkpoint.
+Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
 """
 
 import argparse
@@ -85,6 +86,21 @@ class ConvBlock(layers.Layer):
         self.conv2d_2 = layers.Conv2D(filters, 3, padding="same", use_bias=False)
         self.batch_normalization_2 = layers.BatchNormalization()
         self.activation_2 = layers.Activation("relu")
+
+    def build(self, input_shape):
+        # Create the sublayers' weights in order, from the shape flowing through them, so
+        # the layer is complete before its first call (a loaded .keras model relies on it).
+        shape = input_shape
+        for layer in [
+            self.conv2d_1,
+            self.batch_normalization_1,
+            self.activation_1,
+            self.conv2d_2,
+            self.batch_normalization_2,
+            self.activation_2,
+        ]:
+            layer.build(shape)
+            shape = layer.compute_output_shape(shape)
 
     def call(self, inputs, training=None):
         x = self.conv2d_1(inputs)
@@ -168,8 +184,11 @@ def main(argv=None):
     # position and shuffle buffer are saved in the checkpoint, so a resumed run sees exactly
     # the batches an uninterrupted run would have seen.
     train_dataset = (
-        train_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .shuffle(SHUFFLE_BUFFER)  # reshuffled every epoch
+        train_examples
+        # Shuffle before preprocess, so the buffer (saved in every checkpoint) holds the raw
+        # examples: uint8 images take a quarter of the memory of float32 ones.
+        .shuffle(SHUFFLE_BUFFER)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .batch(BATCH_SIZE)
         .repeat()
         .prefetch(tf.data.AUTOTUNE)
@@ -344,7 +363,8 @@ def main(argv=None):
     # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
     # classes of this script to load.
     model.export(os.path.join(export_dir, "saved_model"), verbose=False)
-    # .keras file to continue in Keras; loading it needs this script's custom layer classes.
+    # Architecture and weights for keras.saving.load_model (no optimizer state: resume from
+    # the checkpoints). Loading it needs this script's custom layer classes imported.
     model.save(os.path.join(export_dir, "shapes_unet.keras"))
 
 

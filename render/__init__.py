@@ -54,11 +54,14 @@ def render_script(
     )  # fmt: skip
     source = environment().get_template(f"{variant}.py.jinja").render(context)
     try:
-        return stamp.stamp(black.format_str(source, mode=black.Mode()))
-    except black.InvalidInput as error:  # a template produced invalid Python: our bug
+        formatted = black.format_str(source, mode=black.Mode())
+        # black parses leniently (duplicate arguments pass): the compiler has the last word.
+        compile(formatted, f"<{variant}.py>", "exec")
+    except (black.InvalidInput, SyntaxError) as error:  # invalid Python: a loopgen bug
         raise code.TemplateBug(
             f"template {variant}.py.jinja produced invalid Python: {error}"
         ) from error
+    return stamp.stamp(formatted)
 
 
 def _repeat_header(item) -> str:

@@ -7,6 +7,7 @@ import ast
 import json
 import subprocess
 import sys
+import textwrap
 
 import black
 import pytest
@@ -43,6 +44,11 @@ VARIANTS = {
         ' "initial_learning_rate": 0.01, "decay_steps": 3, "decay_rate": 0.5}}']),
     "imported_model": ("mnist_mlp", [
         'model={"kind": "import", "target": "usermodels:build", "kwargs": {"units": 16}}']),
+    "one_hot_masks": ("shapes_unet", [
+        'data.labels="one_hot"', "data.num_classes=4",
+        'loss={"kind": "categorical_crossentropy", "from_logits": true}',
+        'metrics=[{"kind": "categorical_accuracy"}]',
+        "data.train.count=48", "data.validation.count=16"]),
     "image_directory_cached": ("cifar10_vgg", [
         'data.train={"kind": "image_directory", "path": "imgs", "image_size": [32, 32]}',
         "data.cache=true", "data.shuffle_buffer=0"]),
@@ -70,17 +76,21 @@ def test_variant_is_lint_clean_and_black_stable(name, tmp_path):
 
 def test_only_the_code_the_spec_needs():
     bare = rendered("no_checkpoint_no_logs")
+    # Without checkpoints nothing promises a resume.
+    assert "resume" not in bare.lower() and "restore" not in bare.lower()
     for absent in ("tf.train.Checkpoint", "tf.summary", "json", "model.export", "eval_step",
                    "model.losses", "rng_states", "model.save("):  # fmt: skip
         assert absent not in bare, absent
     steps = rendered("steps_and_step_checkpoints")
     assert "CHECKPOINT_EVERY_STEPS = 3" in steps and "CHECKPOINT_EVERY_EPOCHS" not in steps
     assert "TOTAL_STEPS = 7" in steps and "EPOCHS =" not in steps
+    assert "Flags: --steps," in steps and "--epochs" not in steps
     one_hot = rendered("one_hot_categorical")
     assert "tf.one_hot(" in one_hot and "label_smoothing=0.1" in one_hot
     imported = rendered("imported_model")
     assert "import usermodels" in imported and "usermodels.build(units=16)" in imported
     assert "from keras import layers" not in imported
+    assert "returned a model without weights yet" in imported  # no input_shape to build it
     assert "rng_states=" in imported  # unknown model: its dropout state is saved just in case
 
 
@@ -115,16 +125,38 @@ def test_step_based_variant_runs_and_checkpoints_on_its_cadence(tmp_path):
     an imported model with no TensorBoard, validation split off the training data; runs, and a
     second run resumes at step 7."""
     np = pytest.importorskip("numpy")
+    # A subclassed model: it has no weights until built, which the script does from the
+    # spec's input_shape before building the optimizer and the checkpoint.
     (tmp_path / "usermodels.py").write_text(
-        "import keras\n\n\ndef build(units):\n    return keras.Sequential([keras.Input((28, 28)),"
-        " keras.layers.Flatten(), keras.layers.Dense(units, activation='relu'),"
-        " keras.layers.Dropout(0.2), keras.layers.Dense(10)])\n"
+        textwrap.dedent(
+            """
+            import keras
+
+
+            class Net(keras.Model):
+                def __init__(self, units):
+                    super().__init__()
+                    self.flatten = keras.layers.Flatten()
+                    self.hidden = keras.layers.Dense(units, activation="relu")
+                    self.dropout = keras.layers.Dropout(0.2)
+                    self.out = keras.layers.Dense(10)
+
+                def call(self, x, training=False):
+                    x = self.dropout(self.hidden(self.flatten(x)), training=training)
+                    return self.out(x)
+
+
+            def build(units):
+                return Net(units)
+            """
+        )
     )
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "d.npz", x=rng.integers(0, 255, (40, 28, 28)), y=rng.integers(0, 10, 40))
     spec = with_overrides(
         base(), *VARIANTS["steps_and_step_checkpoints"][1],
-        'model={"kind": "import", "target": "usermodels:build", "kwargs": {"units": 16}}',
+        'model={"kind": "import", "target": "usermodels:build", "kwargs": {"units": 16},'
+        ' "input_shape": [28, 28]}',
         'data.train={"kind": "npz", "path": "d.npz"}', "data.batch_size=8",
         'logging={"tensorboard": false, "jsonl": true}',
         'data.validation={"kind": "split", "fraction": 0.25}',
@@ -142,6 +174,17 @@ def test_step_based_variant_runs_and_checkpoints_on_its_cadence(tmp_path):
     again = run_python(script, "--output-dir", str(out), cwd=tmp_path)
     assert "at step 7" in again.stdout and "Epoch" not in again.stdout
     assert (out / "export" / "saved_model" / "saved_model.pb").is_file()
+
+
+@pytest.mark.slow
+def test_one_hot_masks_train(tmp_path):
+    """One-hot labels work per pixel too (segmentation masks become (h, w, classes))."""
+    script = tmp_path / "train.py"
+    script.write_text(rendered("one_hot_masks"))
+    out = tmp_path / "out"
+    run_python(script, "--epochs", "1", "--output-dir", str(out), cwd=tmp_path)
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert records[-1]["val_accuracy"] > 0
 
 
 @pytest.mark.slow

@@ -596,12 +596,15 @@ def test_other_names_must_be_identifiers(tmp_path, where, path):
     assert "not a valid Python identifier" in line
 
 
-def test_custom_layer_class_name_clashes_with_the_script(tmp_path):
+@pytest.mark.parametrize("name", ["preprocess", "keras", "print", "SEED"])
+def test_custom_layer_class_name_clashes_with_the_script(tmp_path, name):
+    # A class named `preprocess` replaced the script's preprocess() and broke the data map.
     data = dumped("cifar10_vgg")
-    data["custom_layers"][0]["name"] = "Model"
-    data["model"]["layers"][0]["layers"][0]["cls"] = "Model"
+    data["custom_layers"][0]["name"] = name
+    data["model"]["layers"][0]["layers"][0]["cls"] = name
     line = line_for(reject(tmp_path, data), "spec")
-    assert "custom_layers: class name 'Model' clashes" in line and "rename it" in line
+    assert f"custom_layers[0].name: class name {name!r} would shadow" in line
+    assert "rename it" in line
 
 
 # --- imported models --------------------------------------------------------------------------
@@ -704,3 +707,135 @@ def test_override_values_are_json_or_strings():
     assert apply_override(data, "name=run_2")["name"] == "run_2"
     assert apply_override(data, 'name="3"')["name"] == "3"
     assert apply_override(data, "output_dir=a=b")["output_dir"] == "a=b"
+
+
+# --- names and wiring that render but would fail at run time -----------------------------------
+
+
+def _functional(layers: list[dict]) -> dict:
+    data = dumped("mnist_mlp")
+    data["model"] = {"kind": "functional", "input_shape": [28, 28], "layers": layers}
+    return data
+
+
+@pytest.mark.parametrize("name", ["x", "layers", "model", "skips"])
+def test_repeat_variable_must_not_shadow_script_names(tmp_path, name):
+    # `for x in (4, 5): x = layers.Dense(x)(x)` fails at run time.
+    data = _functional(
+        [
+            {"kind": "flatten"},
+            {"kind": "repeat", "over": {name: [4, 5]},
+             "layers": [{"kind": "dense", "units": {"var": name}}]},
+            {"kind": "dense", "units": 10},
+        ]
+    )  # fmt: skip
+    line = line_for(reject(tmp_path, data), "spec.model.layers[1]")
+    assert f"loop variable {name!r} would shadow" in line
+
+
+def test_nested_repeat_must_not_reuse_the_outer_variable(tmp_path):
+    inner = {"kind": "repeat", "over": {"units": [3]}, "layers": [{"kind": "dense", "units": 2}]}
+    outer = {"kind": "repeat", "over": {"units": [8, 16]},
+             "layers": [inner, {"kind": "dense", "units": {"var": "units"}}]}  # fmt: skip
+    data = _functional([{"kind": "flatten"}, outer, {"kind": "dense", "units": 10}])
+    line = line_for(reject(tmp_path, data), "spec.model")
+    assert "layers[1].layers[0].over reuses the loop variable 'units'" in line
+
+
+def test_named_layer_inside_a_repeat_or_twice_is_rejected(tmp_path):
+    named = {"kind": "dense", "units": 4, "name": "hidden"}
+    data = _functional(
+        [{"kind": "flatten"}, {"kind": "repeat", "over": {"i": [1, 2]}, "layers": [named]},
+         {"kind": "dense", "units": 10}]
+    )  # fmt: skip
+    line = line_for(reject(tmp_path, data), "spec.model")
+    assert "'hidden' is used more than once" in line and "in a Repeat" in line
+    twice = _functional([{"kind": "flatten"}, named, named, {"kind": "dense", "units": 10}])
+    line = line_for(reject(tmp_path, twice), "spec.model")
+    assert "layers[1] and layers[2]" in line
+    once = _functional([{"kind": "flatten"}, named, {"kind": "dense", "units": 10}])
+    assert accept(once)
+
+
+@pytest.mark.parametrize(
+    ("params", "phrase"),
+    [({"kwargs": 8}, "parameter 'kwargs' would shadow"),
+     ({"self": 8}, "parameter 'self' would shadow"),
+     ({"name": 8}, "'name' is an attribute every Keras layer has"),
+     ({"trainable": 8}, "'trainable' is an attribute every Keras layer has")],
+)  # fmt: skip
+def test_custom_layer_params_must_not_clash(tmp_path, params, phrase):
+    data = dumped("cifar10_vgg")
+    data["custom_layers"][0]["params"] = {"filters": 32, **params}
+    line = line_for(reject(tmp_path, data), "spec.custom_layers[0]")
+    assert phrase in line
+
+
+@pytest.mark.parametrize(
+    ("names", "phrase"),
+    [(["fc", "fc"], "'fc' is used twice"),
+     (["filters", None], "clashes with a parameter"),
+     (["output", None], "clashes with a Keras layer attribute")],
+)  # fmt: skip
+def test_custom_sublayer_names_must_be_unique_attributes(tmp_path, names, phrase):
+    data = dumped("cifar10_vgg")
+    for layer, name in zip(data["custom_layers"][0]["layers"], names, strict=False):
+        layer["name"] = name
+    line = line_for(reject(tmp_path, data), "spec.custom_layers[0]")
+    assert phrase in line
+
+
+def _with_inner_class(data: dict, inner_cls: str) -> dict:
+    data["custom_layers"].append(
+        {"name": "Outer", "params": {}, "layers": [{"kind": "custom", "cls": inner_cls}]}
+    )
+    return data
+
+
+def test_custom_layer_inside_a_class_must_be_declared(tmp_path):
+    data = _with_inner_class(dumped("cifar10_vgg"), "Nope")
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "custom_layers[1].layers[0].cls is 'Nope'" in line
+
+
+def test_custom_layer_classes_must_not_contain_themselves(tmp_path):
+    data = _with_inner_class(dumped("cifar10_vgg"), "Outer")
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "Outer -> Outer contains itself" in line
+
+
+def test_custom_layer_args_must_be_parameters(tmp_path):
+    data = dumped("cifar10_vgg")
+    data["model"]["layers"][0]["layers"][0]["args"] = {"filter": 3}
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "passes 'filter', which is not a parameter of VGGBlock" in line
+    assert "['filters']" in line
+
+
+def test_binary_accuracy_on_logits_needs_threshold_zero(tmp_path):
+    data = dumped("mnist_mlp")
+    data["model"]["layers"][-1]["units"] = 1
+    data["loss"] = {"kind": "binary_crossentropy", "from_logits": True}
+    data["metrics"] = [{"kind": "binary_accuracy"}]
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "metrics[0].threshold=0.5 but loss.from_logits=True" in line
+    assert "set threshold=0.0" in line
+    data["metrics"] = [{"kind": "binary_accuracy", "threshold": 0.0}]
+    assert accept(data)
+
+
+def test_split_of_an_image_directory_is_rejected(tmp_path):
+    data = dumped("cifar10_vgg")
+    data["data"]["train"] = {"kind": "image_directory", "path": "imgs", "image_size": [32, 32]}
+    data["data"]["validation"] = {"kind": "split", "fraction": 0.2}
+    line = line_for(reject(tmp_path, data), "spec")
+    assert "hold out whole classes" in line and "its own ImageDirectory" in line
+
+
+def test_imported_package_must_not_shadow_script_names_but_keras_is_fine(tmp_path):
+    data = dumped("mnist_mlp")
+    data["model"] = {"kind": "import", "target": "layers.zoo:build"}
+    line = line_for(reject(tmp_path, data), "spec.model.target")
+    assert "imported package 'layers' would shadow" in line
+    data["model"] = {"kind": "import", "target": "keras.applications:MobileNetV3Small"}
+    assert accept(data)
