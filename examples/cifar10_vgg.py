@@ -29,29 +29,24 @@ from loopgen.dsl import (
     var,
 )
 
+
+def conv3x3():
+    """A same-padded ReLU convolution with weight decay, `filters` wide."""
+    return Conv2D(
+        filters=var("filters"),
+        kernel_size=3,
+        padding="same",
+        activation="relu",
+        kernel_initializer="he_uniform",
+        kernel_regularizer=L2(l2=5e-4),
+    )
+
+
 vgg_block = CustomLayerClass(
     name="VGGBlock",
     doc="Two 3x3 same-padded ReLU convolutions, then 2x2 max pooling (one VGG stage).",
     params={"filters": 32},
-    layers=[
-        Conv2D(
-            filters=var("filters"),
-            kernel_size=3,
-            padding="same",
-            activation="relu",
-            kernel_initializer="he_uniform",
-            kernel_regularizer=L2(l2=5e-4),
-        ),
-        Conv2D(
-            filters=var("filters"),
-            kernel_size=3,
-            padding="same",
-            activation="relu",
-            kernel_initializer="he_uniform",
-            kernel_regularizer=L2(l2=5e-4),
-        ),
-        MaxPooling2D(pool_size=2),
-    ],
+    layers=[conv3x3(), conv3x3(), MaxPooling2D(pool_size=2)],
 )
 
 spec = Spec(

@@ -32,28 +32,25 @@ def conv(filters):
     return Conv2D(filters=filters, kernel_size=3, padding="same", activation="relu")
 
 
+def pets(split):
+    # Masks are 1 pet, 2 background, 3 border: shift them to class ids 0..2.
+    return Tfds(
+        name="oxford_iiit_pet:4.*.*",
+        split=split,
+        label_key="segmentation_mask",
+        image_size=(128, 128),
+        label_is_mask=True,
+        label_offset=-1,
+    )
+
+
 spec = Spec(
     name="pets_unet",
     description="Segment pets from background and border (Oxford-IIIT Pet) with a UNet.",
     seed=3,
     data=Data(
-        # Masks are 1 pet, 2 background, 3 border: shift them to class ids 0..2.
-        train=Tfds(
-            name="oxford_iiit_pet:4.*.*",
-            split="train",
-            label_key="segmentation_mask",
-            image_size=(128, 128),
-            label_is_mask=True,
-            label_offset=-1,
-        ),
-        validation=Tfds(
-            name="oxford_iiit_pet:4.*.*",
-            split="test",
-            label_key="segmentation_mask",
-            image_size=(128, 128),
-            label_is_mask=True,
-            label_offset=-1,
-        ),
+        train=pets("train"),
+        validation=pets("test"),
         batch_size=32,
         shuffle_buffer=1000,
         rescale=1 / 255,
