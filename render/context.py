@@ -78,13 +78,18 @@ def imports(spec: Spec) -> dict[str, list[str]]:
 
 def sublayer_attributes(cls: CustomLayerClass) -> list[tuple[str, Any]]:
     """Attribute names for a custom layer's sublayers: their names, or `<kind>_<n>`."""
+    taken = {layer.name for layer in cls.layers if layer.name}
     seen: Counter[str] = Counter()
     named = []
     for layer in cls.layers:
-        kind = "custom" if isinstance(layer, Custom) else layer.kind
-        base = layer.name or (layer.cls.lower() if isinstance(layer, Custom) else kind)
+        if layer.name:
+            named.append((layer.name, layer))
+            continue
+        base = layer.cls.lower() if isinstance(layer, Custom) else layer.kind
         seen[base] += 1
-        named.append((base if layer.name else f"{base}_{seen[base]}", layer))
+        while f"{base}_{seen[base]}" in taken:  # a sublayer the user named like this
+            seen[base] += 1
+        named.append((f"{base}_{seen[base]}", layer))
     return named
 
 

@@ -200,3 +200,14 @@ def test_offline_demo_reaches_the_accuracy_the_readme_states(tmp_path):
     assert "validation pixel accuracy ≥ 0.99 and mean IoU ≥ 0.95" in readme
     assert final["epoch"] == 12
     assert final["val_pixel_accuracy"] >= 0.99 and final["val_mean_iou"] >= 0.95, final
+
+
+def test_custom_sublayer_attributes_are_unique_when_a_name_looks_generated():
+    from loopgen.dsl import CustomLayerClass, Dense
+    from loopgen.render.context import sublayer_attributes
+
+    cls = CustomLayerClass(
+        name="Block", layers=[Dense(units=2), Dense(units=3, name="dense_1"), Dense(units=4)]
+    )
+    attributes = [name for name, _ in sublayer_attributes(cls)]
+    assert len(set(attributes)) == 3 and attributes[1] == "dense_1"
