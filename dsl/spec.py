@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from .base import Identifier, PositiveInt, StrictModel, check_not_reserved
 from .data import Data
-from .layers import ActivationLayer, Custom, CustomLayerClass, _Kernel
+from .layers import ActivationLayer, Custom, CustomLayerClass, Dropout, _Kernel
 from .model import Imported, Model
 from .training import BinaryAccuracy, Loss, Metric, Optimizer
 
@@ -234,12 +234,23 @@ class Spec(StrictModel):
 
     @property
     def regularized(self) -> bool:
-        """Whether the model has penalties in `model.losses` (unknown for imported models)."""
+        """Whether the model has penalties in `model.losses` (assumed for imported models)."""
+        return self._any_layer(lambda layer: getattr(layer, "regularized", False))
+
+    @property
+    def has_dropout(self) -> bool:
+        """Whether the model has Dropout and so RNG state to checkpoint (assumed for imported
+        models: code the spec cannot see may well have it)."""
+        return self._any_layer(lambda layer: isinstance(layer, Dropout))
+
+    def _any_layer(self, test) -> bool:
+        """Whether a layer of the model, or of a custom layer class, passes `test`; True for
+        imported models, whose layers the spec cannot see."""
         if isinstance(self.model, Imported):
             return True
         layers = [item for _, item in self.model.flat_items()]
         layers += [layer for cls in self.custom_layers for layer in cls.layers]
-        return any(getattr(layer, "regularized", False) for layer in layers)
+        return any(test(layer) for layer in layers)
 
 
 def _check_no_cycle(classes: dict[str, CustomLayerClass]) -> None:

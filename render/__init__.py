@@ -33,7 +33,7 @@ def environment() -> jinja2.Environment:
         docstring=code.docstring,
         ratio=code.ratio,
         kwargs=lambda mapping: code.arguments(list(mapping.items())),
-        repeat_header=_repeat_header,
+        repeat_header=code.repeat_header,
     )
     return env
 
@@ -62,11 +62,3 @@ def render_script(
             f"template {variant}.py.jinja produced invalid Python: {error}"
         ) from error
     return stamp.stamp(formatted)
-
-
-def _repeat_header(item) -> str:
-    names = [code.identifier(n) for n in item.over]
-    values = [code.literal(tuple(v)) for v in item.over.values()]
-    if len(names) == 1:
-        return f"{names[0]} in {values[0]}"
-    return f"{', '.join(names)} in zip({', '.join(values)})"

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from ..dsl.base import Var
-from ..dsl.layers import L1, L1L2, L2, Custom, LayerBase
+from ..dsl.layers import L1, L1L2, L2, Custom, LayerBase, Repeat
 
 
 class TemplateBug(Exception):
@@ -76,6 +76,15 @@ def layer(item: LayerBase) -> str:
     if isinstance(item, Custom):
         return call(identifier(item.cls), item.arguments())
     return call(f"layers.{item.keras_class}", item.arguments())
+
+
+def repeat_header(item: Repeat) -> str:
+    """The head of a Repeat's loop: `filters in (16, 32)`, or `a, b in zip((...), (...))`."""
+    names = [identifier(n) for n in item.over]
+    values = [literal(tuple(v)) for v in item.over.values()]
+    if len(names) == 1:
+        return f"{names[0]} in {values[0]}"
+    return f"{', '.join(names)} in zip({', '.join(values)})"
 
 
 def keras_object(module: str, obj: Any) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import __version__
 from ..dsl.base import Var
-from ..dsl.layers import Concatenate, Custom, CustomLayerClass, Dropout, Repeat, SaveSkip
+from ..dsl.layers import Concatenate, Custom, CustomLayerClass, Repeat, SaveSkip
 from ..dsl.loader import spec_hash
 from ..dsl.model import Imported
 from ..dsl.spec import Spec
@@ -48,7 +48,7 @@ def build_context(
         ],
         "has_repeats": any(isinstance(i, Repeat) for i in items),
         "has_skips": any(isinstance(i, SaveSkip | Concatenate) for i in items),
-        "stateful_rng": _has_dropout(spec, items),
+        "stateful_rng": spec.has_dropout,
         "optimizer_expr": _optimizer(spec),
         "train_log_names": ["loss", *(m.metric_name for m in spec.metrics), "learning_rate"],
     }
@@ -96,13 +96,6 @@ def sublayer_attributes(cls: CustomLayerClass) -> list[tuple[str, Any]]:
 def _is_image_data(spec: Spec) -> bool:
     train = spec.data.train
     return train.kind in IMAGE_SOURCES or (train.kind == "tfds" and train.image_size is not None)
-
-
-def _has_dropout(spec: Spec, items: list[Any]) -> bool:
-    if isinstance(spec.model, Imported):
-        return True  # unknown: a model from user code may well have dropout
-    layers = items + [layer for cls in spec.custom_layers for layer in cls.layers]
-    return any(isinstance(layer, Dropout) for layer in layers)
 
 
 def _optimizer(spec: Spec) -> str:
