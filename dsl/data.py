@@ -145,6 +145,12 @@ class Data(StrictModel):
                 'labels="one_hot" needs data.num_classes: set it to the number of classes'
             )
         if self.train.kind == "shapes" and self.validation and self.validation.kind == "shapes":
+            if self.validation.task != self.train.task:
+                raise ValueError(
+                    f"data.validation.task={self.validation.task!r} but data.train.task="
+                    f"{self.train.task!r}: validation labels must be of the kind the model "
+                    "learns; use the same task for both"
+                )
             if self.validation.seed == self.train.seed:
                 raise ValueError(
                     "data.validation.seed equals data.train.seed: the validation images would "

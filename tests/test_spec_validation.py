@@ -839,3 +839,10 @@ def test_imported_package_must_not_shadow_script_names_but_keras_is_fine(tmp_pat
     assert "imported package 'layers' would shadow" in line
     data["model"] = {"kind": "import", "target": "keras.applications:MobileNetV3Small"}
     assert accept(data)
+
+
+def test_shapes_validation_task_must_match_training(tmp_path):
+    data = dumped("shapes_unet")
+    data["data"]["validation"]["task"] = "classification"
+    line = line_for(reject(tmp_path, data), "spec.data")
+    assert "data.validation.task='classification' but data.train.task='segmentation'" in line
