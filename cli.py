@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import enum
+
 import typer
 
 from . import __version__
+from .dsl.spec import STRATEGY_KINDS
 from .errors import LoopgenError
 from .output import write_script
 
@@ -16,6 +19,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+Variant = enum.Enum("Variant", {kind: kind for kind in STRATEGY_KINDS}, type=str)
+"""`--variant` choices: the strategy kinds."""
 
 SpecArg = Annotated[Path, typer.Argument(help="The spec file, a Python file defining `spec`.")]
 NameOpt = Annotated[str, typer.Option("--name", help="Name of the Spec object in the file.")]
@@ -46,17 +52,29 @@ def render(
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite a file that loopgen did not write.")
     ] = False,
+    variant: Annotated[
+        Variant | None,
+        typer.Option(
+            "--variant",
+            help="Write the script for this strategy instead of the spec's `distribute` "
+            "(with that strategy's default settings): one spec, single-device and "
+            "distributed twins.",
+        ),
+    ] = None,
 ) -> None:
     """Render SPEC_FILE into a training script."""
     from .dsl.loader import load_spec
     from .render import render_script
 
     try:
-        spec = load_spec(spec_file, name, overrides)
+        kind = variant.value if variant else None
+        spec = load_spec(spec_file, name, overrides, kind)
+        _warn(spec)
         source = render_script(
             spec,
             spec_file=str(spec_file),
             overrides=overrides or [],
+            variant=kind,
         )
         if output is None:
             typer.echo(source, nl=False)
@@ -65,6 +83,11 @@ def render(
             typer.secho(f"wrote {output}", err=True)
     except LoopgenError as error:
         raise _fail(error) from None
+
+
+def _warn(spec) -> None:
+    for warning in spec.warnings():
+        typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
 
 
 @app.command()
@@ -76,6 +99,7 @@ def validate(spec_file: SpecArg, name: NameOpt = "spec", overrides: SetOpt = Non
         spec = load_spec(spec_file, name, overrides)
     except LoopgenError as error:
         raise _fail(error) from None
+    _warn(spec)
     typer.echo(f"{spec_file}: ok ({spec.name}: {spec.model.kind} model, {spec.loss.kind} loss)")
 
 

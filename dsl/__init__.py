@@ -25,7 +25,7 @@ from .layers import (
     UpSampling2D,
 )
 from .model import Functional, Imported, Sequential
-from .spec import Checkpoint, Export, Logging, Loop, SingleDevice, Spec
+from .spec import TPU, Checkpoint, Export, Logging, Loop, Mirrored, MultiWorker, SingleDevice, Spec
 from .training import (
     SGD,
     Adam,
@@ -87,6 +87,8 @@ __all__ = [
     "MeanAbsoluteError",
     "MeanIoU",
     "MeanSquaredError",
+    "Mirrored",
+    "MultiWorker",
     "Npz",
     "PiecewiseConstantDecay",
     "RMSprop",
@@ -101,6 +103,7 @@ __all__ = [
     "SparseTopKCategoricalAccuracy",
     "Spec",
     "Split",
+    "TPU",
     "Tfds",
     "UpSampling2D",
     "Var",

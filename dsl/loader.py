@@ -17,8 +17,14 @@ from ..errors import SpecError, format_validation_error
 from .spec import Spec
 
 
-def load_spec(path: Path, name: str = "spec", overrides: list[str] | None = None) -> Spec:
-    """Returns the validated spec defined in the file at `path`, with overrides applied."""
+def load_spec(
+    path: Path,
+    name: str = "spec",
+    overrides: list[str] | None = None,
+    variant: str | None = None,
+) -> Spec:
+    """Returns the validated spec defined in the file at `path`: with `distribute` replaced by
+    the default strategy of kind `variant` when that is another kind, then overrides applied."""
     obj = _import_object(Path(path), name)
     if isinstance(obj, Spec):
         data: Any = obj.model_dump(mode="python")
@@ -29,12 +35,29 @@ def load_spec(path: Path, name: str = "spec", overrides: list[str] | None = None
             f"{path}: {name!r} is an object of type {type(obj).__name__}, not a loopgen Spec; "
             f"bind it to Spec(...) from loopgen.dsl (or a dict of spec fields)"
         )
+    steps = []
+    if variant is not None and _strategy_kind(data) != variant:
+        # Another strategy's settings (devices, ...) do not carry over: start from defaults.
+        # Applied before the overrides, so `--set distribute.devices=...` can follow.
+        data = {**data, "distribute": {"kind": variant}}
+        steps.append(f"--variant {variant}")
     for override in overrides or []:
         data = apply_override(data, override)
+        steps.append(f"--set {override}")
+    return _validate(data, path, steps)
+
+
+def _strategy_kind(data: dict) -> str:
+    strategy = data.get("distribute") or {}
+    kind = strategy.get("kind") if isinstance(strategy, dict) else getattr(strategy, "kind", None)
+    return kind or "single_device"
+
+
+def _validate(data: Any, path: Path, steps: list[str]) -> Spec:
     try:
         return Spec.model_validate(data)
     except ValidationError as error:
-        where = f" after {', '.join('--set ' + o for o in overrides)}" if overrides else ""
+        where = f" after {', '.join(steps)}" if steps else ""
         raise SpecError(f"{path}{where}: {format_validation_error(error, model=Spec)}") from None
 
 

@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from .base import Identifier, PositiveInt, StrictModel, check_not_reserved
 from .data import Data
-from .layers import ActivationLayer, Custom, CustomLayerClass, Dropout, _Kernel
+from .layers import ActivationLayer, BatchNormalization, Custom, CustomLayerClass, Dropout, _Kernel
 from .model import Imported, Model
 from .training import BinaryAccuracy, Loss, Metric, Optimizer
 
@@ -71,14 +71,55 @@ class Logging(StrictModel):
     """Append one JSON line per log step and per epoch to `<output>/metrics.jsonl`."""
 
 
+DEVICE_PATTERN = r"(?i)^(/job:\w+(/replica:\d+)?(/task:\d+)?)?/?(device:)?(cpu|gpu):\d+$"
+"""A TensorFlow device name such as `/gpu:0`, `GPU:1` or `/job:localhost/device:CPU:0`."""
+
+
 class SingleDevice(StrictModel):
     """Train on the default device (one GPU if present, else the CPU)."""
 
     kind: Literal["single_device"] = "single_device"
 
 
-Strategy = Annotated[SingleDevice, Field(discriminator="kind")]
+class Mirrored(StrictModel):
+    """`tf.distribute.MirroredStrategy`: one machine, a replica of the model per device,
+    gradients summed across replicas every step."""
+
+    kind: Literal["mirrored"] = "mirrored"
+    devices: list[Annotated[str, Field(pattern=DEVICE_PATTERN)]] = []
+    """Devices to replicate on, e.g. `["/gpu:0", "/gpu:1"]`; empty means every GPU (or the CPU
+    when there is none). Several CPU devices (`["/cpu:0", "/cpu:1"]`) split the CPU into
+    logical devices: slow, but it runs the distributed script on a laptop."""
+
+    @property
+    def cpu_devices(self) -> int:
+        """How many logical CPU devices the script must create."""
+        return sum("cpu" in d.lower() for d in self.devices)
+
+
+class MultiWorker(StrictModel):
+    """`tf.distribute.MultiWorkerMirroredStrategy`: several machines, each with its devices,
+    configured by the `TF_CONFIG` environment variable of each worker process."""
+
+    kind: Literal["multi_worker"] = "multi_worker"
+    communication: Literal["auto", "ring", "nccl"] = "auto"
+    """Collective implementation: `ring` (gRPC, CPUs), `nccl` (GPUs), or `auto`."""
+
+
+class TPU(StrictModel):
+    """`tf.distribute.TPUStrategy` on a Cloud TPU."""
+
+    kind: Literal["tpu"] = "tpu"
+    tpu: str = ""
+    """TPU name or `grpc://` address for `TPUClusterResolver`; empty means the TPU VM's own
+    (or the one named by the `TPU_NAME` environment variable)."""
+
+
+Strategy = Annotated[SingleDevice | Mirrored | MultiWorker | TPU, Field(discriminator="kind")]
 """Distribution strategy of the script."""
+
+STRATEGY_KINDS = ("single_device", "mirrored", "multi_worker", "tpu")
+"""The `kind` of each strategy: the script variants `loopgen render --variant` can write."""
 
 
 _COUNTERPART = {
@@ -132,6 +173,7 @@ class Spec(StrictModel):
         self._check_schedule()
         self._check_thresholds()
         self._check_split()
+        self._check_devices()
         names = [m.metric_name for m in self.metrics]
         if len(set(names)) != len(names) or "loss" in names:
             raise ValueError(
@@ -145,11 +187,7 @@ class Spec(StrictModel):
             raise ValueError("custom_layers: two classes share a name; rename one")
         for i, cls in enumerate(self.custom_layers):
             check_not_reserved(cls.name, f"custom_layers[{i}].name: class name")
-        uses = [] if isinstance(self.model, Imported) else self.model.flat_items()
-        uses = [(f"model.{path}", item) for path, item in uses]
-        for i, cls in enumerate(self.custom_layers):
-            uses += [(f"custom_layers[{i}].layers[{j}]", s) for j, s in enumerate(cls.layers)]
-        for path, item in uses:
+        for path, item in self._layers_with_paths():
             if not isinstance(item, Custom):
                 continue
             if item.cls not in classes:
@@ -221,6 +259,40 @@ class Spec(StrictModel):
                     "data.validation its own ImageDirectory (or Npz, ...) instead"
                 )
 
+    def _check_devices(self) -> None:
+        if not isinstance(self.distribute, Mirrored) or not self.distribute.devices:
+            return
+        devices = [d.lower().lstrip("/").removeprefix("device:") for d in self.distribute.devices]
+        if len(set(devices)) != len(devices):
+            raise ValueError(
+                f"distribute.devices={self.distribute.devices} names a device twice; list each "
+                "device once"
+            )
+        replicas = len(devices)
+        if self.data.batch_size % replicas:
+            raise ValueError(
+                f"data.batch_size={self.data.batch_size} (the global batch) does not split "
+                f"evenly over the {replicas} replicas of distribute.devices; make "
+                f"data.batch_size a multiple of {replicas}"
+            )
+
+    def warnings(self) -> list[str]:
+        """Combinations that render and run but are probably not what the user wants."""
+        found = []
+        multi_device = not isinstance(self.distribute, SingleDevice) and not (
+            isinstance(self.distribute, Mirrored) and len(self.distribute.devices) == 1
+        )
+        if multi_device:
+            for path, layer in self._layers_with_paths():
+                if isinstance(layer, BatchNormalization) and not layer.synchronized:
+                    found.append(
+                        f"{path} is a BatchNormalization under distribute.kind="
+                        f"{self.distribute.kind!r}: each replica normalizes with the statistics "
+                        "of its own slice of the batch, so training differs from one device. Set "
+                        f"{path}.synchronized=True to use the statistics of the global batch"
+                    )
+        return found
+
     def _check_schedule(self) -> None:
         schedule = self.optimizer.schedule
         if schedule is not None and self.loop.steps is not None:
@@ -243,14 +315,21 @@ class Spec(StrictModel):
         models: code the spec cannot see may well have it)."""
         return self._any_layer(lambda layer: isinstance(layer, Dropout))
 
+    def _layers_with_paths(self) -> list[tuple[str, object]]:
+        """Every layer the spec declares, with its field path (none for imported models)."""
+        found = []
+        if not isinstance(self.model, Imported):
+            found = [(f"model.{path}", item) for path, item in self.model.flat_items()]
+        for i, cls in enumerate(self.custom_layers):
+            found += [(f"custom_layers[{i}].layers[{j}]", s) for j, s in enumerate(cls.layers)]
+        return found
+
     def _any_layer(self, test) -> bool:
         """Whether a layer of the model, or of a custom layer class, passes `test`; True for
         imported models, whose layers the spec cannot see."""
         if isinstance(self.model, Imported):
             return True
-        layers = [item for _, item in self.model.flat_items()]
-        layers += [layer for cls in self.custom_layers for layer in cls.layers]
-        return any(test(layer) for layer in layers)
+        return any(test(layer) for _, layer in self._layers_with_paths())
 
 
 def _check_no_cycle(classes: dict[str, CustomLayerClass]) -> None:
