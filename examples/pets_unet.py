@@ -3,7 +3,8 @@ TensorBoard summaries.
 
 Follows seed 002 ("How to build a custom production-ready Deep Learning Training loop"): the
 UNet trainer with Adam, SparseCategoricalCrossentropy(from_logits=True) and accuracy. Needs
-`pip install tensorflow-datasets` and downloads the dataset on first use.
+`pip install tensorflow-datasets` and downloads the dataset on first use. Written for a machine
+with several GPUs: MirroredStrategy, with batch normalization synchronized across them.
 """
 
 from loopgen.dsl import (
@@ -16,6 +17,7 @@ from loopgen.dsl import (
     Data,
     Functional,
     Loop,
+    Mirrored,
     MaxPooling2D,
     MeanIoU,
     Repeat,
@@ -62,7 +64,8 @@ spec = Spec(
                 over={"filters": [32, 64, 128]},
                 layers=[
                     conv(var("filters")),
-                    BatchNormalization(),
+                    # Statistics of the global batch, not of each GPU's slice of it.
+                    BatchNormalization(synchronized=True),
                     conv(var("filters")),
                     SaveSkip(),
                     MaxPooling2D(pool_size=2),
@@ -87,4 +90,6 @@ spec = Spec(
     metrics=[SparseCategoricalAccuracy(), MeanIoU(num_classes=3)],
     loop=Loop(epochs=20, log_every_steps=50),
     checkpoint=Checkpoint(every_epochs=1, keep=3),
+    # One replica per GPU; `loopgen render --variant single_device` writes the one-device twin.
+    distribute=Mirrored(),
 )

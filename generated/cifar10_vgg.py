@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 7923939834fe8dc9, script sha256 1554297acdfbc398).
+(spec sha256 7923939834fe8dc9, script sha256 3d6f38c0de1bb26d).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` refuses to overwrite a copy that was edited.
 Run it again to resume from the latest checkpoint.
@@ -39,9 +39,36 @@ def load_examples():
 
 
 def preprocess(images, labels):
-    """Per-example preparation, run inside the tf.data pipeline."""
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
     images = tf.cast(images, tf.float32) * RESCALE
     return images, labels
+
+
+def training_batches(examples, start_step):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The order depends on the step alone: the shuffle has a fixed seed and reshuffles every
+    epoch the same way on every run. A resumed run skips the batches it already trained on
+    and sees exactly what an uninterrupted run would have seen, on any strategy. Skipping
+    happens before preprocessing, so it only re-reads raw examples.
+    """
+    return (
+        examples.shuffle(SHUFFLE_BUFFER, seed=SEED)
+        .batch(BATCH_SIZE)
+        .repeat()
+        .skip(start_step)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def validation_batches(examples):
+    """The validation examples, batched and preprocessed, in a fixed order."""
+    return (
+        examples.batch(BATCH_SIZE)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
 
 @keras.saving.register_keras_serializable(package="cifar10_vgg")
@@ -146,37 +173,19 @@ def main(argv=None):
     train_examples, validation_examples = load_examples()
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
-    # One iterator for the whole run (repeat() rather than a new iterator per epoch): its
-    # position and shuffle buffer are saved in the checkpoint, so a resumed run sees exactly
-    # the batches an uninterrupted run would have seen.
-    train_dataset = (
-        train_examples
-        # Shuffle before preprocess, so the buffer (saved in every checkpoint) holds the raw
-        # examples: uint8 images take a quarter of the memory of float32 ones.
-        .shuffle(SHUFFLE_BUFFER)
-        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .batch(BATCH_SIZE)
-        .repeat()
-        .prefetch(tf.data.AUTOTUNE)
-    )
-    train_iterator = iter(train_dataset)
-    validation_dataset = (
-        validation_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .batch(BATCH_SIZE)
-        .prefetch(tf.data.AUTOTUNE)
-    )
+    validation_dataset = validation_batches(validation_examples)
 
     # --- Model, loss, optimizer, metrics ----------------------------------------------
     model = build_model()
     model.summary()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    # The schedule is evaluated at optimizer.iterations, which is saved in the checkpoint
-    # with the optimizer: a resumed run continues the schedule instead of restarting it.
+    # The schedule is evaluated at optimizer.iterations, which the checkpoint saves
+    # with the optimizer: a resumed run continues the schedule, not restarts it.
     learning_rate = keras.optimizers.schedules.PiecewiseConstantDecay(
         boundaries=[7820, 15640], values=[0.01, 0.001, 0.0001]
     )
     optimizer = keras.optimizers.SGD(learning_rate=learning_rate, momentum=0.9)
-    # Create the slot variables (momentum, moments) now instead of inside the first traced
+    # Create the slot variables (momentum, moments) now, not in the first traced
     # step, which would trace it twice and leave a restored checkpoint nothing to fill.
     optimizer.build(model.trainable_variables)
     train_loss = keras.metrics.Mean(name="loss")
@@ -187,12 +196,11 @@ def main(argv=None):
     validation_metrics = [
         keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
     ]
-
-    # --- Train and eval steps ---------------------------------------------------------
-    # Counts train steps. It is saved in the checkpoint, so a resumed run continues counting
-    # (and with it the epoch, the logging and checkpoint cadences) instead of starting at 0.
+    # Counts train steps. The checkpoint saves it, so a resumed run continues
+    # counting (and with it the epoch, the data position and the cadences).
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
 
+    # --- Train and eval steps ---------------------------------------------------------
     # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
     # smaller last batch of an epoch does not retrace, and no Python value changes per call.
     @tf.function
@@ -227,22 +235,21 @@ def main(argv=None):
         model=model,
         # Slots and optimizer.iterations, which drives the learning-rate schedule.
         optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
         step=step,
-        # The position in the data and the shuffle buffer.
-        train_iterator=train_iterator,
         # Dropout's random state lives in Keras SeedGenerator variables that the model does
         # not expose to tf.train.Checkpoint: without them a resumed run repeats old masks.
         rng_states=[v for v in model.variables if "seed_generator_state" in v.path],
     )
+    checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
     manager = tf.train.CheckpointManager(
-        checkpoint,
-        os.path.join(args.output_dir, "checkpoints"),
-        max_to_keep=KEEP_CHECKPOINTS,
+        checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
     )
-    if manager.latest_checkpoint:
+    latest = manager.latest_checkpoint
+    if latest:
         # Fails loudly when the checkpoint does not fit this model (e.g. after a spec change).
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        print(f"Resumed from {latest} at step {int(step.numpy())}")
 
     # --- Training loop ----------------------------------------------------------------
     os.makedirs(args.output_dir, exist_ok=True)
@@ -260,8 +267,10 @@ def main(argv=None):
     epochs = math.ceil(total_steps / steps_per_epoch)
     # A Python copy of the step counter: reading the variable every step would wait for the
     # device each time.
-    global_step = int(step)
-    saved_step = global_step if manager.latest_checkpoint else None
+    global_step = int(step.numpy())
+    saved_step = global_step if latest else None
+    # One iterator for the whole run, from the current step on.
+    train_iterator = iter(training_batches(train_examples, start_step=global_step))
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
         print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
@@ -284,7 +293,7 @@ def main(argv=None):
             global_step += 1
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
-                logs["learning_rate"] = float(optimizer.learning_rate)
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 progbar.update(global_step - epoch_start, list(logs.items()))
                 with train_writer.as_default(step=global_step):
                     for name, value in logs.items():

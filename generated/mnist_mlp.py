@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 dfa871ac09ad2ccb, script sha256 60b151ad4413459d).
+(spec sha256 dfa871ac09ad2ccb, script sha256 c7ea8df5955bc64a).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` refuses to overwrite a copy that was edited.
 Run it again to resume from the latest checkpoint.
@@ -37,9 +37,27 @@ def load_examples():
 
 
 def preprocess(images, labels):
-    """Per-example preparation, run inside the tf.data pipeline."""
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
     images = tf.cast(images, tf.float32) * RESCALE
     return images, labels
+
+
+def training_batches(examples, start_step):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The order depends on the step alone: the shuffle has a fixed seed and reshuffles every
+    epoch the same way on every run. A resumed run skips the batches it already trained on
+    and sees exactly what an uninterrupted run would have seen, on any strategy. Skipping
+    happens before preprocessing, so it only re-reads raw examples.
+    """
+    return (
+        examples.shuffle(SHUFFLE_BUFFER, seed=SEED)
+        .batch(BATCH_SIZE)
+        .repeat()
+        .skip(start_step)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
 
 def build_model():
@@ -100,39 +118,24 @@ def main(argv=None):
     train_examples = load_examples()
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
-    # One iterator for the whole run (repeat() rather than a new iterator per epoch): its
-    # position and shuffle buffer are saved in the checkpoint, so a resumed run sees exactly
-    # the batches an uninterrupted run would have seen.
-    train_dataset = (
-        train_examples
-        # Shuffle before preprocess, so the buffer (saved in every checkpoint) holds the raw
-        # examples: uint8 images take a quarter of the memory of float32 ones.
-        .shuffle(SHUFFLE_BUFFER)
-        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .batch(BATCH_SIZE)
-        .repeat()
-        .prefetch(tf.data.AUTOTUNE)
-    )
-    train_iterator = iter(train_dataset)
 
     # --- Model, loss, optimizer, metrics ----------------------------------------------
     model = build_model()
     model.summary()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     optimizer = keras.optimizers.SGD(learning_rate=0.001)
-    # Create the slot variables (momentum, moments) now instead of inside the first traced
+    # Create the slot variables (momentum, moments) now, not in the first traced
     # step, which would trace it twice and leave a restored checkpoint nothing to fill.
     optimizer.build(model.trainable_variables)
     train_loss = keras.metrics.Mean(name="loss")
     train_metrics = [
         keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
     ]
-
-    # --- Train and eval steps ---------------------------------------------------------
-    # Counts train steps. It is saved in the checkpoint, so a resumed run continues counting
-    # (and with it the epoch, the logging and checkpoint cadences) instead of starting at 0.
+    # Counts train steps. The checkpoint saves it, so a resumed run continues
+    # counting (and with it the epoch, the data position and the cadences).
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
 
+    # --- Train and eval steps ---------------------------------------------------------
     # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
     # smaller last batch of an epoch does not retrace, and no Python value changes per call.
     @tf.function
@@ -141,6 +144,7 @@ def main(argv=None):
         with tf.GradientTape() as tape:
             predictions = model(images, training=True)
             loss = loss_fn(labels, predictions)
+
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         step.assign_add(1)
@@ -154,19 +158,18 @@ def main(argv=None):
         model=model,
         # Slots and optimizer.iterations, which drives the learning-rate schedule.
         optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
         step=step,
-        # The position in the data and the shuffle buffer.
-        train_iterator=train_iterator,
     )
+    checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
     manager = tf.train.CheckpointManager(
-        checkpoint,
-        os.path.join(args.output_dir, "checkpoints"),
-        max_to_keep=KEEP_CHECKPOINTS,
+        checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
     )
-    if manager.latest_checkpoint:
+    latest = manager.latest_checkpoint
+    if latest:
         # Fails loudly when the checkpoint does not fit this model (e.g. after a spec change).
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        print(f"Resumed from {latest} at step {int(step.numpy())}")
 
     # --- Training loop ----------------------------------------------------------------
     os.makedirs(args.output_dir, exist_ok=True)
@@ -181,8 +184,10 @@ def main(argv=None):
     epochs = math.ceil(total_steps / steps_per_epoch)
     # A Python copy of the step counter: reading the variable every step would wait for the
     # device each time.
-    global_step = int(step)
-    saved_step = global_step if manager.latest_checkpoint else None
+    global_step = int(step.numpy())
+    saved_step = global_step if latest else None
+    # One iterator for the whole run, from the current step on.
+    train_iterator = iter(training_batches(train_examples, start_step=global_step))
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
         print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
@@ -205,7 +210,7 @@ def main(argv=None):
             global_step += 1
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
-                logs["learning_rate"] = float(optimizer.learning_rate)
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 progbar.update(global_step - epoch_start, list(logs.items()))
                 with train_writer.as_default(step=global_step):
                     for name, value in logs.items():

@@ -1,10 +1,11 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 abc485faa06c1579, script sha256 af61306a6ce65f9b).
+(spec sha256 d0b739de921b3f49, script sha256 44d047ef5244a00a).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` refuses to overwrite a copy that was edited.
-Run it again to resume from the latest checkpoint.
+Strategy: MirroredStrategy, one replica per GPU (or the CPU); data.batch_size is the global batch.
+Run it again to resume from the latest checkpoint (written by any variant).
 Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
 """
 
@@ -19,7 +20,7 @@ import tensorflow_datasets as tfds
 from keras import layers
 
 SEED = 3
-BATCH_SIZE = 32
+GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
 SHUFFLE_BUFFER = 1000
 RESCALE = 1 / 255
 EPOCHS = 20
@@ -56,9 +57,36 @@ def load_examples():
 
 
 def preprocess(images, labels):
-    """Per-example preparation, run inside the tf.data pipeline."""
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
     images = tf.cast(images, tf.float32) * RESCALE
     return images, labels
+
+
+def training_batches(examples, start_step):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The order depends on the step alone: the shuffle has a fixed seed and reshuffles every
+    epoch the same way on every run. A resumed run skips the batches it already trained on
+    and sees exactly what an uninterrupted run would have seen, on any strategy. Skipping
+    happens before preprocessing, so it only re-reads raw examples.
+    """
+    return (
+        examples.shuffle(SHUFFLE_BUFFER, seed=SEED)
+        .batch(GLOBAL_BATCH_SIZE)
+        .repeat()
+        .skip(start_step)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def validation_batches(examples):
+    """The validation examples, batched and preprocessed, in a fixed order."""
+    return (
+        examples.batch(GLOBAL_BATCH_SIZE)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
 
 def build_model():
@@ -68,7 +96,7 @@ def build_model():
     skips = []
     for filters in (32, 64, 128):
         x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
-        x = layers.BatchNormalization()(x)
+        x = layers.BatchNormalization(synchronized=True)(x)
         x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
         skips.append(x)
         x = layers.MaxPooling2D()(x)
@@ -118,6 +146,13 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    # --- Strategy -----------------------------------------------------------------------
+    # A replica of the model on each device; every step, each replica takes its slice of the
+    # global batch and the gradients are summed across replicas.
+    # No device list: every GPU, or the CPU when there is none.
+    strategy = tf.distribute.MirroredStrategy()
+    print(f"Training on {strategy.num_replicas_in_sync} replica(s)")
+
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.
     keras.utils.set_random_seed(SEED)
@@ -127,95 +162,116 @@ def main(argv=None):
     # --- Data -------------------------------------------------------------------------
     train_examples, validation_examples = load_examples()
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
-    steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
-    # One iterator for the whole run (repeat() rather than a new iterator per epoch): its
-    # position and shuffle buffer are saved in the checkpoint, so a resumed run sees exactly
-    # the batches an uninterrupted run would have seen.
-    train_dataset = (
-        train_examples
-        # Shuffle before preprocess, so the buffer (saved in every checkpoint) holds the raw
-        # examples: uint8 images take a quarter of the memory of float32 ones.
-        .shuffle(SHUFFLE_BUFFER)
-        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .batch(BATCH_SIZE)
-        .repeat()
-        .prefetch(tf.data.AUTOTUNE)
-    )
-    train_iterator = iter(train_dataset)
-    validation_dataset = (
-        validation_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .batch(BATCH_SIZE)
-        .prefetch(tf.data.AUTOTUNE)
+    steps_per_epoch = math.ceil(int(train_examples.cardinality()) / GLOBAL_BATCH_SIZE)
+    # Each global batch is split into one slice per replica.
+    validation_dataset = strategy.experimental_distribute_dataset(
+        validation_batches(validation_examples)
     )
 
     # --- Model, loss, optimizer, metrics ----------------------------------------------
-    model = build_model()
-    model.summary()
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    optimizer = keras.optimizers.Adam(learning_rate=0.001)
-    # Create the slot variables (momentum, moments) now instead of inside the first traced
-    # step, which would trace it twice and leave a restored checkpoint nothing to fill.
-    optimizer.build(model.trainable_variables)
-    train_loss = keras.metrics.Mean(name="loss")
-    train_metrics = [
-        keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
-        keras.metrics.MeanIoU(name="mean_iou", num_classes=3, sparse_y_pred=False),
-    ]
-    validation_loss = keras.metrics.Mean(name="loss")
-    validation_metrics = [
-        keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
-        keras.metrics.MeanIoU(name="mean_iou", num_classes=3, sparse_y_pred=False),
-    ]
+    # Everything that owns variables is created under the strategy's scope: its variables
+    # are then mirrored on every replica and kept in sync.
+    with strategy.scope():
+        model = build_model()
+        model.summary()
+        # reduction=None: one loss per example. The replica step sums them and divides
+        # by the global batch size; a mean per replica would be num_replicas times off.
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction=None
+        )
+        optimizer = keras.optimizers.Adam(learning_rate=0.001)
+        # Create the slot variables (momentum, moments) now, not in the first traced
+        # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+        optimizer.build(model.trainable_variables)
+        # Metrics are summed over replicas when read.
+        train_loss = keras.metrics.Mean(name="loss")
+        train_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+            keras.metrics.MeanIoU(name="mean_iou", num_classes=3, sparse_y_pred=False),
+        ]
+        validation_loss = keras.metrics.Mean(name="loss")
+        validation_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+            keras.metrics.MeanIoU(name="mean_iou", num_classes=3, sparse_y_pred=False),
+        ]
+        # Counts train steps. The checkpoint saves it, so a resumed run continues
+        # counting (and with it the epoch, the data position and the cadences).
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+
+    def per_example_loss(labels, predictions):
+        """One loss value per example: averaged over any further axes (a mask's pixels), as
+        the single-device loss averages over all of them."""
+        losses = loss_fn(labels, predictions)
+        return tf.reduce_mean(losses, axis=list(range(1, losses.shape.rank)))
 
     # --- Train and eval steps ---------------------------------------------------------
-    # Counts train steps. It is saved in the checkpoint, so a resumed run continues counting
-    # (and with it the epoch, the logging and checkpoint cadences) instead of starting at 0.
-    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    def replica_train_step(images, labels):
+        """One replica's part of a train step, on its slice of the global batch."""
+        # The size of this global batch: the last batch of an epoch is smaller than
+        # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
+        batch_size = tf.shape(labels)[0]
+        global_batch_size = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, batch_size
+        )
+        with tf.GradientTape() as tape:
+            predictions = model(images, training=True)
+            # Divided by the global batch size, not this replica's: apply_gradients sums the
+            # replicas' gradients, and the sum is then the gradient of the global batch's mean.
+            loss = tf.nn.compute_average_loss(
+                per_example_loss(labels, predictions),
+                global_batch_size=global_batch_size,
+            )
+
+        gradients = tape.gradient(loss, model.trainable_variables)
+        # Sums the gradients over all replicas, then applies the same update on each.
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        # Metrics accumulate on each replica; reading them sums over replicas.
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
+        return loss, batch_size
 
     # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
     # smaller last batch of an epoch does not retrace, and no Python value changes per call.
     @tf.function
     def train_step(iterator):
         images, labels = next(iterator)
-        with tf.GradientTape() as tape:
-            predictions = model(images, training=True)
-            loss = loss_fn(labels, predictions)
-        gradients = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
+        # Each replica's loss is its share of the global batch's mean: their sum is the mean.
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
+        train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)
-        # Metrics accumulate on the device; Python reads them only when it logs.
-        train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
-        for metric in train_metrics:
+
+    def replica_eval_step(images, labels):
+        predictions = model(images, training=False)
+        # The data loss only: weight penalties say nothing about generalization.
+        validation_loss.update_state(per_example_loss(labels, predictions))
+        for metric in validation_metrics:
             metric.update_state(labels, predictions)
 
     # One trace for every batch size, the smaller last batch included.
     @tf.function(input_signature=validation_dataset.element_spec)
     def eval_step(images, labels):
-        predictions = model(images, training=False)
-        # The data loss only: weight penalties say nothing about generalization.
-        loss = loss_fn(labels, predictions)
-        validation_loss.update_state(loss, sample_weight=tf.shape(images)[0])
-        for metric in validation_metrics:
-            metric.update_state(labels, predictions)
+        strategy.run(replica_eval_step, args=(images, labels))
 
     # --- Checkpoints: everything a resumed run needs to continue exactly --------------
     checkpoint = tf.train.Checkpoint(
         model=model,
         # Slots and optimizer.iterations, which drives the learning-rate schedule.
         optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
         step=step,
-        # The position in the data and the shuffle buffer.
-        train_iterator=train_iterator,
     )
+    checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
     manager = tf.train.CheckpointManager(
-        checkpoint,
-        os.path.join(args.output_dir, "checkpoints"),
-        max_to_keep=KEEP_CHECKPOINTS,
+        checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
     )
-    if manager.latest_checkpoint:
+    latest = manager.latest_checkpoint
+    if latest:
         # Fails loudly when the checkpoint does not fit this model (e.g. after a spec change).
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
+        # Checkpoints do not depend on the strategy: this one may come from any variant.
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        print(f"Resumed from {latest} at step {int(step.numpy())}")
 
     # --- Training loop ----------------------------------------------------------------
     os.makedirs(args.output_dir, exist_ok=True)
@@ -233,8 +289,12 @@ def main(argv=None):
     epochs = math.ceil(total_steps / steps_per_epoch)
     # A Python copy of the step counter: reading the variable every step would wait for the
     # device each time.
-    global_step = int(step)
-    saved_step = global_step if manager.latest_checkpoint else None
+    global_step = int(step.numpy())
+    saved_step = global_step if latest else None
+    # One iterator for the whole run, from the current step on; each global batch is split
+    # into one slice per replica.
+    train_dataset = training_batches(train_examples, start_step=global_step)
+    train_iterator = iter(strategy.experimental_distribute_dataset(train_dataset))
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
         print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
@@ -257,7 +317,7 @@ def main(argv=None):
             global_step += 1
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
-                logs["learning_rate"] = float(optimizer.learning_rate)
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 progbar.update(global_step - epoch_start, list(logs.items()))
                 with train_writer.as_default(step=global_step):
                     for name, value in logs.items():
@@ -304,7 +364,7 @@ def main(argv=None):
     # --- Export -----------------------------------------------------------------------
     export_dir = os.path.join(args.output_dir, "export")
     # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
-    # classes of this script to load.
+    # classes of this script to load, nor a strategy.
     model.export(os.path.join(export_dir, "saved_model"), verbose=False)
 
 

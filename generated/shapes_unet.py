@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 7f19eac024c3b9fd, script sha256 58dd6fc1400a0a81).
+(spec sha256 7f19eac024c3b9fd, script sha256 319b6959298dac7f).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` refuses to overwrite a copy that was edited.
 Run it again to resume from the latest checkpoint.
@@ -68,9 +68,36 @@ def load_examples():
 
 
 def preprocess(images, labels):
-    """Per-example preparation, run inside the tf.data pipeline."""
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
     images = tf.cast(images, tf.float32)
     return images, labels
+
+
+def training_batches(examples, start_step):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The order depends on the step alone: the shuffle has a fixed seed and reshuffles every
+    epoch the same way on every run. A resumed run skips the batches it already trained on
+    and sees exactly what an uninterrupted run would have seen, on any strategy. Skipping
+    happens before preprocessing, so it only re-reads raw examples.
+    """
+    return (
+        examples.shuffle(SHUFFLE_BUFFER, seed=SEED)
+        .batch(BATCH_SIZE)
+        .repeat()
+        .skip(start_step)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def validation_batches(examples):
+    """The validation examples, batched and preprocessed, in a fixed order."""
+    return (
+        examples.batch(BATCH_SIZE)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
 
 @keras.saving.register_keras_serializable(package="shapes_unet")
@@ -180,37 +207,19 @@ def main(argv=None):
     train_examples, validation_examples = load_examples()
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
-    # One iterator for the whole run (repeat() rather than a new iterator per epoch): its
-    # position and shuffle buffer are saved in the checkpoint, so a resumed run sees exactly
-    # the batches an uninterrupted run would have seen.
-    train_dataset = (
-        train_examples
-        # Shuffle before preprocess, so the buffer (saved in every checkpoint) holds the raw
-        # examples: uint8 images take a quarter of the memory of float32 ones.
-        .shuffle(SHUFFLE_BUFFER)
-        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .batch(BATCH_SIZE)
-        .repeat()
-        .prefetch(tf.data.AUTOTUNE)
-    )
-    train_iterator = iter(train_dataset)
-    validation_dataset = (
-        validation_examples.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .batch(BATCH_SIZE)
-        .prefetch(tf.data.AUTOTUNE)
-    )
+    validation_dataset = validation_batches(validation_examples)
 
     # --- Model, loss, optimizer, metrics ----------------------------------------------
     model = build_model()
     model.summary()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    # The schedule is evaluated at optimizer.iterations, which is saved in the checkpoint
-    # with the optimizer: a resumed run continues the schedule instead of restarting it.
+    # The schedule is evaluated at optimizer.iterations, which the checkpoint saves
+    # with the optimizer: a resumed run continues the schedule, not restarts it.
     learning_rate = keras.optimizers.schedules.CosineDecay(
         initial_learning_rate=0.0, decay_steps=700, warmup_target=0.003, warmup_steps=60
     )
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
-    # Create the slot variables (momentum, moments) now instead of inside the first traced
+    # Create the slot variables (momentum, moments) now, not in the first traced
     # step, which would trace it twice and leave a restored checkpoint nothing to fill.
     optimizer.build(model.trainable_variables)
     train_loss = keras.metrics.Mean(name="loss")
@@ -223,12 +232,11 @@ def main(argv=None):
         keras.metrics.SparseCategoricalAccuracy(name="pixel_accuracy"),
         keras.metrics.MeanIoU(name="mean_iou", num_classes=4, sparse_y_pred=False),
     ]
-
-    # --- Train and eval steps ---------------------------------------------------------
-    # Counts train steps. It is saved in the checkpoint, so a resumed run continues counting
-    # (and with it the epoch, the logging and checkpoint cadences) instead of starting at 0.
+    # Counts train steps. The checkpoint saves it, so a resumed run continues
+    # counting (and with it the epoch, the data position and the cadences).
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
 
+    # --- Train and eval steps ---------------------------------------------------------
     # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
     # smaller last batch of an epoch does not retrace, and no Python value changes per call.
     @tf.function
@@ -237,6 +245,7 @@ def main(argv=None):
         with tf.GradientTape() as tape:
             predictions = model(images, training=True)
             loss = loss_fn(labels, predictions)
+
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         step.assign_add(1)
@@ -260,19 +269,18 @@ def main(argv=None):
         model=model,
         # Slots and optimizer.iterations, which drives the learning-rate schedule.
         optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
         step=step,
-        # The position in the data and the shuffle buffer.
-        train_iterator=train_iterator,
     )
+    checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
     manager = tf.train.CheckpointManager(
-        checkpoint,
-        os.path.join(args.output_dir, "checkpoints"),
-        max_to_keep=KEEP_CHECKPOINTS,
+        checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
     )
-    if manager.latest_checkpoint:
+    latest = manager.latest_checkpoint
+    if latest:
         # Fails loudly when the checkpoint does not fit this model (e.g. after a spec change).
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        print(f"Resumed from {manager.latest_checkpoint} at step {int(step)}")
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        print(f"Resumed from {latest} at step {int(step.numpy())}")
 
     # --- Training loop ----------------------------------------------------------------
     os.makedirs(args.output_dir, exist_ok=True)
@@ -290,8 +298,10 @@ def main(argv=None):
     epochs = math.ceil(total_steps / steps_per_epoch)
     # A Python copy of the step counter: reading the variable every step would wait for the
     # device each time.
-    global_step = int(step)
-    saved_step = global_step if manager.latest_checkpoint else None
+    global_step = int(step.numpy())
+    saved_step = global_step if latest else None
+    # One iterator for the whole run, from the current step on.
+    train_iterator = iter(training_batches(train_examples, start_step=global_step))
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
         print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
@@ -314,7 +324,7 @@ def main(argv=None):
             global_step += 1
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
-                logs["learning_rate"] = float(optimizer.learning_rate)
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 progbar.update(global_step - epoch_start, list(logs.items()))
                 with train_writer.as_default(step=global_step):
                     for name, value in logs.items():

@@ -10,7 +10,7 @@ import jinja2
 
 from ..dsl.spec import Spec
 from . import code, stamp
-from .context import VARIANTS, build_context
+from .context import build_context
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -43,22 +43,23 @@ def render_script(
     *,
     spec_file: str,
     overrides: list[str] = (),  # type: ignore[assignment]
-    variant: str = "single_device",
+    variant: str | None = None,
 ) -> str:
-    """The formatted source of the generated training script."""
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-    context = build_context(
-        spec, spec_file=spec_file, overrides=list(overrides),
-        variant=variant,
-    )  # fmt: skip
-    source = environment().get_template(f"{variant}.py.jinja").render(context)
+    """The formatted source of the training script for `spec` and its strategy.
+
+    `overrides` and `variant` are the `--set` and `--variant` flags the spec was loaded with
+    (already applied to `spec`); the script's header repeats them."""
+    flags = [f"--variant {variant}"] if variant else []
+    flags += [f"--set {o}" for o in overrides]
+    context = build_context(spec, spec_file=spec_file, flags=flags)
+    source = environment().get_template("script.py.jinja").render(context)
+    kind = spec.distribute.kind
     try:
         formatted = black.format_str(source, mode=black.Mode())
         # black parses leniently (duplicate arguments pass): the compiler has the last word.
-        compile(formatted, f"<{variant}.py>", "exec")
+        compile(formatted, f"<{kind}.py>", "exec")
     except (black.InvalidInput, SyntaxError) as error:  # invalid Python: a loopgen bug
         raise code.TemplateBug(
-            f"template {variant}.py.jinja produced invalid Python: {error}"
+            f"the {kind} script template produced invalid Python: {error}"
         ) from error
     return stamp.stamp(formatted)

@@ -14,9 +14,6 @@ from ..dsl.model import Imported
 from ..dsl.spec import Spec
 from . import code, stamp
 
-VARIANTS = ("single_device",)
-"""Script variants; each has an entry template `<variant>.py.jinja`."""
-
 IMAGE_SOURCES = {"keras_dataset", "image_directory", "shapes"}
 
 
@@ -24,20 +21,22 @@ def build_context(
     spec: Spec,
     *,
     spec_file: str,
-    overrides: list[str] = (),  # type: ignore[assignment]
-    variant: str = "single_device",
+    flags: list[str] = (),  # type: ignore[assignment]
 ) -> dict[str, Any]:
     items = [] if isinstance(spec.model, Imported) else [i for _, i in spec.model.flat_items()]
     sources = [spec.data.train, spec.data.validation]
     shapes = [s for s in sources if s is not None and s.kind == "shapes"]
     return {
         "spec": spec,
-        "variant": variant,
+        "variant": spec.distribute.kind,
+        # Multi-device strategies: mirrored, multi_worker, tpu. Their steps run per replica.
+        "distributed": spec.distribute.kind != "single_device",
+        "batch_size": "BATCH_SIZE" if spec.distribute.kind == "single_device" else "GLOBAL_BATCH_SIZE",
         "version": __version__,
         "spec_file": PurePath(spec_file).as_posix(),
         "spec_hash": spec_hash(spec),
         "script_placeholder": stamp.PLACEHOLDER,
-        "overrides": [f"--set {o}" for o in overrides],
+        "flags": list(flags),
         "imports": imports(spec),
         "output_dir": spec.output_dir or f"runs/{spec.name}",
         "has_validation": spec.data.validation is not None,
@@ -50,6 +49,8 @@ def build_context(
         "has_skips": any(isinstance(i, SaveSkip | Concatenate) for i in items),
         "stateful_rng": spec.has_dropout,
         "optimizer_expr": _optimizer(spec),
+        "loss_expr": _loss(spec),
+        "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
         "train_log_names": ["loss", *(m.metric_name for m in spec.metrics), "learning_rate"],
     }
 
@@ -60,6 +61,8 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     stdlib = {"import argparse", "import math", "import os"}
     if spec.logging.jsonl:
         stdlib.add("import json")
+    if spec.distribute.kind == "multi_worker" and (spec.export.saved_model or spec.export.keras):
+        stdlib.add("import shutil")
     third_party = {"import keras", "import tensorflow as tf"}
     if kinds & {"npz", "shapes"}:
         third_party.add("import numpy as np")
@@ -96,6 +99,13 @@ def sublayer_attributes(cls: CustomLayerClass) -> list[tuple[str, Any]]:
 def _is_image_data(spec: Spec) -> bool:
     train = spec.data.train
     return train.kind in IMAGE_SOURCES or (train.kind == "tfds" and train.image_size is not None)
+
+
+def _loss(spec: Spec) -> str:
+    args = spec.loss.arguments()
+    if spec.distribute.kind != "single_device":
+        args = [*args, ("reduction", None)]
+    return code.call(f"keras.losses.{spec.loss.keras_class}", args)
 
 
 def _optimizer(spec: Spec) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import struct
 import zlib
 from pathlib import Path
 
 import numpy as np
+from helpers import npz
 
 
 def classification_npz(
@@ -57,3 +59,33 @@ def _write_png(path: Path, rgb: np.ndarray) -> None:
         + chunk(b"IDAT", zlib.compress(raw))
         + chunk(b"IEND", b"")
     )
+
+
+def small_data_overrides(example: str, tmp: Path) -> list[str]:
+    """Points an example at small data made here: its real source needs a download."""
+    if example == "mnist_mlp":
+        return [f"data.train={npz(classification_npz(tmp / 'train.npz', 96, (28, 28)))}"]
+    if example == "fashion_validation":
+        return [
+            f"data.train={npz(classification_npz(tmp / 'train.npz', 96, (28, 28)))}",
+            f"data.validation={npz(classification_npz(tmp / 'v.npz', 40, (28, 28), seed=1))}",
+        ]
+    if example == "cifar10_vgg":
+        # The training images come from a real image directory (PNG files), validation from
+        # arrays: both loading paths of image data run.
+        directory = image_directory(tmp / "images", per_class=16, size=32)
+        source = {"kind": "image_directory", "path": directory, "image_size": [32, 32]}
+        return [
+            f"data.train={json.dumps(source)}",
+            f"data.validation={npz(classification_npz(tmp / 'val.npz', 24, (32, 32, 3)))}",
+        ]
+    if example == "pets_unet":
+        return [
+            f"data.train={npz(segmentation_npz(tmp / 'train.npz', 8, 128))}",
+            f"data.validation={npz(segmentation_npz(tmp / 'val.npz', 4, 128, seed=1))}",
+            "data.batch_size=4",
+        ]
+    if example == "shapes_unet":
+        # Its own generated data, made smaller.
+        return ["data.train.count=96", "data.validation.count=32"]
+    raise AssertionError(f"no small data for {example}")

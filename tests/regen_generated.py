@@ -1,33 +1,50 @@
-"""Re-renders every example into generated/ through the real CLI.
+"""Re-renders every example into generated/ through the real CLI: `generated/<example>.py` is
+the spec as written, `generated/<variant>/<example>.py` its twin for each other strategy.
 
 Usage: python tests/regen_generated.py"""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from loopgen.dsl.loader import load_spec
+from loopgen.dsl.spec import STRATEGY_KINDS
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def golden_pairs() -> list[tuple[Path, Path]]:
-    """(example spec, its generated script), paths relative to the repository root."""
-    return [
-        (spec.relative_to(ROOT), Path("generated") / spec.name)
-        for spec in sorted((ROOT / "examples").glob("*.py"))
-    ]
+def golden_files() -> list[tuple[Path, str | None, Path]]:
+    """(example spec, --variant or None for the spec as written, its generated script), paths
+    relative to the repository root."""
+    found = []
+    for spec_file in sorted((ROOT / "examples").glob("*.py")):
+        own = load_spec(spec_file).distribute.kind
+        spec = spec_file.relative_to(ROOT)
+        found.append((spec, None, Path("generated") / spec.name))
+        found += [
+            (spec, kind, Path("generated") / kind / spec.name)
+            for kind in STRATEGY_KINDS
+            if kind != own
+        ]
+    return found
 
 
 def main() -> None:
-    for spec, out in golden_pairs():
-        # Golden files are outputs only (git keeps their history): replace them outright.
-        (ROOT / out).unlink(missing_ok=True)
-        subprocess.run(
-            [sys.executable, "-m", "loopgen.cli", "render", str(spec), "-o", str(out)],
-            cwd=ROOT,
-            check=True,
-        )
+    # Golden files are outputs only (git keeps their history): replace them outright.
+    for old in (ROOT / "generated").rglob("*.py"):
+        old.unlink()
+    for spec, variant, out in golden_files():
+        (ROOT / out).parent.mkdir(parents=True, exist_ok=True)
+        args = ["render", str(spec), "-o", str(out)]
+        if variant:
+            args += ["--variant", variant]
+        subprocess.run([sys.executable, "-m", "loopgen.cli", *args], cwd=ROOT, check=True)
+    for empty in (ROOT / "generated").iterdir():
+        if empty.is_dir() and not any(empty.iterdir()):
+            shutil.rmtree(empty)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""generated/ is a fresh render of examples/, deterministic, lint-clean, and reads in order."""
+"""generated/ is a fresh render of every example in every variant, deterministic, lint-clean,
+and reads in order."""
 
 from __future__ import annotations
 
@@ -10,29 +11,37 @@ import sys
 
 import pytest
 from helpers import EXAMPLES, ROOT, run_cli
+from loopgen.dsl.spec import STRATEGY_KINDS
+from regen_generated import golden_files
 
 GENERATED = ROOT / "generated"
 REGEN = "python tests/regen_generated.py"
 NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py"))
+GOLDEN = {str(out.relative_to("generated").with_suffix("")): (spec, variant)
+          for spec, variant, out in golden_files()}  # fmt: skip
+"""`mnist_mlp` (the spec as written) or `mirrored/mnist_mlp` -> (spec file, --variant)."""
 
 
-def test_every_example_has_a_golden_file_and_nothing_else():
-    assert sorted(p.stem for p in GENERATED.glob("*.py")) == NAMES, f"run: {REGEN}"
+def test_every_example_has_a_golden_file_per_variant_and_nothing_else():
+    on_disk = sorted(str(p.relative_to(GENERATED).with_suffix("")) for p in GENERATED.rglob("*.py"))
+    assert on_disk == sorted(GOLDEN), f"run: {REGEN}"
+    assert len(GOLDEN) == len(NAMES) * len(STRATEGY_KINDS)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_golden_file_is_a_fresh_render(name):
-    proc = run_cli("render", f"examples/{name}.py")
+@pytest.mark.parametrize("golden", sorted(GOLDEN))
+def test_golden_file_is_a_fresh_render(golden):
+    spec, variant = GOLDEN[golden]
+    proc = run_cli("render", str(spec), *(["--variant", variant] if variant else []))
     assert proc.returncode == 0, proc.stderr
-    golden = (GENERATED / f"{name}.py").read_text()
-    if proc.stdout != golden:
+    path = GENERATED / f"{golden}.py"
+    if proc.stdout != path.read_text():
         diff = "".join(
             difflib.unified_diff(
-                golden.splitlines(True), proc.stdout.splitlines(True),
-                f"generated/{name}.py", "fresh render",
+                path.read_text().splitlines(True), proc.stdout.splitlines(True),
+                f"generated/{golden}.py", "fresh render",
             )
         )  # fmt: skip
-        pytest.fail(f"generated/{name}.py is stale; regenerate with: {REGEN}\n{diff[:6000]}")
+        pytest.fail(f"generated/{golden}.py is stale; regenerate with: {REGEN}\n{diff[:6000]}")
 
 
 def test_generated_scripts_are_ruff_and_black_clean():
@@ -49,9 +58,10 @@ def test_generated_scripts_are_ruff_and_black_clean():
     assert black.returncode == 0, black.stderr
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_script_imports_only_what_it_needs(name):
-    tree = ast.parse((GENERATED / f"{name}.py").read_text())
+@pytest.mark.parametrize("golden", sorted(GOLDEN))
+def test_script_imports_only_what_it_needs(golden):
+    name = golden.rsplit("/", 1)[-1]
+    tree = ast.parse((GENERATED / f"{golden}.py").read_text())
     modules = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -59,34 +69,42 @@ def test_script_imports_only_what_it_needs(name):
         elif isinstance(node, ast.ImportFrom):
             modules.add(node.module.split(".")[0])
     allowed = {"argparse", "json", "math", "os", "keras", "numpy", "tensorflow"}
+    if golden.startswith("multi_worker/"):  # non-chief workers delete their scratch exports
+        allowed.add("shutil")
     if name == "pets_unet":  # the spec asks for a TFDS dataset
         allowed.add("tensorflow_datasets")
     assert "loopgen" not in modules
     assert modules <= allowed, modules - allowed
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_header_names_spec_hash_and_version_without_timestamp(name):
-    header = ast.get_docstring(ast.parse((GENERATED / f"{name}.py").read_text()))
-    assert f"from examples/{name}.py" in header
+@pytest.mark.parametrize("golden", sorted(GOLDEN))
+def test_header_names_spec_hash_and_version_without_timestamp(golden):
+    spec, variant = GOLDEN[golden]
+    header = ast.get_docstring(ast.parse((GENERATED / f"{golden}.py").read_text()))
+    assert f"from {spec.as_posix()}" in header
+    if variant:
+        assert f"Rendered with: --variant {variant}" in header
     assert re.search(r"spec sha256 [0-9a-f]{16}\b", header)
     assert re.search(r"loopgen \d+\.\d+\.\d+", header)
     assert not re.search(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}", header)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_sections_come_in_reading_order(name):
-    source = (GENERATED / f"{name}.py").read_text()
+@pytest.mark.parametrize("golden", sorted(GOLDEN))
+def test_sections_come_in_reading_order(golden):
+    source = (GENERATED / f"{golden}.py").read_text()
+    distributed = "strategy = " in source
     order = [
         "\nimport ",
         "\nSEED = ",
         "\ndef load_examples(",
         "\ndef build_model(",
         "\ndef main(",
-        "    loss_fn = ",
-        "    optimizer = ",
-        "    def train_step(",
+        *(["    strategy = ", "    with strategy.scope():"] if distributed else []),
+        " loss_fn = ",
+        " optimizer = ",
+        "    def replica_train_step(" if distributed else "    def train_step(",
         "tf.GradientTape()",
+        *(["    def train_step("] if distributed else []),
         "    checkpoint = tf.train.Checkpoint(",
         "    for epoch in range(",
         "keras.utils.Progbar(",

@@ -4,43 +4,12 @@ it trains, writes checkpoints, TensorBoard events, a metrics log and an export."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import data
 import pytest
-from helpers import ROOT, npz, run_python, tf_check
+from data import small_data_overrides
+from helpers import ROOT, run_python, tf_check
 
 pytestmark = pytest.mark.slow
-
-
-def small_data_overrides(example: str, tmp: Path) -> list[str]:
-    """Points an example at small data made here: its real source needs a download."""
-    if example == "mnist_mlp":
-        return [f"data.train={npz(data.classification_npz(tmp / 'train.npz', 96, (28, 28)))}"]
-    if example == "fashion_validation":
-        return [
-            f"data.train={npz(data.classification_npz(tmp / 'train.npz', 96, (28, 28)))}",
-            f"data.validation={npz(data.classification_npz(tmp / 'v.npz', 40, (28, 28), seed=1))}",
-        ]
-    if example == "cifar10_vgg":
-        # The training images come from a real image directory (PNG files), validation from
-        # arrays: both loading paths of image data run.
-        directory = data.image_directory(tmp / "images", per_class=16, size=32)
-        source = {"kind": "image_directory", "path": directory, "image_size": [32, 32]}
-        return [
-            f"data.train={json.dumps(source)}",
-            f"data.validation={npz(data.classification_npz(tmp / 'val.npz', 24, (32, 32, 3)))}",
-        ]
-    if example == "pets_unet":
-        return [
-            f"data.train={npz(data.segmentation_npz(tmp / 'train.npz', 8, 128))}",
-            f"data.validation={npz(data.segmentation_npz(tmp / 'val.npz', 4, 128, seed=1))}",
-            "data.batch_size=4",
-        ]
-    if example == "shapes_unet":
-        # Its own generated data, made smaller.
-        return ["data.train.count=96", "data.validation.count=32"]
-    raise AssertionError(f"no small data for {example}")
 
 
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))

@@ -1,0 +1,287 @@
+"""Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
+
+Written by loopgen 0.1.0 from examples/mnist_mlp.py
+(spec sha256 2b7ed7555332b9a8, script sha256 d634e30343423f54).
+Rendered with: --variant mirrored
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` refuses to overwrite a copy that was edited.
+Strategy: MirroredStrategy, one replica per GPU (or the CPU); data.batch_size is the global batch.
+Run it again to resume from the latest checkpoint (written by any variant).
+Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
+"""
+
+import argparse
+import json
+import math
+import os
+
+import keras
+import tensorflow as tf
+from keras import layers
+
+SEED = 0
+GLOBAL_BATCH_SIZE = 64  # over all replicas: each takes a slice
+SHUFFLE_BUFFER = 1024
+RESCALE = 1 / 255
+EPOCHS = 2
+LOG_EVERY_STEPS = 200
+CHECKPOINT_EVERY_EPOCHS = 1
+KEEP_CHECKPOINTS = 3
+OUTPUT_DIR = "runs/mnist_mlp"
+
+
+def load_examples():
+    """Training examples, one (images, labels) pair per element, unbatched."""
+    # Downloads once into ~/.keras/datasets, then loads from there.
+    (x_train, y_train), _ = keras.datasets.mnist.load_data()
+    train_examples = tf.data.Dataset.from_tensor_slices((x_train, y_train))
+    return train_examples
+
+
+def preprocess(images, labels):
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
+    images = tf.cast(images, tf.float32) * RESCALE
+    return images, labels
+
+
+def training_batches(examples, start_step):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The order depends on the step alone: the shuffle has a fixed seed and reshuffles every
+    epoch the same way on every run. A resumed run skips the batches it already trained on
+    and sees exactly what an uninterrupted run would have seen, on any strategy. Skipping
+    happens before preprocessing, so it only re-reads raw examples.
+    """
+    return (
+        examples.shuffle(SHUFFLE_BUFFER, seed=SEED)
+        .batch(GLOBAL_BATCH_SIZE)
+        .repeat()
+        .skip(start_step)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def build_model():
+    return keras.Sequential(
+        [
+            keras.Input(shape=(28, 28)),
+            layers.Flatten(),
+            layers.Dense(64, activation="relu"),
+            layers.Dense(64, activation="relu"),
+            layers.Dense(10, name="predictions"),
+        ],
+        name="mnist_mlp",
+    )
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device)."""
+    return {metric.name: float(metric.result()) for metric in metrics}
+
+
+def append_jsonl(path, record):
+    """Appends one JSON record per line, a format every plotting tool reads."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--epochs", type=int, default=EPOCHS, help="passes over the training data"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many steps in all (smoke runs)",
+    )
+    parser.add_argument(
+        "--output-dir", default=OUTPUT_DIR, help="checkpoints, logs and exports go here"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="make TensorFlow ops deterministic (reproducible, somewhat slower)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # --- Strategy -----------------------------------------------------------------------
+    # A replica of the model on each device; every step, each replica takes its slice of the
+    # global batch and the gradients are summed across replicas.
+    # No device list: every GPU, or the CPU when there is none.
+    strategy = tf.distribute.MirroredStrategy()
+    print(f"Training on {strategy.num_replicas_in_sync} replica(s)")
+
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+    # --- Data -------------------------------------------------------------------------
+    train_examples = load_examples()
+    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
+    steps_per_epoch = math.ceil(int(train_examples.cardinality()) / GLOBAL_BATCH_SIZE)
+
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
+    # Everything that owns variables is created under the strategy's scope: its variables
+    # are then mirrored on every replica and kept in sync.
+    with strategy.scope():
+        model = build_model()
+        model.summary()
+        # reduction=None: one loss per example. The replica step sums them and divides
+        # by the global batch size; a mean per replica would be num_replicas times off.
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction=None
+        )
+        optimizer = keras.optimizers.SGD(learning_rate=0.001)
+        # Create the slot variables (momentum, moments) now, not in the first traced
+        # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+        optimizer.build(model.trainable_variables)
+        # Metrics are summed over replicas when read.
+        train_loss = keras.metrics.Mean(name="loss")
+        train_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+        ]
+        # Counts train steps. The checkpoint saves it, so a resumed run continues
+        # counting (and with it the epoch, the data position and the cadences).
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+
+    def per_example_loss(labels, predictions):
+        """One loss value per example: averaged over any further axes (a mask's pixels), as
+        the single-device loss averages over all of them."""
+        losses = loss_fn(labels, predictions)
+        return tf.reduce_mean(losses, axis=list(range(1, losses.shape.rank)))
+
+    # --- Train and eval steps ---------------------------------------------------------
+    def replica_train_step(images, labels):
+        """One replica's part of a train step, on its slice of the global batch."""
+        # The size of this global batch: the last batch of an epoch is smaller than
+        # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
+        batch_size = tf.shape(labels)[0]
+        global_batch_size = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, batch_size
+        )
+        with tf.GradientTape() as tape:
+            predictions = model(images, training=True)
+            # Divided by the global batch size, not this replica's: apply_gradients sums the
+            # replicas' gradients, and the sum is then the gradient of the global batch's mean.
+            loss = tf.nn.compute_average_loss(
+                per_example_loss(labels, predictions),
+                global_batch_size=global_batch_size,
+            )
+
+        gradients = tape.gradient(loss, model.trainable_variables)
+        # Sums the gradients over all replicas, then applies the same update on each.
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        # Metrics accumulate on each replica; reading them sums over replicas.
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
+        return loss, batch_size
+
+    # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
+    # smaller last batch of an epoch does not retrace, and no Python value changes per call.
+    @tf.function
+    def train_step(iterator):
+        images, labels = next(iterator)
+        losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
+        # Each replica's loss is its share of the global batch's mean: their sum is the mean.
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
+        train_loss.update_state(loss, sample_weight=batch_size)
+        step.assign_add(1)
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
+        step=step,
+    )
+    checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
+    manager = tf.train.CheckpointManager(
+        checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
+    )
+    latest = manager.latest_checkpoint
+    if latest:
+        # Fails loudly when the checkpoint does not fit this model (e.g. after a spec change).
+        # Checkpoints do not depend on the strategy: this one may come from any variant.
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        print(f"Resumed from {latest} at step {int(step.numpy())}")
+
+    # --- Training loop ----------------------------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
+    # TensorBoard: tensorboard --logdir <output-dir>/logs
+    train_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "train")
+    )
+    metrics_path = os.path.join(args.output_dir, "metrics.jsonl")
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step counter: reading the variable every step would wait for the
+    # device each time.
+    global_step = int(step.numpy())
+    saved_step = global_step if latest else None
+    # One iterator for the whole run, from the current step on; each global batch is split
+    # into one slice per replica.
+    train_dataset = training_batches(train_examples, start_step=global_step)
+    train_iterator = iter(strategy.experimental_distribute_dataset(train_dataset))
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
+
+    for epoch in range(first_epoch, epochs):
+        print(f"Epoch {epoch + 1}/{epochs}")
+        epoch_start = epoch * steps_per_epoch
+        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
+        # The logged values are already running means: "stateful", so the bar shows them as
+        # they are instead of averaging them again.
+        progbar = keras.utils.Progbar(
+            epoch_end - epoch_start,
+            stateful_metrics=["loss", "accuracy", "learning_rate"],
+        )
+        for metric in [train_loss, *train_metrics]:
+            metric.reset_state()
+        while global_step < epoch_end:
+            train_step(train_iterator)
+            global_step += 1
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results([train_loss, *train_metrics])
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                progbar.update(global_step - epoch_start, list(logs.items()))
+                with train_writer.as_default(step=global_step):
+                    for name, value in logs.items():
+                        tf.summary.scalar(name, value)
+                append_jsonl(
+                    metrics_path, {"step": global_step, "epoch": epoch + 1, **logs}
+                )
+        if (
+            (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
+            and global_step == epoch_start + steps_per_epoch
+        ):
+            manager.save(checkpoint_number=global_step)
+            saved_step = global_step
+
+    # Also save where training stopped (mid-epoch after --max-steps, or off the cadence) so
+    # a later run with more epochs continues from here instead of redoing steps.
+    if saved_step != global_step:
+        manager.save(checkpoint_number=global_step)
+
+    # --- Export -----------------------------------------------------------------------
+    export_dir = os.path.join(args.output_dir, "export")
+    # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
+    # classes of this script to load, nor a strategy.
+    model.export(os.path.join(export_dir, "saved_model"), verbose=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,469 @@
+"""Classify CIFAR-10 images with a VGG-style network built from a custom block.
+
+Written by loopgen 0.1.0 from examples/cifar10_vgg.py
+(spec sha256 c237d8bb13cb4aa5, script sha256 92b393ae1fb1863e).
+Rendered with: --variant multi_worker
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` refuses to overwrite a copy that was edited.
+Strategy: MultiWorkerMirroredStrategy. Start this script on every worker, each with
+TF_CONFIG naming the cluster and its own index, and the same --output-dir on
+storage all workers share; data.batch_size is the global batch.
+Run it again to resume from the latest checkpoint (written by any variant).
+Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+
+import keras
+import tensorflow as tf
+from keras import layers
+
+SEED = 42
+GLOBAL_BATCH_SIZE = 64  # over all replicas: each takes a slice
+SHUFFLE_BUFFER = 10000
+RESCALE = 1 / 255
+EPOCHS = 30
+LOG_EVERY_STEPS = 100
+VALIDATE_EVERY_EPOCHS = 1
+CHECKPOINT_EVERY_EPOCHS = 1
+KEEP_CHECKPOINTS = 5
+OUTPUT_DIR = "runs/cifar10_vgg"
+
+
+def load_examples():
+    """Training and validation examples, one (images, labels) pair per element, unbatched."""
+    # Downloads once into ~/.keras/datasets, then loads from there.
+    (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
+    train_examples = tf.data.Dataset.from_tensor_slices((x_train, y_train))
+    validation_examples = tf.data.Dataset.from_tensor_slices((x_test, y_test))
+    return train_examples, validation_examples
+
+
+def preprocess(images, labels):
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
+    images = tf.cast(images, tf.float32) * RESCALE
+    return images, labels
+
+
+def training_batches(examples, start_step):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The order depends on the step alone: the shuffle has a fixed seed and reshuffles every
+    epoch the same way on every run. A resumed run skips the batches it already trained on
+    and sees exactly what an uninterrupted run would have seen, on any strategy. Skipping
+    happens before preprocessing, so it only re-reads raw examples.
+    """
+    return (
+        examples.shuffle(SHUFFLE_BUFFER, seed=SEED)
+        .batch(GLOBAL_BATCH_SIZE)
+        .repeat()
+        .skip(start_step)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def validation_batches(examples):
+    """The validation examples, batched and preprocessed, in a fixed order."""
+    return (
+        examples.batch(GLOBAL_BATCH_SIZE)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def shard_by_example(dataset):
+    """Sets how the workers split a dataset: every worker reads all of it, in the same order,
+    and keeps its part of each global batch.
+
+    The default (AUTO) shards by file when the pipeline reads files: each worker then sees other
+    examples, in another order, than a single device would, and with fewer files than workers
+    it fails. DATA works for any source and keeps each global batch that of a one-device run.
+    """
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.DATA
+    )
+    return dataset.with_options(options)
+
+
+@keras.saving.register_keras_serializable(package="cifar10_vgg")
+class VGGBlock(layers.Layer):
+    """Two 3x3 same-padded ReLU convolutions, then 2x2 max pooling (one VGG stage)."""
+
+    def __init__(self, filters=32, **kwargs):
+        super().__init__(**kwargs)
+        self.filters = filters
+        self.conv2d_1 = layers.Conv2D(
+            filters,
+            3,
+            padding="same",
+            activation="relu",
+            kernel_initializer="he_uniform",
+            kernel_regularizer=keras.regularizers.L2(0.0005),
+        )
+        self.conv2d_2 = layers.Conv2D(
+            filters,
+            3,
+            padding="same",
+            activation="relu",
+            kernel_initializer="he_uniform",
+            kernel_regularizer=keras.regularizers.L2(0.0005),
+        )
+        self.max_pooling2d_1 = layers.MaxPooling2D()
+
+    def build(self, input_shape):
+        # Create the sublayers' weights in order, from the shape flowing through them, so
+        # the layer is complete before its first call (a loaded .keras model relies on it).
+        shape = input_shape
+        for layer in [self.conv2d_1, self.conv2d_2, self.max_pooling2d_1]:
+            layer.build(shape)
+            shape = layer.compute_output_shape(shape)
+
+    def call(self, inputs, training=None):
+        x = self.conv2d_1(inputs)
+        x = self.conv2d_2(x)
+        return self.max_pooling2d_1(x)
+
+    def get_config(self):
+        # Constructor arguments, so that a saved .keras model can be rebuilt.
+        config = super().get_config()
+        config.update({"filters": self.filters})
+        return config
+
+
+def build_model():
+    model = keras.Sequential(name="cifar10_vgg")
+    model.add(keras.Input(shape=(32, 32, 3)))
+    for filters in (32, 64, 128):
+        model.add(VGGBlock(filters=filters))
+    model.add(layers.Flatten())
+    model.add(layers.Dense(128, activation="relu", kernel_initializer="he_uniform"))
+    model.add(layers.Dropout(0.5))
+    model.add(layers.Dense(10))
+    return model
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device)."""
+    return {metric.name: float(metric.result()) for metric in metrics}
+
+
+def append_jsonl(path, record):
+    """Appends one JSON record per line, a format every plotting tool reads."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def is_chief(cluster_resolver):
+    """Whether this worker is the chief: the one that writes logs, checkpoints and the export.
+
+    That is the `chief` task when TF_CONFIG has one, else worker 0 (or the only process, when
+    there is no TF_CONFIG)."""
+    task_type, task_id = cluster_resolver.task_type, cluster_resolver.task_id
+    if task_type is None or task_type == "chief":
+        return True
+    has_chief = "chief" in cluster_resolver.cluster_spec().as_dict()
+    return task_type == "worker" and task_id == 0 and not has_chief
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--epochs", type=int, default=EPOCHS, help="passes over the training data"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many steps in all (smoke runs)",
+    )
+    parser.add_argument(
+        "--output-dir", default=OUTPUT_DIR, help="checkpoints, logs and exports go here"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="make TensorFlow ops deterministic (reproducible, somewhat slower)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # --- Strategy -----------------------------------------------------------------------
+    # Created first: it reads TF_CONFIG (the cluster and this worker's place in it) and must
+    # exist before any other TensorFlow op. Every worker runs this same script.
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    task_id = strategy.cluster_resolver.task_id or 0
+    chief = is_chief(strategy.cluster_resolver)
+    # What the other workers must write but nobody keeps goes here.
+    scratch_dir = os.path.join(args.output_dir, "workers", f"worker-{task_id}")
+    print(
+        f"Worker {task_id}{' (chief)' if chief else ''}: "
+        f"{strategy.num_replicas_in_sync} replica(s) in the cluster"
+    )
+
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+    # --- Data -------------------------------------------------------------------------
+    train_examples, validation_examples = load_examples()
+    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
+    steps_per_epoch = math.ceil(int(train_examples.cardinality()) / GLOBAL_BATCH_SIZE)
+    validation_dataset = strategy.experimental_distribute_dataset(
+        shard_by_example(validation_batches(validation_examples))
+    )
+
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
+    # Everything that owns variables is created under the strategy's scope: its variables
+    # are then mirrored on every replica and kept in sync.
+    with strategy.scope():
+        model = build_model()
+        model.summary()
+        # reduction=None: one loss per example. The replica step sums them and divides
+        # by the global batch size; a mean per replica would be num_replicas times off.
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction=None
+        )
+        # The schedule is evaluated at optimizer.iterations, which the checkpoint saves
+        # with the optimizer: a resumed run continues the schedule, not restarts it.
+        learning_rate = keras.optimizers.schedules.PiecewiseConstantDecay(
+            boundaries=[7820, 15640], values=[0.01, 0.001, 0.0001]
+        )
+        optimizer = keras.optimizers.SGD(learning_rate=learning_rate, momentum=0.9)
+        # Create the slot variables (momentum, moments) now, not in the first traced
+        # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+        optimizer.build(model.trainable_variables)
+        # Metrics are summed over replicas when read.
+        train_loss = keras.metrics.Mean(name="loss")
+        train_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+        ]
+        validation_loss = keras.metrics.Mean(name="loss")
+        validation_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+        ]
+        # Counts train steps. The checkpoint saves it, so a resumed run continues
+        # counting (and with it the epoch, the data position and the cadences).
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+
+    def per_example_loss(labels, predictions):
+        """One loss value per example: averaged over any further axes (a mask's pixels), as
+        the single-device loss averages over all of them."""
+        losses = loss_fn(labels, predictions)
+        return tf.reduce_mean(losses, axis=list(range(1, losses.shape.rank)))
+
+    # --- Train and eval steps ---------------------------------------------------------
+    def replica_train_step(images, labels):
+        """One replica's part of a train step, on its slice of the global batch."""
+        # The size of this global batch: the last batch of an epoch is smaller than
+        # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
+        batch_size = tf.shape(labels)[0]
+        global_batch_size = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, batch_size
+        )
+        with tf.GradientTape() as tape:
+            predictions = model(images, training=True)
+            # Divided by the global batch size, not this replica's: apply_gradients sums the
+            # replicas' gradients, and the sum is then the gradient of the global batch's mean.
+            loss = tf.nn.compute_average_loss(
+                per_example_loss(labels, predictions),
+                global_batch_size=global_batch_size,
+            )
+            # The layers' weight penalties (kernel_regularizer, ...) live in model.losses: a
+            # hand-written step must add them, or the regularizers silently do nothing.
+            # Every replica adds them: each adds its 1/num_replicas share.
+            loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+        gradients = tape.gradient(loss, model.trainable_variables)
+        # Sums the gradients over all replicas, then applies the same update on each.
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        # Metrics accumulate on each replica; reading them sums over replicas.
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
+        return loss, batch_size
+
+    # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
+    # smaller last batch of an epoch does not retrace, and no Python value changes per call.
+    @tf.function
+    def train_step(iterator):
+        images, labels = next(iterator)
+        losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
+        # Each replica's loss is its share of the global batch's mean: their sum is the mean.
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
+        train_loss.update_state(loss, sample_weight=batch_size)
+        step.assign_add(1)
+
+    def replica_eval_step(images, labels):
+        predictions = model(images, training=False)
+        # The data loss only: weight penalties say nothing about generalization.
+        validation_loss.update_state(per_example_loss(labels, predictions))
+        for metric in validation_metrics:
+            metric.update_state(labels, predictions)
+
+    # One trace for every batch size, the smaller last batch included.
+    @tf.function(input_signature=validation_dataset.element_spec)
+    def eval_step(images, labels):
+        strategy.run(replica_eval_step, args=(images, labels))
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
+        step=step,
+        # Dropout's random state lives in Keras SeedGenerator variables that the model does
+        # not expose to tf.train.Checkpoint: without them a resumed run repeats old masks.
+        rng_states=[v for v in model.variables if "seed_generator_state" in v.path],
+    )
+    checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
+    # Saving is collective: every worker must call save(). The chief's checkpoints are the
+    # ones kept; the other workers write one each to their scratch directory, never read back.
+    manager = tf.train.CheckpointManager(
+        checkpoint,
+        checkpoint_dir if chief else os.path.join(scratch_dir, "checkpoints"),
+        max_to_keep=KEEP_CHECKPOINTS if chief else 1,
+    )
+    # Every worker resumes from the chief's latest checkpoint, so all start from the same
+    # state: the output directory must be storage that every worker reads (NFS, GCS, ...).
+    latest = tf.train.latest_checkpoint(checkpoint_dir)
+    if latest:
+        # Fails loudly when the checkpoint does not fit this model (e.g. after a spec change).
+        # Checkpoints do not depend on the strategy: this one may come from any variant.
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        print(f"Resumed from {latest} at step {int(step.numpy())}")
+    # All workers must continue from the same step: one that cannot read the chief's
+    # directory would start again from 0 and train on without a word.
+    steps = strategy.run(lambda: tf.identity(step))
+    total = strategy.reduce(tf.distribute.ReduceOp.SUM, steps, axis=None)
+    if int(total.numpy()) != int(step.numpy()) * strategy.num_replicas_in_sync:
+        raise SystemExit(
+            f"Worker {task_id} is at step {int(step.numpy())}, but the workers are not all at "
+            f"the same step: give every worker the same --output-dir, on storage all of them "
+            f"read (found {latest or 'no checkpoint'} in {checkpoint_dir})"
+        )
+
+    # --- Training loop ----------------------------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
+    # TensorBoard: tensorboard --logdir <output-dir>/logs. Only the chief writes summaries.
+    train_writer = tf.summary.create_noop_writer()
+    validation_writer = tf.summary.create_noop_writer()
+    if chief:
+        train_writer = tf.summary.create_file_writer(
+            os.path.join(args.output_dir, "logs", "train")
+        )
+        validation_writer = tf.summary.create_file_writer(
+            os.path.join(args.output_dir, "logs", "validation")
+        )
+    metrics_path = os.path.join(args.output_dir, "metrics.jsonl")
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step counter: reading the variable every step would wait for the
+    # device each time.
+    global_step = int(step.numpy())
+    saved_step = global_step if latest else None
+    # One iterator for the whole run, from the current step on; each global batch is split
+    # into one slice per replica.
+    train_dataset = shard_by_example(
+        training_batches(train_examples, start_step=global_step)
+    )
+    train_iterator = iter(strategy.experimental_distribute_dataset(train_dataset))
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
+
+    for epoch in range(first_epoch, epochs):
+        print(f"Epoch {epoch + 1}/{epochs}")
+        epoch_start = epoch * steps_per_epoch
+        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
+        # The logged values are already running means: "stateful", so the bar shows them as
+        # they are instead of averaging them again.
+        progbar = keras.utils.Progbar(
+            epoch_end - epoch_start,
+            stateful_metrics=["loss", "accuracy", "learning_rate"],
+            verbose=1 if chief else 0,
+        )
+        for metric in [train_loss, *train_metrics]:
+            metric.reset_state()
+        while global_step < epoch_end:
+            train_step(train_iterator)
+            global_step += 1
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results([train_loss, *train_metrics])
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                progbar.update(global_step - epoch_start, list(logs.items()))
+                with train_writer.as_default(step=global_step):
+                    for name, value in logs.items():
+                        tf.summary.scalar(name, value)
+                if chief:  # the only worker that writes the metrics log
+                    append_jsonl(
+                        metrics_path, {"step": global_step, "epoch": epoch + 1, **logs}
+                    )
+
+        if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
+            for metric in [validation_loss, *validation_metrics]:
+                metric.reset_state()
+            for images, labels in validation_dataset:
+                eval_step(images, labels)
+            validation_logs = results([validation_loss, *validation_metrics])
+            print(
+                "  ".join(
+                    f"val_{name}: {value:.4f}"
+                    for name, value in validation_logs.items()
+                )
+            )
+            with validation_writer.as_default(step=global_step):
+                for name, value in validation_logs.items():
+                    tf.summary.scalar(name, value)
+            if chief:
+                append_jsonl(
+                    metrics_path,
+                    {
+                        "step": global_step,
+                        "epoch": epoch + 1,
+                        **{
+                            f"val_{name}": value
+                            for name, value in validation_logs.items()
+                        },
+                    },
+                )
+        if (
+            (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
+            and global_step == epoch_start + steps_per_epoch
+        ):
+            manager.save(checkpoint_number=global_step)
+            saved_step = global_step
+
+    # Also save where training stopped (mid-epoch after --max-steps, or off the cadence) so
+    # a later run with more epochs continues from here instead of redoing steps.
+    if saved_step != global_step:
+        manager.save(checkpoint_number=global_step)
+
+    # --- Export -----------------------------------------------------------------------
+    # Every worker exports (reading the variables may take all workers), but only the chief's
+    # copy is kept: the others write into their scratch directory and delete it.
+    export_dir = os.path.join(args.output_dir if chief else scratch_dir, "export")
+    # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
+    # classes of this script to load, nor a strategy.
+    model.export(os.path.join(export_dir, "saved_model"), verbose=False)
+    # Architecture and weights for keras.saving.load_model (no optimizer state: resume from
+    # the checkpoints). Loading it needs this script's custom layer classes imported.
+    model.save(os.path.join(export_dir, "cifar10_vgg.keras"))
+    if not chief:
+        shutil.rmtree(export_dir)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,323 @@
+"""Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
+
+Written by loopgen 0.1.0 from examples/pets_unet.py
+(spec sha256 9ce9e21cbdad9711, script sha256 afcfd5ac23ea564e).
+Rendered with: --variant single_device
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` refuses to overwrite a copy that was edited.
+Run it again to resume from the latest checkpoint.
+Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
+"""
+
+import argparse
+import json
+import math
+import os
+
+import keras
+import tensorflow as tf
+import tensorflow_datasets as tfds
+from keras import layers
+
+SEED = 3
+BATCH_SIZE = 32
+SHUFFLE_BUFFER = 1000
+RESCALE = 1 / 255
+EPOCHS = 20
+LOG_EVERY_STEPS = 50
+VALIDATE_EVERY_EPOCHS = 1
+CHECKPOINT_EVERY_EPOCHS = 1
+KEEP_CHECKPOINTS = 3
+OUTPUT_DIR = "runs/pets_unet"
+
+
+def load_examples():
+    """Training and validation examples, one (images, labels) pair per element, unbatched."""
+    train_examples = tfds.load("oxford_iiit_pet:4.*.*", split="train")
+    # Images differ in size: resize them before batching (masks with nearest neighbour,
+    # so they stay class ids).
+    train_examples = train_examples.map(
+        lambda example: (
+            tf.image.resize(example["image"], (128, 128)),
+            tf.image.resize(example["segmentation_mask"], (128, 128), method="nearest")
+            - 1,
+        )
+    )
+    validation_examples = tfds.load("oxford_iiit_pet:4.*.*", split="test")
+    # Images differ in size: resize them before batching (masks with nearest neighbour,
+    # so they stay class ids).
+    validation_examples = validation_examples.map(
+        lambda example: (
+            tf.image.resize(example["image"], (128, 128)),
+            tf.image.resize(example["segmentation_mask"], (128, 128), method="nearest")
+            - 1,
+        )
+    )
+    return train_examples, validation_examples
+
+
+def preprocess(images, labels):
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
+    images = tf.cast(images, tf.float32) * RESCALE
+    return images, labels
+
+
+def training_batches(examples, start_step):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The order depends on the step alone: the shuffle has a fixed seed and reshuffles every
+    epoch the same way on every run. A resumed run skips the batches it already trained on
+    and sees exactly what an uninterrupted run would have seen, on any strategy. Skipping
+    happens before preprocessing, so it only re-reads raw examples.
+    """
+    return (
+        examples.shuffle(SHUFFLE_BUFFER, seed=SEED)
+        .batch(BATCH_SIZE)
+        .repeat()
+        .skip(start_step)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def validation_batches(examples):
+    """The validation examples, batched and preprocessed, in a fixed order."""
+    return (
+        examples.batch(BATCH_SIZE)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def build_model():
+    inputs = keras.Input(shape=(128, 128, 3))
+    x = inputs
+    # Encoder outputs saved for the decoder's skip connections; the last saved is joined first.
+    skips = []
+    for filters in (32, 64, 128):
+        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+        x = layers.BatchNormalization(synchronized=True)(x)
+        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+        skips.append(x)
+        x = layers.MaxPooling2D()(x)
+    x = layers.Conv2D(256, 3, padding="same", activation="relu")(x)
+    x = layers.Conv2D(256, 3, padding="same", activation="relu")(x)
+    for filters in (128, 64, 32):
+        x = layers.Conv2DTranspose(filters, 2, strides=2)(x)
+        x = layers.Concatenate()([x, skips.pop()])
+        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+    x = layers.Conv2D(3, 1)(x)
+    return keras.Model(inputs, x, name="pets_unet")
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device)."""
+    return {metric.name: float(metric.result()) for metric in metrics}
+
+
+def append_jsonl(path, record):
+    """Appends one JSON record per line, a format every plotting tool reads."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--epochs", type=int, default=EPOCHS, help="passes over the training data"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many steps in all (smoke runs)",
+    )
+    parser.add_argument(
+        "--output-dir", default=OUTPUT_DIR, help="checkpoints, logs and exports go here"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="make TensorFlow ops deterministic (reproducible, somewhat slower)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+    # --- Data -------------------------------------------------------------------------
+    train_examples, validation_examples = load_examples()
+    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
+    steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
+    validation_dataset = validation_batches(validation_examples)
+
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
+    model = build_model()
+    model.summary()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    optimizer = keras.optimizers.Adam(learning_rate=0.001)
+    # Create the slot variables (momentum, moments) now, not in the first traced
+    # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+    optimizer.build(model.trainable_variables)
+    train_loss = keras.metrics.Mean(name="loss")
+    train_metrics = [
+        keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+        keras.metrics.MeanIoU(name="mean_iou", num_classes=3, sparse_y_pred=False),
+    ]
+    validation_loss = keras.metrics.Mean(name="loss")
+    validation_metrics = [
+        keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+        keras.metrics.MeanIoU(name="mean_iou", num_classes=3, sparse_y_pred=False),
+    ]
+    # Counts train steps. The checkpoint saves it, so a resumed run continues
+    # counting (and with it the epoch, the data position and the cadences).
+    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+
+    # --- Train and eval steps ---------------------------------------------------------
+    # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
+    # smaller last batch of an epoch does not retrace, and no Python value changes per call.
+    @tf.function
+    def train_step(iterator):
+        images, labels = next(iterator)
+        with tf.GradientTape() as tape:
+            predictions = model(images, training=True)
+            loss = loss_fn(labels, predictions)
+
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        step.assign_add(1)
+        # Metrics accumulate on the device; Python reads them only when it logs.
+        train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
+
+    # One trace for every batch size, the smaller last batch included.
+    @tf.function(input_signature=validation_dataset.element_spec)
+    def eval_step(images, labels):
+        predictions = model(images, training=False)
+        # The data loss only: weight penalties say nothing about generalization.
+        loss = loss_fn(labels, predictions)
+        validation_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+        for metric in validation_metrics:
+            metric.update_state(labels, predictions)
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
+        step=step,
+    )
+    checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
+    manager = tf.train.CheckpointManager(
+        checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
+    )
+    latest = manager.latest_checkpoint
+    if latest:
+        # Fails loudly when the checkpoint does not fit this model (e.g. after a spec change).
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        print(f"Resumed from {latest} at step {int(step.numpy())}")
+
+    # --- Training loop ----------------------------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
+    # TensorBoard: tensorboard --logdir <output-dir>/logs
+    train_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "train")
+    )
+    validation_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "validation")
+    )
+    metrics_path = os.path.join(args.output_dir, "metrics.jsonl")
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step counter: reading the variable every step would wait for the
+    # device each time.
+    global_step = int(step.numpy())
+    saved_step = global_step if latest else None
+    # One iterator for the whole run, from the current step on.
+    train_iterator = iter(training_batches(train_examples, start_step=global_step))
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
+
+    for epoch in range(first_epoch, epochs):
+        print(f"Epoch {epoch + 1}/{epochs}")
+        epoch_start = epoch * steps_per_epoch
+        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
+        # The logged values are already running means: "stateful", so the bar shows them as
+        # they are instead of averaging them again.
+        progbar = keras.utils.Progbar(
+            epoch_end - epoch_start,
+            stateful_metrics=["loss", "accuracy", "mean_iou", "learning_rate"],
+        )
+        for metric in [train_loss, *train_metrics]:
+            metric.reset_state()
+        while global_step < epoch_end:
+            train_step(train_iterator)
+            global_step += 1
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results([train_loss, *train_metrics])
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                progbar.update(global_step - epoch_start, list(logs.items()))
+                with train_writer.as_default(step=global_step):
+                    for name, value in logs.items():
+                        tf.summary.scalar(name, value)
+                append_jsonl(
+                    metrics_path, {"step": global_step, "epoch": epoch + 1, **logs}
+                )
+
+        if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
+            for metric in [validation_loss, *validation_metrics]:
+                metric.reset_state()
+            for images, labels in validation_dataset:
+                eval_step(images, labels)
+            validation_logs = results([validation_loss, *validation_metrics])
+            print(
+                "  ".join(
+                    f"val_{name}: {value:.4f}"
+                    for name, value in validation_logs.items()
+                )
+            )
+            with validation_writer.as_default(step=global_step):
+                for name, value in validation_logs.items():
+                    tf.summary.scalar(name, value)
+            append_jsonl(
+                metrics_path,
+                {
+                    "step": global_step,
+                    "epoch": epoch + 1,
+                    **{f"val_{name}": value for name, value in validation_logs.items()},
+                },
+            )
+        if (
+            (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
+            and global_step == epoch_start + steps_per_epoch
+        ):
+            manager.save(checkpoint_number=global_step)
+            saved_step = global_step
+
+    # Also save where training stopped (mid-epoch after --max-steps, or off the cadence) so
+    # a later run with more epochs continues from here instead of redoing steps.
+    if saved_step != global_step:
+        manager.save(checkpoint_number=global_step)
+
+    # --- Export -----------------------------------------------------------------------
+    export_dir = os.path.join(args.output_dir, "export")
+    # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
+    # classes of this script to load.
+    model.export(os.path.join(export_dir, "saved_model"), verbose=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,384 @@
+"""Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
+
+Written by loopgen 0.1.0 from examples/pets_unet.py
+(spec sha256 d78aaaf03a493378, script sha256 976e6cccc22b7165).
+Rendered with: --variant tpu
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` refuses to overwrite a copy that was edited.
+Strategy: TPUStrategy; run it on a Cloud TPU VM. data.batch_size is the global batch.
+Run it again to resume from the latest checkpoint (written by any variant).
+Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
+"""
+
+import argparse
+import json
+import math
+import os
+
+import keras
+import tensorflow as tf
+import tensorflow_datasets as tfds
+from keras import layers
+
+SEED = 3
+GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
+SHUFFLE_BUFFER = 1000
+RESCALE = 1 / 255
+EPOCHS = 20
+LOG_EVERY_STEPS = 50
+VALIDATE_EVERY_EPOCHS = 1
+CHECKPOINT_EVERY_EPOCHS = 1
+KEEP_CHECKPOINTS = 3
+OUTPUT_DIR = "runs/pets_unet"
+TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
+
+
+def load_examples():
+    """Training and validation examples, one (images, labels) pair per element, unbatched."""
+    train_examples = tfds.load("oxford_iiit_pet:4.*.*", split="train")
+    # Images differ in size: resize them before batching (masks with nearest neighbour,
+    # so they stay class ids).
+    train_examples = train_examples.map(
+        lambda example: (
+            tf.image.resize(example["image"], (128, 128)),
+            tf.image.resize(example["segmentation_mask"], (128, 128), method="nearest")
+            - 1,
+        )
+    )
+    validation_examples = tfds.load("oxford_iiit_pet:4.*.*", split="test")
+    # Images differ in size: resize them before batching (masks with nearest neighbour,
+    # so they stay class ids).
+    validation_examples = validation_examples.map(
+        lambda example: (
+            tf.image.resize(example["image"], (128, 128)),
+            tf.image.resize(example["segmentation_mask"], (128, 128), method="nearest")
+            - 1,
+        )
+    )
+    return train_examples, validation_examples
+
+
+def preprocess(images, labels):
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
+    images = tf.cast(images, tf.float32) * RESCALE
+    return images, labels
+
+
+def training_batches(examples, start_step):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The order depends on the step alone: the shuffle has a fixed seed and reshuffles every
+    epoch the same way on every run. A resumed run skips the batches it already trained on
+    and sees exactly what an uninterrupted run would have seen, on any strategy. Skipping
+    happens before preprocessing, so it only re-reads raw examples.
+    """
+    return (
+        examples.shuffle(SHUFFLE_BUFFER, seed=SEED)
+        # TPUs compile for fixed shapes: the smaller last batch of an epoch is dropped.
+        .batch(GLOBAL_BATCH_SIZE, drop_remainder=True)
+        .repeat()
+        .skip(start_step)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def validation_batches(examples):
+    """The validation examples, batched and preprocessed, in a fixed order."""
+    return (
+        examples
+        # Fixed shapes on TPUs: the last GLOBAL_BATCH_SIZE - 1 examples at most are left out.
+        .batch(GLOBAL_BATCH_SIZE, drop_remainder=True)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def build_model():
+    inputs = keras.Input(shape=(128, 128, 3))
+    x = inputs
+    # Encoder outputs saved for the decoder's skip connections; the last saved is joined first.
+    skips = []
+    for filters in (32, 64, 128):
+        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+        x = layers.BatchNormalization(synchronized=True)(x)
+        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+        skips.append(x)
+        x = layers.MaxPooling2D()(x)
+    x = layers.Conv2D(256, 3, padding="same", activation="relu")(x)
+    x = layers.Conv2D(256, 3, padding="same", activation="relu")(x)
+    for filters in (128, 64, 32):
+        x = layers.Conv2DTranspose(filters, 2, strides=2)(x)
+        x = layers.Concatenate()([x, skips.pop()])
+        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+        x = layers.Conv2D(filters, 3, padding="same", activation="relu")(x)
+    x = layers.Conv2D(3, 1)(x)
+    return keras.Model(inputs, x, name="pets_unet")
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device)."""
+    return {metric.name: float(metric.result()) for metric in metrics}
+
+
+def append_jsonl(path, record):
+    """Appends one JSON record per line, a format every plotting tool reads."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--epochs", type=int, default=EPOCHS, help="passes over the training data"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many steps in all (smoke runs)",
+    )
+    parser.add_argument(
+        "--output-dir", default=OUTPUT_DIR, help="checkpoints, logs and exports go here"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="make TensorFlow ops deterministic (reproducible, somewhat slower)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # --- Strategy -----------------------------------------------------------------------
+    # Connect to the TPU and initialize it before anything else runs on it.
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=TPU)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, tf.errors.OpError) as error:
+        raise SystemExit(
+            f"No TPU to train on ({error}). Run this script on a Cloud TPU VM (or set TPU in "
+            "the spec's distribute.tpu), or render another variant: loopgen render --variant"
+        ) from None
+    strategy = tf.distribute.TPUStrategy(resolver)
+    print(f"Training on {strategy.num_replicas_in_sync} TPU core(s)")
+
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+    # --- Data -------------------------------------------------------------------------
+    train_examples, validation_examples = load_examples()
+    # An epoch is counted in steps of whole batches (the smaller last batch is dropped).
+    steps_per_epoch = int(train_examples.cardinality()) // GLOBAL_BATCH_SIZE
+    # Each global batch is split into one slice per replica.
+    validation_dataset = strategy.experimental_distribute_dataset(
+        validation_batches(validation_examples)
+    )
+
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
+    # Everything that owns variables is created under the strategy's scope: its variables
+    # are then mirrored on every replica and kept in sync.
+    with strategy.scope():
+        model = build_model()
+        model.summary()
+        # reduction=None: one loss per example. The replica step sums them and divides
+        # by the global batch size; a mean per replica would be num_replicas times off.
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction=None
+        )
+        optimizer = keras.optimizers.Adam(learning_rate=0.001)
+        # Create the slot variables (momentum, moments) now, not in the first traced
+        # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+        optimizer.build(model.trainable_variables)
+        # Metrics are summed over replicas when read.
+        train_loss = keras.metrics.Mean(name="loss")
+        train_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+            keras.metrics.MeanIoU(name="mean_iou", num_classes=3, sparse_y_pred=False),
+        ]
+        validation_loss = keras.metrics.Mean(name="loss")
+        validation_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+            keras.metrics.MeanIoU(name="mean_iou", num_classes=3, sparse_y_pred=False),
+        ]
+        # Counts train steps. The checkpoint saves it, so a resumed run continues
+        # counting (and with it the epoch, the data position and the cadences).
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+
+    def per_example_loss(labels, predictions):
+        """One loss value per example: averaged over any further axes (a mask's pixels), as
+        the single-device loss averages over all of them."""
+        losses = loss_fn(labels, predictions)
+        return tf.reduce_mean(losses, axis=list(range(1, losses.shape.rank)))
+
+    # --- Train and eval steps ---------------------------------------------------------
+    def replica_train_step(images, labels):
+        """One replica's part of a train step, on its slice of the global batch."""
+        # The size of this global batch: the last batch of an epoch is smaller than
+        # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
+        batch_size = tf.shape(labels)[0]
+        global_batch_size = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, batch_size
+        )
+        with tf.GradientTape() as tape:
+            predictions = model(images, training=True)
+            # Divided by the global batch size, not this replica's: apply_gradients sums the
+            # replicas' gradients, and the sum is then the gradient of the global batch's mean.
+            loss = tf.nn.compute_average_loss(
+                per_example_loss(labels, predictions),
+                global_batch_size=global_batch_size,
+            )
+
+        gradients = tape.gradient(loss, model.trainable_variables)
+        # Sums the gradients over all replicas, then applies the same update on each.
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        # Metrics accumulate on each replica; reading them sums over replicas.
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
+        return loss, batch_size
+
+    # Traced and compiled once: every batch has the same shape, and no Python value changes
+    # per call.
+    @tf.function
+    def train_step(iterator):
+        images, labels = next(iterator)
+        losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
+        # Each replica's loss is its share of the global batch's mean: their sum is the mean.
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
+        train_loss.update_state(loss, sample_weight=batch_size)
+        step.assign_add(1)
+
+    def replica_eval_step(images, labels):
+        predictions = model(images, training=False)
+        # The data loss only: weight penalties say nothing about generalization.
+        validation_loss.update_state(per_example_loss(labels, predictions))
+        for metric in validation_metrics:
+            metric.update_state(labels, predictions)
+
+    # One trace for every batch size, the smaller last batch included.
+    @tf.function(input_signature=validation_dataset.element_spec)
+    def eval_step(images, labels):
+        strategy.run(replica_eval_step, args=(images, labels))
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
+        step=step,
+    )
+    checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
+    manager = tf.train.CheckpointManager(
+        checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
+    )
+    latest = manager.latest_checkpoint
+    if latest:
+        # Fails loudly when the checkpoint does not fit this model (e.g. after a spec change).
+        # Checkpoints do not depend on the strategy: this one may come from any variant.
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        print(f"Resumed from {latest} at step {int(step.numpy())}")
+
+    # --- Training loop ----------------------------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
+    # TensorBoard: tensorboard --logdir <output-dir>/logs
+    train_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "train")
+    )
+    validation_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "validation")
+    )
+    metrics_path = os.path.join(args.output_dir, "metrics.jsonl")
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step counter: reading the variable every step would wait for the
+    # device each time.
+    global_step = int(step.numpy())
+    saved_step = global_step if latest else None
+    # One iterator for the whole run, from the current step on; each global batch is split
+    # into one slice per replica.
+    train_dataset = training_batches(train_examples, start_step=global_step)
+    train_iterator = iter(strategy.experimental_distribute_dataset(train_dataset))
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
+
+    for epoch in range(first_epoch, epochs):
+        print(f"Epoch {epoch + 1}/{epochs}")
+        epoch_start = epoch * steps_per_epoch
+        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
+        # The logged values are already running means: "stateful", so the bar shows them as
+        # they are instead of averaging them again.
+        progbar = keras.utils.Progbar(
+            epoch_end - epoch_start,
+            stateful_metrics=["loss", "accuracy", "mean_iou", "learning_rate"],
+        )
+        for metric in [train_loss, *train_metrics]:
+            metric.reset_state()
+        while global_step < epoch_end:
+            train_step(train_iterator)
+            global_step += 1
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results([train_loss, *train_metrics])
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                progbar.update(global_step - epoch_start, list(logs.items()))
+                with train_writer.as_default(step=global_step):
+                    for name, value in logs.items():
+                        tf.summary.scalar(name, value)
+                append_jsonl(
+                    metrics_path, {"step": global_step, "epoch": epoch + 1, **logs}
+                )
+
+        if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
+            for metric in [validation_loss, *validation_metrics]:
+                metric.reset_state()
+            for images, labels in validation_dataset:
+                eval_step(images, labels)
+            validation_logs = results([validation_loss, *validation_metrics])
+            print(
+                "  ".join(
+                    f"val_{name}: {value:.4f}"
+                    for name, value in validation_logs.items()
+                )
+            )
+            with validation_writer.as_default(step=global_step):
+                for name, value in validation_logs.items():
+                    tf.summary.scalar(name, value)
+            append_jsonl(
+                metrics_path,
+                {
+                    "step": global_step,
+                    "epoch": epoch + 1,
+                    **{f"val_{name}": value for name, value in validation_logs.items()},
+                },
+            )
+        if (
+            (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
+            and global_step == epoch_start + steps_per_epoch
+        ):
+            manager.save(checkpoint_number=global_step)
+            saved_step = global_step
+
+    # Also save where training stopped (mid-epoch after --max-steps, or off the cadence) so
+    # a later run with more epochs continues from here instead of redoing steps.
+    if saved_step != global_step:
+        manager.save(checkpoint_number=global_step)
+
+    # --- Export -----------------------------------------------------------------------
+    export_dir = os.path.join(args.output_dir, "export")
+    # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
+    # classes of this script to load, nor a strategy.
+    model.export(os.path.join(export_dir, "saved_model"), verbose=False)
+
+
+if __name__ == "__main__":
+    main()
