@@ -1,0 +1,372 @@
+"""Distributed variants: one spec renders a single-device script and its MirroredStrategy,
+MultiWorkerMirroredStrategy and TPUStrategy twins. Checked without TensorFlow (the spec rules,
+the CLI, the script's structure) and with it: real runs on two logical CPU devices, two worker
+processes on 127.0.0.1, and checkpoints that cross from one variant to the other."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import data
+import pytest
+from helpers import EXAMPLES, ROOT, npz, run_cli, run_python, tf_check
+from regen_generated import golden_files
+
+TWO_CPUS = 'distribute.devices=["/cpu:0", "/cpu:1"]'
+DISTRIBUTED = ("mirrored", "multi_worker", "tpu")
+
+
+def render_variant(tmp_path: Path, example: str, variant: str | None, *overrides: str) -> Path:
+    out = tmp_path / f"{example}_{variant or 'spec'}.py"
+    args = ["render", str(EXAMPLES / f"{example}.py"), "-o", str(out)]
+    args += ["--variant", variant] if variant else []
+    for override in overrides:
+        args += ["--set", override]
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+# --- Spec rules and the CLI (no TensorFlow) -------------------------------------------------
+
+
+def test_variant_flag_writes_each_strategy_from_one_spec():
+    sources = {}
+    for variant in ("single_device", *DISTRIBUTED):
+        proc = run_cli("render", "examples/mnist_mlp.py", "--variant", variant)
+        assert proc.returncode == 0, proc.stderr
+        sources[variant] = proc.stdout
+    assert "tf.distribute" not in sources["single_device"]
+    assert "tf.distribute.MirroredStrategy()" in sources["mirrored"]
+    assert "tf.distribute.MultiWorkerMirroredStrategy()" in sources["multi_worker"]
+    assert "tf.distribute.TPUStrategy(resolver)" in sources["tpu"]
+    assert "initialize_tpu_system" in sources["tpu"]
+    # The spec as written (single device) is the --variant single_device script, flags aside.
+    plain = run_cli("render", "examples/mnist_mlp.py").stdout
+    body = lambda text: text[text.index("\nimport ") :]  # noqa: E731
+    assert body(plain) == body(sources["single_device"])
+
+
+def test_variant_then_set_configures_the_new_strategy():
+    proc = run_cli("render", "examples/mnist_mlp.py", "--variant", "mirrored", "--set", TWO_CPUS)
+    assert proc.returncode == 0, proc.stderr
+    assert 'DEVICES = ["/cpu:0", "/cpu:1"]' in proc.stdout
+    assert "set_logical_device_configuration" in proc.stdout
+    assert "Rendered with: --variant mirrored --set distribute.devices=" in proc.stdout
+
+
+def test_unknown_variant_is_refused_with_the_choices():
+    proc = run_cli("render", "examples/mnist_mlp.py", "--variant", "horovod")
+    assert proc.returncode != 0 and not proc.stdout
+    assert "mirrored" in proc.stderr and "multi_worker" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("overrides", "phrases"),
+    [
+        (
+            ["data.batch_size=63",
+             'distribute={"kind": "mirrored", "devices": ["/gpu:0", "/gpu:1"]}'],
+            ["data.batch_size=63", "distribute.devices", "multiple of 2"],
+        ),
+        (
+            ['distribute={"kind": "mirrored", "devices": ["/gpu:0", "GPU:0"]}'],
+            ["distribute.devices", "twice"],
+        ),
+        (
+            ['distribute={"kind": "mirrored", "devices": ["gpu0"]}'],
+            ["distribute.devices[0]", "gpu0"],
+        ),
+        (
+            ['distribute={"kind": "multi_worker", "communication": "mpi"}'],
+            ["distribute.communication", "ring"],
+        ),
+        (['distribute={"kind": "horovod"}'], ["distribute", "mirrored", "tpu"]),
+    ],
+)  # fmt: skip
+def test_strategy_mistakes_are_named(overrides, phrases, tmp_path):
+    args = ["render", "examples/mnist_mlp.py", "-o", str(tmp_path / "train.py")]
+    for override in overrides:
+        args += ["--set", override]
+    proc = run_cli(*args)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for phrase in phrases:
+        assert phrase in proc.stderr, (phrase, proc.stderr)
+    assert not (tmp_path / "train.py").exists()
+
+
+def test_plain_batch_norm_under_several_devices_warns_and_points_to_synchronized():
+    proc = run_cli("render", "examples/shapes_unet.py", "--variant", "mirrored")
+    assert proc.returncode == 0 and proc.stdout
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 2, proc.stderr  # the two BatchNormalization layers of ConvBlock
+    assert "custom_layers[0].layers[1].synchronized=True" in warnings[0]
+    # No warning where it does not apply: one device, or the statistics already synchronized.
+    for args in (
+        [],
+        ["--variant", "mirrored", "--set", 'distribute.devices=["/gpu:0"]'],
+        ["--variant", "mirrored", "--set", "custom_layers[0].layers[1].synchronized=true",
+         "--set", "custom_layers[0].layers[4].synchronized=true"],
+    ):  # fmt: skip
+        quiet = run_cli("render", "examples/shapes_unet.py", *args)
+        assert quiet.returncode == 0 and "warning" not in quiet.stderr, (args, quiet.stderr)
+    validate = run_cli("validate", "examples/shapes_unet.py", "--set", 'distribute={"kind": "tpu"}')
+    assert validate.returncode == 0 and "synchronized=True" in validate.stderr
+
+
+def main_statements(source: str) -> list[ast.stmt]:
+    tree = ast.parse(source)
+    return next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main").body
+
+
+DISTRIBUTED_GOLDEN = sorted(
+    out
+    for _, variant, out in golden_files()
+    if "strategy = tf.distribute" in (ROOT / out).read_text()
+)
+
+
+@pytest.mark.parametrize("golden", DISTRIBUTED_GOLDEN, ids=str)
+def test_strategy_comes_before_any_other_tensorflow_op(golden):
+    """Multi-worker and TPU set-up fail (or silently run on one device) when any TF op runs
+    first; so does splitting the CPU into logical devices. (generated/ is a fresh render.)"""
+    statements = main_statements((ROOT / golden).read_text())
+    uses_tf = [
+        i for i, s in enumerate(statements) if "tf." in ast.unparse(s) or "keras." in ast.unparse(s)
+    ]
+    creates = [i for i, s in enumerate(statements) if "strategy = tf.distribute." in ast.unparse(s)]
+    assert creates, "no strategy"
+    before = [ast.unparse(statements[i]) for i in uses_tf if i < creates[0]]
+    allowed = ("TPUClusterResolver", "set_logical_device_configuration", "list_physical_devices")
+    assert all(any(a in text for a in allowed) for text in before), before
+
+
+def test_distributed_step_scales_losses_for_replicas():
+    source = run_cli("render", "examples/cifar10_vgg.py", "--variant", "mirrored").stdout
+    assert "reduction=None" in source  # per-example losses
+    assert (
+        "tf.nn.compute_average_loss(" in source and "global_batch_size=global_batch_size" in source
+    )
+    assert "tf.nn.scale_regularization_loss(tf.add_n(model.losses))" in source  # the VGG has L2
+    assert "strategy.run(replica_train_step" in source
+    assert "strategy.reduce(tf.distribute.ReduceOp.SUM, losses" in source
+    assert "with strategy.scope():" in source
+    plain = run_cli("render", "examples/mnist_mlp.py", "--variant", "mirrored").stdout
+    assert "scale_regularization_loss" not in plain  # no penalties, no penalty code
+
+
+# --- Real runs ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.py")))
+def test_mirrored_variant_of_each_example_trains_on_two_devices(example, tmp_path):
+    script = render_variant(
+        tmp_path, example, "mirrored", *data.small_data_overrides(example, tmp_path), TWO_CPUS
+    )
+    out = tmp_path / "run"
+    proc = run_python(script, "--epochs", "2", "--output-dir", str(out), cwd=tmp_path)
+    assert "Training on 2 replica(s)" in proc.stdout
+    assert "Epoch 2/2" in proc.stdout
+    assert list((out / "checkpoints").glob("ckpt-*.index"))
+    assert (out / "export" / "saved_model" / "saved_model.pb").is_file()
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    losses = [r["loss"] for r in records if "loss" in r]
+    assert losses and all(0 < loss < 100 for loss in losses), losses
+
+
+def mnist_overrides(tmp_path: Path) -> list[str]:
+    """83 examples at global batch 16: 6 steps per epoch, the last of 3 examples (split 2 + 1
+    over two replicas). L2 penalties, momentum and a schedule that drops after step 5: every
+    place where distributed loss scaling goes wrong."""
+    train = npz(data.classification_npz(tmp_path / "train.npz", 83, (28, 28)))
+    optimizer = {
+        "kind": "sgd",
+        "momentum": 0.9,
+        "learning_rate": {"kind": "piecewise_constant", "boundaries": [5], "values": [0.05, 0.01]},
+    }
+    return [
+        f"data.train={train}",
+        "data.batch_size=16",
+        'model.layers[1].kernel_regularizer={"kind": "l2", "l2": 0.01}',
+        f"optimizer={json.dumps(optimizer)}",
+        "loop.log_every_steps=1",
+    ]
+
+
+def compare(a: Path, b: Path, cwd: Path) -> dict:
+    return tf_check("compare_checkpoints", str(a / "checkpoints"), str(b / "checkpoints"), cwd=cwd)
+
+
+def logged_losses(out: Path) -> dict[int, float]:
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    return {r["step"]: r["loss"] for r in map(json.loads, lines) if "loss" in r}
+
+
+@pytest.mark.slow
+def test_mirrored_equals_single_device_and_its_checkpoint_resumes_there(tmp_path):
+    overrides = mnist_overrides(tmp_path)
+    single = render_variant(tmp_path, "mnist_mlp", None, *overrides)
+    mirrored = render_variant(tmp_path, "mnist_mlp", "mirrored", *overrides, TWO_CPUS)
+    flags = ["--deterministic"]
+    straight, twin, handover = tmp_path / "single", tmp_path / "mirrored", tmp_path / "handover"
+    run_python(single, "--epochs", "3", "--output-dir", str(straight), *flags, cwd=tmp_path)
+    run_python(mirrored, "--epochs", "3", "--output-dir", str(twin), *flags, cwd=tmp_path)
+
+    # Same global batches, same weights, slots and step after 18 steps.
+    result = compare(straight, twin, tmp_path)
+    assert result["same_keys"] and result["step"] == 18, result
+    assert result["max_diff"] <= 1e-5, result
+    # What the mirrored script logs is the global batch's loss, not one replica's share.
+    expected, logged = logged_losses(straight), logged_losses(twin)
+    assert sorted(logged) == list(range(1, 19))
+    assert max(abs(expected[s] - logged[s]) for s in expected) <= 1e-5
+
+    # Half the run on two replicas, the rest in the single-device script from that checkpoint.
+    run_python(mirrored, "--epochs", "1", "--output-dir", str(handover), *flags, cwd=tmp_path)
+    resumed = run_python(
+        single, "--epochs", "3", "--output-dir", str(handover), *flags, cwd=tmp_path
+    )
+    assert "Resumed from" in resumed.stdout and "at step 6" in resumed.stdout
+    result = compare(straight, handover, tmp_path)
+    assert result["same_keys"] and result["step"] == 18 and result["max_diff"] <= 1e-5, result
+
+
+@pytest.mark.slow
+def test_mirrored_averages_per_pixel_losses_like_one_device(tmp_path):
+    """Segmentation losses come per pixel: each example's pixels are averaged before the
+    global-batch average, as the single-device mean over all pixels does."""
+    without_batch_norm = [  # plain BatchNormalization differs by design (see the warning)
+        'custom_layers[0].layers[1]={"kind": "activation", "activation": "linear"}',
+        'custom_layers[0].layers[4]={"kind": "activation", "activation": "linear"}',
+    ]
+    overrides = [
+        "data.train.count=40", "data.validation=null", "data.batch_size=16", *without_batch_norm,
+    ]  # fmt: skip
+    single = render_variant(tmp_path, "shapes_unet", None, *overrides)
+    mirrored = render_variant(tmp_path, "shapes_unet", "mirrored", *overrides, TWO_CPUS)
+    flags = ["--max-steps", "3", "--deterministic"]  # the third batch holds 8 of the 40
+    run_python(single, "--output-dir", str(tmp_path / "a"), *flags, cwd=tmp_path)
+    run_python(mirrored, "--output-dir", str(tmp_path / "b"), *flags, cwd=tmp_path)
+    result = compare(tmp_path / "a", tmp_path / "b", tmp_path)
+    assert result["step"] == 3 and result["max_diff"] <= 1e-5, result
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def start_workers(script: Path, *args: str, cwd: Path, workers: int = 2, extra=None) -> list:
+    """Starts the multi-worker script as `workers` processes on 127.0.0.1, each with its
+    TF_CONFIG (and `extra(index)` arguments); bounded by `timeout -k` (a worker whose peer died
+    waits forever, and TF's preemption handler swallows SIGTERM)."""
+    cluster = [f"127.0.0.1:{port}" for port in free_ports(workers)]
+    procs = []
+    for index in range(workers):
+        tf_config = {"cluster": {"worker": cluster}, "task": {"type": "worker", "index": index}}
+        env = {**os.environ, "TF_CONFIG": json.dumps(tf_config), "TF_CPP_MIN_LOG_LEVEL": "2"}
+        command = [sys.executable, str(script), *args, *(extra(index) if extra else [])]
+        procs.append(
+            subprocess.Popen(
+                ["timeout", "-k", "10", "180", *command],
+                cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+        )  # fmt: skip
+    return [(proc, *proc.communicate()) for proc in procs]
+
+
+def run_workers(script: Path, *args: str, cwd: Path) -> list[str]:
+    """Runs two workers to completion; returns each one's stdout."""
+    finished = start_workers(script, *args, cwd=cwd)
+    for index, (proc, stdout, stderr) in enumerate(finished):
+        if proc.returncode != 0:
+            pytest.fail(
+                f"worker {index} exited {proc.returncode}\n{stdout[-3000:]}\n{stderr[-5000:]}"
+            )
+    return [stdout for _, stdout, _ in finished]
+
+
+@pytest.mark.slow
+def test_two_workers_train_alike_write_once_and_resume_after_a_restart(tmp_path):
+    overrides = mnist_overrides(tmp_path)
+    script = render_variant(tmp_path, "mnist_mlp", "multi_worker", *overrides)
+    single = render_variant(tmp_path, "mnist_mlp", None, *overrides)
+    out, restarted, straight = tmp_path / "run", tmp_path / "restarted", tmp_path / "single"
+    flags = ["--deterministic"]
+
+    stdouts = run_workers(script, "--epochs", "3", "--output-dir", str(out), *flags, cwd=tmp_path)
+    assert "(chief)" in stdouts[0] and "(chief)" not in stdouts[1]
+    # Both workers end with the same weights (worker 1 keeps its last checkpoint in scratch).
+    scratch = out / "workers" / "worker-1"
+    same = tf_check("compare_checkpoints", str(out / "checkpoints"), str(scratch / "checkpoints"),
+                    cwd=tmp_path)  # fmt: skip
+    assert same["same_keys"] and same["step"] == 18 and same["max_diff"] == 0.0, same
+    # Only the chief wrote the export, the summaries and the metrics log.
+    assert (out / "export" / "saved_model" / "saved_model.pb").is_file()
+    assert not (scratch / "export").exists()
+    assert sorted(logged_losses(out)) == list(range(1, 19))  # one record per step, not two
+    assert len(list((out / "logs" / "train").iterdir())) == 1
+    # ... and the cluster trained what one device trains on the same global batches.
+    run_python(single, "--epochs", "3", "--output-dir", str(straight), *flags, cwd=tmp_path)
+    assert compare(straight, out, tmp_path)["max_diff"] <= 1e-5
+
+    # A restart: the job stops at step 8 (mid-epoch), every worker is started again.
+    run_workers(script, "--max-steps", "8", "--output-dir", str(restarted), *flags, cwd=tmp_path)
+    stdouts = run_workers(script, "--epochs", "3", "--output-dir", str(restarted), *flags,
+                          cwd=tmp_path)  # fmt: skip
+    assert all("Resumed from" in s and "at step 8" in s for s in stdouts), stdouts
+    result = compare(out, restarted, tmp_path)
+    assert result["step"] == 18 and result["max_diff"] <= 1e-5, result
+
+
+@pytest.mark.slow
+def test_tpu_variant_says_there_is_no_tpu(tmp_path):
+    """No TPU here: the TPU script gets as far as looking for one, then stops with a message
+    that says what to do, instead of a traceback."""
+    script = render_variant(tmp_path, "mnist_mlp", "tpu")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("TPU_NAME", None)
+    proc = subprocess.run(
+        [sys.executable, str(script), "--output-dir", str(tmp_path / "run")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "No TPU to train on" in proc.stderr and "--variant" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_tpu_script_uses_fixed_batch_shapes():
+    source = (ROOT / "generated" / "tpu" / "mnist_mlp.py").read_text()
+    assert source.count("drop_remainder=True") == 1  # training batches (no validation here)
+    assert "steps_per_epoch = int(train_examples.cardinality()) // GLOBAL_BATCH_SIZE" in source
+
+
+@pytest.mark.slow
+def test_workers_that_do_not_share_the_output_dir_refuse_to_train(tmp_path):
+    """A worker that cannot see the chief's checkpoints would restart from step 0 while the
+    chief resumes: every worker stops instead, with a message that says why."""
+    script = render_variant(tmp_path, "mnist_mlp", "multi_worker", *mnist_overrides(tmp_path))
+    shared = tmp_path / "shared"
+    run_workers(script, "--max-steps", "3", "--output-dir", str(shared), cwd=tmp_path)
+    finished = start_workers(
+        script, "--epochs", "1", cwd=tmp_path,
+        extra=lambda i: ["--output-dir", str(shared if i == 0 else tmp_path / "elsewhere")],
+    )  # fmt: skip
+    for proc, stdout, stderr in finished:
+        assert proc.returncode == 1, (stdout[-2000:], stderr[-3000:])
+        assert "not all at the same step" in stderr and "--output-dir" in stderr, stderr[-3000:]
+    assert not list((shared / "checkpoints").glob("ckpt-6.*"))  # nothing trained
