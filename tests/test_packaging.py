@@ -19,7 +19,7 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
     )  # fmt: skip
     (wheel,) = (tmp_path / "wheel").glob("loopgen-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "loopgen/templates/single_device.py.jinja" in names
+    assert "loopgen/templates/script.py.jinja" in names
     assert "loopgen/templates/partials/steps.jinja" in names
     # No generic top-level modules squatting in site-packages.
     assert {n.split("/")[0] for n in names} == {
