@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Annotated
-
-import enum
 
 import typer
 
