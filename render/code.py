@@ -87,9 +87,10 @@ def repeat_header(item: Repeat) -> str:
     return f"{', '.join(names)} in zip({', '.join(values)})"
 
 
-def keras_object(module: str, obj: Any) -> str:
-    """`keras.<module>.<Class>(...)` for a loss, optimizer, schedule or metric."""
-    return call(f"keras.{module}.{obj.keras_class}", obj.arguments())
+def keras_object(module: str, obj: Any, extra: list[tuple[str | None, Any]] | None = None) -> str:
+    """`keras.<module>.<Class>(...)` for a loss, optimizer, schedule or metric, with `extra`
+    arguments after the spec's own."""
+    return call(f"keras.{module}.{obj.keras_class}", [*obj.arguments(), *(extra or [])])
 
 
 def docstring(text: str) -> str:

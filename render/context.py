@@ -26,12 +26,13 @@ def build_context(
     items = [] if isinstance(spec.model, Imported) else [i for _, i in spec.model.flat_items()]
     sources = [spec.data.train, spec.data.validation]
     shapes = [s for s in sources if s is not None and s.kind == "shapes"]
+    distributed = spec.distribute.kind != "single_device"
     return {
         "spec": spec,
         "variant": spec.distribute.kind,
         # Multi-device strategies: mirrored, multi_worker, tpu. Their steps run per replica.
-        "distributed": spec.distribute.kind != "single_device",
-        "batch_size": "BATCH_SIZE" if spec.distribute.kind == "single_device" else "GLOBAL_BATCH_SIZE",
+        "distributed": distributed,
+        "batch_size": "GLOBAL_BATCH_SIZE" if distributed else "BATCH_SIZE",
         "version": __version__,
         "spec_file": PurePath(spec_file).as_posix(),
         "spec_hash": spec_hash(spec),
@@ -49,7 +50,7 @@ def build_context(
         "has_skips": any(isinstance(i, SaveSkip | Concatenate) for i in items),
         "stateful_rng": spec.has_dropout,
         "optimizer_expr": _optimizer(spec),
-        "loss_expr": _loss(spec),
+        "loss_expr": _loss(spec, distributed),
         "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
         "train_log_names": ["loss", *(m.metric_name for m in spec.metrics), "learning_rate"],
     }
@@ -101,11 +102,9 @@ def _is_image_data(spec: Spec) -> bool:
     return train.kind in IMAGE_SOURCES or (train.kind == "tfds" and train.image_size is not None)
 
 
-def _loss(spec: Spec) -> str:
-    args = spec.loss.arguments()
-    if spec.distribute.kind != "single_device":
-        args = [*args, ("reduction", None)]
-    return code.call(f"keras.losses.{spec.loss.keras_class}", args)
+def _loss(spec: Spec, distributed: bool) -> str:
+    # Distributed steps average per-example losses over the global batch themselves.
+    return code.keras_object("losses", spec.loss, [("reduction", None)] if distributed else [])
 
 
 def _optimizer(spec: Spec) -> str:

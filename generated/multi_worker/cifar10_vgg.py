@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 c237d8bb13cb4aa5, script sha256 92b393ae1fb1863e).
+(spec sha256 c237d8bb13cb4aa5, script sha256 15f3ecc71addc0bc).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` refuses to overwrite a copy that was edited.
@@ -49,6 +49,21 @@ def preprocess(images, labels):
     return images, labels
 
 
+def shard_by_example():
+    """Options that set how the workers split a dataset: every worker reads all of it, in the
+    same order, and keeps its part of each global batch.
+
+    The default (AUTO) shards by file when the pipeline reads files: each worker then sees other
+    examples, in another order, than a single device would, and with fewer files than workers
+    it fails. DATA works for any source and keeps each global batch that of a one-device run.
+    """
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.DATA
+    )
+    return options
+
+
 def training_batches(examples, start_step):
     """Training batches from step `start_step` on, epoch after epoch, without end.
 
@@ -64,6 +79,7 @@ def training_batches(examples, start_step):
         .skip(start_step)
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(tf.data.AUTOTUNE)
+        .with_options(shard_by_example())
     )
 
 
@@ -73,22 +89,8 @@ def validation_batches(examples):
         examples.batch(GLOBAL_BATCH_SIZE)
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(tf.data.AUTOTUNE)
+        .with_options(shard_by_example())
     )
-
-
-def shard_by_example(dataset):
-    """Sets how the workers split a dataset: every worker reads all of it, in the same order,
-    and keeps its part of each global batch.
-
-    The default (AUTO) shards by file when the pipeline reads files: each worker then sees other
-    examples, in another order, than a single device would, and with fewer files than workers
-    it fails. DATA works for any source and keeps each global batch that of a one-device run.
-    """
-    options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = (
-        tf.data.experimental.AutoShardPolicy.DATA
-    )
-    return dataset.with_options(options)
 
 
 @keras.saving.register_keras_serializable(package="cifar10_vgg")
@@ -218,8 +220,9 @@ def main(argv=None):
     train_examples, validation_examples = load_examples()
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(int(train_examples.cardinality()) / GLOBAL_BATCH_SIZE)
+    # Each global batch is split into one slice per replica.
     validation_dataset = strategy.experimental_distribute_dataset(
-        shard_by_example(validation_batches(validation_examples))
+        validation_batches(validation_examples)
     )
 
     # --- Model, loss, optimizer, metrics ----------------------------------------------
@@ -355,15 +358,18 @@ def main(argv=None):
     # --- Training loop ----------------------------------------------------------------
     os.makedirs(args.output_dir, exist_ok=True)
     # TensorBoard: tensorboard --logdir <output-dir>/logs. Only the chief writes summaries.
-    train_writer = tf.summary.create_noop_writer()
-    validation_writer = tf.summary.create_noop_writer()
-    if chief:
-        train_writer = tf.summary.create_file_writer(
-            os.path.join(args.output_dir, "logs", "train")
-        )
-        validation_writer = tf.summary.create_file_writer(
+    train_writer = (
+        tf.summary.create_file_writer(os.path.join(args.output_dir, "logs", "train"))
+        if chief
+        else tf.summary.create_noop_writer()
+    )
+    validation_writer = (
+        tf.summary.create_file_writer(
             os.path.join(args.output_dir, "logs", "validation")
         )
+        if chief
+        else tf.summary.create_noop_writer()
+    )
     metrics_path = os.path.join(args.output_dir, "metrics.jsonl")
     total_steps = args.epochs * steps_per_epoch
     if args.max_steps is not None:
@@ -375,9 +381,7 @@ def main(argv=None):
     saved_step = global_step if latest else None
     # One iterator for the whole run, from the current step on; each global batch is split
     # into one slice per replica.
-    train_dataset = shard_by_example(
-        training_batches(train_examples, start_step=global_step)
-    )
+    train_dataset = training_batches(train_examples, start_step=global_step)
     train_iterator = iter(strategy.experimental_distribute_dataset(train_dataset))
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
@@ -427,7 +431,7 @@ def main(argv=None):
             with validation_writer.as_default(step=global_step):
                 for name, value in validation_logs.items():
                     tf.summary.scalar(name, value)
-            if chief:
+            if chief:  # the only worker that writes the metrics log
                 append_jsonl(
                     metrics_path,
                     {

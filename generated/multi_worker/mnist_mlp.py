@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 6b313279c7005a77, script sha256 3d310c09078c5776).
+(spec sha256 6b313279c7005a77, script sha256 bad43f8f529632da).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` refuses to overwrite a copy that was edited.
@@ -47,6 +47,21 @@ def preprocess(images, labels):
     return images, labels
 
 
+def shard_by_example():
+    """Options that set how the workers split a dataset: every worker reads all of it, in the
+    same order, and keeps its part of each global batch.
+
+    The default (AUTO) shards by file when the pipeline reads files: each worker then sees other
+    examples, in another order, than a single device would, and with fewer files than workers
+    it fails. DATA works for any source and keeps each global batch that of a one-device run.
+    """
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.DATA
+    )
+    return options
+
+
 def training_batches(examples, start_step):
     """Training batches from step `start_step` on, epoch after epoch, without end.
 
@@ -62,22 +77,8 @@ def training_batches(examples, start_step):
         .skip(start_step)
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(tf.data.AUTOTUNE)
+        .with_options(shard_by_example())
     )
-
-
-def shard_by_example(dataset):
-    """Sets how the workers split a dataset: every worker reads all of it, in the same order,
-    and keeps its part of each global batch.
-
-    The default (AUTO) shards by file when the pipeline reads files: each worker then sees other
-    examples, in another order, than a single device would, and with fewer files than workers
-    it fails. DATA works for any source and keeps each global batch that of a one-device run.
-    """
-    options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = (
-        tf.data.experimental.AutoShardPolicy.DATA
-    )
-    return dataset.with_options(options)
 
 
 def build_model():
@@ -270,11 +271,11 @@ def main(argv=None):
     # --- Training loop ----------------------------------------------------------------
     os.makedirs(args.output_dir, exist_ok=True)
     # TensorBoard: tensorboard --logdir <output-dir>/logs. Only the chief writes summaries.
-    train_writer = tf.summary.create_noop_writer()
-    if chief:
-        train_writer = tf.summary.create_file_writer(
-            os.path.join(args.output_dir, "logs", "train")
-        )
+    train_writer = (
+        tf.summary.create_file_writer(os.path.join(args.output_dir, "logs", "train"))
+        if chief
+        else tf.summary.create_noop_writer()
+    )
     metrics_path = os.path.join(args.output_dir, "metrics.jsonl")
     total_steps = args.epochs * steps_per_epoch
     if args.max_steps is not None:
@@ -286,9 +287,7 @@ def main(argv=None):
     saved_step = global_step if latest else None
     # One iterator for the whole run, from the current step on; each global batch is split
     # into one slice per replica.
-    train_dataset = shard_by_example(
-        training_batches(train_examples, start_step=global_step)
-    )
+    train_dataset = training_batches(train_examples, start_step=global_step)
     train_iterator = iter(strategy.experimental_distribute_dataset(train_dataset))
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
