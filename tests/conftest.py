@@ -10,11 +10,15 @@ from helpers import EXAMPLES, run_cli
 
 @pytest.fixture
 def render(tmp_path: Path):
-    """Renders an example (with --set overrides) into tmp_path and returns the script path."""
+    """Renders an example (with --set overrides, and another --variant) into tmp_path and
+    returns the script path."""
 
-    def _render(example: str, *overrides: str, name: str = "train.py") -> Path:
+    def _render(
+        example: str, *overrides: str, name: str = "train.py", variant: str | None = None
+    ) -> Path:
         out = tmp_path / name
         args = ["render", str(EXAMPLES / f"{example}.py"), "-o", str(out)]
+        args += ["--variant", variant] if variant else []
         for override in overrides:
             args += ["--set", override]
         proc = run_cli(*args)

@@ -60,3 +60,8 @@ def tf_check(check: str, *args: str, cwd: Path) -> dict:
 def npz(path: str) -> str:
     """A `--set` value pointing a data source at an .npz file."""
     return json.dumps({"kind": "npz", "path": path})
+
+
+def records(out: Path) -> list[dict]:
+    """The JSON records of a run's metrics.jsonl."""
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

@@ -15,22 +15,11 @@ from pathlib import Path
 
 import data
 import pytest
-from helpers import EXAMPLES, ROOT, npz, run_cli, run_python, tf_check
+from helpers import EXAMPLES, ROOT, npz, records, run_cli, run_python, tf_check
 from regen_generated import golden_files
 
 TWO_CPUS = 'distribute.devices=["/cpu:0", "/cpu:1"]'
 DISTRIBUTED = ("mirrored", "multi_worker", "tpu")
-
-
-def render_variant(tmp_path: Path, example: str, variant: str | None, *overrides: str) -> Path:
-    out = tmp_path / f"{example}_{variant or 'spec'}.py"
-    args = ["render", str(EXAMPLES / f"{example}.py"), "-o", str(out)]
-    args += ["--variant", variant] if variant else []
-    for override in overrides:
-        args += ["--set", override]
-    proc = run_cli(*args)
-    assert proc.returncode == 0, proc.stderr
-    return out
 
 
 # --- Spec rules and the CLI (no TensorFlow) -------------------------------------------------
@@ -167,9 +156,13 @@ def test_distributed_step_scales_losses_for_replicas():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.py")))
-def test_mirrored_variant_of_each_example_trains_on_two_devices(example, tmp_path):
-    script = render_variant(
-        tmp_path, example, "mirrored", *data.small_data_overrides(example, tmp_path), TWO_CPUS
+def test_mirrored_variant_of_each_example_trains_on_two_devices(example, render, tmp_path):
+    script = render(
+        example,
+        *data.small_data_overrides(example, tmp_path),
+        TWO_CPUS,
+        variant="mirrored",
+        name="mirrored.py",
     )
     out = tmp_path / "run"
     proc = run_python(script, "--epochs", "2", "--output-dir", str(out), cwd=tmp_path)
@@ -206,15 +199,14 @@ def compare(a: Path, b: Path, cwd: Path) -> dict:
 
 
 def logged_losses(out: Path) -> dict[int, float]:
-    lines = (out / "metrics.jsonl").read_text().splitlines()
-    return {r["step"]: r["loss"] for r in map(json.loads, lines) if "loss" in r}
+    return {r["step"]: r["loss"] for r in records(out) if "loss" in r}
 
 
 @pytest.mark.slow
-def test_mirrored_equals_single_device_and_its_checkpoint_resumes_there(tmp_path):
+def test_mirrored_equals_single_device_and_its_checkpoint_resumes_there(render, tmp_path):
     overrides = mnist_overrides(tmp_path)
-    single = render_variant(tmp_path, "mnist_mlp", None, *overrides)
-    mirrored = render_variant(tmp_path, "mnist_mlp", "mirrored", *overrides, TWO_CPUS)
+    single = render("mnist_mlp", *overrides)
+    mirrored = render("mnist_mlp", *overrides, TWO_CPUS, variant="mirrored", name="mirrored.py")
     flags = ["--deterministic"]
     straight, twin, handover = tmp_path / "single", tmp_path / "mirrored", tmp_path / "handover"
     run_python(single, "--epochs", "3", "--output-dir", str(straight), *flags, cwd=tmp_path)
@@ -240,7 +232,7 @@ def test_mirrored_equals_single_device_and_its_checkpoint_resumes_there(tmp_path
 
 
 @pytest.mark.slow
-def test_mirrored_averages_per_pixel_losses_like_one_device(tmp_path):
+def test_mirrored_averages_per_pixel_losses_like_one_device(render, tmp_path):
     """Segmentation losses come per pixel: each example's pixels are averaged before the
     global-batch average, as the single-device mean over all pixels does."""
     without_batch_norm = [  # plain BatchNormalization differs by design (see the warning)
@@ -250,8 +242,8 @@ def test_mirrored_averages_per_pixel_losses_like_one_device(tmp_path):
     overrides = [
         "data.train.count=40", "data.validation=null", "data.batch_size=16", *without_batch_norm,
     ]  # fmt: skip
-    single = render_variant(tmp_path, "shapes_unet", None, *overrides)
-    mirrored = render_variant(tmp_path, "shapes_unet", "mirrored", *overrides, TWO_CPUS)
+    single = render("shapes_unet", *overrides)
+    mirrored = render("shapes_unet", *overrides, TWO_CPUS, variant="mirrored", name="mirrored.py")
     flags = ["--max-steps", "3", "--deterministic"]  # the third batch holds 8 of the 40
     run_python(single, "--output-dir", str(tmp_path / "a"), *flags, cwd=tmp_path)
     run_python(mirrored, "--output-dir", str(tmp_path / "b"), *flags, cwd=tmp_path)
@@ -300,10 +292,10 @@ def run_workers(script: Path, *args: str, cwd: Path) -> list[str]:
 
 
 @pytest.mark.slow
-def test_two_workers_train_alike_write_once_and_resume_after_a_restart(tmp_path):
+def test_two_workers_train_alike_write_once_and_resume_after_a_restart(render, tmp_path):
     overrides = mnist_overrides(tmp_path)
-    script = render_variant(tmp_path, "mnist_mlp", "multi_worker", *overrides)
-    single = render_variant(tmp_path, "mnist_mlp", None, *overrides)
+    script = render("mnist_mlp", *overrides, variant="multi_worker", name="multi_worker.py")
+    single = render("mnist_mlp", *overrides)
     out, restarted, straight = tmp_path / "run", tmp_path / "restarted", tmp_path / "single"
     flags = ["--deterministic"]
 
@@ -333,10 +325,10 @@ def test_two_workers_train_alike_write_once_and_resume_after_a_restart(tmp_path)
 
 
 @pytest.mark.slow
-def test_tpu_variant_says_there_is_no_tpu(tmp_path):
+def test_tpu_variant_says_there_is_no_tpu(render, tmp_path):
     """No TPU here: the TPU script gets as far as looking for one, then stops with a message
     that says what to do, instead of a traceback."""
-    script = render_variant(tmp_path, "mnist_mlp", "tpu")
+    script = render("mnist_mlp", variant="tpu", name="tpu.py")
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("TPU_NAME", None)
     proc = subprocess.run(
@@ -356,10 +348,12 @@ def test_tpu_script_uses_fixed_batch_shapes():
 
 
 @pytest.mark.slow
-def test_workers_that_do_not_share_the_output_dir_refuse_to_train(tmp_path):
+def test_workers_that_do_not_share_the_output_dir_refuse_to_train(render, tmp_path):
     """A worker that cannot see the chief's checkpoints would restart from step 0 while the
     chief resumes: every worker stops instead, with a message that says why."""
-    script = render_variant(tmp_path, "mnist_mlp", "multi_worker", *mnist_overrides(tmp_path))
+    script = render(
+        "mnist_mlp", *mnist_overrides(tmp_path), variant="multi_worker", name="multi_worker.py"
+    )
     shared = tmp_path / "shared"
     run_workers(script, "--max-steps", "3", "--output-dir", str(shared), cwd=tmp_path)
     finished = start_workers(

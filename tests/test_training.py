@@ -5,17 +5,12 @@ model.fit, and regularization penalties that actually reach the gradients."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import data
 import pytest
-from helpers import npz, run_python, tf_check
+from helpers import npz, records, run_python, tf_check
 
 pytestmark = pytest.mark.slow
-
-
-def records(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
 @pytest.fixture
