@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +12,6 @@ import typer
 from . import __version__
 from .dsl.spec import STRATEGY_KINDS
 from .errors import LoopgenError
-from .output import write_script
 
 app = typer.Typer(
     help="Render a validated training spec into a standalone TensorFlow training script.",
@@ -35,9 +35,51 @@ SetOpt = Annotated[
 ]
 
 
-def _fail(error: Exception) -> typer.Exit:
+VariantOpt = Annotated[
+    Variant | None,
+    typer.Option(
+        "--variant",
+        help="Write the script for this strategy instead of the spec's `distribute` "
+        "(with that strategy's default settings): one spec, single-device and "
+        "distributed twins.",
+    ),
+]
+ScriptArg = Annotated[Path, typer.Argument(help="The rendered training script.")]
+
+
+def _fail(error: Exception | str) -> typer.Exit:
     typer.secho(f"error: {error}", fg=typer.colors.RED, err=True)
     return typer.Exit(code=1)
+
+
+def _render(spec_file: Path, name: str, overrides: list[str] | None, variant: Variant | None):
+    """Loads, validates and renders the spec; prints its warnings. Returns (source, flags)."""
+    from .dsl.loader import load_spec
+    from .render import render_script
+
+    kind = variant.value if variant else None
+    spec = load_spec(spec_file, name, overrides, kind)
+    _warn(spec)
+    source = render_script(
+        spec, spec_file=_shown(spec_file), overrides=overrides or [], variant=kind
+    )
+    flags = ([f"--variant {kind}"] if kind else []) + [f"--set {o}" for o in overrides or []]
+    if name != "spec":
+        flags.insert(0, f"--name {name}")
+    return source, flags
+
+
+def _shown(path: Path) -> str:
+    """The spec path as the script's header records it: relative to the working directory when
+    it is inside it, so that `spec.py` and `$PWD/spec.py` render the same script."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _command(*words: str | Path) -> str:
+    return " ".join(shlex.quote(str(w)) for w in words)
 
 
 @app.command()
@@ -49,39 +91,55 @@ def render(
     name: NameOpt = "spec",
     overrides: SetOpt = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Overwrite a file that loopgen did not write.")
-    ] = False,
-    variant: Annotated[
-        Variant | None,
+        bool,
         typer.Option(
-            "--variant",
-            help="Write the script for this strategy instead of the spec's `distribute` "
-            "(with that strategy's default settings): one spec, single-device and "
-            "distributed twins.",
+            "--force",
+            help="Replace the output even if it was edited by hand or not written by loopgen, "
+            "instead of merging (the old file is kept in .loopgen/ beside it).",
         ),
-    ] = None,
+    ] = False,
+    variant: VariantOpt = None,
 ) -> None:
-    """Render SPEC_FILE into a training script."""
-    from .dsl.loader import load_spec
-    from .render import render_script
+    """Render SPEC_FILE into a training script. If the script exists and was edited by hand,
+    the new render is merged into the edits (three-way, like git)."""
+    from .output import write_script
 
     try:
-        kind = variant.value if variant else None
-        spec = load_spec(spec_file, name, overrides, kind)
-        _warn(spec)
-        source = render_script(
-            spec,
-            spec_file=str(spec_file),
-            overrides=overrides or [],
-            variant=kind,
-        )
+        source, flags = _render(spec_file, name, overrides, variant)
         if output is None:
             typer.echo(source, nl=False)
-        else:
-            write_script(output, source, force=force)
-            typer.secho(f"wrote {output}", err=True)
+            return
+        update = write_script(output, source, force=force)
     except LoopgenError as error:
         raise _fail(error) from None
+    _report(update, _command("loopgen", "render", spec_file, "-o", output, *flags))
+
+
+def _report(update, command: str) -> None:
+    from .output import Outcome, sidecar
+
+    path, backup = update.path, sidecar.backup_path(update.path)
+    kept = f"; your version before this render is kept as {backup}" if update.backup else ""
+    if update.outcome is Outcome.CONFLICTS:
+        where = "\n".join(f"  lines {c.start}-{c.end}" for c in update.conflicts)
+        raise _fail(
+            f"{path}: {len(update.conflicts)} conflict(s) between your edits and the new render, "
+            f"marked in the file with <<<<<<< / ======= / >>>>>>>:\n{where}\n"
+            "Keep what you want between each pair of markers and delete the markers, then run "
+            f"the script. To undo this render: cp {backup} {path}"
+        )
+    if update.broken:
+        raise _fail(
+            f"{path}: merged the new render into your edits, but the result does not compile "
+            f"({update.broken}); fix it by hand{kept}"
+        )
+    messages = {
+        Outcome.CREATED: f"wrote {path}",
+        Outcome.REPLACED: f"wrote {path}{kept}",
+        Outcome.UNCHANGED: f"{path} is up to date: nothing to change",
+        Outcome.MERGED: f"merged the new render into your edits in {path}{kept}",
+    }
+    typer.secho(messages[update.outcome], err=True)
 
 
 def _warn(spec) -> None:
@@ -100,6 +158,97 @@ def validate(spec_file: SpecArg, name: NameOpt = "spec", overrides: SetOpt = Non
         raise _fail(error) from None
     _warn(spec)
     typer.echo(f"{spec_file}: ok ({spec.name}: {spec.model.kind} model, {spec.loss.kind} loss)")
+
+
+@app.command()
+def check(
+    spec_file: SpecArg,
+    script: ScriptArg,
+    name: NameOpt = "spec",
+    overrides: SetOpt = None,
+    variant: VariantOpt = None,
+) -> None:
+    """Fail when SCRIPT is out of date with SPEC_FILE (a re-render would change it). Hand edits
+    do not count: only what the spec, the flags and loopgen put in the script."""
+    from .render import stamp
+
+    try:
+        source, flags = _render(spec_file, name, overrides, variant)
+    except LoopgenError as error:
+        raise _fail(error) from None
+    fix = _command("loopgen", "render", spec_file, "-o", script, *flags)
+    if not script.is_file():
+        raise _fail(f"{script} does not exist; render it: {fix}")
+    text = script.read_text(errors="replace")
+    recorded = stamp.recorded(text)
+    if recorded is None:
+        raise _fail(
+            f"{script} has no loopgen header (its `script sha256` line), so it cannot be "
+            f"checked against {spec_file}; render it again: {fix}"
+        )
+    if recorded == stamp.recorded(source):
+        edited = "" if stamp.is_unedited(text) else " (with hand edits)"
+        typer.echo(f"{script} is up to date with {spec_file}{edited}")
+        return
+    why = _why_stale(stamp.header(text), stamp.header(source), spec_file)
+    raise _fail(
+        f"{script} is out of date with {spec_file}: {why}. Re-render it (hand edits are "
+        f"merged): {fix}"
+    )
+
+
+def _why_stale(then, now, spec_file: Path) -> str:
+    reasons = []
+    if then.flags != now.flags:
+        reasons.append(
+            f"it was rendered with {then.flags or 'no flags'}, this check uses "
+            f"{now.flags or 'no flags'}"
+        )
+    if then.spec_hash != now.spec_hash:
+        reasons.append(f"the spec changed since it was rendered from {then.spec_file}")
+    elif then.spec_file != now.spec_file:
+        reasons.append(f"it was rendered from {then.spec_file}, not {now.spec_file}")
+    if then.version != now.version:
+        reasons.append(f"it was rendered by loopgen {then.version}, this is {now.version}")
+    return "; ".join(reasons) or "the templates of this loopgen render it differently"
+
+
+@app.command()
+def diff(
+    spec_file: SpecArg,
+    script: ScriptArg,
+    name: NameOpt = "spec",
+    overrides: SetOpt = None,
+    variant: VariantOpt = None,
+) -> None:
+    """Show what `loopgen render SPEC_FILE -o SCRIPT` would change in SCRIPT, as a unified
+    diff (hand edits merged), without writing anything."""
+    import difflib
+
+    from .output import Outcome, plan
+
+    try:
+        source, _ = _render(spec_file, name, overrides, variant)
+        update = plan(script, source)
+    except LoopgenError as error:
+        raise _fail(error) from None
+    lines = difflib.unified_diff(
+        (update.old or "").splitlines(keepends=True),
+        update.text.splitlines(keepends=True),
+        fromfile=f"{script}",
+        tofile=f"{script} (re-rendered)",
+    )
+    typer.echo("".join(lines), nl=False)
+    if update.text == update.old:
+        typer.secho(f"a re-render would not change {script}", err=True)
+    if update.outcome is Outcome.CONFLICTS:
+        where = ", ".join(f"{c.start}-{c.end}" for c in update.conflicts)
+        typer.secho(
+            f"note: a re-render would leave {len(update.conflicts)} conflict(s) with your "
+            f"edits in {script} (lines {where})",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
 
 
 def _version(value: bool) -> None:

@@ -1,9 +1,10 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 7923939834fe8dc9, script sha256 3d6f38c0de1bb26d).
+(spec sha256 7923939834fe8dc9, script sha256 57842219b2e0e448).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Run it again to resume from the latest checkpoint.
 Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
 """

@@ -1,9 +1,10 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 6a0f4f167acc7ae1, script sha256 62e38a8754b4688d).
+(spec sha256 6a0f4f167acc7ae1, script sha256 bc595f06ec62f7f2).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Run it again to resume from the latest checkpoint.
 Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
 """

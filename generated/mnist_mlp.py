@@ -1,9 +1,10 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 dfa871ac09ad2ccb, script sha256 c7ea8df5955bc64a).
+(spec sha256 dfa871ac09ad2ccb, script sha256 bfb76b84dd7de094).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Run it again to resume from the latest checkpoint.
 Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
 """

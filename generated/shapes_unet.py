@@ -1,9 +1,10 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 7f19eac024c3b9fd, script sha256 319b6959298dac7f).
+(spec sha256 7f19eac024c3b9fd, script sha256 9847ac0b4104764c).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Run it again to resume from the latest checkpoint.
 Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
 """

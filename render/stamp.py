@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 
 PLACEHOLDER = "0" * 16
 """Stands in the header while the checksum is computed."""
@@ -26,6 +27,39 @@ def is_unedited(text: str) -> bool:
         return False
     blank = text[: found.start(1)] + PLACEHOLDER + text[found.end(1) :]
     return found.group(1) == _digest(blank)
+
+
+def recorded(text: str) -> str | None:
+    """The checksum a script's header records: that of the clean render it started from (None
+    when the header no longer has one)."""
+    found = _STAMP.search(text)
+    return found.group(1) if found else None
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a script's header says about the render it came from."""
+
+    version: str | None
+    spec_file: str | None
+    spec_hash: str | None
+    flags: str
+    """The `--variant`/`--set` flags it was rendered with, as one string ("" for none)."""
+
+
+def header(text: str) -> Header:
+    head = text[:4000]
+
+    def field(pattern: str) -> str | None:
+        found = re.search(pattern, head)
+        return found.group(1) if found else None
+
+    return Header(
+        version=field(r"Written by loopgen (\S+) from"),
+        spec_file=field(r"Written by loopgen \S+ from (.+)\n"),
+        spec_hash=field(r"spec sha256 ([0-9a-f]{16})\b"),
+        flags=field(r"\nRendered with: (.*)\n") or "",
+    )
 
 
 def _digest(text: str) -> str:

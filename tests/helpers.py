@@ -48,6 +48,15 @@ def run_python(
     return proc
 
 
+def tree(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (hidden ones included), by relative path, with its bytes."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
 CHECKS = ROOT / "tests" / "tf_checks.py"
 
 

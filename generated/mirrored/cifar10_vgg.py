@@ -1,10 +1,11 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 487dced8d85e9159, script sha256 9946ad9ff2612092).
+(spec sha256 487dced8d85e9159, script sha256 d43b4e86614911ab).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: MirroredStrategy, one replica per GPU (or the CPU); data.batch_size is the global batch.
 Run it again to resume from the latest checkpoint (written by any variant).
 Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).

@@ -1,10 +1,11 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 a4b25647620029d2, script sha256 4352adffae707769).
+(spec sha256 a4b25647620029d2, script sha256 6ecee66c0f47e29d).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: MirroredStrategy, one replica per GPU (or the CPU); data.batch_size is the global batch.
 Run it again to resume from the latest checkpoint (written by any variant).
 Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).

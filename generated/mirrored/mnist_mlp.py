@@ -1,10 +1,11 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 2b7ed7555332b9a8, script sha256 d634e30343423f54).
+(spec sha256 2b7ed7555332b9a8, script sha256 f8e0d899aec6f87d).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: MirroredStrategy, one replica per GPU (or the CPU); data.batch_size is the global batch.
 Run it again to resume from the latest checkpoint (written by any variant).
 Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).

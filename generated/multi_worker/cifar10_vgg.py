@@ -1,10 +1,11 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 c237d8bb13cb4aa5, script sha256 15f3ecc71addc0bc).
+(spec sha256 c237d8bb13cb4aa5, script sha256 716520a0c9a75f71).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: MultiWorkerMirroredStrategy. Start this script on every worker, each with
 TF_CONFIG naming the cluster and its own index, and the same --output-dir on
 storage all workers share; data.batch_size is the global batch.

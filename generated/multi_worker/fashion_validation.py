@@ -1,10 +1,11 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 c300d3fcf00d752d, script sha256 59fcef42f9af546e).
+(spec sha256 c300d3fcf00d752d, script sha256 dbc0e70f8a296577).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: MultiWorkerMirroredStrategy. Start this script on every worker, each with
 TF_CONFIG naming the cluster and its own index, and the same --output-dir on
 storage all workers share; data.batch_size is the global batch.

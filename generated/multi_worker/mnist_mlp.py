@@ -1,10 +1,11 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 6b313279c7005a77, script sha256 bad43f8f529632da).
+(spec sha256 6b313279c7005a77, script sha256 f019f513681440f4).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: MultiWorkerMirroredStrategy. Start this script on every worker, each with
 TF_CONFIG naming the cluster and its own index, and the same --output-dir on
 storage all workers share; data.batch_size is the global batch.

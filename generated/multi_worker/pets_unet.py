@@ -1,10 +1,11 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 79b1b4cfae6cb8d9, script sha256 beedf754a3860fe1).
+(spec sha256 79b1b4cfae6cb8d9, script sha256 8af0b5263a666421).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: MultiWorkerMirroredStrategy. Start this script on every worker, each with
 TF_CONFIG naming the cluster and its own index, and the same --output-dir on
 storage all workers share; data.batch_size is the global batch.

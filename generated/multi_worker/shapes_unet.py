@@ -1,10 +1,11 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 c5ec6143ccd69ece, script sha256 2ffa44c9f9d31d1a).
+(spec sha256 c5ec6143ccd69ece, script sha256 0c32827db0ac6da7).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: MultiWorkerMirroredStrategy. Start this script on every worker, each with
 TF_CONFIG naming the cluster and its own index, and the same --output-dir on
 storage all workers share; data.batch_size is the global batch.

@@ -1,10 +1,11 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 9ce9e21cbdad9711, script sha256 afcfd5ac23ea564e).
+(spec sha256 9ce9e21cbdad9711, script sha256 ce3e6b5706f824ea).
 Rendered with: --variant single_device
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Run it again to resume from the latest checkpoint.
 Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
 """

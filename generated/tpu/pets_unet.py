@@ -1,10 +1,11 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 d78aaaf03a493378, script sha256 976e6cccc22b7165).
+(spec sha256 d78aaaf03a493378, script sha256 3b2ad0afa30807dc).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: TPUStrategy; run it on a Cloud TPU VM. data.batch_size is the global batch.
 Run it again to resume from the latest checkpoint (written by any variant).
 Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).

@@ -1,10 +1,11 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 378e1d895373edf1, script sha256 aba324a8160faaee).
+(spec sha256 378e1d895373edf1, script sha256 c26e77aeb51d59b5).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
-`loopgen render` refuses to overwrite a copy that was edited.
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: TPUStrategy; run it on a Cloud TPU VM. data.batch_size is the global batch.
 Run it again to resume from the latest checkpoint (written by any variant).
 Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).

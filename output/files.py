@@ -1,0 +1,55 @@
+"""Atomic file writes: a temporary file in the same directory, then a rename. An interrupted
+or failed write leaves the old file whole, never half a file."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from ..errors import OutputError
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Writes `text` to `path`, keeping the permissions of the file it replaces."""
+    try:
+        _write(path, text)
+    except OSError as error:  # unwritable directory, a file where a directory should be, ...
+        raise _cannot_write(path, error) from None
+
+
+def make_parent(path: Path) -> None:
+    """Creates the folder `path` goes in; the error names `path`, the file the user asked for."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise _cannot_write(path, error) from None
+
+
+def _cannot_write(path: Path, error: OSError) -> OutputError:
+    return OutputError(
+        f"cannot write {path}: {error.strerror or error}"
+        + (f" ({error.filename})" if error.filename else "")
+        + "; choose another -o path"
+    )
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise OutputError(f"cannot read {path}: {error.strerror or error}") from None
