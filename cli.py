@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from . import __version__
+from .dsl import starters
 from .dsl.spec import STRATEGY_KINDS
 from .errors import LoopgenError
 
@@ -249,6 +250,77 @@ def diff(
             fg=typer.colors.YELLOW,
             err=True,
         )
+
+
+@app.command()
+def schema(
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the JSON schema of specs: editor completion and validation for specs written as
+    JSON data (`loopgen render spec.json` takes them; point "$schema" at this file)."""
+    import json
+
+    from .dsl.schema import spec_schema
+    from .output.files import write_atomic
+
+    text = json.dumps(spec_schema(), indent=2) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        write_atomic(output, text)
+    except LoopgenError as error:
+        raise _fail(error) from None
+    typer.secho(f"wrote {output}", err=True)
+
+
+Example = enum.Enum("Example", {name: name for name in starters.names()}, type=str)
+"""`init --from` choices: the example specs."""
+
+
+@app.command()
+def init(
+    spec_file: Annotated[
+        Path, typer.Argument(help="Where to write the new spec; its name becomes the run's name.")
+    ] = Path("spec.py"),
+    start: Annotated[
+        Example, typer.Option("--from", help="The example spec to start from (see --list).")
+    ] = Example.mnist_mlp,  # type: ignore[attr-defined]
+    list_: Annotated[
+        bool, typer.Option("--list", help="List the starting points, one line each, and exit.")
+    ] = False,
+) -> None:
+    """Write a new spec file from one of the examples, ready to edit."""
+    import tempfile
+
+    from .dsl.loader import load_spec
+    from .output.files import write_atomic
+
+    if list_:
+        for name in starters.names():
+            typer.echo(f"{name:<20} {starters.summary(name)}")
+        return
+    if spec_file.suffix != ".py":
+        raise _fail(f"{spec_file}: a spec file ends in .py, e.g. {spec_file.with_suffix('.py')}")
+    if spec_file.exists():
+        raise _fail(f"{spec_file} already exists; choose another name, e.g. my_{spec_file.name}")
+    try:
+        text = starters.starter(start.value, spec_file.stem)
+        with tempfile.TemporaryDirectory(prefix="loopgen-init-") as tmp:
+            trial = Path(tmp) / spec_file.name
+            trial.write_text(text)
+            load_spec(trial)  # what init writes always validates
+        write_atomic(spec_file, text)
+    except LoopgenError as error:
+        raise _fail(error) from None
+    typer.secho(
+        f"wrote {spec_file} from the {start.value} example. Edit it, then:\n"
+        f"  loopgen validate {spec_file}\n"
+        f"  loopgen render {spec_file} -o train.py",
+        err=True,
+    )
 
 
 def _version(value: bool) -> None:

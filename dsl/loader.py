@@ -25,7 +25,8 @@ def load_spec(
 ) -> Spec:
     """Returns the validated spec defined in the file at `path`: with `distribute` replaced by
     the default strategy of kind `variant` when that is another kind, then overrides applied."""
-    obj = _import_object(Path(path), name)
+    path = Path(path)
+    obj = _read_data(path) if path.suffix == ".json" else _import_object(path, name)
     if isinstance(obj, Spec):
         data: Any = obj.model_dump(mode="python")
     elif isinstance(obj, dict):
@@ -67,11 +68,31 @@ def spec_hash(spec: Spec) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+def _read_data(path: Path) -> Any:
+    """A spec written as JSON data (see `loopgen schema`)."""
+    if not path.is_file():
+        raise SpecError(f"spec file not found: {path}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        where = f"{path}:{error.lineno}:{error.colno}"
+        raise SpecError(f"{where}: not valid JSON: {error.msg}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SpecError(f"{path}: cannot be read: {error}") from None
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise SpecError(f"{path}: a JSON spec is an object of spec fields, not a {kind}")
+    data.pop("$schema", None)  # the editor's pointer to `loopgen schema`, not a spec field
+    return data
+
+
 def _import_object(path: Path, name: str) -> Any:
     if not path.is_file():
         raise SpecError(f"spec file not found: {path}")
     if path.suffix != ".py":
-        raise SpecError(f"{path}: a spec file is a Python file ending in .py")
+        raise SpecError(
+            f"{path}: a spec file is a Python file ending in .py, or JSON data ending in .json"
+        )
     module_name = f"_loopgen_spec_{uuid.uuid4().hex}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:

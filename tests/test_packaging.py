@@ -4,6 +4,7 @@ README's test command is what CI runs."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,16 +12,33 @@ import zipfile
 from helpers import ROOT
 
 
+def _source_tree(tmp_path) -> str:
+    """A copy of the files git tracks (or would: new, not ignored), so that the wheel is built
+    from what a fresh clone has, never from a stale build/ folder in the working tree."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout.split("\0")  # fmt: skip
+    tree = tmp_path / "src"
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, tree / name)
+    return str(tree)
+
+
 def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         str(ROOT), "-w", str(tmp_path / "wheel")],
+         _source_tree(tmp_path), "-w", str(tmp_path / "wheel")],
         check=True, capture_output=True,
     )  # fmt: skip
     (wheel,) = (tmp_path / "wheel").glob("loopgen-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "loopgen/templates/script.py.jinja" in names
     assert "loopgen/templates/partials/steps.jinja" in names
+    assert "loopgen/output/merge.py" in names
+    assert "loopgen/examples/shapes_unet.py" in names  # `loopgen init --from` needs them
     # No generic top-level modules squatting in site-packages.
     assert {n.split("/")[0] for n in names} == {
         "loopgen",
@@ -48,6 +66,19 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "def train_step(iterator):" in (elsewhere / "train.py").read_text()
+    assert (elsewhere / ".loopgen" / "train.py.base").read_text() == (
+        elsewhere / "train.py"
+    ).read_text()
+
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         "from loopgen.cli import app; import sys;"
+         "sys.argv = ['loopgen', 'init', 'demo.py', '--from', 'shapes_unet']; app()"],
+        cwd=elsewhere, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(target)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert 'name="demo"' in (elsewhere / "demo.py").read_text()
 
 
 def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_command():
@@ -57,3 +88,13 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_command():
     assert "loopgen render examples/shapes_unet.py" in demo and "python train.py" in demo
     assert tests.endswith("pytest")
     assert tests in (ROOT / ".ci" / "run").read_text()
+
+
+def test_project_code_passes_ruff():
+    """The project's own code (not only what it generates) is linted and formatted."""
+    for args in (["check"], ["format", "--check"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ruff", *args, "--no-cache", str(ROOT)],
+            capture_output=True, text=True, cwd=ROOT,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr

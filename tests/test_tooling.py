@@ -1,0 +1,236 @@
+"""The commands around rendering: `schema` (and specs written as JSON data), `init`, shell
+completion, and the pre-commit hook that runs `check`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from helpers import EXAMPLES, ROOT, run_cli, tree
+from loopgen.dsl import Data, Spec
+from loopgen.dsl.loader import load_spec
+from loopgen.render import stamp
+from test_cli import failed
+
+EXAMPLE_FILES = sorted(EXAMPLES.glob("*.py"))
+LOOPGEN = Path(sys.executable).parent / "loopgen"  # the installed command, as users call it
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    proc = run_cli("schema")
+    assert proc.returncode == 0, proc.stderr
+    schema = json.loads(proc.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return schema
+
+
+def as_data(example: Path) -> dict:
+    return load_spec(example).model_dump(mode="json")
+
+
+# --- schema ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("example", EXAMPLE_FILES, ids=lambda p: p.stem)
+def test_schema_validates_every_example_as_data(schema, example):
+    jsonschema.validate(as_data(example), schema)
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        ("naem", "mnist"),  # a typo in a field name
+        ("data", {"train": {"kind": "keras_dataset", "name": "mnist"}, "batch_size": "big"}),
+        ("optimizer", {"kind": "adamw_typo", "learning_rate": 0.001}),
+        ("loop", {"epochs": 0}),
+        ("model", {"kind": "sequential", "input_shape": [28, 28], "layers": [{"kind": "Dens"}]}),
+    ],
+    ids=["unknown-field", "wrong-type", "unknown-optimizer", "zero-epochs", "unknown-layer"],
+)
+def test_schema_rejects_a_broken_spec_like_the_loader_does(schema, breakage, tmp_path):
+    field, value = breakage
+    data = {**as_data(EXAMPLES / "mnist_mlp.py"), field: value}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, schema)
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(data))
+    failed(run_cli("validate", str(path)), f"spec.{field}")
+
+
+def test_schema_describes_every_field_with_its_docstring(schema):
+    for name, definition in schema["$defs"].items():
+        assert definition.get("description"), name
+        for field, prop in definition.get("properties", {}).items():
+            assert prop.get("description"), f"{name}.{field}"
+    assert schema["$defs"]["Data"]["properties"]["batch_size"]["description"] == (
+        Data.model_fields["batch_size"].description
+    )
+    assert schema["properties"]["name"]["description"] == Spec.model_fields["name"].description
+
+
+def test_schema_to_a_file(tmp_path):
+    out = tmp_path / "loopgen.schema.json"
+    proc = run_cli("schema", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text()) == json.loads(run_cli("schema").stdout)
+
+
+@pytest.mark.parametrize("example", EXAMPLE_FILES, ids=lambda p: p.stem)
+def test_json_spec_renders_the_same_script(example, tmp_path):
+    """A spec written as data (pointing at its schema, as an editor wants) is the same spec."""
+    path = tmp_path / f"{example.stem}.json"
+    path.write_text(json.dumps({"$schema": "loopgen.schema.json", **as_data(example)}, indent=2))
+    from_json = run_cli("render", str(path))
+    from_python = run_cli("render", str(example))
+    assert from_json.returncode == 0, from_json.stderr
+    assert stamp.header(from_json.stdout).spec_hash == stamp.header(from_python.stdout).spec_hash
+
+    def body(script: str) -> str:  # all but the header, which names the spec file
+        return script[script.index("\nimport ") :]
+
+    assert body(from_json.stdout) == body(from_python.stdout)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"name": "x",\n  "seed": }', ":2:11: not valid JSON"),
+        ("[1, 2]", "a JSON spec is an object of spec fields, not a list"),
+    ],
+)
+def test_json_spec_that_is_not_a_spec(tmp_path, text, message):
+    path = tmp_path / "spec.json"
+    path.write_text(text)
+    failed(run_cli("render", str(path)), str(path), message)
+
+
+# --- init --------------------------------------------------------------------------------------
+
+
+def test_init_writes_a_spec_that_validates_and_renders(tmp_path):
+    proc = run_cli("init", "segmenter.py", "--from", "shapes_unet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "loopgen render segmenter.py -o train.py" in proc.stderr  # what to do next
+    spec = load_spec(tmp_path / "segmenter.py")
+    assert spec.name == "segmenter"  # the file's name is the run's name
+    assert spec.model_dump(exclude={"name"}) == load_spec(EXAMPLES / "shapes_unet.py").model_dump(
+        exclude={"name"}
+    )
+    proc = run_cli("render", "segmenter.py", "-o", "train.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert 'OUTPUT_DIR = "runs/segmenter"' in (tmp_path / "train.py").read_text()
+
+
+def test_init_defaults_and_names_that_cannot_be_run_names(tmp_path):
+    assert run_cli("init", cwd=tmp_path).returncode == 0
+    assert load_spec(tmp_path / "spec.py").name == "spec"
+    assert run_cli("init", "my-run.py", "--from", "cifar10_vgg", cwd=tmp_path).returncode == 0
+    assert load_spec(tmp_path / "my-run.py").name == "cifar10_vgg"  # kept: not an identifier
+
+
+def test_init_never_overwrites(tmp_path):
+    (tmp_path / "spec.py").write_text("precious = 1\n")
+    before = tree(tmp_path)
+    failed(run_cli("init", "spec.py", cwd=tmp_path), "already exists")
+    failed(run_cli("init", "spec.txt", cwd=tmp_path), "ends in .py")
+    proc = run_cli("init", "x.py", "--from", "nope", cwd=tmp_path)
+    assert proc.returncode == 2 and "'nope' is not one of" in proc.stderr  # click's usage error
+    assert tree(tmp_path) == before
+
+
+def test_init_lists_its_starting_points():
+    proc = run_cli("init", "--list")
+    assert proc.returncode == 0, proc.stderr
+    names = [line.split()[0] for line in proc.stdout.splitlines()]
+    assert names == [p.stem for p in EXAMPLE_FILES]
+    assert "Offline demo" in proc.stdout
+
+
+# --- shell completion --------------------------------------------------------------------------
+
+
+def complete(words: str) -> list[str]:
+    """What bash completion offers for the last of `words`, through typer's real protocol."""
+    env = {
+        **os.environ,
+        "_LOOPGEN_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+    }
+    proc = subprocess.run([str(LOOPGEN)], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_shell_completion():
+    assert set(complete("loopgen ")) >= {"render", "check", "diff", "schema", "init", "validate"}
+    assert complete("loopgen ch") == ["check"]
+    assert complete("loopgen render spec.py --variant m") == ["mirrored", "multi_worker"]
+    assert complete("loopgen init x.py --from sh") == ["shapes_unet"]
+    proc = subprocess.run(
+        [str(LOOPGEN), "--show-completion", "bash"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and "_LOOPGEN_COMPLETE=complete_bash" in proc.stdout
+
+
+# --- pre-commit --------------------------------------------------------------------------------
+
+
+def test_pre_commit_manifest_is_valid():
+    pre_commit = shutil.which("pre-commit", path=str(LOOPGEN.parent))
+    proc = subprocess.run(
+        [pre_commit, "validate-manifest", str(ROOT / ".pre-commit-hooks.yaml")],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_pre_commit_hook_blocks_a_commit_with_a_stale_script(tmp_path):
+    """The hook as the manifest declares it, run by pre-commit in a real git repository. (The
+    hook's `language: system` here only skips installing loopgen into pre-commit's own
+    environment, which would need the network.)"""
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    repo = tmp_path / "project"
+    repo.mkdir()
+    spec = repo / "spec.py"
+    spec.write_text((EXAMPLES / "mnist_mlp.py").read_text())
+    assert run_cli("render", "spec.py", "-o", "train.py", cwd=repo).returncode == 0
+    local = {**hook, "language": "system", "args": ["spec.py", "train.py"]}
+    config = {"repos": [{"repo": "local", "hooks": [local]}]}
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "cache"),
+        "PATH": f"{LOOPGEN.parent}{os.pathsep}{os.environ['PATH']}",
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+    }  # fmt: skip
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True)
+
+    def pre_commit() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(LOOPGEN.parent / "pre-commit"), "run", "--all-files"],
+            cwd=repo, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    assert git("init", "-q").returncode == 0
+    assert git("add", "-A").returncode == 0
+    assert pre_commit().returncode == 0
+    spec.write_text(spec.read_text().replace("epochs=2", "epochs=5"))
+    assert git("add", "-A").returncode == 0
+    proc = pre_commit()
+    assert proc.returncode == 1
+    assert "out of date" in proc.stdout and "loopgen render spec.py -o train.py" in proc.stdout
+    assert run_cli("render", "spec.py", "-o", "train.py", cwd=repo).returncode == 0
+    assert pre_commit().returncode == 0
