@@ -171,6 +171,7 @@ def check(
 ) -> None:
     """Fail when SCRIPT is out of date with SPEC_FILE (a re-render would change it). Hand edits
     do not count: only what the spec, the flags and loopgen put in the script."""
+    from .output.merge import marker_lines
     from .render import stamp
 
     try:
@@ -186,6 +187,12 @@ def check(
         raise _fail(
             f"{script} has no loopgen header (its `script sha256` line), so it cannot be "
             f"checked against {spec_file}; render it again: {fix}"
+        )
+    unresolved = marker_lines(text)
+    if unresolved:
+        raise _fail(
+            f"{script} has unresolved conflict markers from a render (lines "
+            f"{', '.join(map(str, unresolved))}): resolve them, then check again"
         )
     if recorded == stamp.recorded(source):
         edited = "" if stamp.is_unedited(text) else " (with hand edits)"

@@ -106,21 +106,20 @@ def _merge(path: Path, old: str, base: str, render: str) -> Update:
         formatted(render),
         labels=(f"{path.name} (your edits)", f"last render ({base_name})", "new render"),
     )
+    kept = {"backup": True, "old_base": base}
     if merged.conflicts:
-        return Update(
-            path, old, merged.text, render, Outcome.CONFLICTS, merged.conflicts, True, base
-        )
+        return Update(path, old, merged.text, render, Outcome.CONFLICTS, merged.conflicts, **kept)
     text = formatted(merged.text)
     if text == render:  # the edits were formatting only, or the spec now says the same
-        return Update(path, old, render, render, Outcome.REPLACED, backup=True, old_base=base)
+        return Update(path, old, render, render, Outcome.REPLACED, **kept)
     if text == old:
         return Update(path, old, old, render, Outcome.UNCHANGED)
     try:
         compile(text, str(path), "exec")
         broken = None
-    except SyntaxError as error:
+    except SyntaxError as error:  # e.g. the user's file did not compile before either
         broken = f"line {error.lineno}: {error.msg}"
-    return Update(path, old, text, render, Outcome.MERGED, [], True, base, broken)
+    return Update(path, old, text, render, Outcome.MERGED, broken=broken, **kept)
 
 
 def _no_base(path: Path, checksum: str | None) -> str:

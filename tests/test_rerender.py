@@ -181,6 +181,20 @@ def test_reformatted_edited_script_merges_with_the_edit_kept(tmp_path):
     assert out.read_text() == clean_render(spec).replace(GRADIENTS, GRADIENTS + CLIP)
 
 
+def test_a_script_that_does_not_compile_still_merges_and_says_so(tmp_path):
+    """A file saved in the middle of an edit: black cannot format it, the merge goes line by
+    line, and the render fails loudly rather than hand back a script that cannot run."""
+    out = tmp_path / "train.py"
+    ok(render(write_spec(tmp_path), out))
+    edited = out.read_text().replace(GRADIENTS, GRADIENTS + "        gradients = [\n")
+    out.write_text(edited)
+    proc = render(write_spec(tmp_path, ("epochs=2", "epochs=5")), out)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "does not compile" in proc.stderr and ".loopgen/train.py.orig" in proc.stderr
+    assert "EPOCHS = 5" in out.read_text() and "        gradients = [\n" in out.read_text()
+    assert (tmp_path / ".loopgen" / "train.py.orig").read_text() == edited
+
+
 def test_force_replaces_an_edited_script_and_keeps_it(tmp_path):
     out = tmp_path / "train.py"
     ok(render(write_spec(tmp_path), out))
@@ -256,6 +270,15 @@ def test_check_names_the_flags_a_script_was_rendered_with(tmp_path):
             "check", str(spec), str(out), "--variant", "mirrored", "--set", "data.batch_size=32"
         )
     )
+
+
+def test_check_fails_on_unresolved_conflict_markers(tmp_path):
+    out = tmp_path / "train.py"
+    ok(render(write_spec(tmp_path), out))
+    out.write_text(out.read_text().replace("EPOCHS = 2\n", "EPOCHS = 3\n"))
+    spec = write_spec(tmp_path, ("epochs=2", "epochs=5"))
+    assert render(spec, out).returncode == 1
+    failed(run_cli("check", str(spec), str(out)), "unresolved conflict markers")
 
 
 def test_check_on_a_missing_or_foreign_script(tmp_path):
