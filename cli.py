@@ -171,54 +171,14 @@ def check(
 ) -> None:
     """Fail when SCRIPT is out of date with SPEC_FILE (a re-render would change it). Hand edits
     do not count: only what the spec, the flags and loopgen put in the script."""
-    from .output.merge import marker_lines
-    from .render import stamp
+    from .output.check import check_script
 
     try:
         source, flags = _render(spec_file, name, overrides, variant)
+        fix = _command("loopgen", "render", spec_file, "-o", script, *flags)
+        typer.echo(check_script(script, spec_file, source, fix))
     except LoopgenError as error:
         raise _fail(error) from None
-    fix = _command("loopgen", "render", spec_file, "-o", script, *flags)
-    if not script.is_file():
-        raise _fail(f"{script} does not exist; render it: {fix}")
-    text = script.read_text(errors="replace")
-    recorded = stamp.recorded(text)
-    if recorded is None:
-        raise _fail(
-            f"{script} has no loopgen header (its `script sha256` line), so it cannot be "
-            f"checked against {spec_file}; render it again: {fix}"
-        )
-    unresolved = marker_lines(text)
-    if unresolved:
-        raise _fail(
-            f"{script} has unresolved conflict markers from a render (lines "
-            f"{', '.join(map(str, unresolved))}): resolve them, then check again"
-        )
-    if recorded == stamp.recorded(source):
-        edited = "" if stamp.is_unedited(text) else " (with hand edits)"
-        typer.echo(f"{script} is up to date with {spec_file}{edited}")
-        return
-    why = _why_stale(stamp.header(text), stamp.header(source), spec_file)
-    raise _fail(
-        f"{script} is out of date with {spec_file}: {why}. Re-render it (hand edits are "
-        f"merged): {fix}"
-    )
-
-
-def _why_stale(then, now, spec_file: Path) -> str:
-    reasons = []
-    if then.flags != now.flags:
-        reasons.append(
-            f"it was rendered with {then.flags or 'no flags'}, this check uses "
-            f"{now.flags or 'no flags'}"
-        )
-    if then.spec_hash != now.spec_hash:
-        reasons.append(f"the spec changed since it was rendered from {then.spec_file}")
-    elif then.spec_file != now.spec_file:
-        reasons.append(f"it was rendered from {then.spec_file}, not {now.spec_file}")
-    if then.version != now.version:
-        reasons.append(f"it was rendered by loopgen {then.version}, this is {now.version}")
-    return "; ".join(reasons) or "the templates of this loopgen render it differently"
 
 
 @app.command()
