@@ -4,6 +4,7 @@ merge against `.loopgen/<script>.base`), `check` catches stale scripts, `diff` p
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import shlex
 import subprocess
@@ -236,6 +237,41 @@ def test_without_its_base_an_edited_script_is_never_guessed_at(tmp_path):
     changed = write_spec(tmp_path, ("epochs=2", "epochs=5"))
     ok(render(changed, out), "merged")
     assert CLIP in out.read_text() and "EPOCHS = 5" in out.read_text()
+
+
+def test_a_fresh_clone_has_the_base_and_none_of_the_backups(tmp_path):
+    """What git keeps of .loopgen/ is enough to merge in a fresh clone; backups stay local."""
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+    }  # fmt: skip
+
+    def git(cwd: Path, *args: str) -> str:
+        proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    out = repo / "train.py"
+    ok(render(write_spec(repo), out))
+    edit_train_step(out)
+    ok(render(write_spec(repo, ("epochs=2", "epochs=3")), out), "merged")  # makes backups
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "spec and script")
+    tracked = git(repo, "ls-files").split()
+    assert ".loopgen/train.py.base" in tracked and ".loopgen/.gitignore" in tracked
+    assert not [name for name in tracked if name.endswith((".orig", ".orig.base"))]
+
+    git(tmp_path, "clone", "-q", str(repo), "clone")
+    clone = tmp_path / "clone"
+    spec = write_spec(clone, ("epochs=2", "epochs=5"))
+    ok(render(spec, clone / "train.py"), "merged")
+    assert (clone / "train.py").read_text() == clean_render(spec).replace(
+        GRADIENTS, GRADIENTS + CLIP
+    )
 
 
 # --- check -------------------------------------------------------------------------------------
