@@ -52,8 +52,15 @@ def build_context(
         "optimizer_expr": _optimizer(spec),
         "loss_expr": _loss(spec, distributed),
         "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
+        # SIGTERM saves a checkpoint and exits. Not for multi-worker yet: every worker would
+        # have to agree on the step to stop at (tf.distribute's PreemptionCheckpointHandler).
+        "preemptible": preemptible(spec),
         "train_log_names": ["loss", *(m.metric_name for m in spec.metrics), "learning_rate"],
     }
+
+
+def preemptible(spec: Spec) -> bool:
+    return spec.checkpoint is not None and spec.distribute.kind != "multi_worker"
 
 
 def imports(spec: Spec) -> dict[str, list[str]]:
@@ -64,6 +71,8 @@ def imports(spec: Spec) -> dict[str, list[str]]:
         stdlib.add("import json")
     if spec.distribute.kind == "multi_worker" and (spec.export.saved_model or spec.export.keras):
         stdlib.add("import shutil")
+    if preemptible(spec):
+        stdlib |= {"import signal", "import threading"}
     third_party = {"import keras", "import tensorflow as tf"}
     if kinds & {"npz", "shapes"}:
         third_party.add("import numpy as np")

@@ -211,3 +211,22 @@ def test_custom_sublayer_attributes_are_unique_when_a_name_looks_generated():
     )
     attributes = [name for name, _ in sublayer_attributes(cls)]
     assert len(set(attributes)) == 3 and attributes[1] == "dense_1"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "preemptible"),
+    [
+        ((), True),
+        (("checkpoint=null",), False),  # nothing to save: SIGTERM keeps its default
+        (('distribute={"kind": "mirrored"}',), True),
+        (('distribute={"kind": "multi_worker"}',), False),  # workers would have to agree
+    ],
+    ids=["single", "no-checkpoint", "mirrored", "multi-worker"],
+)
+def test_fault_handling_follows_the_spec(overrides, preemptible):
+    source = render_script(with_overrides(base(), *overrides), spec_file="spec.py")
+    assert ("signal.signal(signal.SIGTERM" in source) == preemptible
+    assert ("import signal" in source) == preemptible
+    # Every script stops on a NaN loss; only a script with checkpoints can fall back.
+    assert "if nonfinite_step < 0 and not tf.math.is_finite(loss):" in source
+    assert ("restore_newest(checkpoint," in source) == ("checkpoint=null" not in overrides)

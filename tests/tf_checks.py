@@ -45,6 +45,18 @@ def compare_checkpoints(dir_a: str, dir_b: str) -> dict:
     }
 
 
+def finite_checkpoint(directory: str) -> dict:
+    """Whether every float in the newest checkpoint of `directory` is finite, and its step."""
+    values = checkpoint_values(directory)
+    floats = [v for v in values.values() if v.dtype.kind == "f"]
+    step = [v for k, v in values.items() if k.startswith("step/")]
+    return {
+        "all_finite": all(bool(np.all(np.isfinite(v))) for v in floats),
+        "count": len(floats),
+        "step": int(step[0]) if step else None,
+    }
+
+
 def restored_model(module, checkpoint_dir: str):
     model = module.build_model()
     checkpoint = tf.train.Checkpoint(model=model)

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 1de980e1b31d6865, script sha256 443c7908d1beee41).
+(spec sha256 1de980e1b31d6865, script sha256 9906805971aeeabd).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -15,6 +15,8 @@ import argparse
 import json
 import math
 import os
+import signal
+import threading
 
 import keras
 import tensorflow as tf
@@ -146,6 +148,27 @@ def append_jsonl(path, record):
         f.write(json.dumps(record) + "\n")
 
 
+def restore_newest(checkpoint, paths):
+    """Restores the newest checkpoint in `paths` that restores, and returns its path (None when
+    there are none). A damaged one (a full disk, a copy cut short) is reported and the one
+    before it is used; when none restores, the run stops rather than start over."""
+    failures = []
+    for path in reversed(paths):
+        try:
+            # Also fails when the checkpoint does not fit this model (e.g. after a spec change).
+            checkpoint.restore(path).assert_existing_objects_matched()
+            return path
+        except Exception as error:  # damaged files raise OpError, IndexError, ...
+            print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+            failures.append(path)
+    if failures:
+        raise SystemExit(
+            f"None of the checkpoints restores ({', '.join(failures)}): see the errors above. "
+            "Move them away (or pass another --output-dir) to start from scratch."
+        )
+    return None
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -231,6 +254,9 @@ def main(argv=None):
         # Counts train steps. The checkpoint saves it, so a resumed run continues
         # counting (and with it the epoch, the data position and the cadences).
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        # The first step whose loss was NaN or Inf (-1: none so far). Not
+        # checkpointed: a run that stops on it restarts from the last good checkpoint.
+        nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
     def per_example_loss(labels, predictions):
         """One loss value per example: averaged over any further axes (a mask's pixels), as
@@ -278,6 +304,10 @@ def main(argv=None):
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(loss):
+            nonfinite_step.assign(step)
 
     def replica_eval_step(images, labels):
         predictions = model(images, training=False)
@@ -306,11 +336,9 @@ def main(argv=None):
     manager = tf.train.CheckpointManager(
         checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
     )
-    latest = manager.latest_checkpoint
+    # Checkpoints do not depend on the strategy: they may come from any variant.
+    latest = restore_newest(checkpoint, manager.checkpoints)
     if latest:
-        # Fails loudly when the checkpoint does not fit this model (e.g. after a spec change).
-        # Checkpoints do not depend on the strategy: this one may come from any variant.
-        checkpoint.restore(latest).assert_existing_objects_matched()
         print(f"Resumed from {latest} at step {int(step.numpy())}")
 
     # --- Training loop ----------------------------------------------------------------
@@ -336,6 +364,23 @@ def main(argv=None):
     train_dataset = training_batches(train_examples, start_step=global_step)
     train_iterator = iter(strategy.experimental_distribute_dataset(train_dataset))
     first_epoch = global_step // steps_per_epoch
+
+    def stop_if_diverged():
+        """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
+        bad_step = int(nonfinite_step.numpy())
+        if bad_step >= 0:
+            raise SystemExit(
+                f"The loss became NaN or Inf at step {bad_step}: stopped without saving"
+                f" (newest checkpoint: {manager.latest_checkpoint or 'none yet'})"
+                ". Lower the learning rate, clip the gradients, or look for NaN in the data."
+            )
+
+    # Preemption: schedulers (Slurm, Kubernetes, spot VMs) send SIGTERM, then SIGKILL after a
+    # grace period. The loop finishes its step, saves a checkpoint and exits; run it again to
+    # resume.
+    preempted = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: preempted.set())
+
     if global_step >= total_steps:
         print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
         first_epoch = epochs
@@ -365,6 +410,11 @@ def main(argv=None):
                 append_jsonl(
                     metrics_path, {"step": global_step, "epoch": epoch + 1, **logs}
                 )
+                stop_if_diverged()
+            if preempted.is_set():
+                break
+        if preempted.is_set():
+            break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
             for metric in [validation_loss, *validation_metrics]:
@@ -393,13 +443,20 @@ def main(argv=None):
             (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
             and global_step == epoch_start + steps_per_epoch
         ):
+            stop_if_diverged()
             manager.save(checkpoint_number=global_step)
             saved_step = global_step
 
-    # Also save where training stopped (mid-epoch after --max-steps, or off the cadence) so
+    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the cadence) so
     # a later run with more epochs continues from here instead of redoing steps.
     if saved_step != global_step:
+        stop_if_diverged()
         manager.save(checkpoint_number=global_step)
+    if preempted.is_set():
+        print(
+            f"Stopped by SIGTERM at step {global_step}; saved {manager.latest_checkpoint}."
+        )
+        raise SystemExit(128 + signal.SIGTERM)  # the shell's status for a SIGTERM death
 
     # --- Export -----------------------------------------------------------------------
     export_dir = os.path.join(args.output_dir, "export")

@@ -1,0 +1,181 @@
+"""The generated script under faults, driven in subprocesses: killed with SIGKILL at a random
+step, stopped by SIGTERM (preemption), a loss that turns NaN, a damaged newest checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from data import classification_npz
+from helpers import npz, records, run_python, tf_check
+
+pytestmark = pytest.mark.slow
+
+# The MNIST MLP with Dropout (whose random state must survive a restart), momentum, 320
+# examples at batch 16: 20 steps an epoch, a checkpoint every 7 steps (mid-epoch), a log line
+# every step.
+LAYERS = [
+    {"kind": "flatten"},
+    {"kind": "dense", "units": 32, "activation": "relu"},
+    {"kind": "dropout", "rate": 0.3},
+    {"kind": "dense", "units": 10, "name": "predictions"},
+]
+EPOCHS = 3
+STEPS = 20 * EPOCHS
+
+
+@pytest.fixture
+def script(render, tmp_path):
+    return render(
+        "mnist_mlp",
+        f"data.train={npz(classification_npz(tmp_path / 'train.npz', 320, (28, 28)))}",
+        "data.batch_size=16",
+        f"model.layers={json.dumps(LAYERS)}",
+        "optimizer.momentum=0.9",
+        "loop.log_every_steps=1",
+        'checkpoint={"every_steps": 7, "keep": 3}',
+    )
+
+
+def run(script: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_python(
+        script, "--epochs", str(EPOCHS), "--output-dir", str(out), "--deterministic", *args,
+        cwd=script.parent,
+    )  # fmt: skip
+
+
+def start(script: Path, out: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONHASHSEED": "0"}
+    return subprocess.Popen(
+        [sys.executable, str(script), "--epochs", str(EPOCHS), "--output-dir", str(out),
+         "--deterministic"],
+        cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def signal_at_step(proc: subprocess.Popen[str], out: Path, step: int, sig: int) -> None:
+    """Sends `sig` once the run has logged `step` (it may be a few steps further by then)."""
+    log = out / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and log.read_text().count("\n") >= step:
+            proc.send_signal(sig)
+            return
+        time.sleep(0.002)
+    raise AssertionError(f"the run ended or stalled before step {step}: {proc.communicate()}")
+
+
+def same_weights(a: Path, b: Path) -> dict:
+    result = tf_check("compare_checkpoints", str(a / "checkpoints"), str(b / "checkpoints"),
+                      cwd=a.parent)  # fmt: skip
+    assert result["same_keys"] and result["step"] == STEPS, result
+    return result
+
+
+def test_sigkill_at_a_random_step_then_resume_ends_like_an_uninterrupted_run(script, tmp_path):
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    run(script, straight)
+    at = random.Random().randint(9, STEPS - 10)  # after the first checkpoint, before the end
+    proc = start(script, killed)
+    signal_at_step(proc, killed, at, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, f"killed at step {at}"
+
+    resumed = run(script, killed)
+    assert "Resumed from" in resumed.stdout, f"killed at step {at}"
+    result = same_weights(straight, killed)
+    # Weights, momentum slots, the step and Dropout's random state: all exactly as if the run
+    # had never stopped.
+    assert result["max_diff"] == 0.0, (at, result)
+
+
+def test_sigterm_saves_a_checkpoint_and_the_next_run_resumes_from_it(script, tmp_path):
+    straight, stopped = tmp_path / "straight", tmp_path / "stopped"
+    run(script, straight)
+    at = random.Random().randint(2, STEPS - 10)
+    proc = start(script, stopped)
+    signal_at_step(proc, stopped, at, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    assert "Traceback" not in stderr
+    # It stopped after the step it was in, and saved exactly there (not at the last cadence).
+    step = int(stdout.split("Stopped by SIGTERM at step ")[1].split(";")[0])
+    assert at <= step < STEPS
+    assert f"saved {stopped / 'checkpoints' / f'ckpt-{step}'}" in stdout
+    assert not (stopped / "export").exists()  # an interrupted run does not export
+
+    resumed = run(script, stopped)
+    assert f"ckpt-{step} at step {step}" in resumed.stdout
+    assert same_weights(straight, stopped)["max_diff"] == 0.0
+
+
+def test_nan_loss_stops_the_run_naming_the_step_and_keeps_the_good_checkpoint(render, tmp_path):
+    # From step 5 on the learning rate is absurd: the weights blow up within a few steps.
+    script = render(
+        "mnist_mlp",
+        f"data.train={npz(classification_npz(tmp_path / 'train.npz', 320, (28, 28)))}",
+        "data.batch_size=16",
+        "loop.log_every_steps=1",
+        'checkpoint={"every_steps": 2, "keep": 2}',
+        'optimizer.learning_rate={"kind": "piecewise_constant", "boundaries": [4], '
+        '"values": [0.001, 1e12]}',
+    )
+    out = tmp_path / "run"
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.run(
+        [sys.executable, str(script), "--output-dir", str(out)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    bad = int(proc.stderr.split("NaN or Inf at step ")[1].split(":")[0])
+    # The step named is the first with a non-finite loss: the logged running mean (one record
+    # per step) is finite before it and not at it.
+    losses = {r["step"]: r["loss"] for r in records(out) if "loss" in r}
+    assert max(losses) == bad
+    assert all(abs(losses[s]) < float("inf") for s in range(1, bad)), losses
+    assert losses[bad] != losses[bad] or abs(losses[bad]) == float("inf")
+    # The newest checkpoint is from before that step, and holds finite weights.
+    result = tf_check("finite_checkpoint", str(out / "checkpoints"), cwd=tmp_path)
+    assert result["all_finite"] and result["count"] >= 6, result
+    assert result["step"] < bad and result["step"] >= bad - 2, (bad, result)
+    assert f"ckpt-{result['step']}" in proc.stderr
+    assert not (out / "export").exists()
+
+
+def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(script, tmp_path):
+    straight, damaged = tmp_path / "straight", tmp_path / "damaged"
+    run(script, straight)
+    run_python(script, "--epochs", "2", "--output-dir", str(damaged), "--deterministic",
+               cwd=tmp_path)  # fmt: skip
+    checkpoints = damaged / "checkpoints"
+    # Saved at 28 and 35 on the cadence, 40 at the end of epoch 2: cut the newest short.
+    data = checkpoints / "ckpt-40.data-00000-of-00001"
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+
+    resumed = run(script, damaged)
+    assert f"Cannot restore {checkpoints / 'ckpt-40'}" in resumed.stdout
+    assert f"Resumed from {checkpoints / 'ckpt-35'} at step 35" in resumed.stdout
+    assert same_weights(straight, damaged)["max_diff"] == 0.0
+
+
+def test_when_no_checkpoint_restores_the_run_stops_instead_of_starting_over(script, tmp_path):
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "14", "--output-dir", str(out), cwd=tmp_path)
+    for index in (out / "checkpoints").glob("*.index"):
+        index.write_bytes(b"not a checkpoint index")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.run(
+        [sys.executable, str(script), "--output-dir", str(out)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "None of the checkpoints restores" in proc.stderr
+    assert "Move them away" in proc.stderr
+    assert len(records(out)) == 14  # it did not train on from step 0
