@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from .base import Identifier, PositiveInt, StrictModel, check_not_reserved
 from .data import Data
 from .layers import ActivationLayer, BatchNormalization, Custom, CustomLayerClass, Dropout, _Kernel
 from .model import Imported, Model
+from .shapes import check_shapes
 from .training import BinaryAccuracy, Loss, Metric, Optimizer
 
 
@@ -75,6 +77,18 @@ DEVICE_PATTERN = r"(?i)^(/job:\w+(/replica:\d+)?(/task:\d+)?)?/?(device:)?(cpu|g
 """A TensorFlow device name such as `/gpu:0`, `GPU:1` or `/job:localhost/device:CPU:0`."""
 
 
+def _check_device(name: str) -> str:
+    if not re.match(DEVICE_PATTERN, name):
+        raise ValueError(
+            f"{name!r} is not a TensorFlow device name; write the type and index with a colon, "
+            "e.g. '/gpu:0', 'GPU:1' or '/cpu:0'"
+        )
+    return name
+
+
+Device = Annotated[str, AfterValidator(_check_device)]
+
+
 class SingleDevice(StrictModel):
     """Train on the default device (one GPU if present, else the CPU)."""
 
@@ -86,7 +100,7 @@ class Mirrored(StrictModel):
     gradients summed across replicas every step."""
 
     kind: Literal["mirrored"] = "mirrored"
-    devices: list[Annotated[str, Field(pattern=DEVICE_PATTERN)]] = []
+    devices: list[Device] = []
     """Devices to replicate on, e.g. `["/gpu:0", "/gpu:1"]`; empty means every GPU (or the CPU
     when there is none). Several CPU devices (`["/cpu:0", "/cpu:1"]`) split the CPU into
     logical devices: slow, but it runs the distributed script on a laptop."""
@@ -168,6 +182,7 @@ class Spec(StrictModel):
     @model_validator(mode="after")
     def _cross_field(self) -> Spec:
         self._check_custom_layers()
+        self._check_shapes()
         self._check_labels()
         self._check_logits()
         self._check_schedule()
@@ -204,6 +219,11 @@ class Spec(StrictModel):
                     "fix the name or add the parameter to the class"
                 )
         _check_no_cycle(classes)
+
+    def _check_shapes(self) -> None:
+        if not isinstance(self.model, Imported):
+            classes = {c.name: c for c in self.custom_layers}
+            check_shapes(self.model.input_shape, self.model.layers, classes)
 
     def _check_labels(self) -> None:
         labels = self.data.labels

@@ -57,6 +57,12 @@ def finite_checkpoint(directory: str) -> dict:
     }
 
 
+def output_shape(script: str) -> dict:
+    """The output shape (without the batch dimension) of the script's build_model()."""
+    model = load_script(script).build_model()
+    return {"shape": list(model.output_shape[1:])}
+
+
 def restored_model(module, checkpoint_dir: str):
     model = module.build_model()
     checkpoint = tf.train.Checkpoint(model=model)
