@@ -105,6 +105,8 @@ def docstring(text: str) -> str:
         and not text.endswith('"')
         and all(c == "\n" or c.isprintable() for c in text)
     )
+    # Either form holds the same string: a multi-line docstring ends in a newline.
+    value = f"{text}\n" if "\n" in text else text
     if not safe:
-        return literal(text)
-    return f'"""{text}\n"""' if "\n" in text else f'"""{text}"""'
+        return literal(value)
+    return f'"""{value}"""'

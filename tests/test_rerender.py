@@ -391,3 +391,66 @@ def test_merged_script_runs_with_the_edit_and_the_new_spec(tmp_path):
     assert len(norms) == 3 * 2  # the edit ran at every step of the spec's 3 epochs (96 / 64)
     assert max(norms) <= 1.0 + 1e-5
     assert [r["epoch"] for r in records(tmp_path / "run") if "epoch" in r][-1] == 3
+
+
+# --- atomic output -----------------------------------------------------------------------------
+
+
+class Interrupted(KeyboardInterrupt):
+    pass
+
+
+class CutShort:
+    """A file that takes half of what is written to it, then the user presses Ctrl-C."""
+
+    def __init__(self, file):
+        self.file = file
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+    def write(self, text):
+        self.file.write(text[: len(text) // 2])
+        raise Interrupted()
+
+
+@pytest.mark.parametrize("when", ["writing", "renaming"])
+def test_an_interrupted_render_leaves_the_old_script_whole(tmp_path, monkeypatch, when):
+    """Interrupted while writing the first file, or just before the script's rename (backup
+    and base already written): the script is as it was, no temporary file is left, and the
+    next render still merges against the right base."""
+    from loopgen import output
+    from loopgen.output import files
+
+    out = tmp_path / "train.py"
+    ok(render(write_spec(tmp_path), out))
+    edit_train_step(out)
+    spec = write_spec(tmp_path, ("epochs=2", "epochs=5"))
+    new = clean_render(spec)
+    before = tree(tmp_path)
+
+    real_fdopen, real_replace = files.os.fdopen, files.os.replace
+
+    def replace(src, dst):
+        if Path(dst) == out:
+            raise Interrupted()
+        return real_replace(src, dst)
+
+    if when == "writing":
+        monkeypatch.setattr(files.os, "fdopen", lambda *a, **k: CutShort(real_fdopen(*a, **k)))
+    else:
+        monkeypatch.setattr(files.os, "replace", replace)
+    with pytest.raises(Interrupted):
+        output.write_script(out, new)
+    monkeypatch.undo()
+
+    after = tree(tmp_path)
+    assert after["train.py"] == before["train.py"]
+    assert not [name for name in after if name.endswith(".tmp")]
+    if when == "writing":
+        assert after == before
+    ok(render(spec, out), "merged")
+    assert out.read_text() == new.replace(GRADIENTS, GRADIENTS + CLIP)

@@ -1,0 +1,157 @@
+"""No code injection through a spec (property-based, hypothesis): every string a spec carries
+into the script goes through the one literal filter, and every name that becomes code is
+validated as an identifier.
+
+For each generated spec, hostile strings (quotes, triple quotes, backslashes, newlines, `#`,
+template syntax, unicode, `__import__("os").system(...)`) go into every free-text field that
+reaches the script. The script must parse, be black-stable, and have the syntax tree of the
+same spec with benign strings, but for those string constants themselves."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from functools import cache
+
+import black
+import pytest
+from helpers import EXAMPLES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from loopgen.dsl.base import RESERVED_NAMES
+from loopgen.dsl.loader import load_spec
+from loopgen.dsl.spec import Spec
+from loopgen.render import render_script
+from pydantic import ValidationError
+
+pytestmark = pytest.mark.slow  # 1,000 renders, each formatted twice by black: minutes
+
+NASTY = [
+    '"', "'", '"""', "'''", "\\", "\\n", "\n", "\r", "\r\n", "#", "# noqa", "\t", "\x00",
+    "\x0b", "{{ spec }}", "{% raw %}", "{#", "%s", "{0}", "{x!r}", ")", "]", "}", ",", ";",
+    '__import__("os").system("echo pwned")', '"); import os; os.system("id"); ("',
+    "'''\nimport os\n'''", '"""\nos.system("id")\n"""', "\u2028", "\u202e", "é", "🦀",
+    "\ufeff", "\\x00", "\\u0041", "f'{os}'", "lambda: 0", "\\\\", '\\"', "<%= x %>",
+]  # fmt: skip
+
+hostile = st.one_of(
+    st.text(max_size=30),
+    st.lists(st.sampled_from(NASTY) | st.text(max_size=4), min_size=1, max_size=6).map("".join),
+)
+
+# Every free-text field of the spec that the script writes out, by --set path.
+FIELDS = [
+    "description",
+    "output_dir",
+    "data.train.path",
+    "custom_layers[0].doc",
+    "custom_layers[0].params.tag",  # a string-valued parameter: a default in __init__
+]
+
+
+def marked(i: int, text: str) -> str:
+    """The hostile text between markers no generated text contains, so that the constants
+    holding it can be found (and an empty text is still a visible value)."""
+    return f"⟪{i}⟫{text}⟪/{i}⟫"
+
+
+def benign(i: int) -> str:
+    return marked(i, f"benign {i}")
+
+
+MARKERS = [f"⟪{i}⟫" for i in range(len(FIELDS))]
+
+
+@cache
+def example() -> dict:
+    """The MNIST example cut down to a short script (rendering is mostly black, and black's
+    time grows with the script), plus a custom layer class: its docstring and a string
+    parameter are free text too. Data from an .npz file, whose path is free text."""
+    data = load_spec(EXAMPLES / "mnist_mlp.py").model_dump(mode="json")
+    data["data"]["train"] = {"kind": "npz", "path": "placeholder.npz"}
+    data["checkpoint"] = None
+    data["export"] = {"saved_model": False, "keras": False}
+    data["logging"] = {"tensorboard": False, "jsonl": True}
+    data["custom_layers"] = [
+        {
+            "name": "Block",
+            "doc": "placeholder",
+            "params": {"units": 32, "tag": "placeholder"},
+            "layers": [{"kind": "dense", "units": {"var": "units"}, "activation": "relu"}],
+        }
+    ]
+    data["model"]["layers"].insert(1, {"kind": "custom", "cls": "Block"})
+    return data
+
+
+def spec_with(values: list[str]) -> Spec:
+    data = copy.deepcopy(example())
+    for field, value in zip(FIELDS, values, strict=True):
+        *parents, last = [p for p in re.split(r"[.\[\]]+", field) if p]
+        node = data
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[last] = value  # set directly: --set would parse the text as JSON
+    return Spec.model_validate(data)
+
+
+def strings(tree: ast.Module) -> list[ast.Constant]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def masked_tree(source: str, markers: list[str]) -> str:
+    """The script's syntax tree with every string constant that holds field i's text (found by
+    its marker) replaced by `S<i>`: what must not differ between hostile and benign specs is
+    everything else."""
+    tree = ast.parse(source)
+    for node in strings(tree):
+        for i, marker in enumerate(markers):
+            if marker in node.value:
+                node.value = f"S{i}"
+    return ast.dump(tree)
+
+
+@cache
+def benign_tree() -> str:
+    source = render_script(spec_with([benign(i) for i in range(len(FIELDS))]), spec_file="s.py")
+    return masked_tree(source, MARKERS)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(hostile, min_size=len(FIELDS), max_size=len(FIELDS)))
+def test_hostile_strings_stay_string_constants(texts):
+    values = [marked(i, text) for i, text in enumerate(texts)]
+    source = render_script(spec_with(values), spec_file="s.py")
+    # render_script compiles what it writes; parse and black-stability are checked here too.
+    assert black.format_str(source, mode=black.Mode()) == source
+    assert masked_tree(source, MARKERS) == benign_tree()
+    # Each text survives in its constant (a docstring may re-indent its lines).
+    constants = ["".join(node.value.split()) for node in strings(ast.parse(source))]
+    for value in values:
+        assert any("".join(value.split()) in constant for constant in constants), value
+
+
+# Names that become identifiers in the script: a class, a parameter, a layer (an attribute
+# inside a custom class), the run's name.
+NAME_FIELDS = ["name", "custom_layers[0].name", "custom_layers[0].params", "model.layers[2].name"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(hostile, st.sampled_from(NAME_FIELDS))
+def test_names_that_become_code_are_identifiers_or_rejected(name, field):
+    data = copy.deepcopy(example())
+    if field == "name":
+        data["name"] = name
+    elif field == "custom_layers[0].name":
+        data["custom_layers"][0]["name"] = data["model"]["layers"][1]["cls"] = name
+    elif field == "custom_layers[0].params":
+        data["custom_layers"][0]["params"][name] = 1
+    else:
+        data["model"]["layers"][2]["name"] = name
+    try:
+        Spec.model_validate(data)
+    except ValidationError:
+        return
+    assert name.isidentifier() and name.isascii() and name not in RESERVED_NAMES
+    assert not name.startswith("__")
