@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 dfa871ac09ad2ccb, script sha256 834a1a34dfdd217e).
+(spec sha256 dfa871ac09ad2ccb, script sha256 d7b575d0342220d5).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -277,8 +277,8 @@ def main(argv=None):
             manager.save(checkpoint_number=global_step)
             saved_step = global_step
 
-    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the cadence) so
-    # a later run with more epochs continues from here instead of redoing steps.
+    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the
+    # cadence) so that the next run continues from here instead of redoing steps.
     if saved_step != global_step:
         stop_if_diverged()
         manager.save(checkpoint_number=global_step)

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 d0b739de921b3f49, script sha256 29c214e3db6249a9).
+(spec sha256 d0b739de921b3f49, script sha256 0de69b7159584cae).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -408,8 +408,8 @@ def main(argv=None):
             manager.save(checkpoint_number=global_step)
             saved_step = global_step
 
-    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the cadence) so
-    # a later run with more epochs continues from here instead of redoing steps.
+    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the
+    # cadence) so that the next run continues from here instead of redoing steps.
     if saved_step != global_step:
         stop_if_diverged()
         manager.save(checkpoint_number=global_step)

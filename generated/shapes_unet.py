@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 7f19eac024c3b9fd, script sha256 8c0c0c3d1c09edc2).
+(spec sha256 7f19eac024c3b9fd, script sha256 0a774eaf1f80e1ff).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -415,8 +415,8 @@ def main(argv=None):
             manager.save(checkpoint_number=global_step)
             saved_step = global_step
 
-    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the cadence) so
-    # a later run with more epochs continues from here instead of redoing steps.
+    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the
+    # cadence) so that the next run continues from here instead of redoing steps.
     if saved_step != global_step:
         stop_if_diverged()
         manager.save(checkpoint_number=global_step)

@@ -52,15 +52,15 @@ def build_context(
         "optimizer_expr": _optimizer(spec),
         "loss_expr": _loss(spec, distributed),
         "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
-        # SIGTERM saves a checkpoint and exits. Not for multi-worker yet: every worker would
-        # have to agree on the step to stop at (tf.distribute's PreemptionCheckpointHandler).
+        # SIGTERM saves a checkpoint and exits (multi-worker: after the same step on every
+        # worker, agreed on in the train step).
         "preemptible": preemptible(spec),
         "train_log_names": ["loss", *(m.metric_name for m in spec.metrics), "learning_rate"],
     }
 
 
 def preemptible(spec: Spec) -> bool:
-    return spec.checkpoint is not None and spec.distribute.kind != "multi_worker"
+    return spec.checkpoint is not None
 
 
 def imports(spec: Spec) -> dict[str, list[str]]:

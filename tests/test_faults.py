@@ -60,16 +60,20 @@ def start(script: Path, out: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def signal_at_step(proc: subprocess.Popen[str], out: Path, step: int, sig: int) -> None:
-    """Sends `sig` once the run has logged `step` (it may be a few steps further by then)."""
+def wait_for_step(proc: subprocess.Popen[str], out: Path, step: int) -> None:
+    """Returns once the run has logged `step` (it may be a few steps further by then)."""
     log = out / "metrics.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         if log.exists() and log.read_text().count("\n") >= step:
-            proc.send_signal(sig)
             return
         time.sleep(0.002)
     raise AssertionError(f"the run ended or stalled before step {step}: {proc.communicate()}")
+
+
+def signal_at_step(proc: subprocess.Popen[str], out: Path, step: int, sig: int) -> None:
+    wait_for_step(proc, out, step)
+    proc.send_signal(sig)
 
 
 def same_weights(a: Path, b: Path) -> dict:
@@ -179,3 +183,71 @@ def test_when_no_checkpoint_restores_the_run_stops_instead_of_starting_over(scri
     assert "None of the checkpoints restores" in proc.stderr
     assert "Move them away" in proc.stderr
     assert len(records(out)) == 14  # it did not train on from step 0
+
+
+def launch_workers(script: Path, *args: str, cwd: Path) -> list[subprocess.Popen[str]]:
+    """The multi-worker script as two processes on 127.0.0.1, each with its TF_CONFIG."""
+    from test_distributed import free_ports
+
+    cluster = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    procs = []
+    for index in range(2):
+        config = {"cluster": {"worker": cluster}, "task": {"type": "worker", "index": index}}
+        env = {**os.environ, "TF_CONFIG": json.dumps(config), "TF_CPP_MIN_LOG_LEVEL": "2"}
+        procs.append(subprocess.Popen(
+            [sys.executable, str(script), *args], cwd=cwd, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ))  # fmt: skip
+    return procs
+
+
+def finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, str, str]]:
+    results = []
+    for proc in procs:
+        try:
+            stdout, stderr = proc.communicate(timeout=180)
+        except subprocess.TimeoutExpired:  # a worker whose peer died waits forever
+            for p in procs:
+                p.kill()
+            stdout, stderr = proc.communicate()
+        results.append((proc.returncode, stdout, stderr))
+    return results
+
+
+def test_sigterm_to_one_worker_stops_every_worker_after_the_same_step(render, tmp_path):
+    """Preemption of one machine in a multi-worker job: the workers agree (in the train step)
+    to stop after the same step, save together, and a restarted job resumes there."""
+    script = render(
+        "mnist_mlp",
+        f"data.train={npz(classification_npz(tmp_path / 'train.npz', 320, (28, 28)))}",
+        "data.batch_size=16",
+        "loop.log_every_steps=1",
+        'checkpoint={"every_steps": 7, "keep": 3}',
+        variant="multi_worker",
+    )
+    args = ["--epochs", str(EPOCHS), "--deterministic"]
+    straight, stopped = tmp_path / "straight", tmp_path / "stopped"
+    for code, _, stderr in finish(launch_workers(script, *args, "--output-dir", str(straight),
+                                                 cwd=tmp_path)):  # fmt: skip
+        assert code == 0, stderr[-3000:]
+
+    procs = launch_workers(script, *args, "--output-dir", str(stopped), cwd=tmp_path)
+    at = random.Random().randint(2, STEPS - 15)
+    wait_for_step(procs[0], stopped, at)  # the chief writes the log
+    procs[1].send_signal(signal.SIGTERM)  # only worker 1 is preempted
+    results = finish(procs)
+    steps = set()
+    for code, stdout, stderr in results:
+        assert code == 128 + signal.SIGTERM, (at, stderr[-3000:])
+        steps.add(int(stdout.split("Stopped by SIGTERM at step ")[1].split(";")[0]))
+    (step,) = steps  # the same step on both
+    assert at <= step < STEPS
+    assert (stopped / "checkpoints" / f"ckpt-{step}.index").is_file()
+
+    resumed = finish(launch_workers(script, *args, "--output-dir", str(stopped), cwd=tmp_path))
+    for code, stdout, stderr in resumed:
+        assert code == 0, stderr[-3000:]
+        assert f"ckpt-{step} at step {step}" in stdout
+    result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
+                      str(stopped / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["step"] == STEPS and result["max_diff"] <= 1e-5, result

@@ -71,8 +71,7 @@ def test_script_imports_only_what_it_needs(golden):
     allowed = {"argparse", "json", "math", "os", "keras", "numpy", "tensorflow"}
     if golden.startswith("multi_worker/"):  # non-chief workers delete their scratch exports
         allowed.add("shutil")
-    else:  # single-process scripts save a checkpoint on SIGTERM (preemption)
-        allowed |= {"signal", "threading"}
+    allowed |= {"signal", "threading"}  # a checkpoint on SIGTERM (preemption)
     if name == "pets_unet":  # the spec asks for a TFDS dataset
         allowed.add("tensorflow_datasets")
     assert "loopgen" not in modules

@@ -219,7 +219,7 @@ def test_custom_sublayer_attributes_are_unique_when_a_name_looks_generated():
         ((), True),
         (("checkpoint=null",), False),  # nothing to save: SIGTERM keeps its default
         (('distribute={"kind": "mirrored"}',), True),
-        (('distribute={"kind": "multi_worker"}',), False),  # workers would have to agree
+        (('distribute={"kind": "multi_worker"}',), True),  # the workers vote in the step
     ],
     ids=["single", "no-checkpoint", "mirrored", "multi-worker"],
 )

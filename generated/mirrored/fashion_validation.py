@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 a4b25647620029d2, script sha256 afe6c711d702fa8e).
+(spec sha256 a4b25647620029d2, script sha256 f14d3b589f79f189).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -386,8 +386,8 @@ def main(argv=None):
             manager.save(checkpoint_number=global_step)
             saved_step = global_step
 
-    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the cadence) so
-    # a later run with more epochs continues from here instead of redoing steps.
+    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the
+    # cadence) so that the next run continues from here instead of redoing steps.
     if saved_step != global_step:
         stop_if_diverged()
         manager.save(checkpoint_number=global_step)

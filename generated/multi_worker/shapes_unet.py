@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 c5ec6143ccd69ece, script sha256 63efacd76efefe6c).
+(spec sha256 c5ec6143ccd69ece, script sha256 2be1ed73450f3fc1).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -18,6 +18,8 @@ import json
 import math
 import os
 import shutil
+import signal
+import threading
 
 import keras
 import numpy as np
@@ -357,7 +359,7 @@ def main(argv=None):
     # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
     # smaller last batch of an epoch does not retrace, and no Python value changes per call.
     @tf.function
-    def train_step(iterator):
+    def train_step(iterator, stop_requested):
         images, labels = next(iterator)
         losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
@@ -369,6 +371,10 @@ def main(argv=None):
         # loop stops before a checkpoint saves them.
         if nonfinite_step < 0 and not tf.math.is_finite(loss):
             nonfinite_step.assign(step)
+        # Preemption: each worker says whether it got SIGTERM; every worker gets the sum, so
+        # all of them stop after the same step (checkpointing is collective).
+        votes = strategy.run(tf.identity, args=(stop_requested,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, votes, axis=None)
 
     def replica_eval_step(images, labels):
         predictions = model(images, training=False)
@@ -457,6 +463,14 @@ def main(argv=None):
                 ". Lower the learning rate, clip the gradients, or look for NaN in the data."
             )
 
+    # Preemption: schedulers (Slurm, Kubernetes, spot VMs) send SIGTERM, then SIGKILL after a
+    # grace period. The loop finishes its step, saves a checkpoint and exits; run it again to
+    # resume.
+    preempted = threading.Event()
+    # A worker's own SIGTERM is only its vote (see train_step): the workers stop together.
+    sigterm = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: sigterm.set())
+
     if global_step >= total_steps:
         print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
         first_epoch = epochs
@@ -475,7 +489,12 @@ def main(argv=None):
         for metric in [train_loss, *train_metrics]:
             metric.reset_state()
         while global_step < epoch_end:
-            train_step(train_iterator)
+            stop_votes = train_step(
+                train_iterator, tf.constant(float(sigterm.is_set()))
+            )
+            # Some worker got SIGTERM: every worker stops after this step.
+            if stop_votes > 0:
+                preempted.set()
             global_step += 1
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
@@ -489,6 +508,10 @@ def main(argv=None):
                         metrics_path, {"step": global_step, "epoch": epoch + 1, **logs}
                     )
                 stop_if_diverged()
+            if preempted.is_set():
+                break
+        if preempted.is_set():
+            break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
             for metric in [validation_loss, *validation_metrics]:
@@ -525,11 +548,16 @@ def main(argv=None):
             manager.save(checkpoint_number=global_step)
             saved_step = global_step
 
-    # Also save where training stopped (mid-epoch after --max-steps, or off the cadence) so
-    # a later run with more epochs continues from here instead of redoing steps.
+    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the
+    # cadence) so that the next run continues from here instead of redoing steps.
     if saved_step != global_step:
         stop_if_diverged()
         manager.save(checkpoint_number=global_step)
+    if preempted.is_set():
+        print(
+            f"Stopped by SIGTERM at step {global_step}; saved {manager.latest_checkpoint}."
+        )
+        raise SystemExit(128 + signal.SIGTERM)  # the shell's status for a SIGTERM death
 
     # --- Export -----------------------------------------------------------------------
     # Every worker exports (reading the variables may take all workers), but only the chief's

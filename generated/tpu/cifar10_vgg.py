@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 1de980e1b31d6865, script sha256 9906805971aeeabd).
+(spec sha256 1de980e1b31d6865, script sha256 cdc42d0605ea8c8a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -447,8 +447,8 @@ def main(argv=None):
             manager.save(checkpoint_number=global_step)
             saved_step = global_step
 
-    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the cadence) so
-    # a later run with more epochs continues from here instead of redoing steps.
+    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the
+    # cadence) so that the next run continues from here instead of redoing steps.
     if saved_step != global_step:
         stop_if_diverged()
         manager.save(checkpoint_number=global_step)
