@@ -40,14 +40,27 @@ hostile = st.one_of(
     st.lists(st.sampled_from(NASTY) | st.text(max_size=4), min_size=1, max_size=6).map("".join),
 )
 
-# Every free-text field of the spec that the script writes out, by --set path.
-FIELDS = [
-    "description",
-    "output_dir",
-    "data.train.path",
-    "custom_layers[0].doc",
-    "custom_layers[0].params.tag",  # a string-valued parameter: a default in __init__
-]
+# Every free-text field of the spec that the script writes out, by field path, in two spec
+# shapes: arrays on one device, and an image directory (+ TFDS validation) on a TPU.
+FIELDS = {
+    "npz": [
+        "description",
+        "output_dir",
+        "data.train.path",
+        "custom_layers[0].doc",
+        "custom_layers[0].params.tag",  # a string-valued parameter: a default in __init__
+        "model.layers[2].kernel_initializer",
+    ],
+    "tpu": [
+        "description",
+        "data.train.path",
+        "data.validation.data_dir",
+        "distribute.tpu",
+        "custom_layers[0].doc",
+        "model.layers[2].kernel_initializer",
+    ],
+}
+COUNT = 6
 
 
 def marked(i: int, text: str) -> str:
@@ -60,11 +73,11 @@ def benign(i: int) -> str:
     return marked(i, f"benign {i}")
 
 
-MARKERS = [f"⟪{i}⟫" for i in range(len(FIELDS))]
+MARKERS = [f"⟪{i}⟫" for i in range(COUNT)]
 
 
 @cache
-def example() -> dict:
+def example(shape: str = "npz") -> dict:
     """The MNIST example cut down to a short script (rendering is mostly black, and black's
     time grows with the script), plus a custom layer class: its docstring and a string
     parameter are free text too. Data from an .npz file, whose path is free text."""
@@ -82,12 +95,17 @@ def example() -> dict:
         }
     ]
     data["model"]["layers"].insert(1, {"kind": "custom", "cls": "Block"})
+    if shape == "tpu":
+        data["data"]["train"] = {"kind": "image_directory", "path": "x", "image_size": [28, 28]}
+        data["data"]["validation"] = {"kind": "tfds", "name": "mnist", "split": "test"}
+        data["model"]["input_shape"] = [28, 28, 3]
+        data["distribute"] = {"kind": "tpu"}
     return data
 
 
-def spec_with(values: list[str]) -> Spec:
-    data = copy.deepcopy(example())
-    for field, value in zip(FIELDS, values, strict=True):
+def spec_with(shape: str, values: list[str]) -> Spec:
+    data = copy.deepcopy(example(shape))
+    for field, value in zip(FIELDS[shape], values, strict=True):
         *parents, last = [p for p in re.split(r"[.\[\]]+", field) if p]
         node = data
         for part in parents:
@@ -113,19 +131,19 @@ def masked_tree(source: str, markers: list[str]) -> str:
 
 
 @cache
-def benign_tree() -> str:
-    source = render_script(spec_with([benign(i) for i in range(len(FIELDS))]), spec_file="s.py")
+def benign_tree(shape: str) -> str:
+    source = render_script(spec_with(shape, [benign(i) for i in range(COUNT)]), spec_file="s.py")
     return masked_tree(source, MARKERS)
 
 
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(hostile, min_size=len(FIELDS), max_size=len(FIELDS)))
-def test_hostile_strings_stay_string_constants(texts):
+@given(st.sampled_from(sorted(FIELDS)), st.lists(hostile, min_size=COUNT, max_size=COUNT))
+def test_hostile_strings_stay_string_constants(shape, texts):
     values = [marked(i, text) for i, text in enumerate(texts)]
-    source = render_script(spec_with(values), spec_file="s.py")
+    source = render_script(spec_with(shape, values), spec_file="s.py")
     # render_script compiles what it writes; parse and black-stability are checked here too.
     assert black.format_str(source, mode=black.Mode()) == source
-    assert masked_tree(source, MARKERS) == benign_tree()
+    assert masked_tree(source, MARKERS) == benign_tree(shape)
     # Each text survives in its constant (a docstring may re-indent its lines).
     constants = ["".join(node.value.split()) for node in strings(ast.parse(source))]
     for value in values:
