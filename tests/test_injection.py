@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import keyword
 import re
 from functools import cache
 
@@ -18,8 +19,10 @@ import black
 import pytest
 from helpers import EXAMPLES
 from hypothesis import HealthCheck, given, settings
+from hypothesis import example as also_try
 from hypothesis import strategies as st
 from loopgen.dsl.base import RESERVED_NAMES
+from loopgen.dsl.layers import LAYER_ATTRIBUTES
 from loopgen.dsl.loader import load_spec
 from loopgen.dsl.spec import Spec
 from loopgen.render import render_script
@@ -150,26 +153,44 @@ def test_hostile_strings_stay_string_constants(shape, texts):
         assert any("".join(value.split()) in constant for constant in constants), value
 
 
-# Names that become identifiers in the script: a class, a parameter, a layer (an attribute
-# inside a custom class), the run's name.
-NAME_FIELDS = ["name", "custom_layers[0].name", "custom_layers[0].params", "model.layers[2].name"]
+# Names a spec gives, and what the script makes of them: identifiers in code (a class, its
+# parameters, its sublayers' attributes), or names Keras keeps as strings (the run, a layer of
+# the model), which loopgen also holds to identifiers.
+NAME_FIELDS = {
+    "custom_layers[0].name": "code",
+    "custom_layers[0].params": "code",
+    "custom_layers[0].layers[0].name": "attribute",
+    "name": "string",
+    "model.layers[2].name": "string",
+}
 
 
 @settings(max_examples=300, deadline=None)
-@given(hostile, st.sampled_from(NAME_FIELDS))
+@given(hostile, st.sampled_from(sorted(NAME_FIELDS)))
+@also_try("config", "custom_layers[0].name")  # a name the script itself uses
+@also_try("print", "custom_layers[0].params")  # a builtin
+@also_try("weights", "custom_layers[0].layers[0].name")  # an attribute every Keras layer has
+@also_try("lambda", "name")  # a keyword
 def test_names_that_become_code_are_identifiers_or_rejected(name, field):
     data = copy.deepcopy(example())
+    block = data["custom_layers"][0]
     if field == "name":
         data["name"] = name
     elif field == "custom_layers[0].name":
-        data["custom_layers"][0]["name"] = data["model"]["layers"][1]["cls"] = name
+        block["name"] = data["model"]["layers"][1]["cls"] = name
     elif field == "custom_layers[0].params":
-        data["custom_layers"][0]["params"][name] = 1
+        block["params"][name] = 1
+    elif field == "custom_layers[0].layers[0].name":
+        block["layers"][0]["name"] = name
     else:
         data["model"]["layers"][2]["name"] = name
     try:
         Spec.model_validate(data)
     except ValidationError:
         return
-    assert name.isidentifier() and name.isascii() and name not in RESERVED_NAMES
+    assert name.isidentifier() and name.isascii() and not keyword.iskeyword(name)
     assert not name.startswith("__")
+    if NAME_FIELDS[field] == "code":
+        assert name not in RESERVED_NAMES
+    if NAME_FIELDS[field] == "attribute":
+        assert name not in LAYER_ATTRIBUTES and name not in block["params"]
