@@ -56,7 +56,7 @@ def _fail(error: Exception | str) -> typer.Exit:
 def _render(spec_file: Path, name: str, overrides: list[str] | None, variant: Variant | None):
     """Loads, validates and renders the spec; prints its warnings. Returns (source, flags)."""
     from .dsl.loader import load_spec
-    from .render import render_script
+    from .render import flag_args, render_script
 
     kind = variant.value if variant else None
     spec = load_spec(spec_file, name, overrides, kind)
@@ -64,9 +64,7 @@ def _render(spec_file: Path, name: str, overrides: list[str] | None, variant: Va
     source = render_script(
         spec, spec_file=_shown(spec_file), overrides=overrides or [], variant=kind
     )
-    flags = ([f"--variant {kind}"] if kind else []) + [f"--set {o}" for o in overrides or []]
-    if name != "spec":
-        flags.insert(0, f"--name {name}")
+    flags = (["--name", name] if name != "spec" else []) + flag_args(overrides or [], kind)
     return source, flags
 
 

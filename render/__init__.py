@@ -38,6 +38,14 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def flag_args(overrides: list[str], variant: str | None) -> list[str]:
+    """The `--variant` and `--set` flags as command-line words, in the order they apply."""
+    words = ["--variant", variant] if variant else []
+    for override in overrides:
+        words += ["--set", override]
+    return words
+
+
 def render_script(
     spec: Spec,
     *,
@@ -49,9 +57,7 @@ def render_script(
 
     `overrides` and `variant` are the `--set` and `--variant` flags the spec was loaded with
     (already applied to `spec`); the script's header repeats them."""
-    flags = [f"--variant {variant}"] if variant else []
-    flags += [f"--set {o}" for o in overrides]
-    context = build_context(spec, spec_file=spec_file, flags=flags)
+    context = build_context(spec, spec_file=spec_file, flags=flag_args(overrides, variant))
     source = environment().get_template("script.py.jinja").render(context)
     kind = spec.distribute.kind
     try:

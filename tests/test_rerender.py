@@ -454,3 +454,15 @@ def test_an_interrupted_render_leaves_the_old_script_whole(tmp_path, monkeypatch
         assert after == before
     ok(render(spec, out), "merged")
     assert out.read_text() == new.replace(GRADIENTS, GRADIENTS + CLIP)
+
+
+def test_the_fix_command_check_prints_runs_as_printed_with_its_flags(tmp_path):
+    out = tmp_path / "train.py"
+    flags = ("--variant", "mirrored", "--set", "data.batch_size=32")
+    ok(render(write_spec(tmp_path), out, *flags))
+    spec = write_spec(tmp_path, ("epochs=2", "epochs=5"))
+    stderr = failed(run_cli("check", str(spec), str(out), *flags), "out of date")
+    fix = re.search(r"(loopgen render .*)$", stderr.strip()).group(1)
+    assert shlex.split(fix)[1:] == ["render", str(spec), "-o", str(out), *flags]
+    ok(run_cli(*shlex.split(fix)[1:]))
+    ok(run_cli("check", str(spec), str(out), *flags), "up to date")
