@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -27,18 +28,22 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     )
 
 
+def script_env(**extra: str) -> dict[str, str]:
+    """The environment generated scripts run in: quiet TF logs, a fixed hash seed."""
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONHASHSEED": "0", **extra}
+
+
 def run_python(
     script: Path, *args: str, cwd: Path, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
     """Runs a generated script (or a test helper) in a fresh process; fails with its output."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONHASHSEED": "0"}
     proc = subprocess.run(
         [sys.executable, str(script), *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env,
+        env=script_env(),
     )
     if proc.returncode != 0:
         pytest.fail(
@@ -74,3 +79,45 @@ def npz(path: str) -> str:
 def records(out: Path) -> list[dict]:
     """The JSON records of a run's metrics.jsonl."""
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def launch_workers(
+    script: Path, *args: str, cwd: Path, workers: int = 2, extra=None
+) -> list[subprocess.Popen[str]]:
+    """Starts the multi-worker script as `workers` processes on 127.0.0.1, each with its
+    TF_CONFIG (and `extra(index)` arguments)."""
+    cluster = [f"127.0.0.1:{port}" for port in free_ports(workers)]
+    procs = []
+    for index in range(workers):
+        config = {"cluster": {"worker": cluster}, "task": {"type": "worker", "index": index}}
+        command = [sys.executable, str(script), *args, *(extra(index) if extra else [])]
+        procs.append(subprocess.Popen(
+            command, cwd=cwd, env=script_env(TF_CONFIG=json.dumps(config)),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ))  # fmt: skip
+    return procs
+
+
+def finish_workers(procs: list[subprocess.Popen[str]], timeout: float = 180) -> list:
+    """Waits for every worker: (process, stdout, stderr) each. A worker whose peer died waits
+    forever, so after `timeout` seconds all are killed."""
+    finished = []
+    for proc in procs:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for other in procs:
+                other.kill()
+            stdout, stderr = proc.communicate()
+        finished.append((proc, stdout, stderr))
+    return finished

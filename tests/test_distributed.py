@@ -7,15 +7,24 @@ from __future__ import annotations
 
 import ast
 import json
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import data
 import pytest
-from helpers import EXAMPLES, ROOT, npz, records, run_cli, run_python, tf_check
+from helpers import (
+    EXAMPLES,
+    ROOT,
+    finish_workers,
+    launch_workers,
+    npz,
+    records,
+    run_cli,
+    run_python,
+    script_env,
+    tf_check,
+)
 from regen_generated import golden_files
 
 TWO_CPUS = 'distribute.devices=["/cpu:0", "/cpu:1"]'
@@ -251,33 +260,9 @@ def test_mirrored_averages_per_pixel_losses_like_one_device(render, tmp_path):
     assert result["step"] == 3 and result["max_diff"] <= 1e-5, result
 
 
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
-def start_workers(script: Path, *args: str, cwd: Path, workers: int = 2, extra=None) -> list:
-    """Starts the multi-worker script as `workers` processes on 127.0.0.1, each with its
-    TF_CONFIG (and `extra(index)` arguments); bounded by `timeout -k` (a worker whose peer died
-    waits forever, and TF's preemption handler swallows SIGTERM)."""
-    cluster = [f"127.0.0.1:{port}" for port in free_ports(workers)]
-    procs = []
-    for index in range(workers):
-        tf_config = {"cluster": {"worker": cluster}, "task": {"type": "worker", "index": index}}
-        env = {**os.environ, "TF_CONFIG": json.dumps(tf_config), "TF_CPP_MIN_LOG_LEVEL": "2"}
-        command = [sys.executable, str(script), *args, *(extra(index) if extra else [])]
-        procs.append(
-            subprocess.Popen(
-                ["timeout", "-k", "10", "180", *command],
-                cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            )
-        )  # fmt: skip
-    return [(proc, *proc.communicate()) for proc in procs]
+def start_workers(script: Path, *args: str, cwd: Path, extra=None) -> list:
+    """Runs two workers on 127.0.0.1 to their end: (process, stdout, stderr) each."""
+    return finish_workers(launch_workers(script, *args, cwd=cwd, extra=extra))
 
 
 def run_workers(script: Path, *args: str, cwd: Path) -> list[str]:
@@ -329,7 +314,7 @@ def test_tpu_variant_says_there_is_no_tpu(render, tmp_path):
     """No TPU here: the TPU script gets as far as looking for one, then stops with a message
     that says what to do, instead of a traceback."""
     script = render("mnist_mlp", variant="tpu", name="tpu.py")
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = script_env()
     env.pop("TPU_NAME", None)
     proc = subprocess.run(
         [sys.executable, str(script), "--output-dir", str(tmp_path / "run")],

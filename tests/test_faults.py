@@ -4,7 +4,6 @@ step, stopped by SIGTERM (preemption), a loss that turns NaN, a damaged newest c
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -14,7 +13,15 @@ from pathlib import Path
 
 import pytest
 from data import classification_npz
-from helpers import npz, records, run_python, tf_check
+from helpers import (
+    finish_workers,
+    launch_workers,
+    npz,
+    records,
+    run_python,
+    script_env,
+    tf_check,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +59,7 @@ def run(script: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]
 
 
 def start(script: Path, out: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONHASHSEED": "0"}
+    env = script_env()
     return subprocess.Popen(
         [sys.executable, str(script), "--epochs", str(EPOCHS), "--output-dir", str(out),
          "--deterministic"],
@@ -132,7 +139,7 @@ def test_nan_loss_stops_the_run_naming_the_step_and_keeps_the_good_checkpoint(re
         '"values": [0.001, 1e12]}',
     )
     out = tmp_path / "run"
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = script_env()
     proc = subprocess.run(
         [sys.executable, str(script), "--output-dir", str(out)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
@@ -174,7 +181,7 @@ def test_when_no_checkpoint_restores_the_run_stops_instead_of_starting_over(scri
     run_python(script, "--max-steps", "14", "--output-dir", str(out), cwd=tmp_path)
     for index in (out / "checkpoints").glob("*.index"):
         index.write_bytes(b"not a checkpoint index")
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = script_env()
     proc = subprocess.run(
         [sys.executable, str(script), "--output-dir", str(out)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
@@ -183,35 +190,6 @@ def test_when_no_checkpoint_restores_the_run_stops_instead_of_starting_over(scri
     assert "None of the checkpoints restores" in proc.stderr
     assert "Move them away" in proc.stderr
     assert len(records(out)) == 14  # it did not train on from step 0
-
-
-def launch_workers(script: Path, *args: str, cwd: Path) -> list[subprocess.Popen[str]]:
-    """The multi-worker script as two processes on 127.0.0.1, each with its TF_CONFIG."""
-    from test_distributed import free_ports
-
-    cluster = [f"127.0.0.1:{port}" for port in free_ports(2)]
-    procs = []
-    for index in range(2):
-        config = {"cluster": {"worker": cluster}, "task": {"type": "worker", "index": index}}
-        env = {**os.environ, "TF_CONFIG": json.dumps(config), "TF_CPP_MIN_LOG_LEVEL": "2"}
-        procs.append(subprocess.Popen(
-            [sys.executable, str(script), *args], cwd=cwd, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))  # fmt: skip
-    return procs
-
-
-def finish(procs: list[subprocess.Popen[str]]) -> list[tuple[int, str, str]]:
-    results = []
-    for proc in procs:
-        try:
-            stdout, stderr = proc.communicate(timeout=180)
-        except subprocess.TimeoutExpired:  # a worker whose peer died waits forever
-            for p in procs:
-                p.kill()
-            stdout, stderr = proc.communicate()
-        results.append((proc.returncode, stdout, stderr))
-    return results
 
 
 def test_sigterm_to_one_worker_stops_every_worker_after_the_same_step(render, tmp_path):
@@ -227,26 +205,31 @@ def test_sigterm_to_one_worker_stops_every_worker_after_the_same_step(render, tm
     )
     args = ["--epochs", str(EPOCHS), "--deterministic"]
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
-    for code, _, stderr in finish(launch_workers(script, *args, "--output-dir", str(straight),
-                                                 cwd=tmp_path)):  # fmt: skip
-        assert code == 0, stderr[-3000:]
 
-    procs = launch_workers(script, *args, "--output-dir", str(stopped), cwd=tmp_path)
+    def job(out: Path) -> list[subprocess.Popen[str]]:
+        return launch_workers(script, *args, "--output-dir", str(out), cwd=tmp_path)
+
+    for proc, _, stderr in finish_workers(job(straight)):
+        assert proc.returncode == 0, stderr[-3000:]
+
+    procs = job(stopped)
     at = random.Random().randint(2, STEPS - 15)
     wait_for_step(procs[0], stopped, at)  # the chief writes the log
     procs[1].send_signal(signal.SIGTERM)  # only worker 1 is preempted
-    results = finish(procs)
+    results = finish_workers(procs)
     steps = set()
-    for code, stdout, stderr in results:
-        assert code == 128 + signal.SIGTERM, (at, stderr[-3000:])
+    for proc, stdout, stderr in results:
+        assert proc.returncode == 128 + signal.SIGTERM, (at, stderr[-3000:])
         steps.add(int(stdout.split("Stopped by SIGTERM at step ")[1].split(";")[0]))
     (step,) = steps  # the same step on both
     assert at <= step < STEPS
     assert (stopped / "checkpoints" / f"ckpt-{step}.index").is_file()
 
-    resumed = finish(launch_workers(script, *args, "--output-dir", str(stopped), cwd=tmp_path))
-    for code, stdout, stderr in resumed:
-        assert code == 0, stderr[-3000:]
+    resumed = finish_workers(
+        launch_workers(script, *args, "--output-dir", str(stopped), cwd=tmp_path)
+    )
+    for proc, stdout, stderr in resumed:
+        assert proc.returncode == 0, stderr[-3000:]
         assert f"ckpt-{step} at step {step}" in stdout
     result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
                       str(stopped / "checkpoints"), cwd=tmp_path)  # fmt: skip
