@@ -25,6 +25,7 @@ from .layers import (
     UpSampling2D,
 )
 from .model import Functional, Imported, Sequential
+from .performance import Performance
 from .spec import TPU, Checkpoint, Export, Logging, Loop, Mirrored, MultiWorker, SingleDevice, Spec
 from .training import (
     SGD,
@@ -91,6 +92,7 @@ __all__ = [
     "Mirrored",
     "MultiWorker",
     "Npz",
+    "Performance",
     "PiecewiseConstantDecay",
     "RMSprop",
     "Repeat",

@@ -127,6 +127,10 @@ class Data(StrictModel):
     of the data iterator's state, so every checkpoint holds a copy of the dataset."""
     prefetch: bool = True
     """Prefetch batches (`tf.data.AUTOTUNE`) so input preparation overlaps training."""
+    deterministic: bool = True
+    """Keep the batches in order when preprocessing runs in parallel. False lets a batch that
+    is ready overtake a slow one (faster when decoding times vary, e.g. JPEG files), but the
+    order of the examples, and with it an exact resume, is no longer reproducible."""
 
     @model_validator(mode="after")
     def _tfds_resize(self) -> Data:

@@ -11,6 +11,7 @@ from .base import Identifier, PositiveInt, StrictModel, check_not_reserved
 from .data import Data
 from .layers import ActivationLayer, BatchNormalization, Custom, CustomLayerClass, Dropout, _Kernel
 from .model import Imported, Model
+from .performance import Performance
 from .shapes import check_shapes
 from .training import BinaryAccuracy, Loss, Metric, Optimizer
 
@@ -178,6 +179,8 @@ class Spec(StrictModel):
     """Distribution strategy."""
     output_dir: str = ""
     """Default output directory of checkpoints, logs and exports; empty means `runs/<name>`."""
+    performance: Performance = Performance()
+    """Steps per call, XLA and mixed precision."""
 
     @model_validator(mode="after")
     def _cross_field(self) -> Spec:
@@ -189,6 +192,7 @@ class Spec(StrictModel):
         self._check_thresholds()
         self._check_split()
         self._check_devices()
+        self._check_performance()
         names = [m.metric_name for m in self.metrics]
         if len(set(names)) != len(names) or "loss" in names:
             raise ValueError(
@@ -295,6 +299,27 @@ class Spec(StrictModel):
                 f"evenly over the {replicas} replicas of distribute.devices; make "
                 f"data.batch_size a multiple of {replicas}"
             )
+
+    def _check_performance(self) -> None:
+        xla, kind = self.performance.xla, self.distribute.kind
+        if xla == "on" and kind in ("mirrored", "multi_worker"):
+            raise ValueError(
+                f"performance.xla='on' but distribute.kind={kind!r}: loopgen compiles the "
+                "single-device step only (the distributed step all-reduces gradients, and a "
+                "TPU compiles everything anyway); set performance.xla='auto' or 'off'"
+            )
+
+    @property
+    def uses_xla(self) -> bool:
+        """Whether the script XLA-compiles its per-batch step (performance.xla, `auto`
+        resolved: dense-only models on a single device; see `Performance.xla`)."""
+        xla = self.performance.xla
+        if xla != "auto" or self.distribute.kind != "single_device":
+            return xla == "on" and self.distribute.kind == "single_device"
+        if isinstance(self.model, Imported):
+            return False
+        convolutional = ("conv2d", "conv2d_transpose", "max_pooling2d", "up_sampling2d")
+        return not self._any_layer(lambda layer: getattr(layer, "kind", "") in convolutional)
 
     def warnings(self) -> list[str]:
         """Combinations that render and run but are probably not what the user wants."""

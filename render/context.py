@@ -49,13 +49,22 @@ def build_context(
         "has_repeats": any(isinstance(i, Repeat) for i in items),
         "has_skips": any(isinstance(i, SaveSkip | Concatenate) for i in items),
         "stateful_rng": spec.has_dropout,
-        "optimizer_expr": _optimizer(spec),
+        "optimizer_expr": optimizer_expression(spec),
         "loss_expr": _loss(spec, distributed),
         "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
         # SIGTERM saves a checkpoint and exits (multi-worker: after the same step on every
         # worker, agreed on in the train step).
         "preemptible": preemptible(spec),
-        "train_log_names": ["loss", *(m.metric_name for m in spec.metrics), "learning_rate"],
+        "xla": spec.uses_xla,
+        "precision": spec.performance.precision,
+        # mixed_float16 only: bfloat16 has float32's exponent range and needs no loss scaling.
+        "loss_scaling": spec.performance.precision == "mixed_float16",
+        "train_log_names": [
+            "loss",
+            *(m.metric_name for m in spec.metrics),
+            "learning_rate",
+            "steps_per_second",
+        ],
     }
 
 
@@ -66,7 +75,7 @@ def preemptible(spec: Spec) -> bool:
 def imports(spec: Spec) -> dict[str, list[str]]:
     """The script's imports, computed from what the spec uses and sorted as isort would."""
     kinds = {spec.data.train.kind, spec.data.validation.kind if spec.data.validation else None}
-    stdlib = {"import argparse", "import math", "import os"}
+    stdlib = {"import argparse", "import math", "import os", "import time"}
     if spec.logging.jsonl:
         stdlib.add("import json")
     if spec.distribute.kind == "multi_worker" and (spec.export.saved_model or spec.export.keras):
@@ -116,7 +125,8 @@ def _loss(spec: Spec, distributed: bool) -> str:
     return code.keras_object("losses", spec.loss, [("reduction", None)] if distributed else [])
 
 
-def _optimizer(spec: Spec) -> str:
+def optimizer_expression(spec: Spec) -> str:
+    """The optimizer's constructor; a schedule is the variable `learning_rate`."""
     args = spec.optimizer.arguments()
     if spec.optimizer.schedule is not None:
         args = [("learning_rate", Var(var="learning_rate")), *args[1:]]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -153,7 +154,7 @@ def test_distributed_step_scales_losses_for_replicas():
         "tf.nn.compute_average_loss(" in source and "global_batch_size=global_batch_size" in source
     )
     assert "tf.nn.scale_regularization_loss(tf.add_n(model.losses))" in source  # the VGG has L2
-    assert "strategy.run(replica_train_step" in source
+    assert re.search(r"strategy\.run\(\s*replica_train_step", source)
     assert "strategy.reduce(tf.distribute.ReduceOp.SUM, losses" in source
     assert "with strategy.scope():" in source
     plain = run_cli("render", "examples/mnist_mlp.py", "--variant", "mirrored").stdout

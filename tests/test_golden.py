@@ -105,7 +105,7 @@ def test_sections_come_in_reading_order(golden):
         " optimizer = ",
         "    def replica_train_step(" if distributed else "    def train_step(",
         "tf.GradientTape()",
-        *(["    def train_step("] if distributed else []),
+        "    def train_loop(",
         "    checkpoint = tf.train.Checkpoint(",
         "    for epoch in range(",
         "keras.utils.Progbar(",

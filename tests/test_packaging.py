@@ -65,7 +65,7 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
         env={**os.environ, "PYTHONPATH": str(target)},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert "def train_step(iterator):" in (elsewhere / "train.py").read_text()
+    assert "def train_loop(iterator, num_steps):" in (elsewhere / "train.py").read_text()
     assert (elsewhere / ".loopgen" / "train.py.base").read_text() == (
         elsewhere / "train.py"
     ).read_text()

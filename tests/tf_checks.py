@@ -141,6 +141,57 @@ def scalar_tags(logdir: str) -> dict:
     return {tag: len(accumulator.Tensors(tag)) for tag in accumulator.Tags()["tensors"]}
 
 
+def trace_counts(script: str, *argv: str) -> dict:
+    """Runs the script's main(argv) in this process with tf.function wrapped to count how many
+    times each function's Python body runs: once per trace."""
+    import collections
+    import functools
+
+    counts: collections.Counter[str] = collections.Counter()
+    original = tf.function
+
+    def counting(func=None, **options):
+        def wrap(python_function):
+            @functools.wraps(python_function)
+            def traced(*args, **kwargs):
+                counts[python_function.__name__] += 1
+                return python_function(*args, **kwargs)
+
+            return original(traced, **options)
+
+        return wrap(func) if func is not None else wrap
+
+    tf.function = counting
+    try:
+        load_script(script).main(list(argv))
+    finally:
+        tf.function = original
+    return dict(counts)
+
+
+def checkpoint_dtypes(directory: str) -> dict:
+    """Names (without the /.ATTRIBUTES suffix) and dtypes of the newest checkpoint's values."""
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(directory))
+    return {
+        name.removesuffix("/.ATTRIBUTES/VARIABLE_VALUE"): dtype.name
+        for name, dtype in reader.get_variable_to_dtype_map().items()
+    }
+
+
+def model_dtypes(script: str, policy: str) -> dict:
+    """The compute dtypes of build_model()'s layers under a mixed precision `policy`, its
+    variables' dtypes and its output's."""
+    import keras
+
+    keras.mixed_precision.set_global_policy(policy)
+    model = load_script(script).build_model()
+    return {
+        "compute": sorted({layer.compute_dtype for layer in model.layers}),
+        "variables": sorted({v.dtype for v in model.weights}),
+        "output": model(tf.zeros((1, *model.input_shape[1:]))).dtype.name,
+    }
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

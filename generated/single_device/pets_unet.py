@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 9ce9e21cbdad9711, script sha256 56c670622372a13a).
+(spec sha256 c76f6d72dbba775d, script sha256 ef3496f429dca15d).
 Rendered with: --variant single_device
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -16,6 +16,7 @@ import math
 import os
 import signal
 import threading
+import time
 
 import keras
 import tensorflow as tf
@@ -28,6 +29,8 @@ SHUFFLE_BUFFER = 1000
 RESCALE = 1 / 255
 EPOCHS = 20
 LOG_EVERY_STEPS = 50
+# Train steps per call of the compiled train_loop: Python runs once per call, not per step.
+STEPS_PER_LOOP = 50
 VALIDATE_EVERY_EPOCHS = 1
 CHECKPOINT_EVERY_EPOCHS = 1
 KEEP_CHECKPOINTS = 3
@@ -208,26 +211,33 @@ def main(argv=None):
     nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
     # --- Train and eval steps ---------------------------------------------------------
-    # Traced once: the iterator's batches have an unknown (None) batch dimension, so the
-    # smaller last batch of an epoch does not retrace, and no Python value changes per call.
-    @tf.function
-    def train_step(iterator):
-        images, labels = next(iterator)
+    def train_step(images, labels):
+        """One optimizer step on one batch; returns the loss and the predictions."""
         with tf.GradientTape() as tape:
             predictions = model(images, training=True)
             loss = loss_fn(labels, predictions)
-
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-        step.assign_add(1)
-        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
-        # loop stops before a checkpoint saves them.
-        if nonfinite_step < 0 and not tf.math.is_finite(loss):
-            nonfinite_step.assign(step)
-        # Metrics accumulate on the device; Python reads them only when it logs.
-        train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
-        for metric in train_metrics:
-            metric.update_state(labels, predictions)
+        return loss, predictions
+
+    # Traced once: num_steps is a tensor (each new Python int would trace again), and the
+    # batches' first dimension is unknown (None), so the smaller last batch of an epoch does
+    # not retrace either. A call runs num_steps steps, so Python pays its overhead once per
+    # call, not once per step.
+    @tf.function
+    def train_loop(iterator, num_steps):
+        for _ in tf.range(num_steps):
+            images, labels = next(iterator)
+            loss, predictions = train_step(images, labels)
+            step.assign_add(1)
+            # A NaN or Inf loss ruins the weights: note the first step it happens at, so
+            # that the loop stops before a checkpoint saves them.
+            if nonfinite_step < 0 and not tf.math.is_finite(loss):
+                nonfinite_step.assign(step)
+            # Metrics accumulate on the device; Python reads them only when it logs.
+            train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+            for metric in train_metrics:
+                metric.update_state(labels, predictions)
 
     # One trace for every batch size, the smaller last batch included.
     @tf.function(input_signature=validation_dataset.element_spec)
@@ -288,10 +298,19 @@ def main(argv=None):
             )
 
     # Preemption: schedulers (Slurm, Kubernetes, spot VMs) send SIGTERM, then SIGKILL after a
-    # grace period. The loop finishes its step, saves a checkpoint and exits; run it again to
-    # resume.
+    # grace period. The loop finishes its train_loop call (STEPS_PER_LOOP steps at most),
+    # saves a checkpoint and exits; run it again to resume.
     preempted = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: preempted.set())
+
+    def steps_to_run(global_step, epoch_end):
+        """Steps in the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+        point or epoch end: each of them then happens at its exact step."""
+        return min(
+            STEPS_PER_LOOP,
+            epoch_end - global_step,
+            LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+        )
 
     if global_step >= total_steps:
         print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
@@ -305,16 +324,32 @@ def main(argv=None):
         # they are instead of averaging them again.
         progbar = keras.utils.Progbar(
             epoch_end - epoch_start,
-            stateful_metrics=["loss", "accuracy", "mean_iou", "learning_rate"],
+            stateful_metrics=[
+                "loss",
+                "accuracy",
+                "mean_iou",
+                "learning_rate",
+                "steps_per_second",
+            ],
         )
         for metric in [train_loss, *train_metrics]:
             metric.reset_state()
+        # Throughput is timed from log point to log point (validation is not counted).
+        timer_start, timer_step = time.perf_counter(), global_step
         while global_step < epoch_end:
-            train_step(train_iterator)
-            global_step += 1
+            num_steps = steps_to_run(global_step, epoch_end)
+            train_loop(train_iterator, tf.constant(num_steps))
+            global_step += num_steps
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                now = (
+                    time.perf_counter()
+                )  # after results(), which waited for the device
+                logs["steps_per_second"] = (global_step - timer_step) / (
+                    now - timer_start
+                )
+                timer_start, timer_step = now, global_step
                 progbar.update(global_step - epoch_start, list(logs.items()))
                 with train_writer.as_default(step=global_step):
                     for name, value in logs.items():

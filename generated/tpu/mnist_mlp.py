@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 4279b18acd66f0bf, script sha256 badcc6dc4754e581).
+(spec sha256 259a960dab396929, script sha256 84574909901fa8de).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -17,6 +17,7 @@ import math
 import os
 import signal
 import threading
+import time
 
 import keras
 import tensorflow as tf
@@ -28,6 +29,8 @@ SHUFFLE_BUFFER = 1024
 RESCALE = 1 / 255
 EPOCHS = 2
 LOG_EVERY_STEPS = 200
+# Train steps per call of the compiled train_loop: Python runs once per call, not per step.
+STEPS_PER_LOOP = 50
 CHECKPOINT_EVERY_EPOCHS = 1
 KEEP_CHECKPOINTS = 3
 OUTPUT_DIR = "runs/mnist_mlp"
@@ -211,7 +214,6 @@ def main(argv=None):
                 per_example_loss(labels, predictions),
                 global_batch_size=global_batch_size,
             )
-
         gradients = tape.gradient(loss, model.trainable_variables)
         # Sums the gradients over all replicas, then applies the same update on each.
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
@@ -220,21 +222,27 @@ def main(argv=None):
             metric.update_state(labels, predictions)
         return loss, batch_size
 
-    # Traced and compiled once: every batch has the same shape, and no Python value changes
-    # per call.
+    # Traced once: num_steps is a tensor (each new Python int would trace again), and the
+    # batches all have one shape. A call runs num_steps steps on the device, so Python pays
+    # its overhead once per call, not once per step.
     @tf.function
-    def train_step(iterator):
-        images, labels = next(iterator)
-        losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
-        # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
-        batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
-        train_loss.update_state(loss, sample_weight=batch_size)
-        step.assign_add(1)
-        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
-        # loop stops before a checkpoint saves them.
-        if nonfinite_step < 0 and not tf.math.is_finite(loss):
-            nonfinite_step.assign(step)
+    def train_loop(iterator, num_steps):
+        for _ in tf.range(num_steps):
+            images, labels = next(iterator)
+            losses, batch_sizes = strategy.run(
+                replica_train_step, args=(images, labels)
+            )
+            # Each replica's loss is its share of the global mean: their sum is the mean.
+            loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+            batch_size = strategy.reduce(
+                tf.distribute.ReduceOp.SUM, batch_sizes, axis=None
+            )
+            train_loss.update_state(loss, sample_weight=batch_size)
+            step.assign_add(1)
+            # A NaN or Inf loss ruins the weights: note the first step it happens at, so
+            # that the loop stops before a checkpoint saves them.
+            if nonfinite_step < 0 and not tf.math.is_finite(loss):
+                nonfinite_step.assign(step)
 
     # --- Checkpoints: everything a resumed run needs to continue exactly --------------
     checkpoint = tf.train.Checkpoint(
@@ -285,10 +293,19 @@ def main(argv=None):
             )
 
     # Preemption: schedulers (Slurm, Kubernetes, spot VMs) send SIGTERM, then SIGKILL after a
-    # grace period. The loop finishes its step, saves a checkpoint and exits; run it again to
-    # resume.
+    # grace period. The loop finishes its train_loop call (STEPS_PER_LOOP steps at most),
+    # saves a checkpoint and exits; run it again to resume.
     preempted = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: preempted.set())
+
+    def steps_to_run(global_step, epoch_end):
+        """Steps in the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+        point or epoch end: each of them then happens at its exact step."""
+        return min(
+            STEPS_PER_LOOP,
+            epoch_end - global_step,
+            LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+        )
 
     if global_step >= total_steps:
         print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
@@ -302,16 +319,26 @@ def main(argv=None):
         # they are instead of averaging them again.
         progbar = keras.utils.Progbar(
             epoch_end - epoch_start,
-            stateful_metrics=["loss", "accuracy", "learning_rate"],
+            stateful_metrics=["loss", "accuracy", "learning_rate", "steps_per_second"],
         )
         for metric in [train_loss, *train_metrics]:
             metric.reset_state()
+        # Throughput is timed from log point to log point (validation is not counted).
+        timer_start, timer_step = time.perf_counter(), global_step
         while global_step < epoch_end:
-            train_step(train_iterator)
-            global_step += 1
+            num_steps = steps_to_run(global_step, epoch_end)
+            train_loop(train_iterator, tf.constant(num_steps))
+            global_step += num_steps
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                now = (
+                    time.perf_counter()
+                )  # after results(), which waited for the device
+                logs["steps_per_second"] = (global_step - timer_step) / (
+                    now - timer_start
+                )
+                timer_start, timer_step = now, global_step
                 progbar.update(global_step - epoch_start, list(logs.items()))
                 with train_writer.as_default(step=global_step):
                     for name, value in logs.items():

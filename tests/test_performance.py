@@ -1,0 +1,231 @@
+"""The speed options (issue 5) change how fast the script trains, never what it trains:
+steps per call keep every cadence and the exact result, XLA stays within rounding, mixed
+precision scales the loss and resumes exactly. Plus the benchmark harness, run small."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import data
+import numpy as np
+import pytest
+from helpers import ROOT, npz, records, run_cli, run_python, tf_check
+
+# --- What the spec renders -----------------------------------------------------------------
+
+
+def rendered(example: str, *overrides: str, variant: str | None = None) -> str:
+    args = ["render", f"examples/{example}.py"]
+    args += ["--variant", variant] if variant else []
+    for override in overrides:
+        args += ["--set", override]
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("example", "overrides", "variant", "compiled"),
+    [
+        ("mnist_mlp", [], None, True),  # dense layers only: auto compiles
+        ("fashion_validation", [], None, True),
+        ("cifar10_vgg", [], None, False),  # convolutions: auto does not
+        ("shapes_unet", [], None, False),
+        ("mnist_mlp", [], "mirrored", False),  # distributed: auto does not
+        ("mnist_mlp", ["performance.xla=off"], None, False),
+        ("cifar10_vgg", ["performance.xla=on"], None, True),
+    ],
+)
+def test_xla_auto_compiles_dense_single_device_steps_only(example, overrides, variant, compiled):
+    source = rendered(example, *overrides, variant=variant)
+    assert ("@tf.function(jit_compile=True)" in source) == compiled
+    assert source.count("jit_compile") == (1 if compiled else 0)
+
+
+def test_xla_on_under_a_distributed_strategy_is_refused_naming_both_fields():
+    proc = run_cli(
+        "render", "examples/mnist_mlp.py", "--variant", "mirrored",
+        "--set", "performance.xla=on",
+    )  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "performance.xla='on'" in proc.stderr and "distribute.kind='mirrored'" in proc.stderr
+    assert "'auto' or 'off'" in proc.stderr
+
+
+def test_precision_renders_policy_and_loss_scaling_only_where_needed():
+    plain = rendered("mnist_mlp")
+    assert "mixed_precision" not in plain and "scale_loss" not in plain
+    bf16 = rendered("mnist_mlp", "performance.precision=mixed_bfloat16")
+    assert 'keras.mixed_precision.set_global_policy("mixed_bfloat16")' in bf16
+    assert "LossScaleOptimizer" not in bf16 and "scale_loss" not in bf16  # no underflow there
+    fp16 = rendered("cifar10_vgg", "performance.precision=mixed_float16")
+    assert re.search(r"keras\.optimizers\.LossScaleOptimizer\(\s*keras\.optimizers\.SGD\(", fp16)
+    assert "scaled_loss = optimizer.scale_loss(loss)" in fp16
+    assert "tape.gradient(scaled_loss, model.trainable_variables)" in fp16
+    # The policy is set before the model is built, and the output is cast back to float32.
+    assert fp16.index("set_global_policy(") < fp16.index("model = build_model()")
+    assert 'layers.Activation("linear", dtype="float32")' in fp16
+
+
+def test_loop_calls_stop_at_every_cadence():
+    source = rendered("mnist_mlp", "checkpoint.every_epochs=null", "checkpoint.every_steps=30")
+    assert "STEPS_PER_LOOP = 50" in source
+    helper = source[source.index("def steps_to_run(") : source.index("if global_step >= total")]
+    for bound in ("STEPS_PER_LOOP", "epoch_end - global_step",
+                  "LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS",
+                  "CHECKPOINT_EVERY_STEPS - global_step % CHECKPOINT_EVERY_STEPS"):  # fmt: skip
+        assert bound in helper
+    # A tensor, not a Python int: each new int would retrace train_loop.
+    assert "train_loop(train_iterator, tf.constant(num_steps))" in source
+
+
+def test_nondeterministic_input_is_opt_in():
+    assert "deterministic=False" not in rendered("mnist_mlp")
+    source = rendered("mnist_mlp", "data.deterministic=false")
+    assert ".map(preprocess, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)" in source
+
+
+# --- Real runs ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def digits(tmp_path):
+    """100 MNIST-shaped examples at batch 8: 13 steps per epoch, the last one of 4 examples."""
+    train = npz(data.classification_npz(tmp_path / "train.npz", 100, (28, 28)))
+    return [f"data.train={train}", "data.batch_size=8"]
+
+
+@pytest.mark.slow
+def test_steps_per_loop_keeps_cadences_and_results_exact_and_traces_once(digits, render, tmp_path):
+    """7 steps per call against 1: log points every 5 steps and at epoch ends, checkpoints
+    every 4 steps, bit-identical weights; and train_loop traces once although num_steps takes
+    several values and the last batch of each epoch is smaller."""
+    common = [*digits, "loop.log_every_steps=5", "checkpoint.every_epochs=null",
+              "checkpoint.every_steps=4", "checkpoint.keep=100", "performance.xla=off"]  # fmt: skip
+    seven = render("mnist_mlp", *common, "performance.steps_per_loop=7", name="seven.py")
+    one = render("mnist_mlp", *common, "performance.steps_per_loop=1", name="one.py")
+    flags = ["--epochs", "2", "--deterministic"]
+    traces = tf_check("trace_counts", str(seven), *flags, "--output-dir",
+                      str(tmp_path / "seven"), cwd=tmp_path)  # fmt: skip
+    assert traces["train_loop"] == 1, traces
+    run_python(one, *flags, "--output-dir", str(tmp_path / "one"), cwd=tmp_path)
+
+    expected_logs = [5, 10, 13, 15, 20, 25, 26]
+    logged = {
+        name: [r for r in records(tmp_path / name) if "loss" in r] for name in ("seven", "one")
+    }
+    for name, rows in logged.items():
+        assert [r["step"] for r in rows] == expected_logs, name
+        saved = sorted(int(p.stem.split("-")[1])
+                       for p in (tmp_path / name / "checkpoints").glob("ckpt-*.index"))  # fmt: skip
+        assert saved == [4, 8, 12, 16, 20, 24, 26], name
+    for a, b in zip(logged["seven"], logged["one"], strict=True):
+        assert a["loss"] == b["loss"] and a["accuracy"] == b["accuracy"]
+        assert a["steps_per_second"] > 0
+    result = tf_check("compare_checkpoints", str(tmp_path / "seven" / "checkpoints"),
+                      str(tmp_path / "one" / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["same_keys"] and result["step"] == 26
+    assert result["max_diff"] == 0.0, result
+
+
+@pytest.mark.slow
+def test_xla_step_matches_the_uncompiled_step_within_rounding(digits, render, tmp_path):
+    """One epoch (with the smaller last batch, compiled for its own shape) with and without
+    XLA: the same training up to float rounding."""
+    runs = {}
+    for xla in ("on", "off"):
+        script = render("mnist_mlp", *digits, f"performance.xla={xla}", name=f"{xla}.py")
+        if xla == "on":
+            assert "jit_compile=True" in script.read_text()
+        out = tmp_path / xla
+        run_python(script, "--epochs", "1", "--deterministic", "--output-dir", str(out),
+                   cwd=tmp_path)  # fmt: skip
+        runs[xla] = out
+    result = tf_check("compare_checkpoints", str(runs["on"] / "checkpoints"),
+                      str(runs["off"] / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["same_keys"] and result["step"] == 13
+    assert 0.0 <= result["max_diff"] <= 1e-5, result
+    losses = [[r["loss"] for r in records(out) if "loss" in r] for out in runs.values()]
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+
+
+@pytest.mark.slow
+def test_mixed_float16_scales_the_loss_and_resumes_exactly(digits, render, tmp_path):
+    script = render("mnist_mlp", *digits, "performance.precision=mixed_float16")
+    dtypes = tf_check("model_dtypes", str(script), "mixed_float16", cwd=tmp_path)
+    assert "float16" in dtypes["compute"] and dtypes["variables"] == ["float32"]
+    assert dtypes["output"] == "float32"
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    flags = ["--epochs", "2", "--deterministic"]
+    run_python(script, *flags, "--output-dir", str(straight), cwd=tmp_path)
+    run_python(script, *flags, "--max-steps", "9", "--output-dir", str(split), cwd=tmp_path)
+    run_python(script, *flags, "--output-dir", str(split), cwd=tmp_path)
+    saved = tf_check("checkpoint_dtypes", str(straight / "checkpoints"), cwd=tmp_path)
+    # The dynamic loss scale and its counter are part of the optimizer's checkpoint.
+    assert any("dynamic_scale" in name for name in saved), sorted(saved)
+    result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
+                      str(split / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["same_keys"] and result["step"] == 26
+    assert result["max_diff"] == 0.0, result
+    losses = [r["loss"] for r in records(straight) if "loss" in r]
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["single_device", "mirrored"])
+def test_mixed_bfloat16_trains(variant, digits, render, tmp_path):
+    extra = ['distribute.devices=["/cpu:0", "/cpu:1"]'] if variant == "mirrored" else []
+    script = render("mnist_mlp", *digits, "performance.precision=mixed_bfloat16", *extra,
+                    variant=variant)  # fmt: skip
+    out = tmp_path / "run"
+    run_python(script, "--epochs", "2", "--output-dir", str(out), cwd=tmp_path)
+    losses = [r["loss"] for r in records(out) if "loss" in r]
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+@pytest.mark.slow
+def test_bench_measures_loop_and_fit_in_one_run(tmp_path):
+    """The harness, small: one example, short epochs. It must time all four runs, compute the
+    ratios from them, time the CLI render and see that it did not import TensorFlow."""
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--examples", "mnist_mlp", "--steps-per-epoch", "30",
+         "--render-repeats", "1", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())["examples"]["mnist_mlp"]
+    runs = result["runs"]
+    assert set(runs) == {"loop_defaults", "loop_plain", "fit_matched", "fit_defaults"}
+    for run in runs.values():
+        assert len(run["epoch_seconds"]) == 4 and all(s > 0 for s in run["epoch_seconds"])
+        median = sorted(run["epoch_seconds"][1:])[1]
+        assert run["samples_per_second"] == pytest.approx(30 * 64 / median)
+    speed = {name: run["samples_per_second"] for name, run in runs.items()}
+    assert result["ratios"]["matched"] == pytest.approx(
+        speed["loop_defaults"] / speed["fit_matched"]
+    )
+    assert result["render"]["imports_tensorflow"] is False
+    assert 0 < result["render"]["seconds"] < 30
+    assert "| mnist_mlp | 50 | on |" in proc.stdout
+
+
+@pytest.mark.slow
+def test_mixed_float16_on_two_replicas_equals_one_device(digits, render, tmp_path):
+    """Loss scaling across replicas: each replica scales its share of the global mean, the
+    optimizer unscales the summed gradients. Two CPU replicas end where one device does."""
+    outs = {}
+    for variant in ("single_device", "mirrored"):
+        extra = ['distribute.devices=["/cpu:0", "/cpu:1"]'] if variant == "mirrored" else []
+        script = render("mnist_mlp", *digits, "performance.precision=mixed_float16", *extra,
+                        variant=variant, name=f"{variant}.py")  # fmt: skip
+        outs[variant] = tmp_path / variant
+        run_python(script, "--epochs", "2", "--deterministic", "--output-dir",
+                   str(outs[variant]), cwd=tmp_path)  # fmt: skip
+    result = tf_check("compare_checkpoints", str(outs["single_device"] / "checkpoints"),
+                      str(outs["mirrored"] / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["same_keys"] and result["step"] == 26
+    assert result["max_diff"] <= 1e-5, result
