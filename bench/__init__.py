@@ -1,0 +1,1 @@
+"""The benchmark harness: `python -m bench` (see __main__.py)."""

@@ -1,0 +1,152 @@
+"""Benchmark: generated loops against model.fit, measured in the same run.
+
+    .venv/bin/python -m bench [--examples mnist_mlp ...] [--epochs 4] [--readme]
+
+For each example it renders the loop script (synthetic data of the real shapes, see
+workload.py) and trains, each in a fresh process:
+  loop, defaults   the script as the spec renders it (steps_per_loop, xla auto)
+  loop, plain      one step per call, no XLA: model.fit's defaults
+  fit, matched     compile(steps_per_execution=steps_per_loop, jit_compile=the loop's choice)
+  fit, defaults    compile() as most people call it
+and prints samples/s (median of the epochs after the first, which traces and compiles) and
+the ratios. It also times `loopgen render` of the real example and checks that TensorFlow
+was never imported. Results go to bench/results.json and, with --readme, to the README table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .report import median, ratios, readme_table, replace_table, table
+from .workload import EXAMPLES, PLAIN, ROOT, STEPS_PER_EPOCH, Workload, render, workload
+
+PYTHON = sys.executable
+LOOPGEN = str(Path(PYTHON).with_name("loopgen"))
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
+
+
+def loop_epoch_seconds(script: Path, epochs: int, folder: Path) -> list[float]:
+    """Trains the script and returns each epoch's training time, from the throughput it logs
+    (steps since the previous log point / steps_per_second, summed per epoch)."""
+    out = folder / f"{script.stem}-run"
+    _run([PYTHON, str(script), "--epochs", str(epochs), "--output-dir", str(out)], folder)
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    seconds: dict[int, float] = {}
+    previous = 0
+    for record in records:
+        if "steps_per_second" in record:
+            steps = record["step"] - previous
+            seconds[record["epoch"]] = seconds.get(record["epoch"], 0.0) + (
+                steps / record["steps_per_second"]
+            )
+            previous = record["step"]
+    return [seconds[e] for e in sorted(seconds)]
+
+
+def fit_epoch_seconds(work: Workload, script: Path, mode: str, epochs: int, folder: Path):
+    settings = folder / f"{work.name}-settings.json"
+    settings.write_text(json.dumps(work.fit_settings()))
+    out = folder / f"{work.name}-fit-{mode}.json"
+    baseline = Path(__file__).with_name("fit_baseline.py")
+    command = [PYTHON, str(baseline), str(script), str(settings), str(out)]
+    _run([*command, "--mode", mode, "--epochs", str(epochs)], folder)
+    return json.loads(out.read_text())["epoch_seconds"]
+
+
+def render_timing(name: str, folder: Path, repeats: int) -> dict:
+    """Wall time of the `loopgen render` command on the real example (a new process each time,
+    imports included), and whether it imported TensorFlow."""
+    command = [LOOPGEN, "render", str(EXAMPLES / f"{name}.py"), "-o", str(folder / "r.py")]
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        _run(command, folder)
+        times.append(time.perf_counter() - start)
+    traced = subprocess.run(
+        [PYTHON, "-X", "importtime", *command], capture_output=True, text=True, cwd=folder
+    )
+    imported = [line for line in traced.stderr.splitlines() if line.endswith(" tensorflow")]
+    return {"seconds": median(times), "runs": times, "imports_tensorflow": bool(imported)}
+
+
+def bench_example(name: str, args: argparse.Namespace, folder: Path) -> dict:
+    work = workload(name, folder, args.steps_per_epoch)
+    default_script = render(work, folder / f"{name}_defaults.py")
+    plain_script = render(work, folder / f"{name}_plain.py", PLAIN)
+    samples = work.steps_per_epoch * work.batch_size
+    runs = {
+        "loop_defaults": loop_epoch_seconds(default_script, args.epochs, folder),
+        "loop_plain": loop_epoch_seconds(plain_script, args.epochs, folder),
+        "fit_matched": fit_epoch_seconds(work, default_script, "matched", args.epochs, folder),
+        "fit_defaults": fit_epoch_seconds(work, default_script, "defaults", args.epochs, folder),
+    }
+    throughput = {}
+    for run, seconds in runs.items():
+        measured = seconds[1:]  # the first epoch traces and compiles
+        throughput[run] = {
+            "samples_per_second": samples / median(measured),
+            "epoch_seconds": seconds,
+        }
+    return {
+        "batch_size": work.batch_size,
+        "steps_per_epoch": work.steps_per_epoch,
+        "steps_per_loop": work.spec.performance.steps_per_loop,
+        "xla": work.spec.uses_xla,
+        "precision": work.spec.performance.precision,
+        "runs": throughput,
+        "ratios": ratios(throughput),
+        "render": render_timing(name, folder, args.render_repeats),
+    }
+
+
+def _run(command: list[str], cwd: Path) -> None:
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=ENV)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{proc.stderr[-3000:]}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--examples", nargs="+", default=list(STEPS_PER_EPOCH))
+    parser.add_argument("--epochs", type=int, default=4, help="1 warm-up + the measured ones")
+    parser.add_argument("--steps-per-epoch", type=int, default=None, help="instead of the table")
+    parser.add_argument("--render-repeats", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
+    parser.add_argument("--readme", action="store_true", help="update the README's table")
+    args = parser.parse_args(argv)
+    if args.epochs < 4:
+        parser.error("--epochs must be at least 4: a warm-up epoch and 3 to take the median of")
+    results = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "date": time.strftime("%Y-%m-%d"),
+        "epochs": args.epochs,
+        "examples": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="loopgen-bench-") as tmp:
+        for name in args.examples:
+            print(f"{name} ...", flush=True)
+            results["examples"][name] = bench_example(name, args, Path(tmp))
+            print(table({name: results["examples"][name]}), flush=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(table(results["examples"]))
+    print(f"wrote {args.out}")
+    if args.readme:
+        readme = ROOT / "README.md"
+        readme.write_text(replace_table(readme.read_text(), readme_table(results)))
+        print(f"updated {readme}")
+
+
+if __name__ == "__main__":
+    main()
