@@ -318,8 +318,9 @@ class Spec(StrictModel):
             return xla == "on" and self.distribute.kind == "single_device"
         if isinstance(self.model, Imported):
             return False
-        convolutional = ("conv2d", "conv2d_transpose", "max_pooling2d", "up_sampling2d")
-        return not self._any_layer(lambda layer: getattr(layer, "kind", "") in convolutional)
+        # Measured on CPU (bench/): XLA slows convolutions, and Dropout's random numbers.
+        slower = ("conv2d", "conv2d_transpose", "max_pooling2d", "up_sampling2d", "dropout")
+        return not self._any_layer(lambda layer: getattr(layer, "kind", "") in slower)
 
     def warnings(self) -> list[str]:
         """Combinations that render and run but are probably not what the user wants."""

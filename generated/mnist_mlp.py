@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 d1a43d90a0d68006, script sha256 cbf0ff8381ba5566).
+(spec sha256 d1a43d90a0d68006, script sha256 9cccfaae9ba87926).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -166,18 +166,26 @@ def main(argv=None):
     nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
     # --- Train and eval steps ---------------------------------------------------------
-    # XLA-compiled (performance.xla): the forward pass, the gradients and the update fuse
-    # into fewer kernels. XLA compiles once per batch shape (once more for a smaller last
-    # batch). The metrics are updated outside, in train_loop: not every metric compiles.
+    # XLA-compiled (performance.xla): the forward pass, gradients, update and metrics fuse
+    # into a few kernels. XLA compiles once per batch shape (once more for a smaller last
+    # batch).
     @tf.function(jit_compile=True)
     def train_step(images, labels):
-        """One optimizer step on one batch; returns the loss and the predictions."""
+        """One optimizer step on one batch."""
         with tf.GradientTape() as tape:
             predictions = model(images, training=True)
             loss = loss_fn(labels, predictions)
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-        return loss, predictions
+        step.assign_add(1)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(loss):
+            nonfinite_step.assign(step)
+        # Metrics accumulate on the device; Python reads them only when it logs.
+        train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
 
     # Traced once: num_steps is a tensor (each new Python int would trace again), and the
     # batches' first dimension is unknown (None), so the smaller last batch of an epoch does
@@ -185,18 +193,13 @@ def main(argv=None):
     # call, not once per step.
     @tf.function
     def train_loop(iterator, num_steps):
-        for _ in tf.range(num_steps):
-            images, labels = next(iterator)
-            loss, predictions = train_step(images, labels)
-            step.assign_add(1)
-            # A NaN or Inf loss ruins the weights: note the first step it happens at, so
-            # that the loop stops before a checkpoint saves them.
-            if nonfinite_step < 0 and not tf.math.is_finite(loss):
-                nonfinite_step.assign(step)
-            # Metrics accumulate on the device; Python reads them only when it logs.
-            train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
-            for metric in train_metrics:
-                metric.update_state(labels, predictions)
+        # Each next batch is taken while the step before it computes (nothing orders them),
+        # and never one past num_steps: the data position stays exact.
+        batch = next(iterator)
+        for i in tf.range(num_steps):
+            train_step(*batch)
+            if i + 1 < num_steps:
+                batch = next(iterator)
 
     # --- Checkpoints: everything a resumed run needs to continue exactly --------------
     checkpoint = tf.train.Checkpoint(

@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 2ea6e5b6f6cf04fc, script sha256 60bb5834da35192b).
+(spec sha256 2ea6e5b6f6cf04fc, script sha256 cf61fa8d6e039364).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -268,13 +268,21 @@ def main(argv=None):
 
     # --- Train and eval steps ---------------------------------------------------------
     def train_step(images, labels):
-        """One optimizer step on one batch; returns the loss and the predictions."""
+        """One optimizer step on one batch (traced as part of train_loop)."""
         with tf.GradientTape() as tape:
             predictions = model(images, training=True)
             loss = loss_fn(labels, predictions)
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-        return loss, predictions
+        step.assign_add(1)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(loss):
+            nonfinite_step.assign(step)
+        # Metrics accumulate on the device; Python reads them only when it logs.
+        train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
 
     # Traced once: num_steps is a tensor (each new Python int would trace again), and the
     # batches' first dimension is unknown (None), so the smaller last batch of an epoch does
@@ -282,18 +290,13 @@ def main(argv=None):
     # call, not once per step.
     @tf.function
     def train_loop(iterator, num_steps):
-        for _ in tf.range(num_steps):
-            images, labels = next(iterator)
-            loss, predictions = train_step(images, labels)
-            step.assign_add(1)
-            # A NaN or Inf loss ruins the weights: note the first step it happens at, so
-            # that the loop stops before a checkpoint saves them.
-            if nonfinite_step < 0 and not tf.math.is_finite(loss):
-                nonfinite_step.assign(step)
-            # Metrics accumulate on the device; Python reads them only when it logs.
-            train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
-            for metric in train_metrics:
-                metric.update_state(labels, predictions)
+        # Each next batch is taken while the step before it computes (nothing orders them),
+        # and never one past num_steps: the data position stays exact.
+        batch = next(iterator)
+        for i in tf.range(num_steps):
+            train_step(*batch)
+            if i + 1 < num_steps:
+                batch = next(iterator)
 
     # One trace for every batch size, the smaller last batch included.
     @tf.function(input_signature=validation_dataset.element_spec)

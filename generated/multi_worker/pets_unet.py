@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 50557e380a646d6c, script sha256 e22c138397894892).
+(spec sha256 50557e380a646d6c, script sha256 d54ca3744cbac24c).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -298,28 +298,32 @@ def main(argv=None):
             metric.update_state(labels, predictions)
         return loss, batch_size
 
+    def train_step(images, labels):
+        """One train step on every replica (traced as part of train_loop)."""
+        losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
+        # Each replica's loss is its share of the global batch's mean: their sum is the mean.
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
+        train_loss.update_state(loss, sample_weight=batch_size)
+        step.assign_add(1)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(loss):
+            nonfinite_step.assign(step)
+
     # Traced once: num_steps is a tensor (each new Python int would trace again), and the
     # batches' first dimension is unknown (None), so the smaller last batch of an epoch does
     # not retrace either. A call runs num_steps steps, so Python pays its overhead once per
     # call, not once per step.
     @tf.function
     def train_loop(iterator, num_steps, stop_requested):
-        for _ in tf.range(num_steps):
-            images, labels = next(iterator)
-            losses, batch_sizes = strategy.run(
-                replica_train_step, args=(images, labels)
-            )
-            # Each replica's loss is its share of the global mean: their sum is the mean.
-            loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
-            batch_size = strategy.reduce(
-                tf.distribute.ReduceOp.SUM, batch_sizes, axis=None
-            )
-            train_loss.update_state(loss, sample_weight=batch_size)
-            step.assign_add(1)
-            # A NaN or Inf loss ruins the weights: note the first step it happens at, so
-            # that the loop stops before a checkpoint saves them.
-            if nonfinite_step < 0 and not tf.math.is_finite(loss):
-                nonfinite_step.assign(step)
+        # Each next batch is taken while the step before it computes (nothing orders them),
+        # and never one past num_steps: the data position stays exact.
+        batch = next(iterator)
+        for i in tf.range(num_steps):
+            train_step(*batch)
+            if i + 1 < num_steps:
+                batch = next(iterator)
         # Preemption: each worker says whether it got SIGTERM; every worker gets the sum, so
         # all of them stop after the same call (checkpointing is collective).
         votes = strategy.run(tf.identity, args=(stop_requested,))
