@@ -8,9 +8,10 @@ workload.py) and trains, each in a fresh process:
   loop, plain      one step per call, no XLA: model.fit's defaults
   fit, matched     compile(steps_per_execution=steps_per_loop, jit_compile=the loop's choice)
   fit, defaults    compile() as most people call it
-and prints samples/s (median of the epochs after the first, which traces and compiles) and
-the ratios. It also times `loopgen render` of the real example and checks that TensorFlow
-was never imported. Results go to bench/results.json and, with --readme, to the README table.
+and prints samples/s (median over --rounds interleaved rounds of the epochs after the first,
+which traces and compiles) and the ratios. It also times `loopgen render` of the real
+example and checks that TensorFlow was never imported. Results go to bench/results.json and,
+with --readme, to the README table.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 def loop_epoch_seconds(script: Path, epochs: int, folder: Path) -> list[float]:
     """Trains the script and returns each epoch's training time, from the throughput it logs
     (steps since the previous log point / steps_per_second, summed per epoch)."""
-    out = folder / f"{script.stem}-run"
+    out = Path(tempfile.mkdtemp(prefix=f"{script.stem}-", dir=folder))
     _run([PYTHON, str(script), "--epochs", str(epochs), "--output-dir", str(out)], folder)
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     seconds: dict[int, float] = {}
@@ -83,17 +84,27 @@ def bench_example(name: str, args: argparse.Namespace, folder: Path) -> dict:
     plain_script = render(work, folder / f"{name}_plain.py", PLAIN)
     samples = work.steps_per_epoch * work.batch_size
     runs = {
-        "loop_defaults": loop_epoch_seconds(default_script, args.epochs, folder),
-        "loop_plain": loop_epoch_seconds(plain_script, args.epochs, folder),
-        "fit_matched": fit_epoch_seconds(work, default_script, "matched", args.epochs, folder),
-        "fit_defaults": fit_epoch_seconds(work, default_script, "defaults", args.epochs, folder),
+        "loop_defaults": lambda: loop_epoch_seconds(default_script, args.epochs, folder),
+        "loop_plain": lambda: loop_epoch_seconds(plain_script, args.epochs, folder),
+        "fit_matched": lambda: fit_epoch_seconds(
+            work, default_script, "matched", args.epochs, folder
+        ),
+        "fit_defaults": lambda: fit_epoch_seconds(
+            work, default_script, "defaults", args.epochs, folder
+        ),
     }
+    # Rounds interleave the four runs, so that a slow spell of a shared machine hits all of
+    # them rather than one.
+    seconds: dict[str, list[list[float]]] = {run: [] for run in runs}
+    for _ in range(args.rounds):
+        for run, measure in runs.items():
+            seconds[run].append(measure())
     throughput = {}
-    for run, seconds in runs.items():
-        measured = seconds[1:]  # the first epoch traces and compiles
+    for run, rounds in seconds.items():
+        measured = [s for epochs in rounds for s in epochs[1:]]  # the first epoch compiles
         throughput[run] = {
             "samples_per_second": samples / median(measured),
-            "epoch_seconds": seconds,
+            "epoch_seconds": rounds,
         }
     return {
         "batch_size": work.batch_size,
@@ -118,6 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--examples", nargs="+", default=list(STEPS_PER_EPOCH))
     parser.add_argument("--epochs", type=int, default=4, help="1 warm-up + the measured ones")
     parser.add_argument("--steps-per-epoch", type=int, default=None, help="instead of the table")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved repetitions")
     parser.add_argument("--render-repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
     parser.add_argument("--readme", action="store_true", help="update the README's table")
@@ -132,6 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         },
         "date": time.strftime("%Y-%m-%d"),
         "epochs": args.epochs,
+        "rounds": args.rounds,
         "examples": {},
     }
     with tempfile.TemporaryDirectory(prefix="loopgen-bench-") as tmp:

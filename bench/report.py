@@ -49,7 +49,8 @@ def readme_table(results: dict) -> str:
     return (
         f"Measured {results['date']} by `python -m bench` on {machine['cpus']} CPUs "
         f"(Python {machine['python']}): samples/s, median of {results['epochs'] - 1} epochs "
-        "after a warm-up epoch; K = steps per call.\n\n" + table(results["examples"])
+        f"after a warm-up epoch, in each of {results['rounds']} interleaved rounds; K = steps "
+        "per call.\n\n" + table(results["examples"])
     )
 
 

@@ -68,7 +68,8 @@ def test_script_imports_only_what_it_needs(golden):
             modules |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             modules.add(node.module.split(".")[0])
-    allowed = {"argparse", "json", "math", "os", "keras", "numpy", "tensorflow"}
+    # time: the logged steps_per_second.
+    allowed = {"argparse", "json", "math", "os", "time", "keras", "numpy", "tensorflow"}
     if golden.startswith("multi_worker/"):  # non-chief workers delete their scratch exports
         allowed.add("shutil")
     allowed |= {"signal", "threading"}  # a checkpoint on SIGTERM (preemption)
