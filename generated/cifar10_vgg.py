@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 3b12fa51839b7fbd, script sha256 d28c043fb83cceee).
+(spec sha256 3b12fa51839b7fbd, script sha256 059667ea16020dda).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -231,8 +231,9 @@ def main(argv=None):
     nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
     # --- Train and eval steps ---------------------------------------------------------
+    @tf.function
     def train_step(images, labels):
-        """One optimizer step on one batch (traced as part of train_loop)."""
+        """One optimizer step on one batch."""
         with tf.GradientTape() as tape:
             predictions = model(images, training=True)
             loss = loss_fn(labels, predictions)
@@ -257,13 +258,13 @@ def main(argv=None):
     # call, not once per step.
     @tf.function
     def train_loop(iterator, num_steps):
-        # Each next batch is taken while the step before it computes (nothing orders them),
-        # and never one past num_steps: the data position stays exact.
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
         batch = next(iterator)
-        for i in tf.range(num_steps):
+        for _ in tf.range(num_steps - 1):
             train_step(*batch)
-            if i + 1 < num_steps:
-                batch = next(iterator)
+            batch = next(iterator)
+        train_step(*batch)
 
     # One trace for every batch size, the smaller last batch included.
     @tf.function(input_signature=validation_dataset.element_spec)

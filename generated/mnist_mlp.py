@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 d1a43d90a0d68006, script sha256 9cccfaae9ba87926).
+(spec sha256 d1a43d90a0d68006, script sha256 042fa1572f845f44).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -167,8 +167,8 @@ def main(argv=None):
 
     # --- Train and eval steps ---------------------------------------------------------
     # XLA-compiled (performance.xla): the forward pass, gradients, update and metrics fuse
-    # into a few kernels. XLA compiles once per batch shape (once more for a smaller last
-    # batch).
+    # into a few kernels, compiled once per batch shape (again for a smaller last batch).
+    # XLA cannot compile every op (tf.print, for one): to debug here, drop jit_compile.
     @tf.function(jit_compile=True)
     def train_step(images, labels):
         """One optimizer step on one batch."""
@@ -193,13 +193,13 @@ def main(argv=None):
     # call, not once per step.
     @tf.function
     def train_loop(iterator, num_steps):
-        # Each next batch is taken while the step before it computes (nothing orders them),
-        # and never one past num_steps: the data position stays exact.
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
         batch = next(iterator)
-        for i in tf.range(num_steps):
+        for _ in tf.range(num_steps - 1):
             train_step(*batch)
-            if i + 1 < num_steps:
-                batch = next(iterator)
+            batch = next(iterator)
+        train_step(*batch)
 
     # --- Checkpoints: everything a resumed run needs to continue exactly --------------
     checkpoint = tf.train.Checkpoint(

@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 2ea6e5b6f6cf04fc, script sha256 cf61fa8d6e039364).
+(spec sha256 2ea6e5b6f6cf04fc, script sha256 66e2c84958de3f6d).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -267,8 +267,9 @@ def main(argv=None):
     nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
     # --- Train and eval steps ---------------------------------------------------------
+    @tf.function
     def train_step(images, labels):
-        """One optimizer step on one batch (traced as part of train_loop)."""
+        """One optimizer step on one batch."""
         with tf.GradientTape() as tape:
             predictions = model(images, training=True)
             loss = loss_fn(labels, predictions)
@@ -290,13 +291,13 @@ def main(argv=None):
     # call, not once per step.
     @tf.function
     def train_loop(iterator, num_steps):
-        # Each next batch is taken while the step before it computes (nothing orders them),
-        # and never one past num_steps: the data position stays exact.
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
         batch = next(iterator)
-        for i in tf.range(num_steps):
+        for _ in tf.range(num_steps - 1):
             train_step(*batch)
-            if i + 1 < num_steps:
-                batch = next(iterator)
+            batch = next(iterator)
+        train_step(*batch)
 
     # One trace for every batch size, the smaller last batch included.
     @tf.function(input_signature=validation_dataset.element_spec)

@@ -110,7 +110,7 @@ def test_steps_per_loop_keeps_cadences_and_results_exact_and_traces_once(digits,
     flags = ["--epochs", "2", "--deterministic"]
     traces = tf_check("trace_counts", str(seven), *flags, "--output-dir",
                       str(tmp_path / "seven"), cwd=tmp_path)  # fmt: skip
-    assert traces["train_loop"] == 1, traces
+    assert traces["train_loop"] == 1 and traces["train_step"] == 1, traces
     run_python(one, *flags, "--output-dir", str(tmp_path / "one"), cwd=tmp_path)
 
     expected_logs = [5, 10, 13, 15, 20, 25, 26]

@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 b4ceb40a30b399d7, script sha256 f7298c158b21b389).
+(spec sha256 b4ceb40a30b399d7, script sha256 528bb8d7a1ee929f).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -320,8 +320,9 @@ def main(argv=None):
             metric.update_state(labels, predictions)
         return loss, batch_size
 
+    @tf.function
     def train_step(images, labels):
-        """One train step on every replica (traced as part of train_loop)."""
+        """One train step on every replica."""
         losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
         loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
@@ -339,13 +340,13 @@ def main(argv=None):
     # call, not once per step.
     @tf.function
     def train_loop(iterator, num_steps):
-        # Each next batch is taken while the step before it computes (nothing orders them),
-        # and never one past num_steps: the data position stays exact.
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
         batch = next(iterator)
-        for i in tf.range(num_steps):
+        for _ in tf.range(num_steps - 1):
             train_step(*batch)
-            if i + 1 < num_steps:
-                batch = next(iterator)
+            batch = next(iterator)
+        train_step(*batch)
 
     def replica_eval_step(images, labels):
         predictions = model(images, training=False)

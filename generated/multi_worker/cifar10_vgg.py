@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 a25d91c2bcc55484, script sha256 b5dd9f1c287dbe12).
+(spec sha256 a25d91c2bcc55484, script sha256 c106001025366aef).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -323,8 +323,9 @@ def main(argv=None):
             metric.update_state(labels, predictions)
         return loss, batch_size
 
+    @tf.function
     def train_step(images, labels):
-        """One train step on every replica (traced as part of train_loop)."""
+        """One train step on every replica."""
         losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
         loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
@@ -342,13 +343,13 @@ def main(argv=None):
     # call, not once per step.
     @tf.function
     def train_loop(iterator, num_steps, stop_requested):
-        # Each next batch is taken while the step before it computes (nothing orders them),
-        # and never one past num_steps: the data position stays exact.
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
         batch = next(iterator)
-        for i in tf.range(num_steps):
+        for _ in tf.range(num_steps - 1):
             train_step(*batch)
-            if i + 1 < num_steps:
-                batch = next(iterator)
+            batch = next(iterator)
+        train_step(*batch)
         # Preemption: each worker says whether it got SIGTERM; every worker gets the sum, so
         # all of them stop after the same call (checkpointing is collective).
         votes = strategy.run(tf.identity, args=(stop_requested,))
