@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 f6dcf5c0cdce0204, script sha256 523cd0318a37fb08).
+(spec sha256 f6dcf5c0cdce0204, script sha256 d08e311a471c8ebf).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -69,10 +69,13 @@ def training_batches(examples, start_step):
 
 
 def validation_batches(examples):
-    """The validation examples, batched and preprocessed, in a fixed order."""
+    """The validation examples, batched and preprocessed, in a fixed order, repeated: a
+    validation pass takes one epoch of batches from an iterator that lasts the whole run.
+    """
     return (
         examples.batch(BATCH_SIZE)
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .repeat()
         .prefetch(tf.data.AUTOTUNE)
     )
 
@@ -158,7 +161,10 @@ def main(argv=None):
     train_examples, validation_examples = load_examples()
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
-    validation_dataset = validation_batches(validation_examples)
+    validation_steps = math.ceil(int(validation_examples.cardinality()) / BATCH_SIZE)
+    # One iterator for every validation pass: creating and deleting one per pass can stall
+    # tf.data's autotuner for seconds.
+    validation_iterator = iter(validation_batches(validation_examples))
 
     # --- Model, loss, optimizer, metrics ----------------------------------------------
     model = build_model()
@@ -216,8 +222,6 @@ def main(argv=None):
             batch = next(iterator)
         train_step(*batch)
 
-    # One trace for every batch size, the smaller last batch included.
-    @tf.function(input_signature=validation_dataset.element_spec)
     def eval_step(images, labels):
         predictions = model(images, training=False)
         # The data loss only: weight penalties say nothing about generalization.
@@ -225,6 +229,12 @@ def main(argv=None):
         validation_loss.update_state(loss, sample_weight=tf.shape(images)[0])
         for metric in validation_metrics:
             metric.update_state(labels, predictions)
+
+    @tf.function
+    def validation_pass(iterator, num_steps):
+        """One pass over the validation set in one call: num_steps batches."""
+        for _ in tf.range(num_steps):
+            eval_step(*next(iterator))
 
     # --- Checkpoints: everything a resumed run needs to continue exactly --------------
     checkpoint = tf.train.Checkpoint(
@@ -340,8 +350,7 @@ def main(argv=None):
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
             for metric in [validation_loss, *validation_metrics]:
                 metric.reset_state()
-            for images, labels in validation_dataset:
-                eval_step(images, labels)
+            validation_pass(validation_iterator, tf.constant(validation_steps))
             validation_logs = results([validation_loss, *validation_metrics])
             print(
                 "  ".join(

@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 2ea6e5b6f6cf04fc, script sha256 66e2c84958de3f6d).
+(spec sha256 2ea6e5b6f6cf04fc, script sha256 660b297552498b28).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -98,10 +98,13 @@ def training_batches(examples, start_step):
 
 
 def validation_batches(examples):
-    """The validation examples, batched and preprocessed, in a fixed order."""
+    """The validation examples, batched and preprocessed, in a fixed order, repeated: a
+    validation pass takes one epoch of batches from an iterator that lasts the whole run.
+    """
     return (
         examples.batch(BATCH_SIZE)
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .repeat()
         .prefetch(tf.data.AUTOTUNE)
     )
 
@@ -234,7 +237,10 @@ def main(argv=None):
     train_examples, validation_examples = load_examples()
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
-    validation_dataset = validation_batches(validation_examples)
+    validation_steps = math.ceil(int(validation_examples.cardinality()) / BATCH_SIZE)
+    # One iterator for every validation pass: creating and deleting one per pass can stall
+    # tf.data's autotuner for seconds.
+    validation_iterator = iter(validation_batches(validation_examples))
 
     # --- Model, loss, optimizer, metrics ----------------------------------------------
     model = build_model()
@@ -299,8 +305,6 @@ def main(argv=None):
             batch = next(iterator)
         train_step(*batch)
 
-    # One trace for every batch size, the smaller last batch included.
-    @tf.function(input_signature=validation_dataset.element_spec)
     def eval_step(images, labels):
         predictions = model(images, training=False)
         # The data loss only: weight penalties say nothing about generalization.
@@ -308,6 +312,12 @@ def main(argv=None):
         validation_loss.update_state(loss, sample_weight=tf.shape(images)[0])
         for metric in validation_metrics:
             metric.update_state(labels, predictions)
+
+    @tf.function
+    def validation_pass(iterator, num_steps):
+        """One pass over the validation set in one call: num_steps batches."""
+        for _ in tf.range(num_steps):
+            eval_step(*next(iterator))
 
     # --- Checkpoints: everything a resumed run needs to continue exactly --------------
     checkpoint = tf.train.Checkpoint(
@@ -426,8 +436,7 @@ def main(argv=None):
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
             for metric in [validation_loss, *validation_metrics]:
                 metric.reset_state()
-            for images, labels in validation_dataset:
-                eval_step(images, labels)
+            validation_pass(validation_iterator, tf.constant(validation_steps))
             validation_logs = results([validation_loss, *validation_metrics])
             print(
                 "  ".join(

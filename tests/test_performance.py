@@ -229,3 +229,22 @@ def test_mixed_float16_on_two_replicas_equals_one_device(digits, render, tmp_pat
                       str(outs["mirrored"] / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert result["same_keys"] and result["step"] == 26
     assert result["max_diff"] <= 1e-5, result
+
+
+@pytest.mark.slow
+def test_every_validation_pass_covers_the_validation_set_once(render, tmp_path):
+    """Validation reads one iterator for the whole run, validation_steps batches per pass: each
+    pass must be exactly the validation set (50 examples at batch 16: the last batch has 2),
+    so the logged val_loss equals the checkpointed model's loss over all 50 examples."""
+    train = npz(data.classification_npz(tmp_path / "train.npz", 64, (28, 28)))
+    val_path = data.classification_npz(tmp_path / "val.npz", 50, (28, 28), seed=5)
+    script = render("fashion_validation", f"data.train={train}", f"data.validation={npz(val_path)}",
+                    "data.batch_size=16", "checkpoint.keep=5")  # fmt: skip
+    out = tmp_path / "run"
+    for epochs in ("1", "3"):  # the second process restores, then validates twice more
+        run_python(script, "--epochs", epochs, "--output-dir", str(out), cwd=tmp_path)
+        logged = [r["val_loss"] for r in records(out) if "val_loss" in r][-1]
+        expected = tf_check("validation_loss", str(script), str(out), val_path, cwd=tmp_path)
+        assert expected["count"] == 50
+        assert logged == pytest.approx(expected["loss"], rel=1e-5, abs=1e-6)
+    assert len([r for r in records(out) if "val_loss" in r]) == 3

@@ -192,6 +192,19 @@ def model_dtypes(script: str, policy: str) -> dict:
     }
 
 
+def validation_loss(script: str, output_dir: str, x_path: str) -> dict:
+    """The loss of the checkpointed model over every example of the npz file, computed
+    directly (the script's preprocess and loss, no batching)."""
+    import os
+
+    module = load_script(script)
+    model = restored_model(module, os.path.join(output_dir, "checkpoints"))
+    arrays = np.load(x_path)
+    images, labels = module.preprocess(arrays["x"], arrays["y"])
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return {"loss": float(loss_fn(labels, model(images, training=False))), "count": len(labels)}
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 07b8034e34c68110, script sha256 93740a61829dd97b).
+(spec sha256 07b8034e34c68110, script sha256 373f17ea141e317a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -73,12 +73,15 @@ def training_batches(examples, start_step):
 
 
 def validation_batches(examples):
-    """The validation examples, batched and preprocessed, in a fixed order."""
+    """The validation examples, batched and preprocessed, in a fixed order, repeated: a
+    validation pass takes one epoch of batches from an iterator that lasts the whole run.
+    """
     return (
         examples
         # Fixed shapes on TPUs: the last GLOBAL_BATCH_SIZE - 1 examples at most are left out.
         .batch(GLOBAL_BATCH_SIZE, drop_remainder=True)
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .repeat()
         .prefetch(tf.data.AUTOTUNE)
     )
 
@@ -178,9 +181,14 @@ def main(argv=None):
     train_examples, validation_examples = load_examples()
     # An epoch is counted in steps of whole batches (the smaller last batch is dropped).
     steps_per_epoch = int(train_examples.cardinality()) // GLOBAL_BATCH_SIZE
+    validation_steps = int(validation_examples.cardinality()) // GLOBAL_BATCH_SIZE
+    # One iterator for every validation pass: creating and deleting one per pass can stall
+    # tf.data's autotuner for seconds.
     # Each global batch is split into one slice per replica.
-    validation_dataset = strategy.experimental_distribute_dataset(
-        validation_batches(validation_examples)
+    validation_iterator = iter(
+        strategy.experimental_distribute_dataset(
+            validation_batches(validation_examples)
+        )
     )
 
     # --- Model, loss, optimizer, metrics ----------------------------------------------
@@ -279,10 +287,11 @@ def main(argv=None):
         for metric in validation_metrics:
             metric.update_state(labels, predictions)
 
-    # One trace for every batch size, the smaller last batch included.
-    @tf.function(input_signature=validation_dataset.element_spec)
-    def eval_step(images, labels):
-        strategy.run(replica_eval_step, args=(images, labels))
+    @tf.function
+    def validation_pass(iterator, num_steps):
+        """One pass over the validation set in one call: num_steps batches."""
+        for _ in tf.range(num_steps):
+            strategy.run(replica_eval_step, args=next(iterator))
 
     # --- Checkpoints: everything a resumed run needs to continue exactly --------------
     checkpoint = tf.train.Checkpoint(
@@ -401,8 +410,7 @@ def main(argv=None):
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
             for metric in [validation_loss, *validation_metrics]:
                 metric.reset_state()
-            for images, labels in validation_dataset:
-                eval_step(images, labels)
+            validation_pass(validation_iterator, tf.constant(validation_steps))
             validation_logs = results([validation_loss, *validation_metrics])
             print(
                 "  ".join(
