@@ -3,6 +3,7 @@
 A spec file builds a `Spec` from these classes and binds it to the name `spec`."""
 
 from .base import Var, var
+from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data, ImageDirectory, KerasDataset, Npz, Shapes, Split, Tfds
 from .layers import (
     L1,
@@ -26,7 +27,26 @@ from .layers import (
 )
 from .model import Functional, Imported, Sequential
 from .performance import Performance
-from .spec import TPU, Checkpoint, Export, Logging, Loop, Mirrored, MultiWorker, SingleDevice, Spec
+from .schedules import (
+    CosineDecay,
+    Cyclical,
+    ExponentialDecay,
+    OneCycle,
+    PiecewiseConstantDecay,
+    Warmup,
+)
+from .spec import (
+    TPU,
+    Checkpoint,
+    Comet,
+    Export,
+    Logging,
+    Loop,
+    Mirrored,
+    MultiWorker,
+    SingleDevice,
+    Spec,
+)
 from .training import (
     SGD,
     Adam,
@@ -35,13 +55,10 @@ from .training import (
     BinaryCrossentropy,
     CategoricalAccuracy,
     CategoricalCrossentropy,
-    CosineDecay,
-    ExponentialDecay,
     Huber,
     MeanAbsoluteError,
     MeanIoU,
     MeanSquaredError,
-    PiecewiseConstantDecay,
     RMSprop,
     SparseCategoricalAccuracy,
     SparseCategoricalCrossentropy,
@@ -61,24 +78,29 @@ __all__ = [
     "Adam",
     "AdamW",
     "BatchNormalization",
+    "BestModel",
     "BinaryAccuracy",
     "BinaryCrossentropy",
     "CategoricalAccuracy",
     "CategoricalCrossentropy",
     "Checkpoint",
+    "Comet",
     "Concatenate",
     "Conv2D",
     "Conv2DTranspose",
     "CosineDecay",
     "Custom",
     "CustomLayerClass",
+    "Cyclical",
     "Data",
     "Dense",
     "Dropout",
+    "EarlyStopping",
     "ExponentialDecay",
     "Export",
     "Flatten",
     "Functional",
+    "Gradients",
     "Huber",
     "ImageDirectory",
     "Imported",
@@ -92,9 +114,11 @@ __all__ = [
     "Mirrored",
     "MultiWorker",
     "Npz",
+    "OneCycle",
     "Performance",
     "PiecewiseConstantDecay",
     "RMSprop",
+    "ReduceOnPlateau",
     "Repeat",
     "Reshape",
     "SaveSkip",
@@ -109,5 +133,6 @@ __all__ = [
     "Tfds",
     "UpSampling2D",
     "Var",
+    "Warmup",
     "var",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -51,6 +51,10 @@ RESERVED_NAMES = frozenset(dir(builtins)) | {
     "parse_args", "main", "SEED", "BATCH_SIZE", "SHUFFLE_BUFFER", "RESCALE", "NUM_CLASSES",
     "EPOCHS", "TOTAL_STEPS", "LOG_EVERY_STEPS", "VALIDATE_EVERY_EPOCHS", "OUTPUT_DIR",
     "CHECKPOINT_EVERY_STEPS", "CHECKPOINT_EVERY_EPOCHS", "KEEP_CHECKPOINTS",
+    "STEPS_PER_LOOP", "ACCUMULATE_STEPS", "CLIP_NORM", "CLIP_VALUE", "EARLY_STOPPING_PATIENCE",
+    "PLATEAU_PATIENCE", "PLATEAU_FACTOR", "MIN_LEARNING_RATE", "CSV_COLUMNS", "csv", "comet_ml",
+    "append_csv", "anneal", "ValidationMonitor", "CyclicalLearningRate", "OneCycle",
+    "LinearWarmup",
     "model", "inputs", "x", "skips", "self", "kwargs", "training", "config", "shape", "layer",
 }  # fmt: skip
 
@@ -66,6 +70,20 @@ def check_not_reserved(name: str, what: str) -> None:
 
 Identifier = Annotated[str, AfterValidator(_check_identifier)]
 """A name that becomes a Python identifier in the generated script."""
+
+
+class KerasObject(StrictModel):
+    """Something rendered as `keras.<module>.<Class>(arg=value, ...)` with non-default args."""
+
+    keras_class: ClassVar[str]
+
+    def arguments(self) -> list[tuple[str, Any]]:
+        return [
+            (field, getattr(self, field))
+            for field, info in type(self).model_fields.items()
+            if field != "kind" and getattr(self, field) != info.default
+        ]
+
 
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]

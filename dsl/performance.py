@@ -24,7 +24,8 @@ class Performance(StrictModel):
     """XLA-compile the per-batch step (`tf.function(jit_compile=True)`). `auto`: on for
     single-device models of dense layers without Dropout (the MLP example: 75k samples/s
     against 68k uncompiled, at 50 steps per call), off for convolutional models (the VGG
-    example: 290 against 323), imported models, Dropout (XLA's random numbers made the
+    example: 290 against 323), imported models, gradient accumulation (its micro-batches
+    vary in size), Dropout (XLA's random numbers made the
     Fashion-MNIST MLP 5x slower on CPU) and the distributed variants (their step all-reduces
     gradients, which loopgen does not compile).
     XLA rounds differently: within 1e-5 of the uncompiled step after an epoch (tested). XLA

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from .base import Identifier, PositiveInt, StrictModel, check_not_reserved
+from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data
 from .layers import ActivationLayer, BatchNormalization, Custom, CustomLayerClass, Dropout, _Kernel
 from .model import Imported, Model
@@ -65,6 +66,19 @@ class Export(StrictModel):
     """A `.keras` file (`model.save`) to continue in Keras; needs the custom classes to load."""
 
 
+class Comet(StrictModel):
+    """Log to Comet (comet.ml). The script imports `comet_ml` only when this is set: install it
+    with `pip install comet_ml` and set `COMET_API_KEY`, or train offline."""
+
+    project_name: str
+    """Comet project of the run."""
+    workspace: str | None = None
+    """Comet workspace; None means the API key's default."""
+    offline: bool = False
+    """Write the experiment to `<output>/comet/` (upload it later with `comet upload`) instead
+    of sending it while training."""
+
+
 class Logging(StrictModel):
     """Where metrics go."""
 
@@ -72,6 +86,14 @@ class Logging(StrictModel):
     """Write `tf.summary` scalars for `tensorboard --logdir <output>/logs`."""
     jsonl: bool = True
     """Append one JSON line per log step and per epoch to `<output>/metrics.jsonl`."""
+    csv: bool = False
+    """Append one row per log step and per validation to `<output>/metrics.csv` (columns: step,
+    epoch, every training value, every validation value)."""
+    histograms: bool = False
+    """At every log step, write a TensorBoard histogram of each weight and the norm of each
+    weight's gradient (and their global norm), to see which layers learn, vanish or explode."""
+    comet: Comet | None = None
+    """Also log parameters and metrics to Comet."""
 
 
 DEVICE_PATTERN = r"(?i)^(/job:\w+(/replica:\d+)?(/task:\d+)?)?/?(device:)?(cpu|gpu):\d+$"
@@ -165,12 +187,20 @@ class Spec(StrictModel):
     """The objective."""
     optimizer: Optimizer
     """The optimizer and its learning-rate schedule."""
+    gradients: Gradients = Gradients()
+    """Gradient clipping and accumulation."""
     metrics: list[Metric] = []
     """Metrics reported for training and validation."""
     loop: Loop
     """Length of training and logging cadence."""
     checkpoint: Checkpoint | None = None
     """Checkpoint cadence; None disables checkpoints (and resuming)."""
+    early_stopping: EarlyStopping | None = None
+    """Stop when a validation value stops improving."""
+    reduce_on_plateau: ReduceOnPlateau | None = None
+    """Lower the learning rate when a validation value stops improving."""
+    best_model: BestModel | None = None
+    """Keep and export the weights of the best validation, not only the last ones."""
     logging: Logging = Logging()
     """TensorBoard and metrics file."""
     export: Export = Export()
@@ -193,6 +223,13 @@ class Spec(StrictModel):
         self._check_split()
         self._check_devices()
         self._check_performance()
+        self._check_monitors()
+        self._check_gradients()
+        if self.logging.histograms and not self.logging.tensorboard:
+            raise ValueError(
+                "logging.histograms=True but logging.tensorboard=False: the histograms are "
+                "TensorBoard summaries; set logging.tensorboard=True or drop the histograms"
+            )
         names = [m.metric_name for m in self.metrics]
         if len(set(names)) != len(names) or "loss" in names:
             raise ValueError(
@@ -302,11 +339,73 @@ class Spec(StrictModel):
 
     def _check_performance(self) -> None:
         xla, kind = self.performance.xla, self.distribute.kind
+        if xla == "on" and self.gradients.accumulate_steps > 1:
+            raise ValueError(
+                f"performance.xla='on' with gradients.accumulate_steps="
+                f"{self.gradients.accumulate_steps}: a smaller last batch splits into "
+                "micro-batches of different sizes, which XLA cannot compile; set "
+                "performance.xla='auto' or 'off', or accumulate_steps=1"
+            )
         if xla == "on" and kind in ("mirrored", "multi_worker"):
             raise ValueError(
                 f"performance.xla='on' but distribute.kind={kind!r}: loopgen compiles the "
                 "single-device step only (the distributed step all-reduces gradients, and a "
                 "TPU compiles everything anyway); set performance.xla='auto' or 'off'"
+            )
+
+    def _check_monitors(self) -> None:
+        known = ["val_loss", *(f"val_{m.metric_name}" for m in self.metrics)]
+        for field, monitored in self.monitors().items():
+            if self.data.validation is None:
+                raise ValueError(
+                    f"{field} watches {monitored.monitor!r}, but data.validation is not set: "
+                    f"there is nothing to watch; add data.validation or remove {field}"
+                )
+            if monitored.monitor not in known:
+                raise ValueError(
+                    f"{field}.monitor={monitored.monitor!r} is not a validation value of this run; "
+                    f"choose one of {known}"
+                )
+        stop, plateau = self.early_stopping, self.reduce_on_plateau
+        if (
+            stop
+            and plateau
+            and stop.monitor == plateau.monitor
+            and stop.patience <= plateau.patience
+        ):
+            raise ValueError(
+                f"early_stopping.patience={stop.patience} is not above reduce_on_plateau.patience="
+                f"{plateau.patience} on the same {stop.monitor}: the run would stop before the "
+                "lower rate is ever tried; make early_stopping.patience the larger one"
+            )
+        if plateau and self.optimizer.schedule is not None:
+            raise ValueError(
+                f"reduce_on_plateau is set and optimizer.learning_rate is a schedule "
+                f"({self.optimizer.schedule.kind}): the plateau lowers a constant rate, which a "
+                "schedule would override every step; use a constant optimizer.learning_rate or "
+                "remove reduce_on_plateau"
+            )
+
+    def monitors(self) -> dict[str, EarlyStopping | ReduceOnPlateau | BestModel]:
+        """The decisions taken on validation values, by field name."""
+        # In the order the script takes them: the best weights are saved and the rate lowered
+        # before early stopping may end the run.
+        found = {
+            "best_model": self.best_model,
+            "reduce_on_plateau": self.reduce_on_plateau,
+            "early_stopping": self.early_stopping,
+        }
+        return {field: m for field, m in found.items() if m is not None}
+
+    def _check_gradients(self) -> None:
+        steps = self.gradients.accumulate_steps
+        replicas = len(getattr(self.distribute, "devices", [])) or 1
+        if self.data.batch_size % (steps * replicas):
+            per = f" per replica ({replicas} in distribute.devices)" if replicas > 1 else ""
+            raise ValueError(
+                f"gradients.accumulate_steps={steps} does not divide data.batch_size="
+                f"{self.data.batch_size}{per} into equal micro-batches; make data.batch_size a "
+                f"multiple of {steps * replicas}"
             )
 
     @property
@@ -316,7 +415,7 @@ class Spec(StrictModel):
         xla = self.performance.xla
         if xla != "auto" or self.distribute.kind != "single_device":
             return xla == "on" and self.distribute.kind == "single_device"
-        if isinstance(self.model, Imported):
+        if isinstance(self.model, Imported) or self.gradients.accumulate_steps > 1:
             return False
         # Measured on CPU (bench/): XLA slows convolutions, and Dropout's random numbers.
         slower = ("conv2d", "conv2d_transpose", "max_pooling2d", "up_sampling2d", "dropout")
@@ -342,13 +441,9 @@ class Spec(StrictModel):
     def _check_schedule(self) -> None:
         schedule = self.optimizer.schedule
         if schedule is not None and self.loop.steps is not None:
-            needed = schedule.required_steps()
-            if needed >= self.loop.steps:
-                raise ValueError(
-                    f"optimizer.learning_rate.warmup_steps={needed} is not below loop.steps="
-                    f"{self.loop.steps}: training would end inside the warmup; shorten the "
-                    "warmup or train longer"
-                )
+            problem = schedule.length_problem("optimizer.learning_rate", self.loop.steps)
+            if problem:
+                raise ValueError(problem)
 
     @property
     def regularized(self) -> bool:

@@ -4,28 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from .base import Identifier, PositiveFloat, PositiveInt, Probability, StrictModel
-
-
-class _KerasObject(StrictModel):
-    """Something rendered as `keras.<module>.<Class>(arg=value, ...)` with non-default args."""
-
-    keras_class: ClassVar[str]
-
-    def arguments(self) -> list[tuple[str, Any]]:
-        return [
-            (field, getattr(self, field))
-            for field, info in type(self).model_fields.items()
-            if field != "kind" and getattr(self, field) != info.default
-        ]
-
+from .base import Identifier, KerasObject, PositiveFloat, PositiveInt, Probability
+from .schedules import LearningRate
 
 # --- losses -----------------------------------------------------------------------------------
 
 
-class _Loss(_KerasObject):
+class _Loss(KerasObject):
     labels: ClassVar[str] = "any"
     """Label format the loss expects: sparse, one_hot or any."""
     probabilistic: ClassVar[bool] = False
@@ -99,98 +86,10 @@ Loss = Annotated[
 """The training objective; regularization penalties from the layers are added to it."""
 
 
-# --- learning-rate schedules ------------------------------------------------------------------
-
-
-class _Schedule(_KerasObject):
-    def required_steps(self) -> int:
-        """Steps the schedule needs to make sense (checked against `loop.steps`)."""
-        return 0
-
-
-class ExponentialDecay(_Schedule):
-    """`lr = initial * decay_rate ** (step / decay_steps)`."""
-
-    keras_class: ClassVar[str] = "ExponentialDecay"
-    kind: Literal["exponential_decay"] = "exponential_decay"
-    initial_learning_rate: PositiveFloat
-    """Learning rate at step 0."""
-    decay_steps: PositiveInt
-    """Steps over which the rate is multiplied by `decay_rate` once."""
-    decay_rate: Annotated[float, Field(gt=0, le=1)]
-    """Multiplier per `decay_steps`."""
-    staircase: bool = False
-    """Decay in discrete jumps instead of continuously."""
-
-
-class PiecewiseConstantDecay(_Schedule):
-    """Constant rates between step boundaries."""
-
-    keras_class: ClassVar[str] = "PiecewiseConstantDecay"
-    kind: Literal["piecewise_constant"] = "piecewise_constant"
-    boundaries: list[PositiveInt]
-    """Steps where the rate changes, increasing."""
-    values: list[PositiveFloat]
-    """Rates: one before the first boundary and one after each (len(boundaries) + 1)."""
-
-    @model_validator(mode="after")
-    def _shape(self) -> PiecewiseConstantDecay:
-        if len(self.values) != len(self.boundaries) + 1:
-            raise ValueError(
-                f"values has {len(self.values)} entries and boundaries {len(self.boundaries)}; "
-                "values needs exactly one more entry than boundaries"
-            )
-        if any(b >= c for b, c in zip(self.boundaries, self.boundaries[1:], strict=False)):
-            raise ValueError(f"boundaries {self.boundaries} must be strictly increasing")
-        return self
-
-
-class CosineDecay(_Schedule):
-    """Cosine decay, optionally after a linear warmup from `initial_learning_rate` to
-    `warmup_target`."""
-
-    keras_class: ClassVar[str] = "CosineDecay"
-    kind: Literal["cosine_decay"] = "cosine_decay"
-    initial_learning_rate: Annotated[float, Field(ge=0)]
-    """Rate at step 0 (the warmup's start when warming up, usually 0)."""
-    decay_steps: PositiveInt
-    """Steps of the cosine decay (after the warmup)."""
-    alpha: Probability = 0.0
-    """Final rate as a fraction of the peak rate."""
-    warmup_target: PositiveFloat | None = None
-    """Peak rate reached at the end of the warmup; None means no warmup."""
-    warmup_steps: Annotated[int, Field(ge=0)] = 0
-    """Length of the linear warmup."""
-
-    @model_validator(mode="after")
-    def _warmup(self) -> CosineDecay:
-        if (self.warmup_steps > 0) != (self.warmup_target is not None):
-            raise ValueError(
-                "warmup_steps and warmup_target go together: set both for a warmup, or neither"
-            )
-        if self.warmup_target is None and self.initial_learning_rate == 0:
-            raise ValueError(
-                "initial_learning_rate is 0 without a warmup: the rate would stay 0; set "
-                "initial_learning_rate, or warmup_target and warmup_steps"
-            )
-        return self
-
-    def required_steps(self) -> int:
-        return self.warmup_steps
-
-
-Schedule = Annotated[
-    ExponentialDecay | PiecewiseConstantDecay | CosineDecay, Field(discriminator="kind")
-]
-"""A learning-rate schedule, stepped by the optimizer's iteration counter (so it resumes)."""
-
-LearningRate = PositiveFloat | Schedule
-
-
 # --- optimizers -------------------------------------------------------------------------------
 
 
-class _Optimizer(_KerasObject):
+class _Optimizer(KerasObject):
     learning_rate: LearningRate
 
     @property
@@ -272,7 +171,7 @@ Optimizer = Annotated[SGD | Adam | AdamW | RMSprop, Field(discriminator="kind")]
 # --- metrics ----------------------------------------------------------------------------------
 
 
-class _Metric(_KerasObject):
+class _Metric(KerasObject):
     labels: ClassVar[str] = "any"
     default_name: ClassVar[str]
 

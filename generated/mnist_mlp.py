@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 d1a43d90a0d68006, script sha256 042fa1572f845f44).
+(spec sha256 2af1fed4108bbfb1, script sha256 921c599726f9a591).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -286,9 +286,8 @@ def main(argv=None):
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
-                now = (
-                    time.perf_counter()
-                )  # after results(), which waited for the device
+                # Timed after results(), which waited for the device.
+                now = time.perf_counter()
                 logs["steps_per_second"] = (global_step - timer_step) / (
                     now - timer_start
                 )

@@ -11,10 +11,16 @@ from ..dsl.base import Var
 from ..dsl.layers import Concatenate, Custom, CustomLayerClass, Repeat, SaveSkip
 from ..dsl.loader import spec_hash
 from ..dsl.model import Imported
+from ..dsl.schedules import Warmup
 from ..dsl.spec import Spec
 from . import code, stamp
 
 IMAGE_SOURCES = {"keras_dataset", "image_directory", "shapes"}
+MONITOR_NAMES = {
+    "early_stopping": "early_stopping",
+    "reduce_on_plateau": "plateau",
+    "best_model": "best",
+}
 
 
 def build_context(
@@ -27,6 +33,15 @@ def build_context(
     sources = [spec.data.train, spec.data.validation]
     shapes = [s for s in sources if s is not None and s.kind == "shapes"]
     distributed = spec.distribute.kind != "single_device"
+    # The global norm of the gradients, logged: wanted when clipping by it or histograms.
+    gradient_norm = spec.gradients.clip_norm is not None or spec.logging.histograms
+    validation_names = ["loss", *(m.metric_name for m in spec.metrics)]
+    train_log_names = [
+        *validation_names,
+        *(["gradient_norm"] if gradient_norm else []),
+        "learning_rate",
+        "steps_per_second",
+    ]
     return {
         "spec": spec,
         "variant": spec.distribute.kind,
@@ -50,7 +65,7 @@ def build_context(
         "has_skips": any(isinstance(i, SaveSkip | Concatenate) for i in items),
         "stateful_rng": spec.has_dropout,
         "optimizer_expr": optimizer_expression(spec),
-        "loss_expr": _loss(spec, distributed),
+        "loss_expr": _loss(spec, distributed or spec.gradients.accumulate_steps > 1),
         "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
         # SIGTERM saves a checkpoint and exits (multi-worker: after the same step on every
         # worker, agreed on in the train step).
@@ -59,13 +74,49 @@ def build_context(
         "precision": spec.performance.precision,
         # mixed_float16 only: bfloat16 has float32's exponent range and needs no loss scaling.
         "loss_scaling": spec.performance.precision == "mixed_float16",
-        "train_log_names": [
-            "loss",
-            *(m.metric_name for m in spec.metrics),
-            "learning_rate",
-            "steps_per_second",
+        # The loss function gives one loss per example, which the step sums and divides by the
+        # (global) batch size: across replicas, and across the micro-batches of accumulation.
+        "per_example": distributed or spec.gradients.accumulate_steps > 1,
+        # Clipping and per-weight gradient norms need the global batch's gradient: under a
+        # strategy the step sums the replicas' gradients before, not in, apply_gradients.
+        "reduce_first": distributed and (spec.gradients.clipped or spec.logging.histograms),
+        "gradient_norm": gradient_norm,
+        "schedule_expr": schedule_expression(spec.optimizer.schedule),
+        "schedule_classes": schedule_classes(spec.optimizer.schedule),
+        # The script's name for each monitor of a validation value.
+        "comet_parameters": comet_parameters(spec) if spec.logging.comet else None,
+        "monitors": {
+            MONITOR_NAMES[field]: monitored for field, monitored in spec.monitors().items()
+        },
+        "train_log_names": train_log_names,
+        "csv_columns": [
+            "step",
+            "epoch",
+            *train_log_names,
+            *(f"val_{name}" for name in validation_names if spec.data.validation is not None),
         ],
     }
+
+
+def comet_parameters(spec: Spec) -> str:
+    """The run's hyperparameters for Comet, as a dict expression of the script."""
+    schedule = spec.optimizer.schedule
+    rate = (
+        code.literal(spec.optimizer.learning_rate)
+        if schedule is None
+        else code.literal(schedule.kind)
+    )
+    length = '"epochs": args.epochs' if spec.loop.epochs else '"steps": args.steps'
+    batch = "GLOBAL_BATCH_SIZE" if spec.distribute.kind != "single_device" else "BATCH_SIZE"
+    items = [
+        f'"optimizer": {code.literal(spec.optimizer.kind)}',
+        f'"learning_rate": {rate}',
+        f'"loss": {code.literal(spec.loss.kind)}',
+        f'"batch_size": {batch}',
+        length,
+        '"seed": SEED',
+    ]
+    return "{" + ", ".join(items) + "}"
 
 
 def preemptible(spec: Spec) -> bool:
@@ -78,6 +129,8 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     stdlib = {"import argparse", "import math", "import os", "import time"}
     if spec.logging.jsonl:
         stdlib.add("import json")
+    if spec.logging.csv:
+        stdlib.add("import csv")
     if spec.distribute.kind == "multi_worker" and (spec.export.saved_model or spec.export.keras):
         stdlib.add("import shutil")
     if preemptible(spec):
@@ -120,9 +173,35 @@ def _is_image_data(spec: Spec) -> bool:
     return train.kind in IMAGE_SOURCES or (train.kind == "tfds" and train.image_size is not None)
 
 
-def _loss(spec: Spec, distributed: bool) -> str:
-    # Distributed steps average per-example losses over the global batch themselves.
-    return code.keras_object("losses", spec.loss, [("reduction", None)] if distributed else [])
+def _loss(spec: Spec, per_example: bool) -> str:
+    # Distributed and accumulating steps average per-example losses over the batch themselves.
+    return code.keras_object("losses", spec.loss, [("reduction", None)] if per_example else [])
+
+
+def schedule_expression(schedule: Any) -> str | None:
+    """The learning-rate schedule's constructor: Keras's own, or a class of the script."""
+    if schedule is None:
+        return None
+    if schedule.script_class is None:
+        return code.keras_object("optimizers.schedules", schedule)
+    if isinstance(schedule, Warmup):
+        rest = code.arguments([(k, v) for k, v in schedule.arguments() if k != "after"])
+        after = schedule.after
+        inner = (
+            code.literal(after) if isinstance(after, float | int) else schedule_expression(after)
+        )
+        return f"{schedule.script_class}({rest}, after={inner})"
+    return code.call(schedule.script_class, schedule.arguments())
+
+
+def schedule_classes(schedule: Any) -> list[str]:
+    """The `LearningRateSchedule` subclasses the script defines, outermost last."""
+    found = []
+    while schedule is not None and not isinstance(schedule, float | int):
+        if schedule.script_class:
+            found.insert(0, schedule.script_class)
+        schedule = getattr(schedule, "after", None)
+    return found
 
 
 def optimizer_expression(spec: Spec) -> str:

@@ -85,7 +85,13 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
             f"data.validation={npz(segmentation_npz(tmp / 'val.npz', 4, 128, seed=1))}",
             "data.batch_size=4",
         ]
-    if example == "shapes_unet":
+    if example in ("shapes_unet", "shapes_plateau"):
         # Its own generated data, made smaller.
         return ["data.train.count=96", "data.validation.count=32"]
+    if example in ("mnist_onecycle", "fashion_cyclical"):
+        return [
+            f"data.train={npz(classification_npz(tmp / 'train.npz', 96, (28, 28)))}",
+            f"data.validation={npz(classification_npz(tmp / 'v.npz', 40, (28, 28), seed=1))}",
+            "data.batch_size=32",
+        ]
     raise AssertionError(f"no small data for {example}")

@@ -30,7 +30,25 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 
 def script_env(**extra: str) -> dict[str, str]:
     """The environment generated scripts run in: quiet TF logs, a fixed hash seed."""
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONHASHSEED": "0", **extra}
+    return {
+        **os.environ,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "PYTHONHASHSEED": "0",
+        **COMET_OFFLINE,
+        **extra,
+    }
+
+
+COMET_OFFLINE = {
+    # comet_ml, even offline, probes cloud metadata and DNS for its environment details, and
+    # reports its own errors to Sentry: none of that in tests (no network at run time).
+    **{f"COMET_AUTO_LOG_{what}": "false" for what in (
+        "ENV_DETAILS", "ENV_HOST", "ENV_CPU", "ENV_GPU", "ENV_DISK", "ENV_NETWORK",
+        "GIT_METADATA", "GIT_PATCH", "CODE",
+    )},
+    "COMET_ERROR_TRACKING_ENABLE": "false",
+    "COMET_LOGGING_CONSOLE": "ERROR",
+}  # fmt: skip
 
 
 def run_python(

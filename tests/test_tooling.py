@@ -174,7 +174,7 @@ def test_shell_completion():
     assert set(complete("loopgen ")) >= {"render", "check", "diff", "schema", "init", "validate"}
     assert complete("loopgen ch") == ["check"]
     assert complete("loopgen render spec.py --variant m") == ["mirrored", "multi_worker"]
-    assert complete("loopgen init x.py --from sh") == ["shapes_unet"]
+    assert complete("loopgen init x.py --from shapes_u") == ["shapes_unet"]
     proc = subprocess.run(
         [str(LOOPGEN), "--show-completion", "bash"], capture_output=True, text=True
     )

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 19ad6e86e939f8b1, script sha256 f5cbbfae289bc475).
+(spec sha256 4e32bfce598dab14, script sha256 4cca6e336b4ba11e).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -379,9 +379,8 @@ def main(argv=None):
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
-                now = (
-                    time.perf_counter()
-                )  # after results(), which waited for the device
+                # Timed after results(), which waited for the device.
+                now = time.perf_counter()
                 logs["steps_per_second"] = (global_step - timer_step) / (
                     now - timer_start
                 )
@@ -413,13 +412,10 @@ def main(argv=None):
             with validation_writer.as_default(step=global_step):
                 for name, value in validation_logs.items():
                     tf.summary.scalar(name, value)
+            # Elsewhere the validation values are named apart: val_loss, val_accuracy, ...
+            val_logs = {f"val_{name}": value for name, value in validation_logs.items()}
             append_jsonl(
-                metrics_path,
-                {
-                    "step": global_step,
-                    "epoch": epoch + 1,
-                    **{f"val_{name}": value for name, value in validation_logs.items()},
-                },
+                metrics_path, {"step": global_step, "epoch": epoch + 1, **val_logs}
             )
         if (
             (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0

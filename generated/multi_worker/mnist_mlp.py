@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 549cac1347ffff1c, script sha256 3aae18a8f4cf4d2d).
+(spec sha256 8f4c321ad863bc83, script sha256 e2a14100dd8c42a0).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -400,9 +400,8 @@ def main(argv=None):
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
-                now = (
-                    time.perf_counter()
-                )  # after results(), which waited for the device
+                # Timed after results(), which waited for the device.
+                now = time.perf_counter()
                 logs["steps_per_second"] = (global_step - timer_step) / (
                     now - timer_start
                 )

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 9bdf3901b623549e, script sha256 75f465406d6039f1).
+(spec sha256 a257eb180be5525f, script sha256 6a5bbb339527854a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -438,9 +438,8 @@ def main(argv=None):
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
-                now = (
-                    time.perf_counter()
-                )  # after results(), which waited for the device
+                # Timed after results(), which waited for the device.
+                now = time.perf_counter()
                 logs["steps_per_second"] = (global_step - timer_step) / (
                     now - timer_start
                 )
@@ -472,13 +471,10 @@ def main(argv=None):
             with validation_writer.as_default(step=global_step):
                 for name, value in validation_logs.items():
                     tf.summary.scalar(name, value)
+            # Elsewhere the validation values are named apart: val_loss, val_accuracy, ...
+            val_logs = {f"val_{name}": value for name, value in validation_logs.items()}
             append_jsonl(
-                metrics_path,
-                {
-                    "step": global_step,
-                    "epoch": epoch + 1,
-                    **{f"val_{name}": value for name, value in validation_logs.items()},
-                },
+                metrics_path, {"step": global_step, "epoch": epoch + 1, **val_logs}
             )
         if (
             (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0

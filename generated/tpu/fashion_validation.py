@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 07b8034e34c68110, script sha256 373f17ea141e317a).
+(spec sha256 446a1b375ba00ad5, script sha256 0811c8ca936ec11b).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -387,9 +387,8 @@ def main(argv=None):
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
-                now = (
-                    time.perf_counter()
-                )  # after results(), which waited for the device
+                # Timed after results(), which waited for the device.
+                now = time.perf_counter()
                 logs["steps_per_second"] = (global_step - timer_step) / (
                     now - timer_start
                 )
@@ -421,13 +420,10 @@ def main(argv=None):
             with validation_writer.as_default(step=global_step):
                 for name, value in validation_logs.items():
                     tf.summary.scalar(name, value)
+            # Elsewhere the validation values are named apart: val_loss, val_accuracy, ...
+            val_logs = {f"val_{name}": value for name, value in validation_logs.items()}
             append_jsonl(
-                metrics_path,
-                {
-                    "step": global_step,
-                    "epoch": epoch + 1,
-                    **{f"val_{name}": value for name, value in validation_logs.items()},
-                },
+                metrics_path, {"step": global_step, "epoch": epoch + 1, **val_logs}
             )
         if (
             (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 259a960dab396929, script sha256 6aaf3afe64739066).
+(spec sha256 111703999733c420, script sha256 269abf6a094958e5).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -337,9 +337,8 @@ def main(argv=None):
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results([train_loss, *train_metrics])
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
-                now = (
-                    time.perf_counter()
-                )  # after results(), which waited for the device
+                # Timed after results(), which waited for the device.
+                now = time.perf_counter()
                 logs["steps_per_second"] = (global_step - timer_step) / (
                     now - timer_start
                 )

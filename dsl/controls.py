@@ -1,0 +1,84 @@
+"""Controls of the optimization: gradient clipping and accumulation, and the decisions taken on
+a monitored validation metric (early stopping, reduce-on-plateau, the best checkpoint)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from .base import PositiveFloat, PositiveInt, StrictModel
+
+
+class Gradients(StrictModel):
+    """What happens to the gradients between `tape.gradient` and `apply_gradients`."""
+
+    clip_norm: PositiveFloat | None = None
+    """Rescale the gradients when their global norm (over all variables) exceeds this. The
+    script clips the gradient of the whole (global) batch: after summing the micro-batches and
+    the replicas, and unscaled under mixed float16. Its norm before clipping is logged as
+    `gradient_norm`."""
+    clip_value: PositiveFloat | None = None
+    """Clip every gradient element to [-clip_value, clip_value] (same order as clip_norm)."""
+    accumulate_steps: PositiveInt = 1
+    """Split every batch into this many micro-batches and sum their gradients before one
+    optimizer step: the memory of a micro-batch, the update of the whole batch (the loss is
+    divided by the whole batch's size, so the sum is its mean's gradient). Steps, cadences and
+    the data order stay those of the whole batches."""
+
+    @model_validator(mode="after")
+    def _one_clip(self) -> Gradients:
+        if self.clip_norm is not None and self.clip_value is not None:
+            raise ValueError(
+                "gradients.clip_norm and gradients.clip_value are both set: clipping each value "
+                "changes the norm clip_norm then limits; keep one (clip_norm, usually)"
+            )
+        return self
+
+    @property
+    def clipped(self) -> bool:
+        return self.clip_norm is not None or self.clip_value is not None
+
+
+class _Monitored(StrictModel):
+    """A decision taken after each validation pass on one validation value."""
+
+    monitor: str = "val_loss"
+    """The validation value watched: `val_loss` or `val_<metric name>` (e.g. `val_accuracy`)."""
+    mode: Literal["auto", "min", "max"] = "auto"
+    """Whether lower or higher is better; `auto`: lower for `val_loss`, higher for metrics (all
+    of loopgen's metrics are accuracies or overlaps)."""
+    min_delta: Annotated[float, Field(ge=0)] = 0.0
+    """An improvement smaller than this does not count."""
+
+    @property
+    def direction(self) -> Literal["min", "max"]:
+        if self.mode != "auto":
+            return self.mode
+        return "min" if self.monitor == "val_loss" else "max"
+
+
+class EarlyStopping(_Monitored):
+    """Stop training when the monitored value has not improved for `patience` validations."""
+
+    patience: PositiveInt = 5
+    """Validation passes without improvement before the run stops (with validation every
+    epoch: epochs)."""
+
+
+class ReduceOnPlateau(_Monitored):
+    """Multiply the learning rate by `factor` when the monitored value has not improved for
+    `patience` validations. Works on a constant `optimizer.learning_rate` (the rate is then a
+    variable the script lowers, saved in checkpoints)."""
+
+    factor: Annotated[float, Field(gt=0, lt=1)] = 0.1
+    """Multiplier of the rate at each plateau."""
+    patience: PositiveInt = 2
+    """Validation passes without improvement before the rate is lowered."""
+    min_learning_rate: Annotated[float, Field(ge=0)] = 0.0
+    """The rate is never lowered below this."""
+
+
+class BestModel(_Monitored):
+    """Keep the weights of the best validation so far in `checkpoints/best`, and export them
+    too at the end, into `export/best`."""
