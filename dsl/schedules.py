@@ -14,9 +14,9 @@ class _Schedule(KerasObject):
     script_class: ClassVar[str | None] = None
     """The `LearningRateSchedule` subclass the script defines for it; None for Keras's own."""
 
-    def length_problem(self, path: str, steps: int, steps_name: str = "loop.steps") -> str | None:
-        """Why `steps` training steps (`steps_name`) are too few for the schedule at `path`, or
-        None."""
+    def length_problem(self, path: str, steps: int, limit: str = "") -> str | None:
+        """Why `steps` training steps are too few for the schedule at `path`, or None. `limit`
+        says where the number comes from (default: `loop.steps=<steps>`)."""
         return None
 
 
@@ -90,8 +90,8 @@ class CosineDecay(_Schedule):
             )
         return self
 
-    def length_problem(self, path: str, steps: int, steps_name: str = "loop.steps") -> str | None:
-        return _warmup_problem(path, self.warmup_steps, steps, steps_name)
+    def length_problem(self, path: str, steps: int, limit: str = "") -> str | None:
+        return _warmup_problem(path, self.warmup_steps, steps, limit)
 
 
 # --- schedules the script defines ------------------------------------------------------------
@@ -142,10 +142,10 @@ class OneCycle(_Schedule):
     final_div_factor: Annotated[float, Field(gt=1)] = 1e4
     """The final rate is the starting rate / final_div_factor."""
 
-    def length_problem(self, path: str, steps: int, steps_name: str = "loop.steps") -> str | None:
+    def length_problem(self, path: str, steps: int, limit: str = "") -> str | None:
         if self.total_steps > steps:
             return (
-                f"{path}.total_steps={self.total_steps} is above {steps_name}={steps}: "
+                f"{path}.total_steps={self.total_steps} is above {limit or f'loop.steps={steps}'}: "
                 f"training would end mid-cycle, before the rate anneals; set total_steps={steps}"
             )
         return None
@@ -166,18 +166,20 @@ class Warmup(_Schedule):
     after: PositiveFloat | Annotated[KerasSchedule, Field(discriminator="kind")]
     """The rate, or the schedule, that follows the warmup."""
 
-    def length_problem(self, path: str, steps: int, steps_name: str = "loop.steps") -> str | None:
-        problem = _warmup_problem(path, self.warmup_steps, steps, steps_name)
+    def length_problem(self, path: str, steps: int, limit: str = "") -> str | None:
+        problem = _warmup_problem(path, self.warmup_steps, steps, limit)
         if problem is None and not isinstance(self.after, float | int):
-            left = f"the steps after {path}.warmup_steps"
-            return self.after.length_problem(f"{path}.after", steps - self.warmup_steps, left)
+            left = steps - self.warmup_steps
+            limit = f"the {left} steps left after {path}.warmup_steps"
+            return self.after.length_problem(f"{path}.after", left, limit)
         return problem
 
 
-def _warmup_problem(path: str, warmup_steps: int, steps: int, steps_name: str) -> str | None:
+def _warmup_problem(path: str, warmup_steps: int, steps: int, limit: str) -> str | None:
     if warmup_steps >= steps:
         return (
-            f"{path}.warmup_steps={warmup_steps} is not below {steps_name}={steps}: training "
+            f"{path}.warmup_steps={warmup_steps} is not below {limit or f'loop.steps={steps}'}: "
+            "training "
             "would end inside the warmup; shorten the warmup or train longer"
         )
     return None

@@ -205,6 +205,53 @@ def validation_loss(script: str, output_dir: str, x_path: str) -> dict:
     return {"loss": float(loss_fn(labels, model(images, training=False))), "count": len(labels)}
 
 
+def weight_delta_norm(checkpoint_a: str, checkpoint_b: str) -> dict:
+    """The global norm of the change of the model's weights between two checkpoint files."""
+    a, b = tf.train.load_checkpoint(checkpoint_a), tf.train.load_checkpoint(checkpoint_b)
+    names = [
+        name
+        for name, dtype in a.get_variable_to_dtype_map().items()
+        # The weights are saved once, under the first path that reaches them: the optimizer's.
+        if "_trainable_variables/" in name and dtype == tf.float32
+    ]
+    squares = [np.sum((a.get_tensor(n).astype(np.float64) - b.get_tensor(n)) ** 2) for n in names]
+    return {"norm": float(np.sqrt(sum(squares))), "count": len(names)}
+
+
+def summary_plugins(logdir: str) -> dict:
+    """The plugin (scalars, histograms, ...) of every summary tag in an event directory."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(logdir, size_guidance={"tensors": 0})
+    accumulator.Reload()
+    return {
+        tag: accumulator.SummaryMetadata(tag).plugin_data.plugin_name
+        for tag in accumulator.Tags()["tensors"]
+    }
+
+
+def best_export_matches(script: str, output_dir: str, x_path: str) -> dict:
+    """Predictions of export/best (vs the model restored from checkpoints/best) and of the last
+    export, on the same inputs."""
+    import os
+
+    module = load_script(script)
+    x = np.load(x_path)["x"][:16] if x_path.endswith(".npz") else None
+    if x is None:
+        x = module.draw_shapes(16, int(x_path), seed=5)[0]
+    x = module.preprocess(x, np.zeros(len(x)))[0]
+    best = restored_model(module, os.path.join(output_dir, "checkpoints", "best"))(x)
+    export = os.path.join(output_dir, "export")
+    # Keep the loaded objects: their functions reference their variables.
+    loaded_best = tf.saved_model.load(os.path.join(export, "best", "saved_model"))
+    loaded_last = tf.saved_model.load(os.path.join(export, "saved_model"))
+    served_best, served_last = loaded_best.serve(x), loaded_last.serve(x)
+    return {
+        "best": float(np.max(np.abs(served_best - best))),
+        "last_vs_best": float(np.max(np.abs(served_last - best))),
+    }
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))
