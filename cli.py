@@ -156,7 +156,8 @@ def validate(spec_file: SpecArg, name: NameOpt = "spec", overrides: SetOpt = Non
     except LoopgenError as error:
         raise _fail(error) from None
     _warn(spec)
-    typer.echo(f"{spec_file}: ok ({spec.name}: {spec.model.kind} model, {spec.loss.kind} loss)")
+    objective = f"{spec.loss.kind} loss" if spec.loss else f"tasks {', '.join(spec.tasks)}"
+    typer.echo(f"{spec_file}: ok ({spec.name}: {spec.model.kind} model, {objective})")
 
 
 @app.command()

@@ -47,6 +47,7 @@ from .spec import (
     SingleDevice,
     Spec,
 )
+from .tasks import Task
 from .training import (
     SGD,
     Adam,
@@ -130,6 +131,7 @@ __all__ = [
     "SparseTopKCategoricalAccuracy",
     "Spec",
     "Split",
+    "Task",
     "Tfds",
     "UpSampling2D",
     "Var",

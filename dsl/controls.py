@@ -44,10 +44,11 @@ class _Monitored(StrictModel):
     """A decision taken after each validation pass on one validation value."""
 
     monitor: str = "val_loss"
-    """The validation value watched: `val_loss` or `val_<metric name>` (e.g. `val_accuracy`)."""
+    """The validation value watched: `val_loss`, `val_<metric name>` (e.g. `val_accuracy`),
+    or for a multi-task model `val_<task>_loss` and `val_<task>_<metric name>`."""
     mode: Literal["auto", "min", "max"] = "auto"
-    """Whether lower or higher is better; `auto`: lower for `val_loss`, higher for metrics (all
-    of loopgen's metrics are accuracies or overlaps)."""
+    """Whether lower or higher is better; `auto`: lower for losses, higher for metrics (all of
+    loopgen's metrics are accuracies or overlaps)."""
     min_delta: Annotated[float, Field(ge=0)] = 0.0
     """An improvement smaller than this does not count."""
 
@@ -55,7 +56,7 @@ class _Monitored(StrictModel):
     def direction(self) -> Literal["min", "max"]:
         if self.mode != "auto":
             return self.mode
-        return "min" if self.monitor == "val_loss" else "max"
+        return "min" if self.monitor.endswith("loss") else "max"
 
 
 class EarlyStopping(_Monitored):

@@ -17,8 +17,14 @@ class Npz(StrictModel):
     """Path of the `.npz` file, relative to where the script runs."""
     x_key: Identifier = "x"
     """Array name of the inputs."""
-    y_key: Identifier = "y"
-    """Array name of the labels."""
+    y_key: Identifier | dict[Identifier, Identifier] = "y"
+    """Array name of the labels; for a multi-task model, one array name per task:
+    `{"digit": "y", "parity": "y_parity"}`."""
+
+    @property
+    def label_names(self) -> list[str] | None:
+        """The tasks the labels are for (None: one label per example)."""
+        return list(self.y_key) if isinstance(self.y_key, dict) else None
 
 
 class KerasDataset(StrictModel):
@@ -77,8 +83,15 @@ class Shapes(StrictModel):
     """Number of images."""
     image_size: Annotated[int, Field(ge=8, le=512)] = 32
     """Height and width of the square RGB images."""
-    task: Literal["classification", "segmentation"] = "classification"
-    """What the label is: the shape's class, or a per-pixel mask."""
+    task: Literal["classification", "segmentation", "multitask"] = "classification"
+    """What the label is: the shape's class, or a per-pixel mask; `multitask` gives both, as
+    the labels `shape` (the class) and `mask`."""
+
+    @property
+    def label_names(self) -> list[str] | None:
+        """The tasks the labels are for (None: one label per example)."""
+        return ["shape", "mask"] if self.task == "multitask" else None
+
     seed: int = 0
     """Seed of the drawing; use different seeds for training and validation data."""
 
@@ -131,6 +144,23 @@ class Data(StrictModel):
     """Keep the batches in order when preprocessing runs in parallel. False lets a batch that
     is ready overtake a slow one (faster when decoding times vary, e.g. JPEG files), but the
     order of the examples, and with it an exact resume, is no longer reproducible."""
+
+    @property
+    def label_names(self) -> list[str] | None:
+        """The tasks the training labels are for (None: one label per example)."""
+        return getattr(self.train, "label_names", None)
+
+    @model_validator(mode="after")
+    def _same_labels(self) -> Data:
+        validation = self.validation
+        if validation is not None and validation.kind != "split":
+            theirs = getattr(validation, "label_names", None)
+            if theirs != self.label_names:
+                raise ValueError(
+                    f"data.validation gives the labels {theirs or 'one per example'} but "
+                    f"data.train {self.label_names or 'one per example'}: give both the same"
+                )
+        return self
 
     @model_validator(mode="after")
     def _tfds_resize(self) -> Data:

@@ -93,9 +93,42 @@ class Sequential(_Stack):
 
 
 class Functional(_Stack):
-    """A chain of layers built with the functional API, with skip connections (UNet)."""
+    """A chain of layers built with the functional API, with skip connections (UNet), and
+    optionally several output heads (a multi-task model)."""
 
     kind: Literal["functional"] = "functional"
+    heads: dict[Identifier, list[Item]] = {}
+    """Output heads, by name: each a list of layers applied to the output of `layers`, giving
+    the model one output per head (a dict). Each needs a task of the same name in
+    `Spec.tasks`. Empty: the model has the single output of `layers`."""
+
+    @model_validator(mode="after")
+    def _plain_heads(self) -> Functional:
+        for name, items in self.heads.items():
+            if not items:
+                raise ValueError(f"heads.{name} is empty: a head needs at least one layer")
+            for path, item, _ in _walk(items, f"heads.{name}"):
+                if isinstance(item, SaveSkip | Concatenate | Repeat):
+                    raise ValueError(
+                        f"{path}: a head is a plain list of layers (no skips, no Repeat); move "
+                        "it into `layers`, the part the heads share"
+                    )
+        return self
+
+    def flat_items(self) -> list[tuple[str, Any]]:
+        heads = [
+            (path, item)
+            for name, items in self.heads.items()
+            for path, item, _ in _walk(items, f"heads.{name}")
+        ]
+        return [*super().flat_items(), *heads]
+
+    def head_outputs(self) -> list[tuple[str, str, Any]]:
+        """(head name, path of its last layer, that layer) for every head."""
+        return [
+            (name, f"heads.{name}[{len(items) - 1}]", items[-1])
+            for name, items in self.heads.items()
+        ]
 
     @model_validator(mode="after")
     def _skips_balance(self) -> Functional:

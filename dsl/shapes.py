@@ -33,11 +33,16 @@ class ShapeError(ValueError):
     pass
 
 
-def check_shapes(input_shape: Shape, layers: list[Any], classes: dict[str, CustomLayerClass]):
-    """Raises ShapeError naming `model.layers[...]` where a layer does not fit its input;
-    returns the output shape (without the batch dimension)."""
+def check_shapes(
+    input_shape: Shape,
+    layers: list[Any],
+    classes: dict[str, CustomLayerClass],
+    path: str = "model.layers",
+):
+    """Raises ShapeError naming `model.layers[...]` (or `path[...]`) where a layer does not fit
+    its input; returns the output shape (without the batch dimension)."""
     skips: list[tuple[Shape, str]] = []
-    return _run(tuple(input_shape), layers, "model.layers", {}, classes, skips)
+    return _run(tuple(input_shape), layers, path, {}, classes, skips)
 
 
 def _run(shape, items, path, env, classes, skips) -> Shape:

@@ -14,6 +14,7 @@ from .layers import ActivationLayer, BatchNormalization, Custom, CustomLayerClas
 from .model import Imported, Model
 from .performance import Performance
 from .shapes import check_shapes
+from .tasks import Task
 from .training import BinaryAccuracy, Loss, Metric, Optimizer
 
 
@@ -183,8 +184,10 @@ class Spec(StrictModel):
     """Custom layer classes, written into the script as `keras.layers.Layer` subclasses."""
     model: Model
     """The network."""
-    loss: Loss
-    """The objective."""
+    loss: Loss | None = None
+    """The objective (for a multi-task model, set `tasks` instead)."""
+    tasks: dict[Identifier, Task] = {}
+    """Multi-task: a loss, weight and metrics per output head (`model.heads`), by name."""
     optimizer: Optimizer
     """The optimizer and its learning-rate schedule."""
     gradients: Gradients = Gradients()
@@ -214,6 +217,7 @@ class Spec(StrictModel):
 
     @model_validator(mode="after")
     def _cross_field(self) -> Spec:
+        self._check_objective()
         self._check_custom_layers()
         self._check_shapes()
         self._check_labels()
@@ -230,12 +234,85 @@ class Spec(StrictModel):
                 "logging.histograms=True but logging.tensorboard=False: the histograms are "
                 "TensorBoard summaries; set logging.tensorboard=True or drop the histograms"
             )
-        names = [m.metric_name for m in self.metrics]
+        names = self.log_names()[1:]  # after the loss
         if len(set(names)) != len(names) or "loss" in names:
+            where = "tasks: the logged names" if self.tasks else "metrics: names"
             raise ValueError(
-                f"metrics: names {names} repeat or use 'loss'; give each metric a unique name="
+                f"{where} {names} repeat or use 'loss'; give each metric a unique name="
             )
         return self
+
+    def _check_objective(self) -> None:
+        if self.loss is None and not self.tasks:
+            raise ValueError(
+                "loss is missing: set loss (the objective), or tasks for a multi-task model (one "
+                "loss per head of model.heads)"
+            )
+        if self.loss is not None and self.tasks:
+            raise ValueError(
+                "loss and tasks are both set: a multi-task model has one loss per task; remove "
+                "loss (or tasks, for a single output)"
+            )
+        heads = list(getattr(self.model, "heads", {}))
+        if not self.tasks:
+            if heads:
+                raise ValueError(
+                    f"model.heads has {heads} but tasks is empty: give each head its loss in "
+                    "tasks (and drop loss)"
+                )
+            if self.data.label_names:
+                raise ValueError(
+                    f"data gives one label per task ({self.data.label_names}) but the model has "
+                    "one output; add model.heads and tasks for them, or use single labels"
+                )
+            return
+        if sorted(heads) != sorted(self.tasks):
+            raise ValueError(
+                f"tasks {sorted(self.tasks)} and model.heads {sorted(heads)} differ: a multi-task "
+                "model (a Functional model) needs one head per task, with the same names"
+            )
+        if self.metrics:
+            raise ValueError(
+                "metrics is set for a multi-task model: put each metric in its task's "
+                "tasks.<name>.metrics"
+            )
+        labels = self.data.label_names
+        if labels is None or sorted(labels) != sorted(self.tasks):
+            raise ValueError(
+                f"tasks {sorted(self.tasks)} need one label each, but data.train gives "
+                f"{sorted(labels) if labels else 'one label per example'}: use an Npz source "
+                'with y_key={"<task>": "<array name>", ...} or Shapes(task="multitask")'
+            )
+        if self.data.labels == "one_hot":
+            raise ValueError(
+                'data.labels="one_hot" is for single labels; a multi-task model takes each '
+                "task's labels as they are (sparse class ids)"
+            )
+
+    def objectives(self) -> list[tuple[str, Loss, list[Metric], str, object]]:
+        """(field path of the loss, the loss, its metrics, path of the output layer, that layer)
+        for the one loss, or for each task."""
+        if isinstance(self.model, Imported):
+            return [("loss", self.loss, self.metrics, "", None)]
+        if not self.tasks:
+            path, last = self.model.last_layer()
+            return [("loss", self.loss, self.metrics, f"model.{path}", last)]
+        outputs = {name: (path, layer) for name, path, layer in self.model.head_outputs()}
+        return [
+            (f"tasks.{name}.loss", task.loss, task.metrics, f"model.{outputs[name][0]}",
+             outputs[name][1])
+            for name, task in self.tasks.items()
+        ]  # fmt: skip
+
+    def log_names(self) -> list[str]:
+        """The names of the logged losses and metrics (prefixed `val_` for validation)."""
+        if not self.tasks:
+            return ["loss", *(m.metric_name for m in self.metrics)]
+        return [
+            "loss",
+            *(f"{name}_loss" for name in self.tasks),
+            *(f"{name}_{m.metric_name}" for name, task in self.tasks.items() for m in task.metrics),
+        ]
 
     def _check_custom_layers(self) -> None:
         classes = {c.name: c for c in self.custom_layers}
@@ -264,11 +341,17 @@ class Spec(StrictModel):
     def _check_shapes(self) -> None:
         if not isinstance(self.model, Imported):
             classes = {c.name: c for c in self.custom_layers}
-            check_shapes(self.model.input_shape, self.model.layers, classes)
+            trunk = check_shapes(self.model.input_shape, self.model.layers, classes)
+            for name, items in getattr(self.model, "heads", {}).items():
+                check_shapes(trunk, items, classes, path=f"model.heads.{name}")
 
     def _check_labels(self) -> None:
         labels = self.data.labels
-        checked = [("loss", self.loss)] + [(f"metrics[{i}]", m) for i, m in enumerate(self.metrics)]
+        checked = []
+        for loss_path, loss, metrics, _, _ in self.objectives():
+            metrics_path = loss_path.removesuffix("loss") + "metrics"
+            checked += [(loss_path, loss)]
+            checked += [(f"{metrics_path}[{i}]", m) for i, m in enumerate(metrics)]
         for where, obj in checked:
             wants = type(obj).labels
             if wants != "any" and wants != labels:
@@ -280,35 +363,39 @@ class Spec(StrictModel):
                 )
 
     def _check_logits(self) -> None:
-        if isinstance(self.model, Imported) or not type(self.loss).probabilistic:
-            return
-        path, last = self.model.last_layer()
-        if not isinstance(last, _Kernel | ActivationLayer):
+        for where, loss, _, path, last in self.objectives():
+            self._check_output(where, loss, path, last)
+
+    def _check_output(self, where: str, loss: Loss, path: str, last: object) -> None:
+        if not type(loss).probabilistic or not isinstance(last, _Kernel | ActivationLayer):
             return  # a custom layer, dropout, ...: the output activation is not visible here
         activation = last.activation
         squashed = activation in ("softmax", "sigmoid")
-        if self.loss.from_logits and squashed:
+        if loss.from_logits and squashed:
             raise ValueError(
-                f"loss.from_logits=True but model.{path}.activation={activation!r}: the loss "
+                f"{where}.from_logits=True but {path}.activation={activation!r}: the loss "
                 f"would apply {activation} a second time. Remove the activation (recommended, "
-                "more stable) or set loss.from_logits=False"
+                f"more stable) or set {where}.from_logits=False"
             )
-        if not self.loss.from_logits and not squashed:
+        if not loss.from_logits and not squashed:
             raise ValueError(
-                f"loss.from_logits=False but model.{path} outputs "
+                f"{where}.from_logits=False but {path} outputs "
                 f"{'logits' if activation in (None, 'linear') else repr(activation) + ' values'}"
-                ", not probabilities; set loss.from_logits=True (recommended) or end the model "
-                "in a softmax/sigmoid"
+                f", not probabilities; set {where}.from_logits=True (recommended) or end the "
+                "model in a softmax/sigmoid"
             )
 
     def _check_thresholds(self) -> None:
-        from_logits = getattr(self.loss, "from_logits", False)
-        for i, metric in enumerate(self.metrics):
-            if isinstance(metric, BinaryAccuracy) and from_logits and metric.threshold != 0.0:
-                raise ValueError(
-                    f"metrics[{i}].threshold={metric.threshold} but loss.from_logits=True: the "
-                    "model outputs logits, where probability 0.5 is logit 0; set threshold=0.0"
-                )
+        for where, loss, metrics, _, _ in self.objectives():
+            from_logits = getattr(loss, "from_logits", False)
+            metrics_path = where.removesuffix("loss") + "metrics"
+            for i, metric in enumerate(metrics):
+                if isinstance(metric, BinaryAccuracy) and from_logits and metric.threshold != 0.0:
+                    raise ValueError(
+                        f"{metrics_path}[{i}].threshold={metric.threshold} but {where}.from_logits"
+                        "=True: the model outputs logits, where probability 0.5 is logit 0; set "
+                        "threshold=0.0"
+                    )
 
     def _check_split(self) -> None:
         validation = self.data.validation
@@ -354,7 +441,7 @@ class Spec(StrictModel):
             )
 
     def _check_monitors(self) -> None:
-        known = ["val_loss", *(f"val_{m.metric_name}" for m in self.metrics)]
+        known = [f"val_{name}" for name in self.log_names()]
         for field, monitored in self.monitors().items():
             if self.data.validation is None:
                 raise ValueError(

@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 d8c7e8f8ee1a59d8, script sha256 a559b7300b6df568).
+(spec sha256 d3391abdafc97fdb, script sha256 1995c5cd894a1803).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -251,7 +251,7 @@ def main(argv=None):
         # memory. Each micro-batch's loss is divided by the size of the whole batch, so
         # the sum of their gradients is the gradient of the batch's mean loss: one update.
         # Rounded up: a smaller last batch splits into ACCUMULATE_STEPS or fewer parts.
-        batch_size = tf.shape(labels)[0]
+        batch_size = tf.shape(images)[0]
         micro_batch_size = -(-batch_size // ACCUMULATE_STEPS)
         num_micro_batches = -(-batch_size // micro_batch_size)
         gradients = [tf.zeros_like(variable) for variable in model.trainable_variables]
@@ -265,6 +265,7 @@ def main(argv=None):
                     per_example_loss(micro_labels, predictions),
                     global_batch_size=batch_size,
                 )
+
             micro_gradients = tape.gradient(micro_loss, model.trainable_variables)
             gradients = [g + m for g, m in zip(gradients, micro_gradients)]
             loss += micro_loss

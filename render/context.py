@@ -33,9 +33,12 @@ def build_context(
     sources = [spec.data.train, spec.data.validation]
     shapes = [s for s in sources if s is not None and s.kind == "shapes"]
     distributed = spec.distribute.kind != "single_device"
+    per_example = distributed or spec.gradients.accumulate_steps > 1
+    # Distributed and accumulating steps average per-example losses over the batch themselves.
+    reduction = [("reduction", None)] if per_example else []
     # The global norm of the gradients, logged: wanted when clipping by it or histograms.
     gradient_norm = spec.gradients.clip_norm is not None or spec.logging.histograms
-    validation_names = ["loss", *(m.metric_name for m in spec.metrics)]
+    validation_names = spec.log_names()
     train_log_names = [
         *validation_names,
         *(["gradient_norm"] if gradient_norm else []),
@@ -65,7 +68,7 @@ def build_context(
         "has_skips": any(isinstance(i, SaveSkip | Concatenate) for i in items),
         "stateful_rng": spec.has_dropout,
         "optimizer_expr": optimizer_expression(spec),
-        "loss_expr": _loss(spec, distributed or spec.gradients.accumulate_steps > 1),
+        "loss_expr": code.keras_object("losses", spec.loss, reduction) if spec.loss else None,
         "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
         # SIGTERM saves a checkpoint and exits (multi-worker: after the same step on every
         # worker, agreed on in the train step).
@@ -76,7 +79,7 @@ def build_context(
         "loss_scaling": spec.performance.precision == "mixed_float16",
         # The loss function gives one loss per example, which the step sums and divides by the
         # (global) batch size: across replicas, and across the micro-batches of accumulation.
-        "per_example": distributed or spec.gradients.accumulate_steps > 1,
+        "per_example": per_example,
         # Clipping and per-weight gradient norms need the global batch's gradient: under a
         # strategy the step sums the replicas' gradients before, not in, apply_gradients.
         "reduce_first": distributed and (spec.gradients.clipped or spec.logging.histograms),
@@ -85,6 +88,26 @@ def build_context(
         "schedule_classes": schedule_classes(spec.optimizer.schedule),
         # The script's name for each monitor of a validation value.
         "comet_parameters": comet_parameters(spec) if spec.logging.comet else None,
+        "tasks": [
+            {
+                "name": name,
+                "loss_expr": code.keras_object("losses", task.loss, reduction),
+                "weight": task.weight,
+                "metrics": [
+                    code.call(
+                        f"keras.metrics.{m.keras_class}",
+                        [("name", f"{name}_{m.metric_name}"), *m.arguments()[1:]],
+                    )
+                    for m in task.metrics
+                ],
+            }
+            for name, task in spec.tasks.items()
+        ],
+        "has_metrics": bool(spec.metrics) or any(t.metrics for t in spec.tasks.values()),
+        "metric_lists": {
+            "train": metric_list(spec, "train", ["train_gradient_norm"] if gradient_norm else []),
+            "validation": metric_list(spec, "validation", []),
+        },
         "monitors": {
             MONITOR_NAMES[field]: monitored for field, monitored in spec.monitors().items()
         },
@@ -111,7 +134,7 @@ def comet_parameters(spec: Spec) -> str:
     items = [
         f'"optimizer": {code.literal(spec.optimizer.kind)}',
         f'"learning_rate": {rate}',
-        f'"loss": {code.literal(spec.loss.kind)}',
+        f'"loss": {code.literal(spec.loss.kind if spec.loss else "multitask")}',
         f'"batch_size": {batch}',
         length,
         '"seed": SEED',
@@ -173,9 +196,18 @@ def _is_image_data(spec: Spec) -> bool:
     return train.kind in IMAGE_SOURCES or (train.kind == "tfds" and train.image_size is not None)
 
 
-def _loss(spec: Spec, per_example: bool) -> str:
-    # Distributed and accumulating steps average per-example losses over the batch themselves.
-    return code.keras_object("losses", spec.loss, [("reduction", None)] if per_example else [])
+def metric_list(spec: Spec, split: str, extra: list[str]) -> str:
+    """The script's list of the metric objects of `split` (train, validation), in the order of
+    `Spec.log_names`."""
+    objects = [f"{split}_loss"]
+    if spec.tasks:
+        objects.append(f"*{split}_task_losses.values()")
+        objects += [
+            f"*{split}_metrics[{code.literal(n)}]" for n, t in spec.tasks.items() if t.metrics
+        ]
+    elif spec.metrics:
+        objects.append(f"*{split}_metrics")
+    return "[" + ", ".join([*objects, *extra]) + "]"
 
 
 def schedule_expression(schedule: Any) -> str | None:

@@ -85,7 +85,7 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
             f"data.validation={npz(segmentation_npz(tmp / 'val.npz', 4, 128, seed=1))}",
             "data.batch_size=4",
         ]
-    if example in ("shapes_unet", "shapes_plateau"):
+    if example in ("shapes_unet", "shapes_plateau", "shapes_multitask"):
         # Its own generated data, made smaller.
         return ["data.train.count=96", "data.validation.count=32"]
     if example in ("mnist_onecycle", "fashion_cyclical"):

@@ -106,7 +106,7 @@ def test_sections_come_in_reading_order(golden):
         "\ndef build_model(",
         "\ndef main(",
         *(["    strategy = ", "    with strategy.scope():"] if distributed else []),
-        " loss_fn = ",
+        " loss_fn = " if " loss_fn = " in source else " loss_fns = ",  # one loss or one per task
         " optimizer = ",
         "    def replica_train_step(" if distributed else "    def train_step(",
         "tf.GradientTape()",

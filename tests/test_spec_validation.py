@@ -162,7 +162,7 @@ def test_unknown_field_through_set():
 def test_missing_required_field(tmp_path):
     data = dumped("mnist_mlp")
     del data["loss"]
-    assert "missing" in line_for(reject(tmp_path, data), "spec.loss")
+    assert "loss is missing" in line_for(reject(tmp_path, data), "spec")
 
 
 # --- discriminated unions: unknown kinds -----------------------------------------------------

@@ -252,6 +252,48 @@ def best_export_matches(script: str, output_dir: str, x_path: str) -> dict:
     }
 
 
+def multitask_first_step(script: str, output_dir: str, learning_rate: str) -> dict:
+    """Recomputes the first plain-SGD step of a multi-task script by hand, from the weights in
+    ckpt-0 and the first training batch: the gradient of sum(LOSS_WEIGHTS[t] * loss_t). Returns
+    how far the weights in ckpt-1 are from that."""
+    import os
+
+    import keras
+
+    module = load_script(script)
+    # The shuffle's order depends on the global seed too, as in the script.
+    keras.utils.set_random_seed(module.SEED)
+    examples = module.load_examples()
+    examples = examples[0] if isinstance(examples, tuple) else examples
+    images, labels = next(iter(module.training_batches(examples, start_step=0)))
+    model = module.build_model()
+    checkpoints = os.path.join(output_dir, "checkpoints")
+    tf.train.Checkpoint(model=model).restore(os.path.join(checkpoints, "ckpt-0")).expect_partial()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tf.GradientTape() as tape:
+        predictions = model(images, training=True)
+        loss = tf.add_n([
+            weight * loss_fn(labels[task], predictions[task])
+            for task, weight in module.LOSS_WEIGHTS.items()
+        ])  # fmt: skip
+    gradients = tape.gradient(loss, model.trainable_variables)
+    expected = [
+        v - float(learning_rate) * g
+        for v, g in zip(model.trainable_variables, gradients, strict=True)
+    ]
+    trained = module.build_model()
+    tf.train.Checkpoint(model=trained).restore(os.path.join(checkpoints, "ckpt-1")).expect_partial()
+    moved = max(
+        float(np.max(np.abs(v - w)))
+        for v, w in zip(model.trainable_variables, expected, strict=True)
+    )
+    diff = max(
+        float(np.max(np.abs(e - t)))
+        for e, t in zip(expected, trained.trainable_variables, strict=True)
+    )
+    return {"max_diff": diff, "moved": moved, "weights": dict(module.LOSS_WEIGHTS)}
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

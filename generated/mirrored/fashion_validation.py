@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 4e32bfce598dab14, script sha256 4cca6e336b4ba11e).
+(spec sha256 e9e62061a588f440, script sha256 bf650fa9ba49bd49).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -224,7 +224,7 @@ def main(argv=None):
         """One replica's part of a train step, on its slice of the global batch."""
         # The size of this global batch: the last batch of an epoch is smaller than
         # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
-        batch_size = tf.shape(labels)[0]
+        batch_size = tf.shape(images)[0]
         global_batch_size = tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, batch_size
         )

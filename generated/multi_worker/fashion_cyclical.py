@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 25dbafa47f771198, script sha256 a4fcaa1c9b766668).
+(spec sha256 7ca7474bb5dee278, script sha256 b1ed9dd06c386c59).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -318,7 +318,7 @@ def main(argv=None):
         """One replica's part of a train step, on its slice of the global batch."""
         # The size of this global batch: the last batch of an epoch is smaller than
         # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
-        batch_size = tf.shape(labels)[0]
+        batch_size = tf.shape(images)[0]
         global_batch_size = tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, batch_size
         )

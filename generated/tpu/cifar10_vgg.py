@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 a257eb180be5525f, script sha256 6a5bbb339527854a).
+(spec sha256 5aae8f5ee5224c3e, script sha256 5412030685f47cae).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -280,7 +280,7 @@ def main(argv=None):
         """One replica's part of a train step, on its slice of the global batch."""
         # The size of this global batch: the last batch of an epoch is smaller than
         # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
-        batch_size = tf.shape(labels)[0]
+        batch_size = tf.shape(images)[0]
         global_batch_size = tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, batch_size
         )

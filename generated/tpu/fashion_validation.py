@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 446a1b375ba00ad5, script sha256 0811c8ca936ec11b).
+(spec sha256 f2ba8ed9fce06641, script sha256 082d34bf4fc3e6fe).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -233,7 +233,7 @@ def main(argv=None):
         """One replica's part of a train step, on its slice of the global batch."""
         # The size of this global batch: the last batch of an epoch is smaller than
         # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
-        batch_size = tf.shape(labels)[0]
+        batch_size = tf.shape(images)[0]
         global_batch_size = tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, batch_size
         )

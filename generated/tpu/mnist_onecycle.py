@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 3d12eaf7dc3c8885, script sha256 e54e14f34b2abae5).
+(spec sha256 f471d1644fceb89f, script sha256 3a0e53b1fcb74ff8).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -276,7 +276,7 @@ def main(argv=None):
         """One replica's part of a train step, on its slice of the global batch."""
         # The size of this global batch: the last batch of an epoch is smaller than
         # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
-        batch_size = tf.shape(labels)[0]
+        batch_size = tf.shape(images)[0]
         global_batch_size = tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, batch_size
         )
@@ -299,6 +299,7 @@ def main(argv=None):
                     per_example_loss(micro_labels, predictions),
                     global_batch_size=global_batch_size,
                 )
+
             micro_gradients = tape.gradient(micro_loss, model.trainable_variables)
             gradients = [g + m for g, m in zip(gradients, micro_gradients)]
             loss += micro_loss

@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 5341741a6f861f17, script sha256 3a2f30899128172c).
+(spec sha256 e4357e368530796f, script sha256 b7f61ab792737907).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -330,7 +330,7 @@ def main(argv=None):
         """One replica's part of a train step, on its slice of the global batch."""
         # The size of this global batch: the last batch of an epoch is smaller than
         # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
-        batch_size = tf.shape(labels)[0]
+        batch_size = tf.shape(images)[0]
         global_batch_size = tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, batch_size
         )

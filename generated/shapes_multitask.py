@@ -1,0 +1,554 @@
+"""Classify and segment drawn shapes with one two-headed network.
+
+Written by loopgen 0.1.0 from examples/shapes_multitask.py
+(spec sha256 0888f0a2d1c1dd80, script sha256 17c3ec2f692e05e4).
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
+Run it again to resume from the latest checkpoint.
+Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
+"""
+
+import argparse
+import json
+import math
+import os
+import signal
+import threading
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import layers
+
+SEED = 4
+BATCH_SIZE = 32
+SHUFFLE_BUFFER = 1000
+EPOCHS = 10
+# Weight of each task's loss in the total the gradients follow.
+LOSS_WEIGHTS = {"mask": 1.0, "shape": 0.5}
+LOG_EVERY_STEPS = 10
+# Train steps per call of the compiled train_loop: Python runs once per call, not per step.
+STEPS_PER_LOOP = 50
+VALIDATE_EVERY_EPOCHS = 1
+CHECKPOINT_EVERY_EPOCHS = 1
+KEEP_CHECKPOINTS = 2
+OUTPUT_DIR = "runs/shapes_multitask"
+
+
+def draw_shapes(count, image_size, seed):
+    """Draws `count` random circles, squares and triangles on noisy backgrounds.
+
+    Deterministic for a seed and made in about a second, so the run needs no download.
+    Returns float32 images in [0, 1] and both labels of each image: "shape", the int32 class
+    (0 circle, 1 square, 2 triangle), and "mask", the int32 per-pixel mask (0 background,
+    1 + the class).
+    """
+    rng = np.random.default_rng(seed)
+    shape_class = rng.integers(0, 3, size=count)
+    radius = rng.uniform(0.12, 0.35, size=count) * image_size
+    center = rng.uniform(radius[:, None], image_size - radius[:, None], size=(count, 2))
+    # Colours overlap the background's range: the shape, not the colour, tells the class.
+    color = rng.uniform(0.3, 1.0, size=(count, 1, 1, 3))
+    rows, cols = np.mgrid[:image_size, :image_size].astype(np.float32)
+    dy = rows[None] - center[:, 0, None, None]
+    dx = cols[None] - center[:, 1, None, None]
+    r = radius[:, None, None]
+    circle = dx**2 + dy**2 <= r**2
+    square = (np.abs(dx) <= 0.8 * r) & (np.abs(dy) <= 0.8 * r)
+    triangle = (dy <= 0.8 * r) & (np.abs(dx) <= (dy + r) * 0.6)
+    inside = np.select(
+        [shape_class[:, None, None] == k for k in range(3)], [circle, square, triangle]
+    )
+    background = rng.uniform(0.0, 0.6, size=(count, image_size, image_size, 3))
+    images = np.where(inside[..., None], color, background).astype(np.float32)
+    masks = np.where(inside, shape_class[:, None, None] + 1, 0).astype(np.int32)
+    return images, {"shape": shape_class.astype(np.int32), "mask": masks}
+
+
+def load_examples():
+    """Training and validation examples, one (images, labels) pair per element, unbatched."""
+    images, labels = draw_shapes(count=1000, image_size=24, seed=21)
+    train_examples = tf.data.Dataset.from_tensor_slices((images, labels))
+    images, labels = draw_shapes(count=200, image_size=24, seed=22)
+    validation_examples = tf.data.Dataset.from_tensor_slices((images, labels))
+    return train_examples, validation_examples
+
+
+def preprocess(images, labels):
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
+    images = tf.cast(images, tf.float32)
+    return images, labels
+
+
+def training_batches(examples, start_step):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The order depends on the step alone: the shuffle has a fixed seed and reshuffles every
+    epoch the same way on every run. A resumed run skips the batches it already trained on
+    and sees exactly what an uninterrupted run would have seen, on any strategy. Skipping
+    happens before preprocessing, so it only re-reads raw examples.
+    """
+    return (
+        examples.shuffle(SHUFFLE_BUFFER, seed=SEED)
+        .batch(BATCH_SIZE)
+        .repeat()
+        .skip(start_step)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def validation_batches(examples):
+    """The validation examples, batched and preprocessed, in a fixed order, repeated: a
+    validation pass takes one epoch of batches from an iterator that lasts the whole run.
+    """
+    return (
+        examples.batch(BATCH_SIZE)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def build_model():
+    inputs = keras.Input(shape=(24, 24, 3))
+    x = inputs
+    x = layers.Conv2D(16, 3, padding="same", activation="relu")(x)
+    x = layers.Conv2D(16, 3, padding="same", activation="relu")(x)
+    # One output per task, each from its own head on the shared features.
+    features = x
+    outputs = {}
+    x = features
+    x = layers.Conv2D(4, 1)(x)
+    outputs["mask"] = x
+    x = features
+    x = layers.MaxPooling2D()(x)
+    x = layers.Conv2D(16, 3, padding="same", activation="relu")(x)
+    x = layers.MaxPooling2D()(x)
+    x = layers.Flatten()(x)
+    x = layers.Dense(3)(x)
+    outputs["shape"] = x
+    return keras.Model(inputs, outputs, name="shapes_multitask")
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device)."""
+    return {metric.name: float(metric.result()) for metric in metrics}
+
+
+def append_jsonl(path, record):
+    """Appends one JSON record per line, a format every plotting tool reads."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+class ValidationMonitor(tf.Module):
+    """The best value so far of a validation value, and how many validations ago it was.
+    A tf.Module: its variables go into the checkpoint with the rest of the run's state.
+    """
+
+    def __init__(self, mode, min_delta=0.0):
+        super().__init__()
+        # The best value times `sign`, so that lower is better in both modes.
+        self.sign = 1.0 if mode == "min" else -1.0
+        self.min_delta = min_delta
+        self.best = tf.Variable(math.inf, trainable=False)
+        self.waited = tf.Variable(0, trainable=False)
+
+    def update(self, value):
+        """Records a validation's value; returns whether it beat the best by min_delta."""
+        improved = self.sign * value < float(self.best.numpy()) - self.min_delta
+        if improved:
+            self.best.assign(self.sign * value)
+            self.waited.assign(0)
+        else:
+            self.waited.assign_add(1)
+        return improved
+
+
+def restore_newest(checkpoint, paths):
+    """Restores the newest checkpoint in `paths` that restores, and returns its path (None when
+    there are none). A damaged one (a full disk, a copy cut short) is reported and the one
+    before it is used; when none restores, the run stops rather than start over."""
+    failures = []
+    for path in reversed(paths):
+        try:
+            # Also fails when the checkpoint does not fit this model (e.g. after a spec change).
+            checkpoint.restore(path).assert_existing_objects_matched()
+            return path
+        except Exception as error:  # damaged files raise OpError, IndexError, ...
+            print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+            failures.append(path)
+    if failures:
+        raise SystemExit(
+            f"None of the checkpoints restores ({', '.join(failures)}): see the errors above. "
+            "Move them away (or pass another --output-dir) to start from scratch."
+        )
+    return None
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--epochs", type=int, default=EPOCHS, help="passes over the training data"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many steps in all (smoke runs)",
+    )
+    parser.add_argument(
+        "--output-dir", default=OUTPUT_DIR, help="checkpoints, logs and exports go here"
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="make TensorFlow ops deterministic (reproducible, somewhat slower)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+    # --- Data -------------------------------------------------------------------------
+    train_examples, validation_examples = load_examples()
+    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
+    steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
+    validation_steps = math.ceil(int(validation_examples.cardinality()) / BATCH_SIZE)
+    # One iterator for every validation pass: creating and deleting one per pass can stall
+    # tf.data's autotuner for seconds.
+    validation_iterator = iter(validation_batches(validation_examples))
+
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
+    model = build_model()
+    model.summary()
+    # One loss per task, on the model's output of the same name; LOSS_WEIGHTS weighs them.
+    loss_fns = {
+        "mask": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        "shape": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    }
+    optimizer = keras.optimizers.Adam(learning_rate=0.002)
+    # Create the slot variables (momentum, moments) now, not in the first traced
+    # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+    optimizer.build(model.trainable_variables)
+    train_loss = keras.metrics.Mean(name="loss")
+    # Each task's own (unweighted) loss and its metrics.
+    train_task_losses = {
+        "mask": keras.metrics.Mean(name="mask_loss"),
+        "shape": keras.metrics.Mean(name="shape_loss"),
+    }
+    train_metrics = {
+        "mask": [
+            keras.metrics.MeanIoU(
+                name="mask_mean_iou", num_classes=4, sparse_y_pred=False
+            )
+        ],
+        "shape": [keras.metrics.SparseCategoricalAccuracy(name="shape_accuracy")],
+    }
+    validation_loss = keras.metrics.Mean(name="loss")
+    # Each task's own (unweighted) loss and its metrics.
+    validation_task_losses = {
+        "mask": keras.metrics.Mean(name="mask_loss"),
+        "shape": keras.metrics.Mean(name="shape_loss"),
+    }
+    validation_metrics = {
+        "mask": [
+            keras.metrics.MeanIoU(
+                name="mask_mean_iou", num_classes=4, sparse_y_pred=False
+            )
+        ],
+        "shape": [keras.metrics.SparseCategoricalAccuracy(name="shape_accuracy")],
+    }
+    # Counts train steps. The checkpoint saves it, so a resumed run continues
+    # counting (and with it the epoch, the data position and the cadences).
+    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    # The first step whose loss was NaN or Inf (-1: none so far). Not
+    # checkpointed: a run that stops on it restarts from the last good checkpoint.
+    nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    # Decisions on validation values, each with the best value so far and the validations
+    # since it improved (checkpointed, so a resumed run keeps counting).
+    best = ValidationMonitor("max", min_delta=0.0)  # on val_shape_accuracy
+
+    # --- Train and eval steps ---------------------------------------------------------
+    @tf.function
+    def train_step(images, labels):
+        """One optimizer step on one batch."""
+        with tf.GradientTape() as tape:
+            predictions = model(images, training=True)
+            # Each task's loss on its own output; the gradients follow their weighted sum.
+            task_losses = {
+                task: loss_fns[task](labels[task], predictions[task])
+                for task in loss_fns
+            }
+            loss = tf.add_n(
+                [LOSS_WEIGHTS[task] * task_losses[task] for task in loss_fns]
+            )
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        step.assign_add(1)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(loss):
+            nonfinite_step.assign(step)
+        # Metrics accumulate on the device; Python reads them only when it logs.
+        train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+        for task, task_loss in task_losses.items():
+            train_task_losses[task].update_state(
+                task_loss, sample_weight=tf.shape(images)[0]
+            )
+        for task, task_metrics in train_metrics.items():
+            for metric in task_metrics:
+                metric.update_state(labels[task], predictions[task])
+
+    # Traced once: num_steps is a tensor (each new Python int would trace again), and the
+    # batches' first dimension is unknown (None), so the smaller last batch of an epoch does
+    # not retrace either. A call runs num_steps steps, so Python pays its overhead once per
+    # call, not once per step.
+    @tf.function
+    def train_loop(iterator, num_steps):
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
+        batch = next(iterator)
+        for _ in tf.range(num_steps - 1):
+            train_step(*batch)
+            batch = next(iterator)
+        train_step(*batch)
+
+    def eval_step(images, labels):
+        predictions = model(images, training=False)
+        # The data loss only: weight penalties say nothing about generalization.
+        task_losses = {
+            task: loss_fn(labels[task], predictions[task])
+            for task, loss_fn in loss_fns.items()
+        }
+        loss = tf.add_n([LOSS_WEIGHTS[task] * task_losses[task] for task in loss_fns])
+        batch_size = tf.shape(images)[0]
+        validation_loss.update_state(loss, sample_weight=batch_size)
+        for task, task_loss in task_losses.items():
+            validation_task_losses[task].update_state(
+                task_loss, sample_weight=batch_size
+            )
+        for task, task_metrics in validation_metrics.items():
+            for metric in task_metrics:
+                metric.update_state(labels[task], predictions[task])
+
+    @tf.function
+    def validation_pass(iterator, num_steps):
+        """One pass over the validation set in one call: num_steps batches."""
+        for _ in tf.range(num_steps):
+            eval_step(*next(iterator))
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
+        step=step,
+        # The validation monitors' best values and patience counts.
+        best=best,
+    )
+    checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
+    manager = tf.train.CheckpointManager(
+        checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
+    )
+    latest = restore_newest(checkpoint, manager.checkpoints)
+    if latest:
+        print(f"Resumed from {latest} at step {int(step.numpy())}")
+
+    # --- The best weights, kept apart from the periodic checkpoints ----------------------
+    best_checkpoint = tf.train.Checkpoint(model=model)
+    best_dir = os.path.join(args.output_dir, "checkpoints", "best")
+    best_manager = tf.train.CheckpointManager(best_checkpoint, best_dir, max_to_keep=1)
+
+    # --- Training loop ----------------------------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
+    # TensorBoard: tensorboard --logdir <output-dir>/logs
+    train_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "train")
+    )
+    validation_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "validation")
+    )
+    metrics_path = os.path.join(args.output_dir, "metrics.jsonl")
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step counter: reading the variable every step would wait for the
+    # device each time.
+    global_step = int(step.numpy())
+    saved_step = global_step if latest else None
+    # One iterator for the whole run, from the current step on.
+    train_iterator = iter(training_batches(train_examples, start_step=global_step))
+    first_epoch = global_step // steps_per_epoch
+
+    def stop_if_diverged():
+        """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
+        bad_step = int(nonfinite_step.numpy())
+        if bad_step >= 0:
+            raise SystemExit(
+                f"The loss became NaN or Inf at step {bad_step}: stopped without saving"
+                f" (newest checkpoint: {manager.latest_checkpoint or 'none yet'})"
+                ". Lower the learning rate, clip the gradients, or look for NaN in the data."
+            )
+
+    # Preemption: schedulers (Slurm, Kubernetes, spot VMs) send SIGTERM, then SIGKILL after a
+    # grace period. The loop finishes its train_loop call (STEPS_PER_LOOP steps at most),
+    # saves a checkpoint and exits; run it again to resume.
+    preempted = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: preempted.set())
+
+    def steps_to_run(global_step, epoch_end):
+        """Steps in the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+        point or epoch end: each of them then happens at its exact step."""
+        return min(
+            STEPS_PER_LOOP,
+            epoch_end - global_step,
+            LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+        )
+
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
+
+    for epoch in range(first_epoch, epochs):
+        print(f"Epoch {epoch + 1}/{epochs}")
+        epoch_start = epoch * steps_per_epoch
+        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
+        # The logged values are already running means: "stateful", so the bar shows them as
+        # they are instead of averaging them again.
+        progbar = keras.utils.Progbar(
+            epoch_end - epoch_start,
+            stateful_metrics=[
+                "loss",
+                "mask_loss",
+                "shape_loss",
+                "mask_mean_iou",
+                "shape_accuracy",
+                "learning_rate",
+                "steps_per_second",
+            ],
+        )
+        for metric in [
+            train_loss,
+            *train_task_losses.values(),
+            *train_metrics["mask"],
+            *train_metrics["shape"],
+        ]:
+            metric.reset_state()
+        # Throughput is timed from log point to log point (validation is not counted).
+        timer_start, timer_step = time.perf_counter(), global_step
+        while global_step < epoch_end:
+            num_steps = steps_to_run(global_step, epoch_end)
+            train_loop(train_iterator, tf.constant(num_steps))
+            global_step += num_steps
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results(
+                    [
+                        train_loss,
+                        *train_task_losses.values(),
+                        *train_metrics["mask"],
+                        *train_metrics["shape"],
+                    ]
+                )
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                # Timed after results(), which waited for the device.
+                now = time.perf_counter()
+                logs["steps_per_second"] = (global_step - timer_step) / (
+                    now - timer_start
+                )
+                timer_start, timer_step = now, global_step
+                progbar.update(global_step - epoch_start, list(logs.items()))
+                with train_writer.as_default(step=global_step):
+                    for name, value in logs.items():
+                        tf.summary.scalar(name, value)
+                append_jsonl(
+                    metrics_path, {"step": global_step, "epoch": epoch + 1, **logs}
+                )
+                stop_if_diverged()
+            if preempted.is_set():
+                break
+        if preempted.is_set():
+            break
+
+        if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
+            for metric in [
+                validation_loss,
+                *validation_task_losses.values(),
+                *validation_metrics["mask"],
+                *validation_metrics["shape"],
+            ]:
+                metric.reset_state()
+            validation_pass(validation_iterator, tf.constant(validation_steps))
+            validation_logs = results(
+                [
+                    validation_loss,
+                    *validation_task_losses.values(),
+                    *validation_metrics["mask"],
+                    *validation_metrics["shape"],
+                ]
+            )
+            print(
+                "  ".join(
+                    f"val_{name}: {value:.4f}"
+                    for name, value in validation_logs.items()
+                )
+            )
+            with validation_writer.as_default(step=global_step):
+                for name, value in validation_logs.items():
+                    tf.summary.scalar(name, value)
+            # Elsewhere the validation values are named apart: val_loss, val_accuracy, ...
+            val_logs = {f"val_{name}": value for name, value in validation_logs.items()}
+            append_jsonl(
+                metrics_path, {"step": global_step, "epoch": epoch + 1, **val_logs}
+            )
+            if best.update(val_logs["val_shape_accuracy"]):
+                best_manager.save(checkpoint_number=global_step)
+                print(
+                    f"  best val_shape_accuracy so far: saved {best_manager.latest_checkpoint}"
+                )
+        if (
+            (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
+            and global_step == epoch_start + steps_per_epoch
+        ):
+            stop_if_diverged()
+            manager.save(checkpoint_number=global_step)
+            saved_step = global_step
+
+    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the
+    # cadence) so that the next run continues from here instead of redoing steps.
+    if saved_step != global_step:
+        stop_if_diverged()
+        manager.save(checkpoint_number=global_step)
+    if preempted.is_set():
+        print(
+            f"Stopped by SIGTERM at step {global_step}; saved {manager.latest_checkpoint}."
+        )
+        raise SystemExit(128 + signal.SIGTERM)  # the shell's status for a SIGTERM death
+
+    # --- Export -----------------------------------------------------------------------
+    export_dir = os.path.join(args.output_dir, "export")
+    # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
+    # classes of this script to load.
+    model.export(os.path.join(export_dir, "saved_model"), verbose=False)
+    # The weights of the best validation (val_shape_accuracy), exported beside the last ones.
+    if best_manager.latest_checkpoint:
+        best_checkpoint.restore(
+            best_manager.latest_checkpoint
+        ).assert_existing_objects_matched()
+        model.export(os.path.join(export_dir, "best", "saved_model"), verbose=False)
+
+
+if __name__ == "__main__":
+    main()
