@@ -156,8 +156,12 @@ def validate(spec_file: SpecArg, name: NameOpt = "spec", overrides: SetOpt = Non
     except LoopgenError as error:
         raise _fail(error) from None
     _warn(spec)
-    objective = f"{spec.loss.kind} loss" if spec.loss else f"tasks {', '.join(spec.tasks)}"
-    typer.echo(f"{spec_file}: ok ({spec.name}: {spec.model.kind} model, {objective})")
+    if spec.gan is not None:
+        summary = "a GAN"
+    else:
+        objective = f"{spec.loss.kind} loss" if spec.loss else f"tasks {', '.join(spec.tasks)}"
+        summary = f"{spec.model.kind} model, {objective}"
+    typer.echo(f"{spec_file}: ok ({spec.name}: {summary})")
 
 
 @app.command()

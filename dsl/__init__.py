@@ -5,6 +5,7 @@ A spec file builds a `Spec` from these classes and binds it to the name `spec`."
 from .base import Var, var
 from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data, ImageDirectory, KerasDataset, Npz, Shapes, Split, Tfds
+from .gan import GAN
 from .layers import (
     L1,
     L1L2,
@@ -69,6 +70,7 @@ from .training import (
 Activation = ActivationLayer
 
 __all__ = [
+    "GAN",
     "L1",
     "L1L2",
     "L2",

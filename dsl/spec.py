@@ -10,6 +10,7 @@ from pydantic import AfterValidator, Field, model_validator
 from .base import Identifier, PositiveInt, StrictModel, check_not_reserved
 from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data
+from .gan import GAN
 from .layers import ActivationLayer, BatchNormalization, Custom, CustomLayerClass, Dropout, _Kernel
 from .model import Imported, Model
 from .performance import Performance
@@ -182,14 +183,16 @@ class Spec(StrictModel):
     """The input pipeline."""
     custom_layers: list[CustomLayerClass] = []
     """Custom layer classes, written into the script as `keras.layers.Layer` subclasses."""
-    model: Model
-    """The network."""
+    model: Model | None = None
+    """The network (for a GAN, set `gan` instead)."""
     loss: Loss | None = None
     """The objective (for a multi-task model, set `tasks` instead)."""
     tasks: dict[Identifier, Task] = {}
     """Multi-task: a loss, weight and metrics per output head (`model.heads`), by name."""
-    optimizer: Optimizer
-    """The optimizer and its learning-rate schedule."""
+    optimizer: Optimizer | None = None
+    """The optimizer and its learning-rate schedule (for a GAN, in `gan`)."""
+    gan: GAN | None = None
+    """A generative adversarial network instead of `model`, `loss` and `optimizer`."""
     gradients: Gradients = Gradients()
     """Gradient clipping and accumulation."""
     metrics: list[Metric] = []
@@ -243,6 +246,14 @@ class Spec(StrictModel):
         return self
 
     def _check_objective(self) -> None:
+        if self.gan is not None:
+            self._check_gan()
+            return
+        for field in ("model", "optimizer"):
+            if getattr(self, field) is None:
+                raise ValueError(
+                    f"{field} is missing: set it (or gan, for a generative adversarial network)"
+                )
         if self.loss is None and not self.tasks:
             raise ValueError(
                 "loss is missing: set loss (the objective), or tasks for a multi-task model (one "
@@ -289,9 +300,58 @@ class Spec(StrictModel):
                 "task's labels as they are (sparse class ids)"
             )
 
+    def _check_gan(self) -> None:
+        gan = self.gan
+        assert gan is not None
+        taken = [f for f in ("model", "optimizer", "loss") if getattr(self, f) is not None]
+        taken += [f for f in ("tasks", "metrics") if getattr(self, f)]
+        if taken:
+            raise ValueError(
+                f"gan is set, and so is {taken[0]}: a GAN's networks, losses and optimizers are "
+                f"all in gan (gan.generator, gan.discriminator, gan.*_optimizer); remove {taken[0]}"
+            )
+        if self.data.validation is not None:
+            raise ValueError(
+                "data.validation is set for a GAN: there are no labels to score it on, and the "
+                "script writes sample images instead; remove data.validation"
+            )
+        unsupported = {
+            "gradients": self.gradients.clipped or self.gradients.accumulate_steps > 1,
+            "logging.histograms": self.logging.histograms,
+            "performance.precision": self.performance.precision != "float32",
+            "data.labels": self.data.labels != "sparse" or bool(self.data.label_names),
+        }
+        for field, used in unsupported.items():
+            if used:
+                raise ValueError(
+                    f"{field} is set for a GAN, whose step loopgen writes without it (only the "
+                    f"supervised step has it); remove {field} or hand-edit the GAN step"
+                )
+        if gan.generator.input_shape != (gan.latent_dim,):
+            raise ValueError(
+                f"gan.generator.input_shape={gan.generator.input_shape} but gan.latent_dim="
+                f"{gan.latent_dim}: the generator takes the noise vector; set input_shape="
+                f"({gan.latent_dim},)"
+            )
+        path, last = gan.generator.last_layer()
+        if getattr(last, "activation", None) not in ("tanh", "sigmoid"):
+            raise ValueError(
+                f"gan.generator.{path} must end the generator in activation='tanh' (images in "
+                "[-1, 1], the DCGAN choice) or 'sigmoid' ([0, 1]): the script scales the real "
+                "images to the same range"
+            )
+
+    @property
+    def image_range(self) -> str:
+        """A GAN generator's output range: `tanh` ([-1, 1]) or `sigmoid` ([0, 1])."""
+        assert self.gan is not None
+        return self.gan.generator.last_layer()[1].activation
+
     def objectives(self) -> list[tuple[str, Loss, list[Metric], str, object]]:
         """(field path of the loss, the loss, its metrics, path of the output layer, that layer)
-        for the one loss, or for each task."""
+        for the one loss, or for each task (none for a GAN)."""
+        if self.gan is not None:
+            return []
         if isinstance(self.model, Imported):
             return [("loss", self.loss, self.metrics, "", None)]
         if not self.tasks:
@@ -306,6 +366,8 @@ class Spec(StrictModel):
 
     def log_names(self) -> list[str]:
         """The names of the logged losses and metrics (prefixed `val_` for validation)."""
+        if self.gan is not None:
+            return ["discriminator_loss", "generator_loss", "real_score", "fake_score"]
         if not self.tasks:
             return ["loss", *(m.metric_name for m in self.metrics)]
         return [
@@ -339,11 +401,41 @@ class Spec(StrictModel):
         _check_no_cycle(classes)
 
     def _check_shapes(self) -> None:
-        if not isinstance(self.model, Imported):
+        if self.gan is not None:
+            self._check_gan_shapes()
+        elif not isinstance(self.model, Imported):
             classes = {c.name: c for c in self.custom_layers}
             trunk = check_shapes(self.model.input_shape, self.model.layers, classes)
             for name, items in getattr(self.model, "heads", {}).items():
                 check_shapes(trunk, items, classes, path=f"model.heads.{name}")
+
+    def _check_gan_shapes(self) -> None:
+        gan = self.gan
+        assert gan is not None
+        classes = {c.name: c for c in self.custom_layers}
+        image = check_shapes(
+            gan.generator.input_shape, gan.generator.layers, classes, path="gan.generator.layers"
+        )
+        if tuple(gan.discriminator.input_shape) != tuple(image):
+            raise ValueError(
+                f"gan.generator makes images of shape {image} but gan.discriminator.input_shape="
+                f"{gan.discriminator.input_shape}; make them equal"
+            )
+        train = self.data.train
+        if train.kind == "shapes" and tuple(image) != (train.image_size, train.image_size, 3):
+            raise ValueError(
+                f"gan.generator makes images of shape {image} but data.train has images of "
+                f"({train.image_size}, {train.image_size}, 3); change the generator's layers or "
+                "data.train.image_size"
+            )
+        logits = check_shapes(
+            image, gan.discriminator.layers, classes, path="gan.discriminator.layers"
+        )
+        if tuple(logits) != (1,):
+            raise ValueError(
+                f"gan.discriminator outputs shape {logits}; it must output one logit per image "
+                "(end it in Dense(units=1) without activation)"
+            )
 
     def _check_labels(self) -> None:
         labels = self.data.labels
@@ -426,6 +518,11 @@ class Spec(StrictModel):
 
     def _check_performance(self) -> None:
         xla, kind = self.performance.xla, self.distribute.kind
+        if xla == "on" and self.gan is not None:
+            raise ValueError(
+                "performance.xla='on' for a GAN: loopgen compiles the supervised step only; set "
+                "performance.xla='auto' or 'off'"
+            )
         if xla == "on" and self.gradients.accumulate_steps > 1:
             raise ValueError(
                 f"performance.xla='on' with gradients.accumulate_steps="
@@ -465,7 +562,7 @@ class Spec(StrictModel):
                 f"{plateau.patience} on the same {stop.monitor}: the run would stop before the "
                 "lower rate is ever tried; make early_stopping.patience the larger one"
             )
-        if plateau and self.optimizer.schedule is not None:
+        if plateau and self.optimizer and self.optimizer.schedule is not None:
             raise ValueError(
                 f"reduce_on_plateau is set and optimizer.learning_rate is a schedule "
                 f"({self.optimizer.schedule.kind}): the plateau lowers a constant rate, which a "
@@ -500,6 +597,8 @@ class Spec(StrictModel):
         """Whether the script XLA-compiles its per-batch step (performance.xla, `auto`
         resolved: dense-only models on a single device; see `Performance.xla`)."""
         xla = self.performance.xla
+        if self.gan is not None:
+            return False
         if xla != "auto" or self.distribute.kind != "single_device":
             return xla == "on" and self.distribute.kind == "single_device"
         if isinstance(self.model, Imported) or self.gradients.accumulate_steps > 1:
@@ -526,11 +625,18 @@ class Spec(StrictModel):
         return found
 
     def _check_schedule(self) -> None:
-        schedule = self.optimizer.schedule
-        if schedule is not None and self.loop.steps is not None:
-            problem = schedule.length_problem("optimizer.learning_rate", self.loop.steps)
-            if problem:
-                raise ValueError(problem)
+        for path, optimizer in self.optimizers().items():
+            schedule = optimizer.schedule
+            if schedule is not None and self.loop.steps is not None:
+                problem = schedule.length_problem(f"{path}.learning_rate", self.loop.steps)
+                if problem:
+                    raise ValueError(problem)
+
+    def optimizers(self) -> dict[str, Optimizer]:
+        """Every optimizer of the run, by field path."""
+        if self.gan is not None:
+            return {f"gan.{name}_optimizer": o for name, o in self.gan.optimizers().items()}
+        return {"optimizer": self.optimizer} if self.optimizer else {}
 
     @property
     def regularized(self) -> bool:
@@ -546,7 +652,10 @@ class Spec(StrictModel):
     def _layers_with_paths(self) -> list[tuple[str, object]]:
         """Every layer the spec declares, with its field path (none for imported models)."""
         found = []
-        if not isinstance(self.model, Imported):
+        if self.gan is not None:
+            for name, network in self.gan.networks().items():
+                found += [(f"gan.{name}.{path}", item) for path, item in network.flat_items()]
+        elif not isinstance(self.model, Imported):
             found = [(f"model.{path}", item) for path, item in self.model.flat_items()]
         for i, cls in enumerate(self.custom_layers):
             found += [(f"custom_layers[{i}].layers[{j}]", s) for j, s in enumerate(cls.layers)]

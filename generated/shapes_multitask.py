@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 0888f0a2d1c1dd80, script sha256 17c3ec2f692e05e4).
+(spec sha256 d9f3a83d830ea3cd, script sha256 a07027bfd7f7d5ec).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).

@@ -29,7 +29,6 @@ def build_context(
     spec_file: str,
     flags: list[str] = (),  # type: ignore[assignment]
 ) -> dict[str, Any]:
-    items = [] if isinstance(spec.model, Imported) else [i for _, i in spec.model.flat_items()]
     sources = [spec.data.train, spec.data.validation]
     shapes = [s for s in sources if s is not None and s.kind == "shapes"]
     distributed = spec.distribute.kind != "single_device"
@@ -39,10 +38,11 @@ def build_context(
     # The global norm of the gradients, logged: wanted when clipping by it or histograms.
     gradient_norm = spec.gradients.clip_norm is not None or spec.logging.histograms
     validation_names = spec.log_names()
+    rates = [f"{name}_learning_rate" for name in spec.gan.optimizers()] if spec.gan else []
     train_log_names = [
         *validation_names,
         *(["gradient_norm"] if gradient_norm else []),
-        "learning_rate",
+        *(rates or ["learning_rate"]),
         "steps_per_second",
     ]
     return {
@@ -64,10 +64,20 @@ def build_context(
         "custom_classes": [
             {"cls": cls, "sublayers": sublayer_attributes(cls)} for cls in spec.custom_layers
         ],
-        "has_repeats": any(isinstance(i, Repeat) for i in items),
-        "has_skips": any(isinstance(i, SaveSkip | Concatenate) for i in items),
+        # Whether a network (the model, or a GAN's generator or discriminator) has Repeat
+        # blocks ("repeats") or skip connections ("skips").
+        "net_has": net_has,
+        "gan": spec.gan is not None,
+        "gan_regularized": {
+            name: any(getattr(item, "regularized", False) for _, item in network.flat_items())
+            for name, network in (spec.gan.networks().items() if spec.gan else [])
+        },
         "stateful_rng": spec.has_dropout,
-        "optimizer_expr": optimizer_expression(spec),
+        "optimizer_expr": optimizer_expression(spec) if spec.optimizer else None,
+        "gan_optimizers": {
+            name: optimizer_expression(spec, optimizer, inline_schedule=True)
+            for name, optimizer in (spec.gan.optimizers().items() if spec.gan else [])
+        },
         "loss_expr": code.keras_object("losses", spec.loss, reduction) if spec.loss else None,
         "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
         # SIGTERM saves a checkpoint and exits (multi-worker: after the same step on every
@@ -84,8 +94,16 @@ def build_context(
         # strategy the step sums the replicas' gradients before, not in, apply_gradients.
         "reduce_first": distributed and (spec.gradients.clipped or spec.logging.histograms),
         "gradient_norm": gradient_norm,
-        "schedule_expr": schedule_expression(spec.optimizer.schedule),
-        "schedule_classes": schedule_classes(spec.optimizer.schedule),
+        "schedule_expr": schedule_expression(spec.optimizer.schedule) if spec.optimizer else None,
+        "schedule_classes": sorted(
+            {name for o in spec.optimizers().values() for name in schedule_classes(o.schedule)},
+            key=["CyclicalLearningRate", "OneCycle", "LinearWarmup"].index,
+        ),
+        "warmup_after_schedule": any(
+            isinstance(o.schedule, Warmup) and not isinstance(o.schedule.after, float | int)
+            for o in spec.optimizers().values()
+        ),
+        "triangular2": any(_mode(o.schedule) == "triangular2" for o in spec.optimizers().values()),
         # The script's name for each monitor of a validation value.
         "comet_parameters": comet_parameters(spec) if spec.logging.comet else None,
         "tasks": [
@@ -123,18 +141,15 @@ def build_context(
 
 def comet_parameters(spec: Spec) -> str:
     """The run's hyperparameters for Comet, as a dict expression of the script."""
-    schedule = spec.optimizer.schedule
-    rate = (
-        code.literal(spec.optimizer.learning_rate)
-        if schedule is None
-        else code.literal(schedule.kind)
-    )
+    optimizer = spec.optimizer or spec.gan.generator_optimizer
+    schedule = optimizer.schedule
+    rate = code.literal(optimizer.learning_rate if schedule is None else schedule.kind)
     length = '"epochs": args.epochs' if spec.loop.epochs else '"steps": args.steps'
     batch = "GLOBAL_BATCH_SIZE" if spec.distribute.kind != "single_device" else "BATCH_SIZE"
     items = [
-        f'"optimizer": {code.literal(spec.optimizer.kind)}',
+        f'"optimizer": {code.literal(optimizer.kind)}',
         f'"learning_rate": {rate}',
-        f'"loss": {code.literal(spec.loss.kind if spec.loss else "multitask")}',
+        f'"loss": {code.literal(spec.loss.kind if spec.loss else "gan" if spec.gan else "tasks")}',
         f'"batch_size": {batch}',
         length,
         '"seed": SEED',
@@ -199,6 +214,8 @@ def _is_image_data(spec: Spec) -> bool:
 def metric_list(spec: Spec, split: str, extra: list[str]) -> str:
     """The script's list of the metric objects of `split` (train, validation), in the order of
     `Spec.log_names`."""
+    if spec.gan is not None:
+        return "[" + ", ".join(f"{split}_{name}" for name in spec.log_names()) + "]"
     objects = [f"{split}_loss"]
     if spec.tasks:
         objects.append(f"*{split}_task_losses.values()")
@@ -236,9 +253,32 @@ def schedule_classes(schedule: Any) -> list[str]:
     return found
 
 
-def optimizer_expression(spec: Spec) -> str:
-    """The optimizer's constructor; a schedule is the variable `learning_rate`."""
-    args = spec.optimizer.arguments()
-    if spec.optimizer.schedule is not None:
-        args = [("learning_rate", Var(var="learning_rate")), *args[1:]]
-    return code.call(f"keras.optimizers.{spec.optimizer.keras_class}", args)
+def optimizer_expression(spec: Spec, optimizer: Any = None, inline_schedule: bool = False) -> str:
+    """The optimizer's constructor; a schedule is the variable `learning_rate` (or, inline, its
+    constructor)."""
+    optimizer = optimizer or spec.optimizer
+    args = optimizer.arguments()
+    callee = f"keras.optimizers.{optimizer.keras_class}"
+    if optimizer.schedule is None:
+        return code.call(callee, args)
+    if inline_schedule:
+        rest = code.arguments(args[1:])
+        rate = schedule_expression(optimizer.schedule)
+        return f"{callee}(learning_rate={rate}{', ' + rest if rest else ''})"
+    return code.call(callee, [("learning_rate", Var(var="learning_rate")), *args[1:]])
+
+
+def net_has(net: Any, what: str) -> bool:
+    """Whether a network has Repeat blocks (`repeats`) or skip connections (`skips`)."""
+    if isinstance(net, Imported):
+        return False
+    kinds = (Repeat,) if what == "repeats" else (SaveSkip, Concatenate)
+    return any(isinstance(item, kinds) for _, item in net.flat_items())
+
+
+def _mode(schedule: Any) -> str | None:
+    while schedule is not None and not isinstance(schedule, float | int):
+        if hasattr(schedule, "mode"):
+            return schedule.mode
+        schedule = getattr(schedule, "after", None)
+    return None

@@ -85,6 +85,8 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
             f"data.validation={npz(segmentation_npz(tmp / 'val.npz', 4, 128, seed=1))}",
             "data.batch_size=4",
         ]
+    if example == "shapes_dcgan":
+        return ["data.train.count=96", "data.batch_size=32"]
     if example in ("shapes_unet", "shapes_plateau", "shapes_multitask"):
         # Its own generated data, made smaller.
         return ["data.train.count=96", "data.validation.count=32"]

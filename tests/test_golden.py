@@ -99,15 +99,17 @@ def test_header_names_spec_hash_and_version_without_timestamp(golden):
 def test_sections_come_in_reading_order(golden):
     source = (GENERATED / f"{golden}.py").read_text()
     distributed = "strategy = " in source
+    gan = "def build_generator(" in source
     order = [
         "\nimport ",
         "\nSEED = ",
         "\ndef load_examples(",
-        "\ndef build_model(",
+        "\ndef build_generator(" if gan else "\ndef build_model(",
         "\ndef main(",
         *(["    strategy = ", "    with strategy.scope():"] if distributed else []),
-        " loss_fn = " if " loss_fn = " in source else " loss_fns = ",  # one loss or one per task
-        " optimizer = ",
+        # One loss, one per task, or a GAN's cross-entropy.
+        next(m for m in (" loss_fn = ", " loss_fns = ", " cross_entropy = ") if m in source),
+        " generator_optimizer = " if gan else " optimizer = ",
         "    def replica_train_step(" if distributed else "    def train_step(",
         "tf.GradientTape()",
         "    def train_loop(",
@@ -115,7 +117,10 @@ def test_sections_come_in_reading_order(golden):
         "    for epoch in range(",
         "keras.utils.Progbar(",
         "tf.summary.scalar(",
-        "    model.export(" if "model.export(" in source else "    for epoch in range(",
+        next(
+            (m for m in ("    model.export(", "    generator.export(") if m in source),
+            "    for epoch in range(",
+        ),
     ]
     positions = [source.index(marker) for marker in order]
     assert positions == sorted(positions), list(zip(order, positions, strict=False))

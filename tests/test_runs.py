@@ -24,21 +24,27 @@ def test_example_trains_end_to_end(example, render, tmp_path):
     assert "Epoch 2/2" in proc.stdout
     checkpoints = sorted(p.name for p in (out / "checkpoints").glob("ckpt-*.index"))
     assert checkpoints, "no checkpoint written"
-    assert (out / "export" / "saved_model" / "saved_model.pb").is_file()
+    gan = example.endswith("gan")
+    exported = "generator" if gan else "saved_model"  # a GAN exports its generator
+    assert (out / "export" / exported / "saved_model.pb").is_file()
 
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    steps = [r["step"] for r in records if "loss" in r]
-    assert steps == sorted(steps) and steps[-1] == 2 * steps_per_epoch(records)
-    assert all(r["loss"] == r["loss"] and r["loss"] > 0 for r in records if "loss" in r)
+    loss = "generator_loss" if gan else "loss"
+    steps = [r["step"] for r in records if loss in r]
+    assert steps == sorted(steps) and steps[-1] == 2 * steps_per_epoch(records, loss)
+    assert all(r[loss] == r[loss] and r[loss] > 0 for r in records if loss in r)
 
     tags = tf_check("scalar_tags", str(out / "logs" / "train"), cwd=tmp_path)
-    assert {"loss", "learning_rate"} <= set(tags), tags
+    rates = {"generator_learning_rate", "discriminator_learning_rate"} if gan else {"learning_rate"}
+    assert {loss, *rates} <= set(tags), tags
+    if gan:  # sample images after every epoch
+        assert tags.get("samples") == 2, tags
     if (out / "logs" / "validation").exists():
         val_tags = tf_check("scalar_tags", str(out / "logs" / "validation"), cwd=tmp_path)
         assert val_tags.get("loss") == 2, val_tags  # one validation pass per epoch
         assert any("val_loss" in r for r in records)
 
 
-def steps_per_epoch(records: list[dict]) -> int:
-    first_epoch = [r["step"] for r in records if r["epoch"] == 1 and "loss" in r]
+def steps_per_epoch(records: list[dict], loss: str = "loss") -> int:
+    first_epoch = [r["step"] for r in records if r["epoch"] == 1 and loss in r]
     return max(first_epoch)

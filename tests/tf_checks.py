@@ -294,6 +294,62 @@ def multitask_first_step(script: str, output_dir: str, learning_rate: str) -> di
     return {"max_diff": diff, "moved": moved, "weights": dict(module.LOSS_WEIGHTS)}
 
 
+def gan_first_step(script: str, output_dir: str, learning_rate: str) -> dict:
+    """Recomputes the first step of a GAN script trained by plain SGD, by hand, from ckpt-0:
+    the discriminator's step on the first real batch and generated images (real labelled
+    REAL_LABEL), then the generator's through the updated discriminator, with the next noise.
+    Returns how far every variable of both networks in ckpt-1 is from that."""
+    import os
+
+    import keras
+
+    module = load_script(script)
+    keras.utils.set_random_seed(module.SEED)
+    images = next(iter(module.training_batches(module.load_examples(), start_step=0)))
+    checkpoints = os.path.join(output_dir, "checkpoints")
+
+    def restored(path):
+        nets = {
+            "generator": module.build_generator(),
+            "discriminator": module.build_discriminator(),
+        }
+        noise = tf.random.Generator.from_seed(0)
+        tf.train.Checkpoint(noise=noise, **nets).restore(path).expect_partial()
+        return nets["generator"], nets["discriminator"], noise
+
+    generator, discriminator, noise = restored(os.path.join(checkpoints, "ckpt-0"))
+    cross_entropy = keras.losses.BinaryCrossentropy(from_logits=True)
+    rate, batch = float(learning_rate), images.shape[0]
+    real_label = getattr(module, "REAL_LABEL", 1.0)
+    with tf.GradientTape() as tape:
+        generated = generator(noise.normal((batch, module.LATENT_DIM)), training=True)
+        real = discriminator(images, training=True)
+        fake = discriminator(generated, training=True)
+        loss = cross_entropy(tf.fill(tf.shape(real), real_label), real) + cross_entropy(
+            tf.zeros_like(fake), fake
+        )
+    weights = discriminator.trainable_variables
+    for v, g in zip(weights, tape.gradient(loss, weights), strict=True):
+        v.assign_sub(rate * g)
+    with tf.GradientTape() as tape:
+        logits = discriminator(generator(noise.normal((batch, module.LATENT_DIM)), training=True),
+                               training=True)  # fmt: skip
+        loss = cross_entropy(tf.ones_like(logits), logits)
+    weights = generator.trainable_variables
+    for v, g in zip(weights, tape.gradient(loss, weights), strict=True):
+        v.assign_sub(rate * g)
+
+    trained_generator, trained_discriminator, _ = restored(os.path.join(checkpoints, "ckpt-1"))
+    pairs = [
+        *zip(generator.variables, trained_generator.variables, strict=True),
+        *zip(discriminator.variables, trained_discriminator.variables, strict=True),
+    ]
+    return {
+        "max_diff": max(float(np.max(np.abs(a - b))) for a, b in pairs),
+        "count": len(pairs),
+    }
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 91e1271cde23cb70, script sha256 bf7f67e7e5fc31ab).
+(spec sha256 c5ab34b5262d7507, script sha256 e0efdfa73ceea704).
 Rendered with: --variant single_device
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 ff0f62b2cbdcbeb2, script sha256 15b3e3054cfaa885).
+(spec sha256 b1a3f077e9886c6a, script sha256 35b14660ddb3cc16).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the

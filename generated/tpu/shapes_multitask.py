@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 6dc7ff95ce81ed3f, script sha256 65b3423b16de8137).
+(spec sha256 842fb2ccbe7d9335, script sha256 22c475124c91a015).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
