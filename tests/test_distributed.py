@@ -352,3 +352,27 @@ def test_workers_that_do_not_share_the_output_dir_refuse_to_train(render, tmp_pa
         assert proc.returncode == 1, (stdout[-2000:], stderr[-3000:])
         assert "not all at the same step" in stderr and "--output-dir" in stderr, stderr[-3000:]
     assert not list((shared / "checkpoints").glob("ckpt-6.*"))  # nothing trained
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["shapes_plateau", "shapes_dcgan", "mnist_onecycle"])
+def test_two_workers_run_the_issue_7_examples(example, render, tmp_path):
+    """The GAN step, the validation monitors with their best checkpoint, accumulation and Comet
+    on two worker processes: both finish, and only the chief writes what is kept."""
+    script = render(example, *data.small_data_overrides(example, tmp_path),
+                    variant="multi_worker", name="multi_worker.py")  # fmt: skip
+    out = tmp_path / "run"
+    stdouts = run_workers(script, "--epochs", "2", "--output-dir", str(out), cwd=tmp_path)
+    assert all("Epoch 2/2" in s for s in stdouts)
+    steps = [r["step"] for r in records(out) if "steps_per_second" in r]
+    assert steps == sorted(set(steps)), steps  # one record per log point: the chief's
+    scratch = out / "workers" / "worker-1"
+    if example == "shapes_plateau":
+        assert (out / "export" / "best" / "saved_model" / "saved_model.pb").is_file()
+        assert list((out / "checkpoints" / "best").glob("ckpt-*.index"))
+        assert not (scratch / "export").exists()
+    if example == "shapes_dcgan":
+        assert (out / "export" / "generator" / "saved_model.pb").is_file()
+    if example == "mnist_onecycle":
+        assert len(list((out / "comet").glob("*.zip"))) == 1
+        assert not (scratch / "comet").exists()
