@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 c076947e3ac86af8, script sha256 c2beb27976a2e7a2).
+(spec sha256 c076947e3ac86af8, script sha256 57aea6498154786f).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -265,7 +265,6 @@ def main(argv=None):
                     per_example_loss(micro_labels, predictions),
                     global_batch_size=batch_size,
                 )
-
             micro_gradients = tape.gradient(micro_loss, model.trainable_variables)
             gradients = [g + m for g, m in zip(gradients, micro_gradients)]
             loss += micro_loss

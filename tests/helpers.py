@@ -82,6 +82,9 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 CHECKS = ROOT / "tests" / "tf_checks.py"
 
+TWO_CPUS = 'distribute.devices=["/cpu:0", "/cpu:1"]'
+"""A `--set` that splits the CPU into two logical devices for the mirrored variant."""
+
 
 def tf_check(check: str, *args: str, cwd: Path) -> dict:
     """Runs one check of tf_checks.py in a fresh process and returns its JSON result."""

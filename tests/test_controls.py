@@ -14,10 +14,8 @@ from pathlib import Path
 
 import data
 import pytest
-from helpers import npz, records, run_python, tf_check
+from helpers import TWO_CPUS, npz, records, run_python, tf_check
 from test_spec_validation import reject_set
-
-TWO_CPUS = 'distribute.devices=["/cpu:0", "/cpu:1"]'
 
 
 def compare(a: Path, b: Path, cwd: Path) -> dict:

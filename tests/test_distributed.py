@@ -17,6 +17,7 @@ import pytest
 from helpers import (
     EXAMPLES,
     ROOT,
+    TWO_CPUS,
     finish_workers,
     launch_workers,
     npz,
@@ -28,7 +29,6 @@ from helpers import (
 )
 from regen_generated import golden_files
 
-TWO_CPUS = 'distribute.devices=["/cpu:0", "/cpu:1"]'
 DISTRIBUTED = ("mirrored", "multi_worker", "tpu")
 
 

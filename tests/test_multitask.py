@@ -10,10 +10,8 @@ from pathlib import Path
 
 import data
 import pytest
-from helpers import records, run_python, tf_check
+from helpers import TWO_CPUS, records, run_python, tf_check
 from test_spec_validation import reject_set
-
-TWO_CPUS = 'distribute.devices=["/cpu:0", "/cpu:1"]'
 
 
 @pytest.mark.parametrize(

@@ -86,7 +86,7 @@ def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_command():
     blocks = [b.split("```", 1)[0] for b in readme.split("```bash\n")[1:3]]
     demo, tests = (b.strip() for b in blocks)
     assert "loopgen render examples/shapes_unet.py" in demo and "python train.py" in demo
-    assert tests.endswith("pytest")
+    assert tests.endswith("pytest -n 2")  # the whole suite, two processes (pytest-xdist)
     assert tests in (ROOT / ".ci" / "run").read_text()
 
 

@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 39992d9dc7e18968, script sha256 bbf446ab5d18cc60).
+(spec sha256 39992d9dc7e18968, script sha256 d66556e95673f756).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -290,7 +290,6 @@ def main(argv=None):
                     per_example_loss(micro_labels, predictions),
                     global_batch_size=global_batch_size,
                 )
-
             micro_gradients = tape.gradient(micro_loss, model.trainable_variables)
             gradients = [g + m for g, m in zip(gradients, micro_gradients)]
             loss += micro_loss

@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 4ea31d3941745cba, script sha256 dd9dbb79a156c1cd).
+(spec sha256 4ea31d3941745cba, script sha256 a78fb23ee84def13).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -328,7 +328,6 @@ def main(argv=None):
                     per_example_loss(micro_labels, predictions),
                     global_batch_size=global_batch_size,
                 )
-
             micro_gradients = tape.gradient(micro_loss, model.trainable_variables)
             gradients = [g + m for g, m in zip(gradients, micro_gradients)]
             loss += micro_loss

@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 366e7e50e6941a75, script sha256 8a7f8ef8921b827e).
+(spec sha256 366e7e50e6941a75, script sha256 8f05b6010ff6d493).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -299,7 +299,6 @@ def main(argv=None):
                     per_example_loss(micro_labels, predictions),
                     global_batch_size=global_batch_size,
                 )
-
             micro_gradients = tape.gradient(micro_loss, model.trainable_variables)
             gradients = [g + m for g, m in zip(gradients, micro_gradients)]
             loss += micro_loss
