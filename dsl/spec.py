@@ -347,20 +347,20 @@ class Spec(StrictModel):
         assert self.gan is not None
         return self.gan.generator.last_layer()[1].activation
 
-    def objectives(self) -> list[tuple[str, Loss, list[Metric], str, object]]:
-        """(field path of the loss, the loss, its metrics, path of the output layer, that layer)
-        for the one loss, or for each task (none for a GAN)."""
+    def objectives(self) -> list[tuple[str, Loss, str, list[Metric], str, object]]:
+        """(field path of the loss, the loss, field path of its metrics, the metrics, path of
+        the output layer, that layer) for the one loss, or for each task (none for a GAN)."""
         if self.gan is not None:
             return []
         if isinstance(self.model, Imported):
-            return [("loss", self.loss, self.metrics, "", None)]
+            return [("loss", self.loss, "metrics", self.metrics, "", None)]
         if not self.tasks:
             path, last = self.model.last_layer()
-            return [("loss", self.loss, self.metrics, f"model.{path}", last)]
+            return [("loss", self.loss, "metrics", self.metrics, f"model.{path}", last)]
         outputs = {name: (path, layer) for name, path, layer in self.model.head_outputs()}
         return [
-            (f"tasks.{name}.loss", task.loss, task.metrics, f"model.{outputs[name][0]}",
-             outputs[name][1])
+            (f"tasks.{name}.loss", task.loss, f"tasks.{name}.metrics", task.metrics,
+             f"model.{outputs[name][0]}", outputs[name][1])
             for name, task in self.tasks.items()
         ]  # fmt: skip
 
@@ -440,8 +440,7 @@ class Spec(StrictModel):
     def _check_labels(self) -> None:
         labels = self.data.labels
         checked = []
-        for loss_path, loss, metrics, _, _ in self.objectives():
-            metrics_path = loss_path.removesuffix("loss") + "metrics"
+        for loss_path, loss, metrics_path, metrics, _, _ in self.objectives():
             checked += [(loss_path, loss)]
             checked += [(f"{metrics_path}[{i}]", m) for i, m in enumerate(metrics)]
         for where, obj in checked:
@@ -455,7 +454,7 @@ class Spec(StrictModel):
                 )
 
     def _check_logits(self) -> None:
-        for where, loss, _, path, last in self.objectives():
+        for where, loss, _, _, path, last in self.objectives():
             self._check_output(where, loss, path, last)
 
     def _check_output(self, where: str, loss: Loss, path: str, last: object) -> None:
@@ -478,9 +477,8 @@ class Spec(StrictModel):
             )
 
     def _check_thresholds(self) -> None:
-        for where, loss, metrics, _, _ in self.objectives():
+        for where, loss, metrics_path, metrics, _, _ in self.objectives():
             from_logits = getattr(loss, "from_logits", False)
-            metrics_path = where.removesuffix("loss") + "metrics"
             for i, metric in enumerate(metrics):
                 if isinstance(metric, BinaryAccuracy) and from_logits and metric.threshold != 0.0:
                     raise ValueError(

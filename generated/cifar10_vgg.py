@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 f304c05edf7ceda9, script sha256 b3b97bf55de002f9).
+(spec sha256 f304c05edf7ceda9, script sha256 6e58ace18f667e2d).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -243,8 +243,8 @@ def main(argv=None):
         with tf.GradientTape() as tape:
             predictions = model(images, training=True)
             loss = loss_fn(labels, predictions)
-            # The layers' weight penalties (kernel_regularizer, ...) live in model.losses: a
-            # hand-written step must add them, or the regularizers silently do nothing.
+            # The layers' weight penalties (kernel_regularizer, ...) live in model.losses:
+            # a hand-written step must add them, or the regularizers silently do nothing.
             loss += tf.add_n(model.losses)
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))

@@ -32,12 +32,15 @@ def build_context(
     sources = [spec.data.train, spec.data.validation]
     shapes = [s for s in sources if s is not None and s.kind == "shapes"]
     distributed = spec.distribute.kind != "single_device"
+    batch_size = "GLOBAL_BATCH_SIZE" if distributed else "BATCH_SIZE"
     per_example = distributed or spec.gradients.accumulate_steps > 1
     # Distributed and accumulating steps average per-example losses over the batch themselves.
     reduction = [("reduction", None)] if per_example else []
     # The global norm of the gradients, logged: wanted when clipping by it or histograms.
     gradient_norm = spec.gradients.clip_norm is not None or spec.logging.histograms
     validation_names = spec.log_names()
+    # Every schedule of every optimizer, a Warmup's `after` included.
+    schedules = [s for o in spec.optimizers().values() for s in schedule_chain(o.schedule)]
     rates = [f"{name}_learning_rate" for name in spec.gan.optimizers()] if spec.gan else []
     train_log_names = [
         *validation_names,
@@ -50,7 +53,7 @@ def build_context(
         "variant": spec.distribute.kind,
         # Multi-device strategies: mirrored, multi_worker, tpu. Their steps run per replica.
         "distributed": distributed,
-        "batch_size": "GLOBAL_BATCH_SIZE" if distributed else "BATCH_SIZE",
+        "batch_size": batch_size,
         "version": __version__,
         "spec_file": PurePath(spec_file).as_posix(),
         "spec_hash": spec_hash(spec),
@@ -68,10 +71,13 @@ def build_context(
         # blocks ("repeats") or skip connections ("skips").
         "net_has": net_has,
         "gan": spec.gan is not None,
-        "gan_regularized": {
+        # Whether each network's layers have weight penalties (model.losses) to add.
+        "regularized": {
             name: any(getattr(item, "regularized", False) for _, item in network.flat_items())
-            for name, network in (spec.gan.networks().items() if spec.gan else [])
-        },
+            for name, network in spec.gan.networks().items()
+        }
+        if spec.gan
+        else {"model": spec.regularized},
         "stateful_rng": spec.has_dropout,
         "optimizer_expr": optimizer_expression(spec) if spec.optimizer else None,
         "gan_optimizers": {
@@ -95,26 +101,22 @@ def build_context(
         "reduce_first": distributed and (spec.gradients.clipped or spec.logging.histograms),
         "gradient_norm": gradient_norm,
         "schedule_expr": schedule_expression(spec.optimizer.schedule) if spec.optimizer else None,
-        "schedule_classes": sorted(
-            {name for o in spec.optimizers().values() for name in schedule_classes(o.schedule)},
-            key=["CyclicalLearningRate", "OneCycle", "LinearWarmup"].index,
-        ),
+        # The LearningRateSchedule subclasses the script defines, and how they are used.
+        "schedule_classes": {s.script_class for s in schedules if s.script_class},
         "warmup_after_schedule": any(
-            isinstance(o.schedule, Warmup) and not isinstance(o.schedule.after, float | int)
-            for o in spec.optimizers().values()
+            isinstance(s, Warmup) and not isinstance(s.after, float | int) for s in schedules
         ),
-        "triangular2": any(_mode(o.schedule) == "triangular2" for o in spec.optimizers().values()),
-        # The script's name for each monitor of a validation value.
-        "comet_parameters": comet_parameters(spec) if spec.logging.comet else None,
+        "triangular2": any(getattr(s, "mode", None) == "triangular2" for s in schedules),
+        "comet_parameters": comet_parameters(spec, batch_size) if spec.logging.comet else None,
         "tasks": [
             {
                 "name": name,
                 "loss_expr": code.keras_object("losses", task.loss, reduction),
                 "weight": task.weight,
+                # Logged as <task>_<name>.
                 "metrics": [
-                    code.call(
-                        f"keras.metrics.{m.keras_class}",
-                        [("name", f"{name}_{m.metric_name}"), *m.arguments()[1:]],
+                    code.keras_object(
+                        "metrics", m.model_copy(update={"name": f"{name}_{m.metric_name}"})
                     )
                     for m in task.metrics
                 ],
@@ -126,6 +128,7 @@ def build_context(
             "train": metric_list(spec, "train", ["train_gradient_norm"] if gradient_norm else []),
             "validation": metric_list(spec, "validation", []),
         },
+        # The script's name for each monitor of a validation value.
         "monitors": {
             MONITOR_NAMES[field]: monitored for field, monitored in spec.monitors().items()
         },
@@ -139,18 +142,18 @@ def build_context(
     }
 
 
-def comet_parameters(spec: Spec) -> str:
-    """The run's hyperparameters for Comet, as a dict expression of the script."""
+def comet_parameters(spec: Spec, batch_size: str) -> str:
+    """The run's hyperparameters for Comet, as a dict expression of the script (`batch_size`:
+    the script's constant for it)."""
     optimizer = spec.optimizer or spec.gan.generator_optimizer
     schedule = optimizer.schedule
     rate = code.literal(optimizer.learning_rate if schedule is None else schedule.kind)
     length = '"epochs": args.epochs' if spec.loop.epochs else '"steps": args.steps'
-    batch = "GLOBAL_BATCH_SIZE" if spec.distribute.kind != "single_device" else "BATCH_SIZE"
     items = [
         f'"optimizer": {code.literal(optimizer.kind)}',
         f'"learning_rate": {rate}',
         f'"loss": {code.literal(spec.loss.kind if spec.loss else "gan" if spec.gan else "tasks")}',
-        f'"batch_size": {batch}',
+        f'"batch_size": {batch_size}',
         length,
         '"seed": SEED',
     ]
@@ -243,14 +246,13 @@ def schedule_expression(schedule: Any) -> str | None:
     return code.call(schedule.script_class, schedule.arguments())
 
 
-def schedule_classes(schedule: Any) -> list[str]:
-    """The `LearningRateSchedule` subclasses the script defines, outermost last."""
-    found = []
+def schedule_chain(schedule: Any) -> list[Any]:
+    """A schedule and the one it wraps (a Warmup's `after`), outermost first; [] for none."""
+    chain = []
     while schedule is not None and not isinstance(schedule, float | int):
-        if schedule.script_class:
-            found.insert(0, schedule.script_class)
+        chain.append(schedule)
         schedule = getattr(schedule, "after", None)
-    return found
+    return chain
 
 
 def optimizer_expression(spec: Spec, optimizer: Any = None, inline_schedule: bool = False) -> str:
@@ -274,11 +276,3 @@ def net_has(net: Any, what: str) -> bool:
         return False
     kinds = (Repeat,) if what == "repeats" else (SaveSkip, Concatenate)
     return any(isinstance(item, kinds) for _, item in net.flat_items())
-
-
-def _mode(schedule: Any) -> str | None:
-    while schedule is not None and not isinstance(schedule, float | int):
-        if hasattr(schedule, "mode"):
-            return schedule.mode
-        schedule = getattr(schedule, "after", None)
-    return None

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 dafe6a5db2baae12, script sha256 ed731a00da3ec410).
+(spec sha256 dafe6a5db2baae12, script sha256 db744b15d6d0d8f7).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -321,8 +321,8 @@ def main(argv=None):
                 per_example_loss(labels, predictions),
                 global_batch_size=global_batch_size,
             )
-            # The layers' weight penalties (kernel_regularizer, ...) live in model.losses: a
-            # hand-written step must add them, or the regularizers silently do nothing.
+            # The layers' weight penalties (kernel_regularizer, ...) live in model.losses:
+            # a hand-written step must add them, or the regularizers silently do nothing.
             # Every replica adds them: each adds its 1/num_replicas share.
             loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
         gradients = tape.gradient(loss, model.trainable_variables)
