@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import types
+import typing
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Discriminator, Tag, ValidationError
 from pydantic.fields import FieldInfo
 
 
@@ -39,6 +40,8 @@ def format_validation_error(
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             message = "unknown field; remove it or check its spelling"
+        elif item["type"] == "finite_number":
+            message = "NaN and ±inf are not allowed here; give a finite number"
         elif item["type"] == "missing":
             message = "required field is missing; add it"
         elif item["type"] == "union_tag_invalid":
@@ -70,7 +73,9 @@ def format_validation_error(
                 lines[index] += ", or " + message.removeprefix("Input should be ")
                 continue
             merged[group] = len(lines)
-        lines.append(f"  {path}: {message}")
+        # A message that names its own subject (`Conv1D has no argument ...`) stands alone.
+        same = path == root and message.startswith((f"{root} ", f"{root}."))
+        lines.append(f"  {message}" if same else f"  {path}: {message}")
     count = len(lines)
     return f"the spec has {count} error{'s' if count > 1 else ''}:\n" + "\n".join(lines)
 
@@ -102,7 +107,10 @@ def _strip(tp: Any, discriminated: bool) -> tuple[Any, bool]:
     while True:
         if get_origin(tp) is Annotated:
             tp, *metadata = get_args(tp)
-            discriminated |= any(isinstance(m, FieldInfo) and m.discriminator for m in metadata)
+            discriminated |= any(
+                (isinstance(m, FieldInfo) and m.discriminator) or isinstance(m, Discriminator)
+                for m in metadata
+            )
         elif _is_union(tp) and len(_non_none(tp)) == 1:
             tp = _non_none(tp)[0]
         else:
@@ -122,6 +130,10 @@ def _union_members(tp: Any) -> list[Any] | None:
 
 
 def _tag(member: Any) -> Any:
+    if get_origin(member) is Annotated:
+        tags = [m.tag for m in get_args(member)[1:] if isinstance(m, Tag)]
+        if tags:
+            return tags[0]
     member, _ = _strip(member, False)
     if isinstance(member, type) and issubclass(member, BaseModel) and "kind" in member.model_fields:
         return member.model_fields["kind"].default
@@ -147,6 +159,11 @@ def _child(tp: Any, part: Any) -> tuple[Any, bool]:
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         field = tp.model_fields.get(part) if isinstance(part, str) else None
         if field is None:
+            # An extra field (a Keras layer's arguments): the type of every extra value.
+            extra = tp.__annotations__.get("__pydantic_extra__") if isinstance(part, str) else None
+            if extra is not None:
+                hints = typing.get_type_hints(tp, include_extras=True)
+                return get_args(hints["__pydantic_extra__"])[1], False
             return None, False
         return field.annotation, bool(field.discriminator)
     origin, args = get_origin(tp), get_args(tp)

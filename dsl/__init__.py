@@ -1,30 +1,28 @@
 """The spec language: validated pydantic models of a training run.
 
-A spec file builds a `Spec` from these classes and binds it to the name `spec`."""
+A spec file builds a `Spec` from these classes and binds it to the name `spec`. Every Keras
+layer, loss, metric and optimizer is here under its Keras class name (`Conv1D`, `Huber`, `AUC`,
+`Nadam`, ...); a metric whose name a loss also has is `metrics.<Name>`
+(`metrics.MeanSquaredError`), and `losses`, `metrics` and `optimizers` hold their sections
+whole."""
 
 from .base import Var, var
 from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data, ImageDirectory, KerasDataset, Npz, Shapes, Split, Tfds
+from .finetune import FineTune
 from .gan import GAN
+from .graph import Block, Graph, Input, Node
 from .layers import (
     L1,
     L1L2,
     L2,
-    ActivationLayer,
-    BatchNormalization,
-    Concatenate,
-    Conv2D,
-    Conv2DTranspose,
+    Backbone,
     Custom,
     CustomLayerClass,
-    Dense,
-    Dropout,
-    Flatten,
-    MaxPooling2D,
+    KerasLayer,
+    PositionEmbedding,
     Repeat,
-    Reshape,
     SaveSkip,
-    UpSampling2D,
 )
 from .model import Functional, Imported, Sequential
 from .performance import Performance
@@ -36,6 +34,7 @@ from .schedules import (
     PiecewiseConstantDecay,
     Warmup,
 )
+from .sources import Csv, Feature, Generator, Text, TextDirectory, TFRecord
 from .spec import (
     TPU,
     Checkpoint,
@@ -49,94 +48,78 @@ from .spec import (
     Spec,
 )
 from .tasks import Task
-from .training import (
-    SGD,
-    Adam,
-    AdamW,
-    BinaryAccuracy,
-    BinaryCrossentropy,
-    CategoricalAccuracy,
-    CategoricalCrossentropy,
-    Huber,
-    MeanAbsoluteError,
-    MeanIoU,
-    MeanSquaredError,
-    RMSprop,
-    SparseCategoricalAccuracy,
-    SparseCategoricalCrossentropy,
-    SparseTopKCategoricalAccuracy,
-)
-
-Activation = ActivationLayer
+from .training import ImportedLoss, ImportedMetric, KerasLoss, KerasMetric, KerasOptimizer
+from .vocabulary import layers as _layers
+from .vocabulary import losses, metrics, optimizers
+from .vocabulary.layers import *  # noqa: F403
+from .vocabulary.losses import *  # noqa: F403
+from .vocabulary.metrics import *  # noqa: F403
+from .vocabulary.optimizers import *  # noqa: F403
 
 __all__ = [
     "GAN",
     "L1",
     "L1L2",
     "L2",
-    "SGD",
     "TPU",
-    "Activation",
-    "ActivationLayer",
-    "Adam",
-    "AdamW",
-    "BatchNormalization",
+    "Backbone",
     "BestModel",
-    "BinaryAccuracy",
-    "BinaryCrossentropy",
-    "CategoricalAccuracy",
-    "CategoricalCrossentropy",
+    "Block",
     "Checkpoint",
     "Comet",
-    "Concatenate",
-    "Conv2D",
-    "Conv2DTranspose",
     "CosineDecay",
+    "Csv",
     "Custom",
     "CustomLayerClass",
     "Cyclical",
     "Data",
-    "Dense",
-    "Dropout",
     "EarlyStopping",
     "ExponentialDecay",
     "Export",
-    "Flatten",
+    "Feature",
+    "FineTune",
     "Functional",
+    "Generator",
     "Gradients",
-    "Huber",
+    "Graph",
     "ImageDirectory",
     "Imported",
+    "ImportedLoss",
+    "ImportedMetric",
+    "Input",
     "KerasDataset",
+    "KerasLayer",
+    "KerasLoss",
+    "KerasMetric",
+    "KerasOptimizer",
     "Logging",
     "Loop",
-    "MaxPooling2D",
-    "MeanAbsoluteError",
-    "MeanIoU",
-    "MeanSquaredError",
     "Mirrored",
     "MultiWorker",
+    "Node",
     "Npz",
     "OneCycle",
     "Performance",
+    "PositionEmbedding",
     "PiecewiseConstantDecay",
-    "RMSprop",
     "ReduceOnPlateau",
     "Repeat",
-    "Reshape",
     "SaveSkip",
     "Sequential",
     "Shapes",
     "SingleDevice",
-    "SparseCategoricalAccuracy",
-    "SparseCategoricalCrossentropy",
-    "SparseTopKCategoricalAccuracy",
     "Spec",
     "Split",
+    "TFRecord",
     "Task",
+    "Text",
+    "TextDirectory",
     "Tfds",
-    "UpSampling2D",
     "Var",
     "Warmup",
+    "losses",
+    "metrics",
+    "optimizers",
     "var",
+    *sorted({*_layers.__all__, *losses.__all__, *metrics.__all__, *optimizers.__all__}),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import re
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -17,6 +18,9 @@ class StrictModel(BaseModel):
         frozen=True,
         use_attribute_docstrings=True,
         validate_default=True,
+        # NaN and ±inf are never meant (a learning rate of 1e309 parses as inf): refused with the
+        # field's path, before they could reach the script.
+        allow_inf_nan=False,
     )
 
     @classmethod
@@ -54,7 +58,10 @@ RESERVED_NAMES = frozenset(dir(builtins)) | {
     "STEPS_PER_LOOP", "ACCUMULATE_STEPS", "CLIP_NORM", "CLIP_VALUE", "EARLY_STOPPING_PATIENCE",
     "PLATEAU_PATIENCE", "PLATEAU_FACTOR", "MIN_LEARNING_RATE", "CSV_COLUMNS", "csv", "comet_ml",
     "append_csv", "anneal", "ValidationMonitor", "CyclicalLearningRate", "OneCycle",
-    "LinearWarmup",
+    "LinearWarmup", "COLUMNS", "COLUMN_DTYPES", "DELIMITER", "COLUMN_FIELDS",
+    "COLUMN_DTYPES_FIELD", "FEATURES_FIELD", "GENERATOR_SIGNATURE", "IMAGE_SIZE", "Records",
+    "PositionEmbedding", "ExampleSeed", "UNFREEZE_AT_EPOCH", "UNFREEZE_AT_STEP", "UNFREEZE_FROM",
+    "FINE_TUNE_LEARNING_RATE", "backbone", "unfreeze", "augmented",
     "model", "inputs", "x", "skips", "self", "kwargs", "training", "config", "shape", "layer",
 }  # fmt: skip
 
@@ -104,3 +111,20 @@ class Var(StrictModel):
 def var(name: str) -> Var:
     """Shorthand for `Var(var=name)` in spec files."""
     return Var(var=name)
+
+
+_TARGET = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+
+
+def check_target(value: str, what: str = "function") -> str:
+    """`package.module:name`, importable by the script, and not shadowing its own names."""
+    if not _TARGET.match(value):
+        raise ValueError(
+            f"{value!r} is not of the form 'package.module:{what}' (dotted module path, a colon, "
+            f"then the {what} name)"
+        )
+    package = value.split(".")[0].split(":")[0]
+    # `import keras.applications` rebinds `keras` to the same module: harmless.
+    if package not in {"keras", "os", "json", "math", "argparse"}:
+        check_not_reserved(package, "the imported package")
+    return value

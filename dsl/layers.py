@@ -1,16 +1,23 @@
-"""Layers, layer blocks and custom layer classes: the vocabulary of the `model` section."""
+"""Layers, layer blocks and custom layer classes: the vocabulary of the `model` section.
+
+Any Keras layer is one `KerasLayer`: its `kind` names the class (`conv1d` for
+`keras.layers.Conv1D`) and its other fields are the constructor's arguments, by their Keras
+names, checked against the catalog generated from the installed Keras (`dsl/catalog/`). The
+Python names a spec file uses (`Conv1D(filters=128, kernel_size=5)`) are functions generated
+from the same catalog (`dsl/keras_api.py`) that build these models."""
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
+from . import catalog
 from .base import (
     Identifier,
     PositiveFloat,
     PositiveInt,
-    Probability,
     StrictModel,
     Var,
     check_not_reserved,
@@ -18,15 +25,6 @@ from .base import (
 
 Scalar = int | float | str | bool
 """A constant that a repeat loop or a custom layer parameter can take."""
-
-IntOrVar = Annotated[int, Field(gt=0)] | Var
-SizeOrVar = PositiveInt | tuple[PositiveInt, PositiveInt] | Var
-
-Activation = Literal[
-    "relu", "sigmoid", "softmax", "tanh", "gelu", "elu", "selu", "swish", "silu",
-    "leaky_relu", "softplus", "linear",
-]  # fmt: skip
-"""Keras activation names."""
 
 
 class L1(StrictModel):
@@ -58,184 +56,244 @@ class L1L2(StrictModel):
 Regularizer = Annotated[L1 | L2 | L1L2, Field(discriminator="kind")]
 """A weight regularizer; its penalty is part of the loss the train step differentiates."""
 
+REGULARIZER_KINDS = frozenset({"l1", "l2", "l1_l2"})
 
-class LayerBase(StrictModel):
-    """Fields and rendering hooks shared by every layer."""
 
-    keras_class: ClassVar[str]
-    """The `keras.layers` class this layer renders to."""
-    positional: ClassVar[tuple[str, ...]] = ()
-    """Arguments rendered positionally, in this order (as a TF user would write them)."""
+def _element_tag(value: Any) -> str:
+    return (
+        "var"
+        if isinstance(value, Var) or (isinstance(value, dict) and set(value) == {"var"})
+        else "data"
+    )
 
+
+Element = Annotated[
+    Union[Annotated[Var, Tag("var")], Annotated[Any, Tag("data")]],  # noqa: UP007
+    Discriminator(_element_tag),
+]
+"""An element of a tuple argument: a constant or a loop variable."""
+
+
+def _argument_tag(value: Any) -> str:
+    """Which kind of value a layer argument holds, so that pydantic validates it as that."""
+    if isinstance(value, dict):
+        if set(value) == {"var"}:
+            return "var"
+        if value.get("kind") in REGULARIZER_KINDS:
+            return "regularizer"
+        return "layer" if "kind" in value else "data"
+    if isinstance(value, Var):
+        return "var"
+    if isinstance(value, L1 | L2 | L1L2):
+        return "regularizer"
+    if isinstance(value, KerasLayer):
+        return "layer"
+    if isinstance(value, list | tuple):
+        return "sequence"
+    return "data"
+
+
+Argument = Annotated[
+    Union[  # noqa: UP007 - a forward-referenced union
+        Annotated[Var, Tag("var")],
+        Annotated[Regularizer, Tag("regularizer")],
+        Annotated["KerasLayer", Tag("layer")],
+        Annotated[tuple[Element, ...], Tag("sequence")],
+        Annotated[Any, Tag("data")],
+    ],
+    Discriminator(_argument_tag),
+]
+"""The value of a layer's constructor argument: a constant, a tuple, a loop variable (`Var`),
+a regularizer, or another layer (e.g. the layer that `Bidirectional` wraps)."""
+
+
+class KerasLayer(StrictModel):
+    """A Keras layer, `keras.layers.<Class>(...)`. `kind` is the class name in snake_case
+    (`dense`, `conv1d`, `max_pooling2d`, `multi_head_attention`, ...; the class name itself,
+    `Conv1D`, is accepted too); every other field is a constructor argument by its Keras name
+    (`filters=128, kernel_size=5`). Unknown arguments, missing required ones and values of the
+    wrong kind are errors naming the argument; defaults are left out of the script."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, Argument]
+
+    is_layer: ClassVar[bool] = True
+    section: ClassVar[str] = "layers"
+    kind: str
+    """The Keras layer class, in snake_case (e.g. `conv1d` for `keras.layers.Conv1D`)."""
     name: Identifier | None = None
     """Layer name in the Keras model (and the attribute name inside a custom layer)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _class_name_as_kind(cls, data: Any) -> Any:
+        # `kind="Conv1D"` means `kind="conv1d"`: both name the class, and the script says Conv1D.
+        if isinstance(data, dict) and isinstance(data.get("kind"), str):
+            entry = catalog.lookup("layers", data["kind"])
+            if entry is not None and entry.kind != data["kind"]:
+                data = {**data, "kind": entry.kind}
+        return data
+
+    @model_validator(mode="after")
+    def _check_against_catalog(self) -> KerasLayer:
+        entry = catalog.lookup("layers", self.kind)
+        if entry is None:
+            hint = catalog.did_you_mean(
+                self.kind, catalog.kinds("layers"), "see keras.layers for the classes"
+            )
+            raise ValueError(f"kind={self.kind!r} is not a Keras layer; {hint}")
+        if entry.excluded:
+            raise ValueError(f"{entry.class_name} cannot be used in a spec: {entry.excluded}")
+        check_arguments(entry, self.given(), f"{entry.class_name}")
+        return self
+
+    @property
+    def entry(self) -> catalog.Entry:
+        entry = catalog.lookup("layers", self.kind)
+        assert entry is not None
+        return entry
+
+    @property
+    def keras_class(self) -> str:
+        return self.entry.class_name
+
+    def given(self) -> dict[str, Any]:
+        """The constructor arguments the spec gives (name excluded)."""
+        return dict(self.__pydantic_extra__ or {})
+
     def arguments(self) -> list[tuple[str | None, Any]]:
-        """Constructor arguments as (keyword or None for positional, value); defaults omitted."""
-        args: list[tuple[str | None, Any]] = [(None, getattr(self, f)) for f in self.positional]
-        fields = type(self).model_fields
-        # The layer's own options first, then the shared ones (activation, initializers,
-        # regularizers), then the name: the order a person writes them in.
-        shared = [f for f in _Kernel.model_fields if f != "name"]
-        own = [f for f in fields if f not in shared and f not in ("kind", "name")]
-        for field in [*own, *shared, "name"]:
-            if field in fields and field not in self.positional:
-                value = getattr(self, field)
-                if value != fields[field].default:
-                    args.append((field, value))
-        return args
+        """Constructor arguments as (keyword, or None for positional, value), as a Keras user
+        writes them: the required ones positionally, then the others in the constructor's
+        order, defaults left out, the name last."""
+        return constructor_arguments(self.entry, self.given(), self.name)
 
     @property
     def regularized(self) -> bool:
         return any(
-            getattr(self, f, None) is not None for f in ("kernel_regularizer", "bias_regularizer")
+            isinstance(v, L1 | L2 | L1L2) or (k.endswith("_regularizer") and v is not None)
+            for k, v in self.given().items()
         )
 
     @property
     def takes_training(self) -> bool:
         """Whether `training=` must be passed when calling it (behaves differently in training)."""
-        return False
+        return self.entry.takes_training
+
+    def arg(self, name: str) -> Any:
+        """An argument's value: the one the spec gives, else Keras' default."""
+        given = self.given()
+        if name in given:
+            return given[name]
+        arg = self.entry.args.get(name)
+        return arg.default if arg is not None else None
 
 
-class _Kernel(LayerBase):
-    activation: Activation | None = None
-    """Activation applied to the output; None is linear."""
-    use_bias: bool = True
-    """Whether the layer has a bias vector."""
-    kernel_initializer: str = "glorot_uniform"
-    """Keras initializer name for the kernel."""
-    kernel_regularizer: Regularizer | None = None
-    """Penalty on the kernel, added to the loss."""
-    bias_regularizer: Regularizer | None = None
-    """Penalty on the bias, added to the loss."""
+def check_arguments(entry: catalog.Entry, given: dict[str, Any], what: str) -> None:
+    """Raises for an argument the class does not take, a value of the wrong kind (each at the
+    argument's own path), or a required argument missing: the message says the fix."""
+    known = entry.args
+    base = BASE_ARGUMENTS if entry.get("base_kwargs") else {}
+    for name, value in given.items():
+        arg = known.get(name) or base.get(name)
+        if arg is None:
+            options = [*known, *base, "name"]
+            hint = catalog.closest(name, options)
+            raise argument_error(
+                what,
+                name,
+                value,
+                f"{what} has no argument {name!r}; "
+                + (f"did you mean {hint!r}?" if hint else f"its arguments: {sorted(known)}"),
+            )
+        if _contains_var(value):
+            continue  # checked where the loop or the class gives it a value
+        problem = _non_finite(value) or catalog.value_problem(arg, value) or _range(name, value)
+        if problem:
+            raise argument_error(what, name, value, problem)
+    missing = [name for name in entry.required if name not in given]
+    if missing:
+        raise ValueError(
+            f"{what} needs {', '.join(repr(m) for m in missing)}: add "
+            + ", ".join(f"{m}=..." for m in missing)
+        )
 
 
-class Dense(_Kernel):
-    """Fully connected layer."""
-
-    keras_class: ClassVar[str] = "Dense"
-    positional: ClassVar[tuple[str, ...]] = ("units",)
-    kind: Literal["dense"] = "dense"
-    units: IntOrVar
-    """Output size."""
+def argument_error(what: str, name: str, value: Any, message: str) -> ValidationError:
+    """An error at the argument's own path (`model.layers[3].filters`), raised from a model
+    validator: pydantic places it below the model's path."""
+    line = {"type": "value_error", "loc": (name,), "input": value, "ctx": {"error": message}}
+    return ValidationError.from_exception_data(what, [line])  # type: ignore[list-item]
 
 
-class Conv2D(_Kernel):
-    """2-D convolution over (height, width, channels) inputs."""
-
-    keras_class: ClassVar[str] = "Conv2D"
-    positional: ClassVar[tuple[str, ...]] = ("filters", "kernel_size")
-    kind: Literal["conv2d"] = "conv2d"
-    filters: IntOrVar
-    """Number of output channels."""
-    kernel_size: SizeOrVar = 3
-    """Kernel height and width."""
-    strides: SizeOrVar = 1
-    """Stride of the convolution."""
-    padding: Literal["valid", "same"] = "valid"
-    """`same` keeps the spatial size (at stride 1)."""
-
-
-class Conv2DTranspose(Conv2D):
-    """Transposed convolution (learned upsampling), as in UNet decoders."""
-
-    keras_class: ClassVar[str] = "Conv2DTranspose"
-    kind: Literal["conv2d_transpose"] = "conv2d_transpose"  # type: ignore[assignment]
+def constructor_arguments(
+    entry: catalog.Entry, given: dict[str, Any], name: str | None
+) -> list[tuple[str | None, Any]]:
+    args: list[tuple[str | None, Any]] = []
+    for arg in entry.args.values():
+        if arg.name not in given:
+            continue
+        value = given[arg.name]
+        if arg.required and all(a == (None, a[1]) for a in args):
+            args.append((None, value))
+        elif not catalog.is_default(arg, value):
+            args.append((arg.name, value))
+    args += [(k, v) for k, v in given.items() if k not in entry.args]  # dtype, trainable, ...
+    if name is not None:
+        args.append(("name", name))
+    return args
 
 
-class MaxPooling2D(LayerBase):
-    """Max pooling over spatial windows."""
-
-    keras_class: ClassVar[str] = "MaxPooling2D"
-    kind: Literal["max_pooling2d"] = "max_pooling2d"
-    pool_size: SizeOrVar = 2
-    """Window size."""
-    strides: SizeOrVar | None = None
-    """Stride; None means the pool size."""
-    padding: Literal["valid", "same"] = "valid"
-    """Padding mode."""
+BASE_ARGUMENTS = {
+    "dtype": catalog.Argument("dtype", False, None, ("dtype", "none"), None),
+    "trainable": catalog.Argument("trainable", False, True, ("bool",), None),
+}
+"""Arguments every Keras layer takes besides its own (`name` is a field of its own)."""
 
 
-class UpSampling2D(LayerBase):
-    """Repeats rows and columns (fixed upsampling)."""
-
-    keras_class: ClassVar[str] = "UpSampling2D"
-    kind: Literal["up_sampling2d"] = "up_sampling2d"
-    size: SizeOrVar = 2
-    """Upsampling factor."""
-    interpolation: Literal["nearest", "bilinear"] = "nearest"
-    """Interpolation method."""
-
-
-class Concatenate(LayerBase):
-    """Concatenates the running tensor with the most recently saved skip connection
-    (`SaveSkip`), as in UNet decoders. Functional models only."""
-
-    keras_class: ClassVar[str] = "Concatenate"
-    kind: Literal["concatenate"] = "concatenate"
-    axis: int = -1
-    """Axis to concatenate along."""
+RANGES = {
+    "rate": (0, 1, "the fraction dropped, in [0, 1)"),
+    "dropout": (0, 1, "the fraction dropped, in [0, 1)"),
+    "recurrent_dropout": (0, 1, "the fraction dropped, in [0, 1)"),
+    "momentum": (0, 1, "a decay in [0, 1)"),
+    "units": (1, None, "a size of at least 1"),
+    "filters": (1, None, "a size of at least 1"),
+    "num_heads": (1, None, "a count of at least 1"),
+    "key_dim": (1, None, "a size of at least 1"),
+    "input_dim": (1, None, "a vocabulary size of at least 1"),
+    "output_dim": (1, None, "a size of at least 1"),
+}
+"""Ranges of numeric arguments, by name, across Keras (its signatures do not say them; most are
+checked only when the layer is built or trained): a dropout of 1 drops everything, a layer of 0
+units has no output."""
 
 
-class Flatten(LayerBase):
-    """Flattens all but the batch dimension."""
-
-    keras_class: ClassVar[str] = "Flatten"
-    kind: Literal["flatten"] = "flatten"
-
-
-class Reshape(LayerBase):
-    """Reshapes all but the batch dimension."""
-
-    keras_class: ClassVar[str] = "Reshape"
-    positional: ClassVar[tuple[str, ...]] = ("target_shape",)
-    kind: Literal["reshape"] = "reshape"
-    target_shape: tuple[PositiveInt, ...]
-    """New shape without the batch dimension."""
+def _range(name: str, value: Any) -> str | None:
+    bounds = RANGES.get(name)
+    if bounds is None or not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    low, high, meaning = bounds
+    if value < low or (high is not None and value >= high):
+        return f"{value!r} is out of range: it is {meaning}"
+    return None
 
 
-class Dropout(LayerBase):
-    """Randomly zeroes a fraction of the inputs while training."""
-
-    keras_class: ClassVar[str] = "Dropout"
-    positional: ClassVar[tuple[str, ...]] = ("rate",)
-    kind: Literal["dropout"] = "dropout"
-    rate: Probability
-    """Fraction of inputs to drop, in [0, 1)."""
-
-    @property
-    def takes_training(self) -> bool:
+def _contains_var(value: Any) -> bool:
+    if isinstance(value, Var):
         return True
+    return isinstance(value, tuple | list) and any(_contains_var(v) for v in value)
 
 
-class BatchNormalization(LayerBase):
-    """Normalizes activations with batch statistics while training, moving averages otherwise."""
-
-    keras_class: ClassVar[str] = "BatchNormalization"
-    kind: Literal["batch_normalization"] = "batch_normalization"
-    momentum: Probability = 0.99
-    """Momentum of the moving averages."""
-    epsilon: PositiveFloat = 0.001
-    """Added to the variance for numerical stability."""
-    synchronized: bool = False
-    """Synchronize batch statistics across replicas under a multi-device strategy."""
-
-    @property
-    def takes_training(self) -> bool:
-        return True
+def _non_finite(value: Any) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN and ±inf are not allowed here; give a finite number"
+    if isinstance(value, tuple | list):
+        return next((p for p in map(_non_finite, value) if p), None)
+    if isinstance(value, dict):
+        return next((p for p in map(_non_finite, value.values()) if p), None)
+    return None
 
 
-class ActivationLayer(LayerBase):
-    """A standalone activation, e.g. after BatchNormalization."""
-
-    keras_class: ClassVar[str] = "Activation"
-    positional: ClassVar[tuple[str, ...]] = ("activation",)
-    kind: Literal["activation"] = "activation"
-    activation: Activation
-    """Activation name."""
-
-
-class Custom(LayerBase):
+class Custom(StrictModel):
     """An instance of a custom layer class declared in `Spec.custom_layers`."""
 
     kind: Literal["custom"] = "custom"
@@ -243,6 +301,8 @@ class Custom(LayerBase):
     """Name of the custom layer class (a `CustomLayerClass.name`)."""
     args: dict[Identifier, Scalar | Var] = {}
     """Constructor arguments; parameters not given take the class's defaults."""
+    name: Identifier | None = None
+    """Layer name in the Keras model (and the attribute name inside a custom layer)."""
 
     def arguments(self) -> list[tuple[str | None, Any]]:
         return [*self.args.items(), *([("name", self.name)] if self.name else [])]
@@ -251,9 +311,120 @@ class Custom(LayerBase):
     def takes_training(self) -> bool:
         return True
 
+    @property
+    def regularized(self) -> bool:
+        return False  # its sublayers say (custom_layers)
+
+
+APPLICATION_ARGS_SET_BY_LOOPGEN = {
+    "include_top": "a backbone is the model without its classifier (include_top=False)",
+    "input_tensor": "the backbone is called on the node's input",
+    "input_shape": "it is the shape of the node's input",
+    "weights": "set Backbone.weights",
+    "pooling": "set Backbone.pooling",
+    "classes": "a backbone has no classifier; add a Dense layer after it",
+    "classifier_activation": "a backbone has no classifier; add a Dense layer after it",
+    "name": "the backbone takes its node's name",
+}
+
+
+class Backbone(StrictModel):
+    """A `keras.applications` model as a layer of a graph model: its convolutional part
+    (`include_top=False`), pretrained or not, frozen or trainable. It is called with
+    `training=False`: its BatchNormalization layers keep their ImageNet statistics even when
+    its weights train (the Keras transfer-learning guide's advice; a frozen BatchNormalization
+    that updated its statistics would undo the pretraining). The application's own
+    `preprocess_input` is applied to its input."""
+
+    kind: Literal["backbone"] = "backbone"
+    application: str
+    """The application, by class name or lower-case name: `MobileNetV2`, `EfficientNetB0`,
+    `ResNet50`, ... (every one of `keras.applications`)."""
+    weights: str | None = "imagenet"
+    """`imagenet` (downloaded once into ~/.keras/models), a path to a weights file of the same
+    architecture without its top, or None for random initial weights."""
+    pooling: Literal["avg", "max"] | None = "avg"
+    """How the feature map becomes a vector: global average or max pooling; None keeps the
+    map."""
+    trainable: bool = False
+    """Whether its weights train from the start; False freezes it (see `fine_tune` to unfreeze
+    it later)."""
+    preprocess: bool = True
+    """Apply the application's `preprocess_input` to the input (e.g. pixels from [0, 255] to
+    [-1, 1] for MobileNetV2): feed it 0-255 pixels (no data.rescale)."""
+    args: dict[Identifier, int | float | str | bool | None] = {}
+    """Other arguments of the application's constructor (e.g. `alpha` for MobileNetV2)."""
+
+    @model_validator(mode="after")
+    def _known_application(self) -> Backbone:
+        entry = catalog.lookup("applications", self.application) or catalog.lookup(
+            "applications", self.application.lower()
+        )
+        if entry is None:
+            names = sorted(catalog.data()["applications"])
+            raise ValueError(
+                f"application={self.application!r} is not one of keras.applications; "
+                + catalog.did_you_mean(self.application, names, f"choose one of {names}")
+            )
+        for name in self.args:
+            why = APPLICATION_ARGS_SET_BY_LOOPGEN.get(name)
+            if why:
+                raise ValueError(f"args.{name} is not set here: {why}")
+        check_arguments(entry, self.args, entry.class_name)
+        return self
+
+    @property
+    def entry(self) -> catalog.Entry:
+        entry = catalog.lookup("applications", self.application) or catalog.lookup(
+            "applications", self.application.lower()
+        )
+        assert entry is not None
+        return entry
+
+    @property
+    def keras_class(self) -> str:
+        return self.entry.class_name
+
+    @property
+    def takes_training(self) -> bool:
+        return True
+
+    @property
+    def regularized(self) -> bool:
+        return False
+
+
+class PositionEmbedding(StrictModel):
+    """Adds a learned vector to every position of a sequence (the first `sequence_length`
+    positions), so that attention, blind to order, knows where each token is: the position
+    embedding of a Transformer (as keras_hub's PositionEmbedding). Keras has no such layer:
+    the script defines it, a small `keras.layers.Layer` subclass."""
+
+    kind: Literal["position_embedding"] = "position_embedding"
+    sequence_length: PositiveInt
+    """The longest sequence it embeds (the input length)."""
+    name: Identifier | None = None
+    """Layer name in the Keras model."""
+
+    keras_class: ClassVar[str] = "PositionEmbedding"
+
+    def arguments(self) -> list[tuple[str | None, Any]]:
+        return [
+            ("sequence_length", self.sequence_length),
+            *([("name", self.name)] if self.name else []),
+        ]
+
+    @property
+    def takes_training(self) -> bool:
+        return False
+
+    @property
+    def regularized(self) -> bool:
+        return False
+
 
 class SaveSkip(StrictModel):
-    """Saves the running tensor for a later `Concatenate(skip=True)` (UNet skip connection).
+    """Saves the running tensor for a later `Concatenate()` (UNet skip connection).
 
     Skips are a stack: the last one saved is the first one concatenated."""
 
@@ -293,24 +464,37 @@ class Repeat(StrictModel):
         return len(next(iter(self.over.values())))
 
 
+def _item_tag(value: Any) -> str:
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    own = ("custom", "save_skip", "repeat", "backbone", "position_embedding")
+    return kind if kind in own else "layer"
+
+
 Layer = Annotated[
-    Union[  # noqa: UP007 - a forward-referenced union
-        Dense, Conv2D, Conv2DTranspose, MaxPooling2D, UpSampling2D, Concatenate, Flatten,
-        Reshape, Dropout, BatchNormalization, ActivationLayer, Custom,
+    Union[  # noqa: UP007
+        Annotated[KerasLayer, Tag("layer")],
+        Annotated[Custom, Tag("custom")],
+        Annotated[Backbone, Tag("backbone")],
+        Annotated[PositionEmbedding, Tag("position_embedding")],
     ],
-    Field(discriminator="kind"),
-]  # fmt: skip
-"""One Keras layer."""
+    Discriminator(_item_tag),
+]
+"""One layer: a Keras layer, or an instance of a custom layer class."""
 
 Item = Annotated[
     Union[  # noqa: UP007
-        Dense, Conv2D, Conv2DTranspose, MaxPooling2D, UpSampling2D, Concatenate, Flatten,
-        Reshape, Dropout, BatchNormalization, ActivationLayer, Custom, SaveSkip, Repeat,
+        Annotated[KerasLayer, Tag("layer")],
+        Annotated[Custom, Tag("custom")],
+        Annotated[PositionEmbedding, Tag("position_embedding")],
+        Annotated[Backbone, Tag("backbone")],
+        Annotated[SaveSkip, Tag("save_skip")],
+        Annotated[Repeat, Tag("repeat")],
     ],
-    Field(discriminator="kind"),
-]  # fmt: skip
+    Discriminator(_item_tag),
+]
 """A layer, a repeated block of layers, or a skip-connection marker."""
 
+KerasLayer.model_rebuild()
 Repeat.model_rebuild()
 
 
@@ -355,10 +539,11 @@ class CustomLayerClass(StrictModel):
                     " of the class (sublayers become attributes of the same name); rename it"
                 )
         for i, layer in enumerate(self.layers):
-            if isinstance(layer, Concatenate):
+            if _merges(layer):
                 raise ValueError(
-                    f"layers[{i}]: Concatenate needs two inputs and a custom layer applies its "
-                    "sublayers in sequence; put the concatenation in a functional model instead"
+                    f"layers[{i}]: {layer.keras_class} needs several inputs and a custom layer "
+                    "applies its sublayers in sequence; put it in a functional or graph model "
+                    "instead"
                 )
             for name in referenced_vars(layer):
                 if name not in self.params:
@@ -367,6 +552,11 @@ class CustomLayerClass(StrictModel):
                         f"{self.name}; add it to params (known: {sorted(self.params)})"
                     )
         return self
+
+
+def _merges(layer: Any) -> bool:
+    """Whether a layer takes several tensors (Concatenate, Add, MultiHeadAttention, ...)."""
+    return isinstance(layer, KerasLayer) and layer.entry.call.get("inputs", "single") != "single"
 
 
 LAYER_ATTRIBUTES = frozenset({
@@ -384,16 +574,28 @@ LAYER_ATTRIBUTES = frozenset({
 of a custom layer class must not overwrite them."""
 
 
-def referenced_vars(item: StrictModel) -> set[str]:
+def referenced_vars(item: Any) -> set[str]:
     """Names of all `Var`s that an item (and, for a repeat, its body) refers to."""
     found: set[str] = set()
-    for field in type(item).model_fields:
-        value = getattr(item, field)
-        values = value.values() if isinstance(value, dict) else [value]
-        for v in values:
-            if isinstance(v, Var):
-                found.add(v.var)
-    if isinstance(item, Repeat):
+
+    def visit(value: Any) -> None:
+        if isinstance(value, Var):
+            found.add(value.var)
+        elif isinstance(value, tuple | list):
+            for v in value:
+                visit(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+        elif isinstance(value, KerasLayer):
+            for v in value.given().values():
+                visit(v)
+
+    if isinstance(item, KerasLayer):
+        visit(item.given())
+    elif isinstance(item, Custom):
+        visit(item.args)
+    elif isinstance(item, Repeat):
         for layer in item.layers:
             found |= referenced_vars(layer) - set(item.over)
     return found

@@ -63,9 +63,28 @@ def _validate(data: Any, path: Path, steps: list[str]) -> Spec:
 
 
 def spec_hash(spec: Spec) -> str:
-    """A short, stable fingerprint of the validated spec (after overrides)."""
-    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True)
+    """A short, stable fingerprint of the validated spec (after overrides): of the values it
+    sets, so that a new optional field in a later loopgen changes no spec's hash."""
+    canonical = json.dumps(_set_values(spec), sort_keys=True, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _set_values(value: Any) -> Any:
+    """A model's fields that differ from their defaults (and always its `kind`), recursively."""
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        found = {
+            name: _set_values(getattr(value, name))
+            for name, info in fields.items()
+            if name == "kind" or getattr(value, name) != info.default
+        }
+        found.update({k: _set_values(v) for k, v in (value.model_extra or {}).items()})
+        return found
+    if isinstance(value, dict):
+        return {str(k): _set_values(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_set_values(v) for v in value]
+    return value
 
 
 def _read_data(path: Path) -> Any:
@@ -150,7 +169,12 @@ def _model_named(title: str) -> type[BaseModel] | None:
     from .. import dsl
 
     model = getattr(dsl, title, None)
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return model
+    # A Keras class's name (`SGD`): the vocabulary function built the generic model of its kind.
+    returned = getattr(model, "__annotations__", {}).get("return")
+    generic = getattr(dsl, returned, None) if isinstance(returned, str) else None
+    return generic if isinstance(generic, type) and issubclass(generic, BaseModel) else None
 
 
 def apply_override(data: Any, override: str) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .catalog import schema as catalog_schema
 from .spec import Spec
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -12,7 +13,7 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 def spec_schema() -> dict[str, Any]:
     """The schema of `Spec` as JSON data, the field docstrings as descriptions."""
-    schema = Spec.model_json_schema(mode="validation")
+    schema = catalog_schema.expand(Spec.model_json_schema(mode="validation"))
     # A spec file may name its schema; the loader drops the key before validating.
     schema["properties"] = {
         "$schema": {"type": "string", "description": "Where this file's JSON schema is."},

@@ -1,251 +1,293 @@
-"""Losses, optimizers, learning-rate schedules and metrics."""
+"""Losses, optimizers and metrics: any of Keras' own, checked against the catalog like layers,
+or your own functions and classes (`ImportedLoss`, `ImportedMetric`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import Field
+from pydantic import ConfigDict, Discriminator, Tag, field_validator, model_validator
 
-from .base import Identifier, KerasObject, PositiveFloat, PositiveInt, Probability
+from . import catalog
+from .base import Identifier, StrictModel, check_target
+from .layers import check_arguments
 from .schedules import LearningRate
 
-# --- losses -----------------------------------------------------------------------------------
+LABELS = {
+    "losses": {
+        "sparse_categorical_crossentropy": "sparse",
+        "categorical_crossentropy": "one_hot",
+        "categorical_focal_crossentropy": "one_hot",
+        "categorical_hinge": "one_hot",
+        "categorical_generalized_cross_entropy": "sparse",
+    },
+    "metrics": {
+        "sparse_categorical_accuracy": "sparse",
+        "sparse_top_k_categorical_accuracy": "sparse",
+        "sparse_categorical_crossentropy": "sparse",
+        "mean_iou": "sparse",
+        "iou": "sparse",
+        "categorical_accuracy": "one_hot",
+        "top_k_categorical_accuracy": "one_hot",
+        "categorical_crossentropy": "one_hot",
+        "one_hot_iou": "one_hot",
+        "one_hot_mean_iou": "one_hot",
+    },
+}
+"""The label format a loss or metric reads, where it matters: `sparse` (class ids) or `one_hot`
+(checked against `data.labels`). Hand-kept: Keras' signatures do not say it."""
+
+DEFAULT_METRIC_NAMES = {
+    "sparse_categorical_accuracy": "accuracy",
+    "categorical_accuracy": "accuracy",
+    "binary_accuracy": "accuracy",
+    "sparse_top_k_categorical_accuracy": "top_k_accuracy",
+    "top_k_categorical_accuracy": "top_k_accuracy",
+}
+"""The logged name of a metric without `name=`: what Keras users call these in `fit`'s logs."""
+
+LOOPGEN_DEFAULTS = {
+    ("metrics", "mean_iou"): {"sparse_y_pred": False},
+    ("metrics", "iou"): {"sparse_y_pred": False},
+}
+"""Arguments whose default differs in a loopgen script from Keras': the models output one score
+per class, so IoU metrics take the argmax (Keras' default expects class ids)."""
+
+SET_BY_LOOPGEN = {
+    "losses": {"reduction": "the train step sets the reduction itself (per-example losses "
+               "under a strategy and with accumulation, averaged over the global batch)"},
+    "optimizers": {
+        "clipnorm": "use gradients.clip_norm, which clips the whole batch's gradient",
+        "global_clipnorm": "use gradients.clip_norm, which clips the whole batch's gradient",
+        "clipvalue": "use gradients.clip_value",
+        "gradient_accumulation_steps": "use gradients.accumulate_steps",
+        "loss_scale_factor": "set performance.precision='mixed_float16' instead",
+    },
+}  # fmt: skip
+"""Arguments the script decides, refused in a spec with what to use instead."""
 
 
-class _Loss(KerasObject):
-    labels: ClassVar[str] = "any"
-    """Label format the loss expects: sparse, one_hot or any."""
-    probabilistic: ClassVar[bool] = False
-    """Whether the loss reads probabilities (and so cares about from_logits)."""
+class _Catalogued(StrictModel):
+    """A Keras loss, metric or optimizer: `kind` names the class, the other fields are its
+    constructor arguments by their Keras names."""
 
+    model_config = ConfigDict(extra="allow")
+    section: ClassVar[str]
+    kind: str
 
-class SparseCategoricalCrossentropy(_Loss):
-    """Cross-entropy with integer class labels."""
+    @model_validator(mode="before")
+    @classmethod
+    def _class_name_as_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("kind"), str):
+            entry = catalog.lookup(cls.section, data["kind"])
+            if entry is not None and entry.kind != data["kind"]:
+                data = {**data, "kind": entry.kind}
+        return data
 
-    keras_class: ClassVar[str] = "SparseCategoricalCrossentropy"
-    labels: ClassVar[str] = "sparse"
-    probabilistic: ClassVar[bool] = True
-    kind: Literal["sparse_categorical_crossentropy"] = "sparse_categorical_crossentropy"
-    from_logits: bool = False
-    """True when the model outputs logits (no softmax on the last layer)."""
-
-
-class CategoricalCrossentropy(_Loss):
-    """Cross-entropy with one-hot labels."""
-
-    keras_class: ClassVar[str] = "CategoricalCrossentropy"
-    labels: ClassVar[str] = "one_hot"
-    probabilistic: ClassVar[bool] = True
-    kind: Literal["categorical_crossentropy"] = "categorical_crossentropy"
-    from_logits: bool = False
-    """True when the model outputs logits (no softmax on the last layer)."""
-    label_smoothing: Probability = 0.0
-    """Mix the one-hot labels with a uniform distribution by this much."""
-
-
-class BinaryCrossentropy(_Loss):
-    """Cross-entropy for binary (or multi-label) 0/1 targets."""
-
-    keras_class: ClassVar[str] = "BinaryCrossentropy"
-    probabilistic: ClassVar[bool] = True
-    kind: Literal["binary_crossentropy"] = "binary_crossentropy"
-    from_logits: bool = False
-    """True when the model outputs logits (no sigmoid on the last layer)."""
-    label_smoothing: Probability = 0.0
-    """Squeeze the labels towards 0.5 by this much."""
-
-
-class MeanSquaredError(_Loss):
-    """Mean of squared differences (regression)."""
-
-    keras_class: ClassVar[str] = "MeanSquaredError"
-    kind: Literal["mean_squared_error"] = "mean_squared_error"
-
-
-class MeanAbsoluteError(_Loss):
-    """Mean of absolute differences (regression)."""
-
-    keras_class: ClassVar[str] = "MeanAbsoluteError"
-    kind: Literal["mean_absolute_error"] = "mean_absolute_error"
-
-
-class Huber(_Loss):
-    """Quadratic near zero, linear further out (robust regression)."""
-
-    keras_class: ClassVar[str] = "Huber"
-    kind: Literal["huber"] = "huber"
-    delta: PositiveFloat = 1.0
-    """Where the loss turns from quadratic to linear."""
-
-
-Loss = Annotated[
-    SparseCategoricalCrossentropy | CategoricalCrossentropy | BinaryCrossentropy
-    | MeanSquaredError | MeanAbsoluteError | Huber,
-    Field(discriminator="kind"),
-]  # fmt: skip
-"""The training objective; regularization penalties from the layers are added to it."""
-
-
-# --- optimizers -------------------------------------------------------------------------------
-
-
-class _Optimizer(KerasObject):
-    learning_rate: LearningRate
+    @model_validator(mode="after")
+    def _check_against_catalog(self) -> _Catalogued:
+        entry = catalog.lookup(self.section, self.kind)
+        what = self.section[:-1] if self.section != "losses" else "loss"
+        if entry is None:
+            hint = catalog.did_you_mean(
+                self.kind, catalog.kinds(self.section), f"see keras.{self.section}"
+            )
+            raise ValueError(f"kind={self.kind!r} is not a Keras {what}; {hint}")
+        if entry.excluded:
+            raise ValueError(f"{entry.class_name} cannot be used in a spec: {entry.excluded}")
+        extra = dict(self.__pydantic_extra__ or {})  # the declared fields validate themselves
+        for name in extra:
+            why = SET_BY_LOOPGEN.get(self.section, {}).get(name)
+            if why:
+                raise ValueError(f"{entry.class_name}.{name} is not set in the spec: {why}")
+        check_arguments(entry, extra, entry.class_name)
+        return self
 
     @property
-    def schedule(self) -> Any:
-        return None if isinstance(self.learning_rate, float | int) else self.learning_rate
+    def entry(self) -> catalog.Entry:
+        entry = catalog.lookup(self.section, self.kind)
+        assert entry is not None
+        return entry
+
+    @property
+    def keras_class(self) -> str:
+        return self.entry.class_name
+
+    def given(self) -> dict[str, Any]:
+        """The constructor arguments the spec gives."""
+        fields = {k: getattr(self, k) for k in type(self).model_fields if k != "kind"}
+        return {
+            **{k: v for k, v in fields.items() if v is not None},
+            **(self.__pydantic_extra__ or {}),
+        }
+
+    def arg(self, name: str) -> Any:
+        """An argument's value: the one the spec gives, else loopgen's or Keras' default."""
+        given = self.given()
+        if name in given:
+            return given[name]
+        ours = LOOPGEN_DEFAULTS.get((self.section, self.kind), {})
+        if name in ours:
+            return ours[name]
+        arg = self.entry.args.get(name)
+        return arg.default if arg is not None else None
 
     def arguments(self) -> list[tuple[str, Any]]:
-        # The learning rate is always written out (a schedule is built before the optimizer).
-        rest = [(k, v) for k, v in super().arguments() if k != "learning_rate"]
-        return [("learning_rate", self.learning_rate), *rest]
+        """Keyword arguments in the constructor's order, defaults left out."""
+        given = {**LOOPGEN_DEFAULTS.get((self.section, self.kind), {}), **self.given()}
+        return [
+            (arg.name, given[arg.name])
+            for arg in self.entry.args.values()
+            if arg.name in given and not catalog.is_default(arg, given[arg.name])
+        ]
 
 
-class SGD(_Optimizer):
-    """Stochastic gradient descent, optionally with (Nesterov) momentum."""
+class KerasLoss(_Catalogued):
+    """A Keras loss, `keras.losses.<Class>(...)`: `kind` is the class in snake_case
+    (`sparse_categorical_crossentropy`, `huber`, `binary_focal_crossentropy`, ...), the other
+    fields its arguments (`from_logits`, `label_smoothing`, ...). The step reduces it itself
+    (per example under a strategy), so `reduction` is not set here."""
 
-    keras_class: ClassVar[str] = "SGD"
-    kind: Literal["sgd"] = "sgd"
-    learning_rate: LearningRate = 0.01
-    """A constant rate or a schedule."""
-    momentum: Probability = 0.0
-    """Momentum factor."""
-    nesterov: bool = False
-    """Use Nesterov momentum."""
+    section: ClassVar[str] = "losses"
+    kind: str
+    """The Keras loss class, in snake_case (e.g. `mean_squared_error`)."""
 
+    @property
+    def labels(self) -> str:
+        """The label format it reads: sparse, one_hot, or any."""
+        return LABELS["losses"].get(self.kind, "any")
 
-class Adam(_Optimizer):
-    """Adam."""
+    @property
+    def probabilistic(self) -> bool:
+        """Whether it reads probabilities or logits (and so cares about `from_logits`)."""
+        return "from_logits" in self.entry.args
 
-    keras_class: ClassVar[str] = "Adam"
-    kind: Literal["adam"] = "adam"
-    learning_rate: LearningRate = 0.001
-    """A constant rate or a schedule."""
-    beta_1: Probability = 0.9
-    """Decay of the first-moment estimate."""
-    beta_2: Probability = 0.999
-    """Decay of the second-moment estimate."""
-    epsilon: PositiveFloat = 1e-7
-    """Numerical-stability constant."""
-    amsgrad: bool = False
-    """Use the AMSGrad variant."""
+    @property
+    def from_logits(self) -> bool:
+        return bool(self.arg("from_logits"))
 
 
-class AdamW(_Optimizer):
-    """Adam with decoupled weight decay."""
+class KerasMetric(_Catalogued):
+    """A Keras metric, `keras.metrics.<Class>(...)`: `kind` is the class in snake_case
+    (`sparse_categorical_accuracy`, `auc`, `precision`, `mean_absolute_error`, ...), the other
+    fields its arguments."""
 
-    keras_class: ClassVar[str] = "AdamW"
-    kind: Literal["adamw"] = "adamw"
-    learning_rate: LearningRate = 0.001
-    """A constant rate or a schedule."""
-    weight_decay: Annotated[float, Field(ge=0)] = 0.004
-    """Decoupled weight decay factor."""
-    beta_1: Probability = 0.9
-    """Decay of the first-moment estimate."""
-    beta_2: Probability = 0.999
-    """Decay of the second-moment estimate."""
-    epsilon: PositiveFloat = 1e-7
-    """Numerical-stability constant."""
-
-
-class RMSprop(_Optimizer):
-    """RMSprop."""
-
-    keras_class: ClassVar[str] = "RMSprop"
-    kind: Literal["rmsprop"] = "rmsprop"
-    learning_rate: LearningRate = 0.001
-    """A constant rate or a schedule."""
-    rho: Probability = 0.9
-    """Decay of the squared-gradient average."""
-    momentum: Probability = 0.0
-    """Momentum factor."""
-    epsilon: PositiveFloat = 1e-7
-    """Numerical-stability constant."""
-
-
-Optimizer = Annotated[SGD | Adam | AdamW | RMSprop, Field(discriminator="kind")]
-"""The optimizer; its iteration counter drives the schedule and is checkpointed."""
-
-
-# --- metrics ----------------------------------------------------------------------------------
-
-
-class _Metric(KerasObject):
-    labels: ClassVar[str] = "any"
-    default_name: ClassVar[str]
-
+    section: ClassVar[str] = "metrics"
+    kind: str
+    """The Keras metric class, in snake_case (e.g. `auc`)."""
     name: Identifier | None = None
     """Name in logs and TensorBoard; defaults to the usual one (`accuracy`, `mean_iou`, ...)."""
 
     @property
+    def labels(self) -> str:
+        return LABELS["metrics"].get(self.kind, "any")
+
+    @property
     def metric_name(self) -> str:
-        return self.name or self.default_name
+        if self.name:
+            return self.name
+        if self.kind in DEFAULT_METRIC_NAMES:
+            return DEFAULT_METRIC_NAMES[self.kind]
+        default = self.entry.args.get("name")
+        return default.default if default and isinstance(default.default, str) else self.kind
 
     def arguments(self) -> list[tuple[str, Any]]:
-        return [
-            ("name", self.metric_name),
-            *[(k, v) for k, v in super().arguments() if k != "name"],
-        ]
+        rest = [(k, v) for k, v in super().arguments() if k != "name"]
+        return [("name", self.metric_name), *rest]
 
 
-class SparseCategoricalAccuracy(_Metric):
-    """Accuracy against integer class labels (also per pixel for segmentation)."""
+class KerasOptimizer(_Catalogued):
+    """A Keras optimizer, `keras.optimizers.<Class>(...)`: `kind` is the class in snake_case
+    (`sgd`, `adam`, `adamw`, `nadam`, `lion`, ...), the other fields its arguments."""
 
-    keras_class: ClassVar[str] = "SparseCategoricalAccuracy"
-    labels: ClassVar[str] = "sparse"
-    default_name: ClassVar[str] = "accuracy"
-    kind: Literal["sparse_categorical_accuracy"] = "sparse_categorical_accuracy"
+    section: ClassVar[str] = "optimizers"
+    kind: str
+    """The Keras optimizer class, in snake_case (e.g. `adamw`)."""
+    learning_rate: LearningRate | None = None
+    """A constant rate or a schedule; None is the optimizer's Keras default."""
 
+    @property
+    def rate(self) -> Any:
+        """The learning rate: the spec's, else the optimizer's default."""
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return self.entry.args["learning_rate"].default
 
-class CategoricalAccuracy(_Metric):
-    """Accuracy against one-hot labels."""
-
-    keras_class: ClassVar[str] = "CategoricalAccuracy"
-    labels: ClassVar[str] = "one_hot"
-    default_name: ClassVar[str] = "accuracy"
-    kind: Literal["categorical_accuracy"] = "categorical_accuracy"
-
-
-class BinaryAccuracy(_Metric):
-    """Accuracy of 0/1 predictions at a threshold."""
-
-    keras_class: ClassVar[str] = "BinaryAccuracy"
-    default_name: ClassVar[str] = "accuracy"
-    kind: Literal["binary_accuracy"] = "binary_accuracy"
-    threshold: Probability = 0.5
-    """Decision threshold (use 0.0 when the model outputs logits)."""
-
-
-class SparseTopKCategoricalAccuracy(_Metric):
-    """Whether the true class is among the k highest scores."""
-
-    keras_class: ClassVar[str] = "SparseTopKCategoricalAccuracy"
-    labels: ClassVar[str] = "sparse"
-    default_name: ClassVar[str] = "top_k_accuracy"
-    kind: Literal["sparse_top_k_categorical_accuracy"] = "sparse_top_k_categorical_accuracy"
-    k: PositiveInt = 5
-    """How many top scores count."""
-
-
-class MeanIoU(_Metric):
-    """Mean intersection-over-union of class masks (segmentation), from integer labels and
-    per-class scores (the argmax is taken inside the metric)."""
-
-    keras_class: ClassVar[str] = "MeanIoU"
-    labels: ClassVar[str] = "sparse"
-    default_name: ClassVar[str] = "mean_iou"
-    kind: Literal["mean_iou"] = "mean_iou"
-    num_classes: Annotated[int, Field(ge=2)]
-    """Number of classes, background included."""
+    @property
+    def schedule(self) -> Any:
+        return None if isinstance(self.rate, float | int) else self.rate
 
     def arguments(self) -> list[tuple[str, Any]]:
-        return [*super().arguments(), ("sparse_y_pred", False)]
+        # The learning rate is always written out (a schedule is built before the optimizer).
+        rest = [(k, v) for k, v in super().arguments() if k != "learning_rate"]
+        return [("learning_rate", self.rate), *rest]
 
+
+class _Imported(StrictModel):
+    imports: ClassVar[str] = "function"
+    kind: Literal["import"] = "import"
+    target: str
+    """`package.module:name`, importable where the script runs."""
+    kwargs: dict[Identifier, int | float | str | bool | None] = {}
+    """Keyword arguments it is called with."""
+
+    @field_validator("target")
+    @classmethod
+    def _target_form(cls, value: str) -> str:
+        return check_target(value, cls.imports)
+
+    @property
+    def module(self) -> str:
+        return self.target.split(":")[0]
+
+    @property
+    def attribute(self) -> str:
+        return self.target.split(":")[1]
+
+
+class ImportedLoss(_Imported):
+    """Your own loss function, imported by the script: `fn(labels, predictions, **kwargs)`
+    returns the loss of **each example** (a tensor of shape `(batch,)`, or `(batch, ...)` whose
+    extra axes the step averages, as for per-pixel losses), not their mean: the step sums them
+    and divides by the (global) batch size, which keeps the loss right across replicas and
+    micro-batches. Weight penalties are added by the step; do not add `model.losses`."""
+
+    labels: ClassVar[str] = "any"
+    probabilistic: ClassVar[bool] = False
+    from_logits: ClassVar[bool] = False
+
+
+class ImportedMetric(_Imported):
+    """Your own metric class, imported by the script: a `keras.metrics.Metric` subclass
+    constructed as `Class(name=..., **kwargs)`, updated with `update_state(labels,
+    predictions)` on every batch, read with `result()` and cleared with `reset_state()`."""
+
+    imports: ClassVar[str] = "class"
+    labels: ClassVar[str] = "any"
+    name: Identifier
+    """Name in logs and TensorBoard."""
+
+    @property
+    def metric_name(self) -> str:
+        return self.name
+
+
+def _tag(value: Any) -> str:
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return "import" if kind == "import" else "keras"
+
+
+Loss = Annotated[
+    Union[Annotated[KerasLoss, Tag("keras")], Annotated[ImportedLoss, Tag("import")]],  # noqa: UP007
+    Discriminator(_tag),
+]
+"""The training objective: a Keras loss or your own function; the layers' weight penalties are
+added to it."""
 
 Metric = Annotated[
-    SparseCategoricalAccuracy | CategoricalAccuracy | BinaryAccuracy
-    | SparseTopKCategoricalAccuracy | MeanIoU,
-    Field(discriminator="kind"),
-]  # fmt: skip
+    Union[Annotated[KerasMetric, Tag("keras")], Annotated[ImportedMetric, Tag("import")]],  # noqa: UP007
+    Discriminator(_tag),
+]
 """A metric computed on training batches and on the validation data."""
+
+Optimizer = KerasOptimizer
+"""The optimizer; its iteration counter drives the schedule and is checkpointed."""
