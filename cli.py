@@ -147,7 +147,19 @@ def _warn(spec) -> None:
 
 
 @app.command()
-def validate(spec_file: SpecArg, name: NameOpt = "spec", overrides: SetOpt = None) -> None:
+def validate(
+    spec_file: SpecArg,
+    name: NameOpt = "spec",
+    overrides: SetOpt = None,
+    build: Annotated[
+        bool,
+        typer.Option(
+            "--build",
+            help="Also build the model with Keras (in a subprocess; takes seconds): a layer "
+            "Keras refuses is reported at its path in the spec.",
+        ),
+    ] = False,
+) -> None:
     """Check SPEC_FILE and report every problem, without rendering."""
     from .dsl.loader import load_spec
 
@@ -156,12 +168,31 @@ def validate(spec_file: SpecArg, name: NameOpt = "spec", overrides: SetOpt = Non
     except LoopgenError as error:
         raise _fail(error) from None
     _warn(spec)
+    built = ""
+    if build:
+        built = _build(spec, spec_file)
     if spec.gan is not None:
         summary = "a GAN"
     else:
         objective = f"{spec.loss.kind} loss" if spec.loss else f"tasks {', '.join(spec.tasks)}"
         summary = f"{spec.model.kind} model, {objective}"
-    typer.echo(f"{spec_file}: ok ({spec.name}: {summary})")
+    typer.echo(f"{spec_file}: ok ({spec.name}: {summary}){built}")
+
+
+def _build(spec, spec_file: Path) -> str:
+    """Builds the spec's model with Keras; exits 1 naming the spec path Keras refused."""
+    from .dsl.build import build
+
+    if spec.model is not None and spec.model.kind == "import":
+        return "; an imported model is built by your code when the script runs"
+    try:
+        report = build(spec)
+    except RuntimeError as error:
+        raise _fail(f"{spec_file}: {error}") from None
+    if not report.get("ok"):
+        raise _fail(f"{spec_file}: {report['path']}: Keras cannot build it: {report['error']}")
+    shapes = ", ".join(str(tuple(s)) for s in report["outputs"])
+    return f"; Keras built it: {report['parameters']:,} parameters, output {shapes}"
 
 
 @app.command()

@@ -7,8 +7,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .base import Identifier, PositiveInt, StrictModel, check_not_reserved
-from .layers import Concatenate, Item, Repeat, SaveSkip, referenced_vars
+from .base import Identifier, PositiveInt, StrictModel, check_target
+from .graph import Graph
+from .layers import Item, Repeat, referenced_vars
 
 
 def _walk(items: list[Any], path: str, bound: frozenset[str] = frozenset()):
@@ -84,7 +85,7 @@ class Sequential(_Stack):
     @model_validator(mode="after")
     def _no_skips(self) -> Sequential:
         for path, item in self.flat_items():
-            if isinstance(item, SaveSkip | Concatenate):
+            if item.kind in ("save_skip", "concatenate"):
                 raise ValueError(
                     f"{path}: skip connections need a functional model; "
                     'use Functional(...) (kind="functional") instead of Sequential'
@@ -108,7 +109,7 @@ class Functional(_Stack):
             if not items:
                 raise ValueError(f"heads.{name} is empty: a head needs at least one layer")
             for path, item, _ in _walk(items, f"heads.{name}"):
-                if isinstance(item, SaveSkip | Concatenate | Repeat):
+                if item.kind in ("save_skip", "concatenate", "repeat"):
                     raise ValueError(
                         f"{path}: a head is a plain list of layers (no skips, no Repeat); move "
                         "it into `layers`, the part the heads share"
@@ -138,9 +139,9 @@ class Functional(_Stack):
         def visit(items: list[Any], path: str) -> None:
             nonlocal depth
             for i, item in enumerate(items):
-                if isinstance(item, SaveSkip):
+                if item.kind == "save_skip":
                     depth += 1
-                elif isinstance(item, Concatenate):
+                elif item.kind == "concatenate":
                     if depth == 0:
                         raise ValueError(
                             f"{path}[{i}]: Concatenate has no saved skip to join; put a "
@@ -170,9 +171,6 @@ def _inside_repeat(items: list[Any], path: str) -> bool:
     return False
 
 
-_TARGET = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
-
-
 class Imported(StrictModel):
     """Escape hatch: a function of yours that builds the model, imported by the script.
 
@@ -192,18 +190,7 @@ class Imported(StrictModel):
     @field_validator("target")
     @classmethod
     def _target_shape(cls, value: str) -> str:
-        if not _TARGET.match(value) or any(
-            part.isidentifier() is False for part in re.split(r"[.:]", value)
-        ):
-            raise ValueError(
-                f"{value!r} is not of the form 'package.module:function' (dotted module path, "
-                "a colon, then the function name)"
-            )
-        package = value.split(".")[0].split(":")[0]
-        # `import keras.applications` rebinds `keras` to the same module: harmless.
-        if package not in {"keras", "os", "json", "math", "argparse"}:
-            check_not_reserved(package, "the imported package")
-        return value
+        return check_target(value, "function")
 
     @property
     def module(self) -> str:
@@ -214,5 +201,5 @@ class Imported(StrictModel):
         return self.target.split(":")[1]
 
 
-Model = Annotated[Sequential | Functional | Imported, Field(discriminator="kind")]
+Model = Annotated[Sequential | Functional | Graph | Imported, Field(discriminator="kind")]
 """The network to train."""

@@ -7,16 +7,17 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from .base import Identifier, PositiveInt, StrictModel, check_not_reserved
+from . import rules
+from .base import Identifier, PositiveInt, StrictModel
 from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data
+from .finetune import FineTune
 from .gan import GAN
-from .layers import ActivationLayer, BatchNormalization, Custom, CustomLayerClass, Dropout, _Kernel
+from .layers import CustomLayerClass, KerasLayer
 from .model import Imported, Model
 from .performance import Performance
-from .shapes import check_shapes
 from .tasks import Task
-from .training import BinaryAccuracy, Loss, Metric, Optimizer
+from .training import Loss, Metric, Optimizer
 
 
 class Loop(StrictModel):
@@ -161,13 +162,12 @@ STRATEGY_KINDS = ("single_device", "mirrored", "multi_worker", "tpu")
 """The `kind` of each strategy: the script variants `loopgen render --variant` can write."""
 
 
-_COUNTERPART = {
-    "sparse_categorical_crossentropy": "categorical_crossentropy",
-    "categorical_crossentropy": "sparse_categorical_crossentropy",
-    "sparse_categorical_accuracy": "categorical_accuracy",
-    "categorical_accuracy": "sparse_categorical_accuracy",
-}
-"""For a loss or metric that expects the other label format: the one that fits."""
+XLA_GAINS = frozenset({
+    "dense", "flatten", "reshape", "activation", "re_lu", "softmax", "batch_normalization",
+    "layer_normalization", "add", "subtract", "multiply", "average", "concatenate",
+})  # fmt: skip
+"""Layers a single-device step compiles to a faster program with XLA on this CPU (measured in
+bench/ on the MLPs); with any other layer `xla="auto"` stays off."""
 
 
 class Spec(StrictModel):
@@ -217,135 +217,20 @@ class Spec(StrictModel):
     """Default output directory of checkpoints, logs and exports; empty means `runs/<name>`."""
     performance: Performance = Performance()
     """Steps per call, XLA and mixed precision."""
+    fine_tune: FineTune | None = None
+    """Unfreeze a frozen backbone part-way through training."""
 
     @model_validator(mode="after")
     def _cross_field(self) -> Spec:
-        self._check_objective()
-        self._check_custom_layers()
-        self._check_shapes()
-        self._check_labels()
-        self._check_logits()
-        self._check_schedule()
-        self._check_thresholds()
-        self._check_split()
-        self._check_devices()
-        self._check_performance()
-        self._check_monitors()
-        self._check_gradients()
-        if self.logging.histograms and not self.logging.tensorboard:
-            raise ValueError(
-                "logging.histograms=True but logging.tensorboard=False: the histograms are "
-                "TensorBoard summaries; set logging.tensorboard=True or drop the histograms"
-            )
-        names = self.log_names()[1:]  # after the loss
-        if len(set(names)) != len(names) or "loss" in names:
-            where = "tasks: the logged names" if self.tasks else "metrics: names"
-            raise ValueError(
-                f"{where} {names} repeat or use 'loss'; give each metric a unique name="
-            )
+        # The rules that relate several sections live in dsl/rules/, one small function each.
+        rules.check(self)
         return self
-
-    def _check_objective(self) -> None:
-        if self.gan is not None:
-            self._check_gan()
-            return
-        for field in ("model", "optimizer"):
-            if getattr(self, field) is None:
-                raise ValueError(
-                    f"{field} is missing: set it (or gan, for a generative adversarial network)"
-                )
-        if self.loss is None and not self.tasks:
-            raise ValueError(
-                "loss is missing: set loss (the objective), or tasks for a multi-task model (one "
-                "loss per head of model.heads)"
-            )
-        if self.loss is not None and self.tasks:
-            raise ValueError(
-                "loss and tasks are both set: a multi-task model has one loss per task; remove "
-                "loss (or tasks, for a single output)"
-            )
-        heads = list(getattr(self.model, "heads", {}))
-        if not self.tasks:
-            if heads:
-                raise ValueError(
-                    f"model.heads has {heads} but tasks is empty: give each head its loss in "
-                    "tasks (and drop loss)"
-                )
-            if self.data.label_names:
-                raise ValueError(
-                    f"data gives one label per task ({self.data.label_names}) but the model has "
-                    "one output; add model.heads and tasks for them, or use single labels"
-                )
-            return
-        if sorted(heads) != sorted(self.tasks):
-            raise ValueError(
-                f"tasks {sorted(self.tasks)} and model.heads {sorted(heads)} differ: a multi-task "
-                "model (a Functional model) needs one head per task, with the same names"
-            )
-        if self.metrics:
-            raise ValueError(
-                "metrics is set for a multi-task model: put each metric in its task's "
-                "tasks.<name>.metrics"
-            )
-        labels = self.data.label_names
-        if labels is None or sorted(labels) != sorted(self.tasks):
-            raise ValueError(
-                f"tasks {sorted(self.tasks)} need one label each, but data.train gives "
-                f"{sorted(labels) if labels else 'one label per example'}: use an Npz source "
-                'with y_key={"<task>": "<array name>", ...} or Shapes(task="multitask")'
-            )
-        if self.data.labels == "one_hot":
-            raise ValueError(
-                'data.labels="one_hot" is for single labels; a multi-task model takes each '
-                "task's labels as they are (sparse class ids)"
-            )
-
-    def _check_gan(self) -> None:
-        gan = self.gan
-        assert gan is not None
-        taken = [f for f in ("model", "optimizer", "loss") if getattr(self, f) is not None]
-        taken += [f for f in ("tasks", "metrics") if getattr(self, f)]
-        if taken:
-            raise ValueError(
-                f"gan is set, and so is {taken[0]}: a GAN's networks, losses and optimizers are "
-                f"all in gan (gan.generator, gan.discriminator, gan.*_optimizer); remove {taken[0]}"
-            )
-        if self.data.validation is not None:
-            raise ValueError(
-                "data.validation is set for a GAN: there are no labels to score it on, and the "
-                "script writes sample images instead; remove data.validation"
-            )
-        unsupported = {
-            "gradients": self.gradients.clipped or self.gradients.accumulate_steps > 1,
-            "logging.histograms": self.logging.histograms,
-            "performance.precision": self.performance.precision != "float32",
-            "data.labels": self.data.labels != "sparse" or bool(self.data.label_names),
-        }
-        for field, used in unsupported.items():
-            if used:
-                raise ValueError(
-                    f"{field} is set for a GAN, whose step loopgen writes without it (only the "
-                    f"supervised step has it); remove {field} or hand-edit the GAN step"
-                )
-        if gan.generator.input_shape != (gan.latent_dim,):
-            raise ValueError(
-                f"gan.generator.input_shape={gan.generator.input_shape} but gan.latent_dim="
-                f"{gan.latent_dim}: the generator takes the noise vector; set input_shape="
-                f"({gan.latent_dim},)"
-            )
-        path, last = gan.generator.last_layer()
-        if getattr(last, "activation", None) not in ("tanh", "sigmoid"):
-            raise ValueError(
-                f"gan.generator.{path} must end the generator in activation='tanh' (images in "
-                "[-1, 1], the DCGAN choice) or 'sigmoid' ([0, 1]): the script scales the real "
-                "images to the same range"
-            )
 
     @property
     def image_range(self) -> str:
         """A GAN generator's output range: `tanh` ([-1, 1]) or `sigmoid` ([0, 1])."""
         assert self.gan is not None
-        return self.gan.generator.last_layer()[1].activation
+        return self.gan.generator.last_layer()[1].arg("activation")
 
     def objectives(self) -> list[tuple[str, Loss, str, list[Metric], str, object]]:
         """(field path of the loss, the loss, field path of its metrics, the metrics, path of
@@ -376,198 +261,6 @@ class Spec(StrictModel):
             *(f"{name}_{m.metric_name}" for name, task in self.tasks.items() for m in task.metrics),
         ]
 
-    def _check_custom_layers(self) -> None:
-        classes = {c.name: c for c in self.custom_layers}
-        if len(classes) != len(self.custom_layers):
-            raise ValueError("custom_layers: two classes share a name; rename one")
-        for i, cls in enumerate(self.custom_layers):
-            check_not_reserved(cls.name, f"custom_layers[{i}].name: class name")
-        for path, item in self._layers_with_paths():
-            if not isinstance(item, Custom):
-                continue
-            if item.cls not in classes:
-                raise ValueError(
-                    f"{path}.cls is {item.cls!r}, but custom_layers declares "
-                    f"{sorted(classes) or 'no classes'}; declare it in custom_layers or fix the "
-                    "name"
-                )
-            unknown = sorted(set(item.args) - set(classes[item.cls].params))
-            if unknown:
-                raise ValueError(
-                    f"{path}.args passes {unknown[0]!r}, which is not a parameter of "
-                    f"{item.cls} (its params: {sorted(classes[item.cls].params) or 'none'}); "
-                    "fix the name or add the parameter to the class"
-                )
-        _check_no_cycle(classes)
-
-    def _check_shapes(self) -> None:
-        if self.gan is not None:
-            self._check_gan_shapes()
-        elif not isinstance(self.model, Imported):
-            classes = {c.name: c for c in self.custom_layers}
-            trunk = check_shapes(self.model.input_shape, self.model.layers, classes)
-            for name, items in getattr(self.model, "heads", {}).items():
-                check_shapes(trunk, items, classes, path=f"model.heads.{name}")
-
-    def _check_gan_shapes(self) -> None:
-        gan = self.gan
-        assert gan is not None
-        classes = {c.name: c for c in self.custom_layers}
-        image = check_shapes(
-            gan.generator.input_shape, gan.generator.layers, classes, path="gan.generator.layers"
-        )
-        if tuple(gan.discriminator.input_shape) != tuple(image):
-            raise ValueError(
-                f"gan.generator makes images of shape {image} but gan.discriminator.input_shape="
-                f"{gan.discriminator.input_shape}; make them equal"
-            )
-        train = self.data.train
-        if train.kind == "shapes" and tuple(image) != (train.image_size, train.image_size, 3):
-            raise ValueError(
-                f"gan.generator makes images of shape {image} but data.train has images of "
-                f"({train.image_size}, {train.image_size}, 3); change the generator's layers or "
-                "data.train.image_size"
-            )
-        logits = check_shapes(
-            image, gan.discriminator.layers, classes, path="gan.discriminator.layers"
-        )
-        if tuple(logits) != (1,):
-            raise ValueError(
-                f"gan.discriminator outputs shape {logits}; it must output one logit per image "
-                "(end it in Dense(units=1) without activation)"
-            )
-
-    def _check_labels(self) -> None:
-        labels = self.data.labels
-        checked = []
-        for loss_path, loss, metrics_path, metrics, _, _ in self.objectives():
-            checked += [(loss_path, loss)]
-            checked += [(f"{metrics_path}[{i}]", m) for i, m in enumerate(metrics)]
-        for where, obj in checked:
-            wants = type(obj).labels
-            if wants != "any" and wants != labels:
-                alternative = _COUNTERPART.get(obj.kind)
-                raise ValueError(
-                    f"{where}.kind={obj.kind!r} expects {wants} labels, but data.labels="
-                    f'{labels!r}; use data.labels="{wants}"'
-                    + (f", or use {where}.kind={alternative!r}" if alternative else "")
-                )
-
-    def _check_logits(self) -> None:
-        for where, loss, _, _, path, last in self.objectives():
-            self._check_output(where, loss, path, last)
-
-    def _check_output(self, where: str, loss: Loss, path: str, last: object) -> None:
-        if not type(loss).probabilistic or not isinstance(last, _Kernel | ActivationLayer):
-            return  # a custom layer, dropout, ...: the output activation is not visible here
-        activation = last.activation
-        squashed = activation in ("softmax", "sigmoid")
-        if loss.from_logits and squashed:
-            raise ValueError(
-                f"{where}.from_logits=True but {path}.activation={activation!r}: the loss "
-                f"would apply {activation} a second time. Remove the activation (recommended, "
-                f"more stable) or set {where}.from_logits=False"
-            )
-        if not loss.from_logits and not squashed:
-            raise ValueError(
-                f"{where}.from_logits=False but {path} outputs "
-                f"{'logits' if activation in (None, 'linear') else repr(activation) + ' values'}"
-                f", not probabilities; set {where}.from_logits=True (recommended) or end the "
-                "model in a softmax/sigmoid"
-            )
-
-    def _check_thresholds(self) -> None:
-        for where, loss, metrics_path, metrics, _, _ in self.objectives():
-            from_logits = getattr(loss, "from_logits", False)
-            for i, metric in enumerate(metrics):
-                if isinstance(metric, BinaryAccuracy) and from_logits and metric.threshold != 0.0:
-                    raise ValueError(
-                        f"{metrics_path}[{i}].threshold={metric.threshold} but {where}.from_logits"
-                        "=True: the model outputs logits, where probability 0.5 is logit 0; set "
-                        "threshold=0.0"
-                    )
-
-    def _check_split(self) -> None:
-        validation = self.data.validation
-        if validation is not None and validation.kind == "split":
-            if self.data.train.kind == "image_directory":
-                raise ValueError(
-                    "data.validation is a split of data.train, an image_directory: its files "
-                    "load class by class, so the split would hold out whole classes. Give "
-                    "data.validation its own ImageDirectory (or Npz, ...) instead"
-                )
-
-    def _check_devices(self) -> None:
-        if not isinstance(self.distribute, Mirrored) or not self.distribute.devices:
-            return
-        devices = [d.lower().lstrip("/").removeprefix("device:") for d in self.distribute.devices]
-        if len(set(devices)) != len(devices):
-            raise ValueError(
-                f"distribute.devices={self.distribute.devices} names a device twice; list each "
-                "device once"
-            )
-        replicas = len(devices)
-        if self.data.batch_size % replicas:
-            raise ValueError(
-                f"data.batch_size={self.data.batch_size} (the global batch) does not split "
-                f"evenly over the {replicas} replicas of distribute.devices; make "
-                f"data.batch_size a multiple of {replicas}"
-            )
-
-    def _check_performance(self) -> None:
-        xla, kind = self.performance.xla, self.distribute.kind
-        if xla == "on" and self.gan is not None:
-            raise ValueError(
-                "performance.xla='on' for a GAN: loopgen compiles the supervised step only; set "
-                "performance.xla='auto' or 'off'"
-            )
-        if xla == "on" and self.gradients.accumulate_steps > 1:
-            raise ValueError(
-                f"performance.xla='on' with gradients.accumulate_steps="
-                f"{self.gradients.accumulate_steps}: a smaller last batch splits into "
-                "micro-batches of different sizes, which XLA cannot compile; set "
-                "performance.xla='auto' or 'off', or accumulate_steps=1"
-            )
-        if xla == "on" and kind in ("mirrored", "multi_worker"):
-            raise ValueError(
-                f"performance.xla='on' but distribute.kind={kind!r}: loopgen compiles the "
-                "single-device step only (the distributed step all-reduces gradients, and a "
-                "TPU compiles everything anyway); set performance.xla='auto' or 'off'"
-            )
-
-    def _check_monitors(self) -> None:
-        known = [f"val_{name}" for name in self.log_names()]
-        for field, monitored in self.monitors().items():
-            if self.data.validation is None:
-                raise ValueError(
-                    f"{field} watches {monitored.monitor!r}, but data.validation is not set: "
-                    f"there is nothing to watch; add data.validation or remove {field}"
-                )
-            if monitored.monitor not in known:
-                raise ValueError(
-                    f"{field}.monitor={monitored.monitor!r} is not a validation value of this run; "
-                    f"choose one of {known}"
-                )
-        stop, plateau = self.early_stopping, self.reduce_on_plateau
-        if (
-            stop
-            and plateau
-            and stop.monitor == plateau.monitor
-            and stop.patience <= plateau.patience
-        ):
-            raise ValueError(
-                f"early_stopping.patience={stop.patience} is not above reduce_on_plateau.patience="
-                f"{plateau.patience} on the same {stop.monitor}: the run would stop before the "
-                "lower rate is ever tried; make early_stopping.patience the larger one"
-            )
-        if plateau and self.optimizer and self.optimizer.schedule is not None:
-            raise ValueError(
-                f"reduce_on_plateau is set and optimizer.learning_rate is a schedule "
-                f"({self.optimizer.schedule.kind}): the plateau lowers a constant rate, which a "
-                "schedule would override every step; use a constant optimizer.learning_rate or "
-                "remove reduce_on_plateau"
-            )
-
     def monitors(self) -> dict[str, EarlyStopping | ReduceOnPlateau | BestModel]:
         """The decisions taken on validation values, by field name."""
         # In the order the script takes them: the best weights are saved and the rate lowered
@@ -578,17 +271,6 @@ class Spec(StrictModel):
             "early_stopping": self.early_stopping,
         }
         return {field: m for field, m in found.items() if m is not None}
-
-    def _check_gradients(self) -> None:
-        steps = self.gradients.accumulate_steps
-        replicas = len(getattr(self.distribute, "devices", [])) or 1
-        if self.data.batch_size % (steps * replicas):
-            per = f" per replica ({replicas} in distribute.devices)" if replicas > 1 else ""
-            raise ValueError(
-                f"gradients.accumulate_steps={steps} does not divide data.batch_size="
-                f"{self.data.batch_size}{per} into equal micro-batches; make data.batch_size a "
-                f"multiple of {steps * replicas}"
-            )
 
     @property
     def uses_xla(self) -> bool:
@@ -601,9 +283,12 @@ class Spec(StrictModel):
             return xla == "on" and self.distribute.kind == "single_device"
         if isinstance(self.model, Imported) or self.gradients.accumulate_steps > 1:
             return False
-        # Measured on CPU (bench/): XLA slows convolutions, and Dropout's random numbers.
-        slower = ("conv2d", "conv2d_transpose", "max_pooling2d", "up_sampling2d", "dropout")
-        return not self._any_layer(lambda layer: getattr(layer, "kind", "") in slower)
+        # Measured on CPU (bench/): XLA speeds up dense layers, slows convolutions and Dropout's
+        # random numbers, and cannot compile some layers at all (string lookups): on only for
+        # models made of layers known to gain.
+        return not self._any_layer(
+            lambda layer: isinstance(layer, KerasLayer) and layer.kind not in XLA_GAINS
+        )
 
     def warnings(self) -> list[str]:
         """Combinations that render and run but are probably not what the user wants."""
@@ -612,8 +297,9 @@ class Spec(StrictModel):
             isinstance(self.distribute, Mirrored) and len(self.distribute.devices) == 1
         )
         if multi_device:
-            for path, layer in self._layers_with_paths():
-                if isinstance(layer, BatchNormalization) and not layer.synchronized:
+            for path, layer in self.layers_with_paths():
+                kind = getattr(layer, "kind", "")
+                if kind == "batch_normalization" and not layer.arg("synchronized"):
                     found.append(
                         f"{path} is a BatchNormalization under distribute.kind="
                         f"{self.distribute.kind!r}: each replica normalizes with the statistics "
@@ -621,14 +307,6 @@ class Spec(StrictModel):
                         f"{path}.synchronized=True to use the statistics of the global batch"
                     )
         return found
-
-    def _check_schedule(self) -> None:
-        for path, optimizer in self.optimizers().items():
-            schedule = optimizer.schedule
-            if schedule is not None and self.loop.steps is not None:
-                problem = schedule.length_problem(f"{path}.learning_rate", self.loop.steps)
-                if problem:
-                    raise ValueError(problem)
 
     def optimizers(self) -> dict[str, Optimizer]:
         """Every optimizer of the run, by field path."""
@@ -643,11 +321,14 @@ class Spec(StrictModel):
 
     @property
     def has_dropout(self) -> bool:
-        """Whether the model has Dropout and so RNG state to checkpoint (assumed for imported
-        models: code the spec cannot see may well have it)."""
-        return self._any_layer(lambda layer: isinstance(layer, Dropout))
+        """Whether the model has random layers (Dropout, noise, augmentation, ...), whose random
+        state must be checkpointed (assumed for imported models: code the spec cannot see may
+        well have it). A layer that takes a `seed` draws random numbers."""
+        return self._any_layer(
+            lambda layer: isinstance(layer, KerasLayer) and "seed" in layer.entry.args
+        )
 
-    def _layers_with_paths(self) -> list[tuple[str, object]]:
+    def layers_with_paths(self) -> list[tuple[str, object]]:
         """Every layer the spec declares, with its field path (none for imported models)."""
         found = []
         if self.gan is not None:
@@ -657,6 +338,8 @@ class Spec(StrictModel):
             found = [(f"model.{path}", item) for path, item in self.model.flat_items()]
         for i, cls in enumerate(self.custom_layers):
             found += [(f"custom_layers[{i}].layers[{j}]", s) for j, s in enumerate(cls.layers)]
+        if self.data.augment_in == "model":
+            found += [(f"data.augmentation[{i}]", x) for i, x in enumerate(self.data.augmentation)]
         return found
 
     def _any_layer(self, test) -> bool:
@@ -664,21 +347,4 @@ class Spec(StrictModel):
         imported models, whose layers the spec cannot see."""
         if isinstance(self.model, Imported):
             return True
-        return any(test(layer) for _, layer in self._layers_with_paths())
-
-
-def _check_no_cycle(classes: dict[str, CustomLayerClass]) -> None:
-    """A custom layer class may use others, but never itself, directly or through others."""
-
-    def visit(name: str, chain: tuple[str, ...]) -> None:
-        if name in chain:
-            cycle = " -> ".join((*chain[chain.index(name) :], name))
-            raise ValueError(
-                f"custom_layers: {cycle} contains itself; a layer class cannot be built from itself"
-            )
-        for layer in classes[name].layers:
-            if isinstance(layer, Custom) and layer.cls in classes:
-                visit(layer.cls, (*chain, name))
-
-    for name in classes:
-        visit(name, ())
+        return any(test(layer) for _, layer in self.layers_with_paths())

@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import keyword
 import math
+import textwrap
 from typing import Any
 
 from ..dsl.base import Var
-from ..dsl.layers import L1, L1L2, L2, Custom, LayerBase, Repeat
+from ..dsl.layers import L1, L1L2, L2, Custom, KerasLayer, Repeat
+
+
+class Code(str):
+    """A fragment of code the renderer built itself (e.g. an f-string of a layer's name): written
+    as is. Never made from user text."""
 
 
 class TemplateBug(Exception):
@@ -25,6 +31,8 @@ def identifier(name: str) -> str:
 
 def literal(value: Any) -> str:
     """A Python expression for a spec constant."""
+    if isinstance(value, Code):
+        return str(value)
     if isinstance(value, Var):
         return identifier(value.var)
     if value is None or isinstance(value, bool | int | str):
@@ -42,6 +50,8 @@ def literal(value: Any) -> str:
         return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
     if isinstance(value, L1 | L2 | L1L2):
         return regularizer(value)
+    if isinstance(value, KerasLayer):
+        return layer(value)  # a layer that another wraps (Bidirectional, TimeDistributed)
     raise TemplateBug(f"cannot write a {type(value).__name__} as a Python literal")
 
 
@@ -71,10 +81,12 @@ def call(callee: str, args: list[tuple[str | None, Any]]) -> str:
     return f"{callee}({arguments(args)})"
 
 
-def layer(item: LayerBase) -> str:
+def layer(item: KerasLayer | Custom) -> str:
     """Constructor expression of a layer: `layers.Dense(64, activation="relu")`."""
     if isinstance(item, Custom):
         return call(identifier(item.cls), item.arguments())
+    if item.kind == "position_embedding":  # the script's own class
+        return call("PositionEmbedding", item.arguments())
     return call(f"layers.{item.keras_class}", item.arguments())
 
 
@@ -93,12 +105,24 @@ def keras_object(module: str, obj: Any, extra: list[tuple[str | None, Any]] | No
     return call(f"keras.{module}.{obj.keras_class}", [*obj.arguments(), *(extra or [])])
 
 
+def _wrapped(text: str, width: int = 88) -> str:
+    """Paragraphs longer than a line re-flowed to `width` (black leaves docstrings as they are);
+    text already broken into short lines is kept."""
+    if all(len(line) <= width for line in text.splitlines()):
+        return text
+    paragraphs = text.split("\n\n")
+    return "\n\n".join(
+        textwrap.fill(" ".join(p.split()), width) if len(p) > width and "\n" not in p.strip() else p
+        for p in paragraphs
+    )
+
+
 def docstring(text: str) -> str:
     """A triple-quoted docstring when that is safe to write, else a plain string literal.
 
     The triple-quoted form cannot end early or escape without a backslash or `\"\"\"`, so it
     is used only when the text has neither (and no control characters)."""
-    text = text.strip("\n")
+    text = _wrapped(text.strip("\n"))
     safe = (
         '"""' not in text
         and "\\" not in text

@@ -8,14 +8,18 @@ from typing import Any
 
 from .. import __version__
 from ..dsl.base import Var
-from ..dsl.layers import Concatenate, Custom, CustomLayerClass, Repeat, SaveSkip
+from ..dsl.layers import Custom, CustomLayerClass
 from ..dsl.loader import spec_hash
 from ..dsl.model import Imported
 from ..dsl.schedules import Warmup
+from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
-from . import code, stamp
+from . import code, fingerprint, graph, stamp
 
 IMAGE_SOURCES = {"keras_dataset", "image_directory", "shapes"}
+STREAMING = {"tfds", "tfrecord", "csv", "generator"}
+"""Sources read as a stream of records (no random access): shuffled by a buffer, seeked by
+skipping inside an epoch."""
 MONITOR_NAMES = {
     "early_stopping": "early_stopping",
     "reduce_on_plateau": "plateau",
@@ -29,13 +33,15 @@ def build_context(
     spec_file: str,
     flags: list[str] = (),  # type: ignore[assignment]
 ) -> dict[str, Any]:
+    is_graph = spec.model is not None and spec.model.kind == "graph"
+    x_name = "images" if _is_image_data(spec) else "features"
+    features = spec.data.feature_names
     sources = [spec.data.train, spec.data.validation]
+    real_sources = [s for s in sources if s is not None and s.kind != "split"]
     shapes = [s for s in sources if s is not None and s.kind == "shapes"]
     distributed = spec.distribute.kind != "single_device"
     batch_size = "GLOBAL_BATCH_SIZE" if distributed else "BATCH_SIZE"
     per_example = distributed or spec.gradients.accumulate_steps > 1
-    # Distributed and accumulating steps average per-example losses over the batch themselves.
-    reduction = [("reduction", None)] if per_example else []
     # The global norm of the gradients, logged: wanted when clipping by it or histograms.
     gradient_norm = spec.gradients.clip_norm is not None or spec.logging.histograms
     validation_names = spec.log_names()
@@ -61,8 +67,47 @@ def build_context(
         "flags": list(flags),
         "imports": imports(spec),
         "output_dir": spec.output_dir or f"runs/{spec.name}",
+        # (field, expression) of the script's SETUP: what its checkpoints mean.
+        "setup": fingerprint.setup_entries(spec, batch_size),
         "has_validation": spec.data.validation is not None,
-        "x_name": "images" if _is_image_data(spec) else "features",
+        "x_name": x_name,
+        "input_dtypes": input_dtypes(spec),
+        # How each source is read: image files decoded when picked, arrays gathered, streams.
+        "image_directories": any(s.kind == "image_directory" for s in real_sources),
+        "image_size": next(
+            (s.image_size for s in real_sources if s.kind == "image_directory"), None
+        ),
+        "image_channels": 1
+        if any(getattr(s, "color_mode", "") == "grayscale" for s in real_sources)
+        else 3,
+        "streaming": any(s.kind in STREAMING for s in real_sources),
+        "kinds": {s.kind for s in real_sources},
+        # Augmentation in the input pipeline: per example, then the batch-level ones (MixUp).
+        "pipeline_augmentation": bool(spec.data.augmentation)
+        and spec.data.augment_in == "pipeline",
+        "per_example_augmentation": sum(
+            not x.entry.get("batch_level") for x in spec.data.augmentation
+        ),
+        "batch_augmentation": any(x.entry.get("batch_level") for x in spec.data.augmentation),
+        "class_directories": any(
+            s.kind in ("image_directory", "text_directory") for s in real_sources
+        ),
+        "streamed_files": any(s.kind in ("tfrecord", "csv", "generator") for s in real_sources),
+        **source_context(real_sources),
+        "train_streaming": spec.data.train.kind in STREAMING,
+        "validation_streaming": getattr(spec.data.validation, "kind", None) in STREAMING,
+        "array_reader": any(
+            s.kind not in STREAMING and (s.kind != "image_directory" or spec.data.cache)
+            for s in real_sources
+        ),
+        # An expression of the batch's inputs whose first dimension is the batch size, and the
+        # inputs of a micro-batch (several named inputs: a dict of tensors).
+        "batch_of": f"{x_name}[{code.literal(features[0])}]" if features else x_name,
+        "micro_inputs": (
+            f"{{name: tensor[micro_batch] for name, tensor in {x_name}.items()}}"
+            if features
+            else f"{x_name}[micro_batch]"
+        ),
         "shapes_task": shapes[0].task if shapes else None,
         "custom_classes": [
             {"cls": cls, "sublayers": sublayer_attributes(cls)} for cls in spec.custom_layers
@@ -70,6 +115,41 @@ def build_context(
         # Whether a network (the model, or a GAN's generator or discriminator) has Repeat
         # blocks ("repeats") or skip connections ("skips").
         "net_has": net_has,
+        "metric_expression": metric_expression,
+        # Layers with sparse (IndexedSlices) gradients.
+        "sparse_gradients": isinstance(spec.model, Imported)
+        or any(
+            getattr(layer, "kind", None) in ("embedding", "reversible_embedding")
+            for _, layer in spec.layers_with_paths()
+        ),
+        # (node, the training feature it adapts on) for every adapted layer.
+        "adapted": [
+            (
+                node.name,
+                "train_examples[0]"
+                + (f"[{code.literal(node.inputs[0])}]" if spec.data.feature_names else ""),
+            )
+            for node in (spec.model.nodes if is_graph else [])
+            if node.adapt
+        ],
+        "position_embedding": any(
+            getattr(layer, "kind", None) == "position_embedding"
+            for _, layer in spec.layers_with_paths()
+        ),
+        # A graph model: its blocks' functions and build_model()'s statements.
+        "graph_blocks": [graph.block_function(spec.model, block) for block in spec.model.blocks]
+        if is_graph
+        else [],
+        "graph_build": graph.build_lines(
+            spec.model,
+            spec.name,
+            spec.performance.precision,
+            spec.data.augmentation if spec.data.augment_in == "model" else [],
+            check_graph_shapes(spec.model, {c.name: c for c in spec.custom_layers}),
+        )
+        if is_graph
+        else [],
+        "model_augmentation": bool(spec.data.augmentation) and spec.data.augment_in == "model",
         "gan": spec.gan is not None,
         # Whether each network's layers have weight penalties (model.losses) to add.
         "regularized": {
@@ -84,7 +164,8 @@ def build_context(
             name: optimizer_expression(spec, optimizer, inline_schedule=True)
             for name, optimizer in (spec.gan.optimizers().items() if spec.gan else [])
         },
-        "loss_expr": code.keras_object("losses", spec.loss, reduction) if spec.loss else None,
+        "loss_expr": loss_expression(spec.loss, per_example) if spec.loss else None,
+        "imported_loss": spec.loss is not None and spec.loss.kind == "import",
         "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
         # SIGTERM saves a checkpoint and exits (multi-worker: after the same step on every
         # worker, agreed on in the train step).
@@ -111,13 +192,11 @@ def build_context(
         "tasks": [
             {
                 "name": name,
-                "loss_expr": code.keras_object("losses", task.loss, reduction),
+                "loss_expr": loss_expression(task.loss, per_example),
                 "weight": task.weight,
                 # Logged as <task>_<name>.
                 "metrics": [
-                    code.keras_object(
-                        "metrics", m.model_copy(update={"name": f"{name}_{m.metric_name}"})
-                    )
+                    metric_expression(m.model_copy(update={"name": f"{name}_{m.metric_name}"}))
                     for m in task.metrics
                 ],
             }
@@ -140,6 +219,67 @@ def build_context(
             *(f"val_{name}" for name in validation_names if spec.data.validation is not None),
         ],
     }
+
+
+def source_context(sources: list[Any]) -> dict[str, Any]:
+    """What the templates of the TFRecord, CSV and generator sources need. Training and
+    validation sources of one of these kinds share their features (a rule checks it)."""
+    found: dict[str, Any] = {"tfrecord": None, "csv": None, "generator": None}
+    for field, source in zip(("train", "validation"), sources, strict=False):
+        if source.kind not in found or found[source.kind] is not None:
+            continue
+        found[source.kind] = source
+        if source.kind == "tfrecord":
+            found["tfrecord_field"] = f"data.{field}.features"
+            found["tfrecord_images"] = any(f.image for f in source.features.values())
+        elif source.kind == "csv":
+            dtypes = [source.dtypes.get(c, "float32") for c in source.columns()]
+            found["csv_dtypes"] = "[" + ", ".join(f"tf.{d}" for d in dtypes) + "]"
+            fields = {}
+            for name, columns in source.features.items():
+                for column in [columns] if isinstance(columns, str) else columns:
+                    fields.setdefault(column, f"data.{field}.features.{name}")
+            labels = {"": source.label} if isinstance(source.label, str) else source.label
+            for task, column in labels.items():
+                fields.setdefault(column, f"data.{field}.label" + (f".{task}" if task else ""))
+            found["csv_fields"] = fields
+            found["csv_dtypes_field"] = f"data.{field}.dtypes"
+        elif source.kind == "generator":
+            found["generator_signature"] = generator_signature(source)
+    return found
+
+
+def generator_signature(source: Any) -> str:
+    """`(features, label)` as tf.TensorSpec expressions (dicts where the spec names several)."""
+
+    def spec(feature: Any) -> str:
+        return f"tf.TensorSpec(shape={code.literal(feature.shape)}, dtype=tf.{feature.dtype})"
+
+    def structure(value: Any) -> str:
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{code.literal(k)}: {spec(v)}" for k, v in value.items()) + "}"
+        return spec(value)
+
+    return f"({structure(source.features)}, {structure(source.label)})"
+
+
+def loss_expression(loss: Any, per_example: bool) -> str:
+    """The loss function: a Keras loss (reduction=None when the step averages per example), or
+    your function, which gives one loss per example (averaged here unless the step does)."""
+    if loss.kind != "import":
+        return code.keras_object("losses", loss, [("reduction", None)] if per_example else [])
+    arguments = code.arguments([(None, Var(var="labels")), (None, Var(var="predictions")),
+                                *loss.kwargs.items()])  # fmt: skip
+    called = f"{loss.module}.{code.identifier(loss.attribute)}({arguments})"
+    return f"lambda labels, predictions: {called if per_example else f'tf.reduce_mean({called})'}"
+
+
+def metric_expression(metric: Any) -> str:
+    """A metric's constructor: Keras's own, or your class with its name and arguments."""
+    if metric.kind != "import":
+        return code.keras_object("metrics", metric)
+    arguments = code.arguments([("name", metric.metric_name), *metric.kwargs.items()])
+    return f"{metric.module}.{code.identifier(metric.attribute)}({arguments})"
 
 
 def comet_parameters(spec: Spec, batch_size: str) -> str:
@@ -168,8 +308,9 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     """The script's imports, computed from what the spec uses and sorted as isort would."""
     kinds = {spec.data.train.kind, spec.data.validation.kind if spec.data.validation else None}
     stdlib = {"import argparse", "import math", "import os", "import time"}
-    if spec.logging.jsonl:
-        stdlib.add("import json")
+    # The output directory's lock and runs.jsonl (run_dir.jinja).
+    stdlib |= {"import fcntl", "import hashlib", "import json", "import re", "import socket"}
+    stdlib.add("import sys")
     if spec.logging.csv:
         stdlib.add("import csv")
     if spec.distribute.kind == "multi_worker" and (spec.export.saved_model or spec.export.keras):
@@ -177,14 +318,30 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     if preemptible(spec):
         stdlib |= {"import signal", "import threading"}
     third_party = {"import keras", "import tensorflow as tf"}
-    if kinds & {"npz", "shapes"}:
+    if kinds & {"npz", "shapes", "image_directory"}:
         third_party.add("import numpy as np")
     if "tfds" in kinds:
         third_party.add("import tensorflow_datasets as tfds")
+    if "tfrecord" in kinds:
+        stdlib |= {"import re", "import struct"}
+    if "csv" in kinds:
+        stdlib.add("import re")
+    if kinds & {"text", "text_directory"}:
+        third_party.add("import numpy as np")
     from_imports = set()
     if not isinstance(spec.model, Imported) or spec.custom_layers:
         from_imports.add("from keras import layers")
     user = [f"import {spec.model.module}"] if isinstance(spec.model, Imported) else []
+    objectives = [spec.loss, *spec.metrics]
+    for task in spec.tasks.values():
+        objectives += [task.loss, *task.metrics]
+    user += [f"import {o.module}" for o in objectives if o is not None and o.kind == "import"]
+    user += [
+        f"import {s.module}"
+        for s in (spec.data.train, spec.data.validation)
+        if s is not None and s.kind == "generator"
+    ]
+    user = sorted(set(user))
     return {
         "stdlib": sorted(stdlib),
         "third_party": sorted(third_party) + sorted(from_imports),
@@ -207,6 +364,17 @@ def sublayer_attributes(cls: CustomLayerClass) -> list[tuple[str, Any]]:
             seen[base] += 1
         named.append((f"{base}_{seen[base]}", layer))
     return named
+
+
+def input_dtypes(spec: Spec) -> str | dict[str, str]:
+    """The dtype the pipeline casts the inputs to: the graph model's inputs' (a dict for
+    several named inputs), float32 otherwise."""
+    model = spec.model
+    if model is None or model.kind != "graph":
+        return "float32"
+    if spec.data.feature_names is None:
+        return next(iter(model.inputs.values())).dtype
+    return {name: given.dtype for name, given in model.inputs.items()}
 
 
 def _is_image_data(spec: Spec) -> bool:
@@ -274,5 +442,5 @@ def net_has(net: Any, what: str) -> bool:
     """Whether a network has Repeat blocks (`repeats`) or skip connections (`skips`)."""
     if isinstance(net, Imported):
         return False
-    kinds = (Repeat,) if what == "repeats" else (SaveSkip, Concatenate)
-    return any(isinstance(item, kinds) for _, item in net.flat_items())
+    kinds = ("repeat",) if what == "repeats" else ("save_skip", "concatenate")
+    return any(item.kind in kinds for _, item in net.flat_items())

@@ -1,4 +1,4 @@
-# Mistake: an optimizer kind loopgen does not know
+# Mistake: a misspelt optimizer kind
 """MLP 784-64-64-10 on MNIST digits, SGD at 1e-3, training loss logged every 200 batches.
 
 Follows seed 003 ("TensorFlow - Writing Custom Training Loop"): the Keras guide's first custom
@@ -39,7 +39,7 @@ spec = Spec(
         ],
     ),
     loss=SparseCategoricalCrossentropy(from_logits=True),
-    optimizer={"kind": "adamax", "learning_rate": 1e-3},
+    optimizer={"kind": "rmsporp", "learning_rate": 1e-3},
     metrics=[SparseCategoricalAccuracy()],
     loop=Loop(epochs=2, log_every_steps=200),
     checkpoint=Checkpoint(every_epochs=1),

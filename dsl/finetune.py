@@ -1,0 +1,34 @@
+"""Fine-tuning: a frozen pretrained backbone that starts to train part-way through the run."""
+
+from __future__ import annotations
+
+from pydantic import model_validator
+
+from .base import Identifier, PositiveFloat, PositiveInt, StrictModel
+
+
+class FineTune(StrictModel):
+    """Unfreezes a frozen backbone at an epoch or a step: the two phases of transfer learning,
+    first the new layers on the frozen features, then the backbone too (usually at a lower
+    rate). The optimizer holds slots for the backbone's weights from the start, so checkpoints
+    have the same variables before and after, and a run resumed on either side of the
+    unfreeze continues exactly."""
+
+    backbone: Identifier
+    """The graph node whose Backbone unfreezes (it must be frozen: trainable=False)."""
+    at_epoch: PositiveInt | None = None
+    """Unfreeze when this epoch starts (epochs count from 1: 3 trains two epochs frozen)."""
+    at_step: PositiveInt | None = None
+    """Unfreeze after this many steps instead."""
+    from_layer: str | None = None
+    """Unfreeze the backbone's layers from this one on, by its name in the application (e.g.
+    `block_13_expand` in MobileNetV2), the earlier ones stay frozen; None unfreezes all."""
+    learning_rate: PositiveFloat | None = None
+    """The optimizer's learning rate from the unfreeze on (the Keras guide: about ten times
+    lower); None keeps the rate. Needs a constant optimizer.learning_rate."""
+
+    @model_validator(mode="after")
+    def _when(self) -> FineTune:
+        if (self.at_epoch is None) == (self.at_step is None):
+            raise ValueError("set exactly one of fine_tune.at_epoch and fine_tune.at_step")
+        return self

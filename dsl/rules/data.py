@@ -1,0 +1,117 @@
+"""Rules of the data that need the rest of the spec (the data section's own rules are in
+`Data`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..spec import Spec
+
+
+SPLITTABLE = ("npz", "keras_dataset", "shapes", "text")
+"""Sources held in memory as arrays, whose last examples a Split can hold out."""
+
+
+def check_split(spec: Spec) -> None:
+    validation = spec.data.validation
+    if validation is None or validation.kind != "split":
+        return
+    kind = spec.data.train.kind
+    if kind in ("image_directory", "text_directory"):
+        raise ValueError(
+            f"data.validation is a split of data.train, a {kind}: its files "
+            "load class by class, so the split would hold out whole classes. Give "
+            "data.validation its own source instead"
+        )
+    if kind not in SPLITTABLE:
+        raise ValueError(
+            f"data.validation is a split of data.train, a {kind} source, which is streamed: "
+            "there is no end of it to hold out. Give data.validation its own files instead"
+        )
+
+
+def check_sources_agree(spec: Spec) -> None:
+    """Training and validation sources of one kind are read by the same code: they must give
+    the same features (images of one size, records of one layout)."""
+    train, validation = spec.data.train, spec.data.validation
+    if validation is None or validation.kind != train.kind:
+        return
+    shared = {
+        "image_directory": ("image_size", "color_mode"),
+        "tfrecord": ("features", "label"),
+        "csv": ("features", "label", "dtypes", "delimiter"),
+        "generator": ("features", "label"),
+    }.get(train.kind, ())
+    for field in shared:
+        if getattr(train, field) != getattr(validation, field):
+            raise ValueError(
+                f"data.validation.{field} differs from data.train.{field}: the script reads "
+                f"both {train.kind} sources the same way; give them the same {field}"
+            )
+
+
+def check_input_types(spec: Spec) -> None:
+    """data.rescale multiplies numbers: text inputs have none."""
+    if spec.data.rescale is not None and spec.data.train.kind in ("text", "text_directory"):
+        raise ValueError(
+            f"data.rescale is set but data.train ({spec.data.train.kind}) gives text; remove "
+            "data.rescale"
+        )
+
+
+def check_features(spec: Spec) -> None:
+    """The data's named features are the model's named inputs: a graph model with several
+    inputs takes a dict of features with exactly those names; a model with one input, one
+    tensor (or a dict of that one name)."""
+    features = spec.data.feature_names
+    model = spec.model
+    if model is None or model.kind == "import":
+        return
+    inputs = sorted(model.inputs) if model.kind == "graph" else None
+    if features is None:
+        if inputs is not None and len(inputs) > 1:
+            raise ValueError(
+                f"model.inputs are {inputs} but data.train gives one input per example; give "
+                "it a feature per input (e.g. Npz(x_key={"
+                + ", ".join(f'"{name}": "<array>"' for name in inputs)
+                + "}))"
+            )
+        return
+    if inputs is None:
+        raise ValueError(
+            f"data.train gives the named features {sorted(features)} but model.kind="
+            f"{model.kind!r} takes one input; use a Graph model with inputs of those names "
+            "(or give data.train one input)"
+        )
+    if sorted(features) != inputs:
+        missing = sorted(set(inputs) - set(features))
+        extra = sorted(set(features) - set(inputs))
+        raise ValueError(
+            f"data.train gives the features {sorted(features)} but model.inputs are {inputs}: "
+            + (f"no feature feeds {missing}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"{extra} feed no input" if extra else "")
+            + "; name the features after the model's inputs"
+        )
+    if spec.data.rescale is not None:
+        raise ValueError(
+            "data.rescale is set but the data gives several named features: it would scale "
+            "all of them; put a Rescaling layer on the input that needs it and remove "
+            "data.rescale"
+        )
+
+
+def check_adapt_source(spec: Spec) -> None:
+    """Adapted layers learn from the training examples in memory."""
+    model = spec.model
+    if model is None or model.kind != "graph" or not any(n.adapt for n in model.nodes):
+        return
+    if spec.data.train.kind in ("tfrecord", "csv", "generator", "tfds", "image_directory",
+                                "text_directory"):  # fmt: skip
+        raise ValueError(
+            f"model.nodes adapt a layer on the training data, but data.train is a "
+            f"{spec.data.train.kind} source, read as batches during training: adapt needs the "
+            "examples in memory (npz, keras_dataset, text); give the layer its vocabulary or "
+            "statistics in the spec instead"
+        )

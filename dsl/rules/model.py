@@ -1,0 +1,110 @@
+"""Rules of the networks: custom layer classes, and the shapes flowing through the layers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import shapes
+from ..base import check_not_reserved
+from ..layers import Custom, CustomLayerClass
+from ..model import Imported
+
+if TYPE_CHECKING:
+    from ..spec import Spec
+
+
+def check_custom_layers(spec: Spec) -> None:
+    classes = {c.name: c for c in spec.custom_layers}
+    if len(classes) != len(spec.custom_layers):
+        raise ValueError("custom_layers: two classes share a name; rename one")
+    for i, cls in enumerate(spec.custom_layers):
+        check_not_reserved(cls.name, f"custom_layers[{i}].name: class name")
+    for path, item in spec.layers_with_paths():
+        if not isinstance(item, Custom):
+            continue
+        if item.cls not in classes:
+            raise ValueError(
+                f"{path}.cls is {item.cls!r}, but custom_layers declares "
+                f"{sorted(classes) or 'no classes'}; declare it in custom_layers or fix the "
+                "name"
+            )
+        unknown = sorted(set(item.args) - set(classes[item.cls].params))
+        if unknown:
+            raise ValueError(
+                f"{path}.args passes {unknown[0]!r}, which is not a parameter of "
+                f"{item.cls} (its params: {sorted(classes[item.cls].params) or 'none'}); "
+                "fix the name or add the parameter to the class"
+            )
+    _check_no_cycle(classes)
+
+
+def check_shapes(spec: Spec) -> None:
+    if spec.gan is not None:
+        check_gan_shapes(spec)
+    elif spec.model.kind == "graph":
+        classes = {c.name: c for c in spec.custom_layers}
+        shapes.check_graph_shapes(spec.model, classes)
+    elif not isinstance(spec.model, Imported):
+        classes = {c.name: c for c in spec.custom_layers}
+        trunk = shapes.check_shapes(spec.model.input_shape, spec.model.layers, classes)
+        for name, items in getattr(spec.model, "heads", {}).items():
+            shapes.check_shapes(trunk, items, classes, path=f"model.heads.{name}")
+
+
+def check_gan_shapes(spec: Spec) -> None:
+    gan = spec.gan
+    assert gan is not None
+    classes = {c.name: c for c in spec.custom_layers}
+    image = shapes.check_shapes(
+        gan.generator.input_shape, gan.generator.layers, classes, path="gan.generator.layers"
+    )
+    if tuple(gan.discriminator.input_shape) != tuple(image):
+        raise ValueError(
+            f"gan.generator makes images of shape {image} but gan.discriminator.input_shape="
+            f"{gan.discriminator.input_shape}; make them equal"
+        )
+    train = spec.data.train
+    if train.kind == "shapes" and tuple(image) != (train.image_size, train.image_size, 3):
+        raise ValueError(
+            f"gan.generator makes images of shape {image} but data.train has images of "
+            f"({train.image_size}, {train.image_size}, 3); change the generator's layers or "
+            "data.train.image_size"
+        )
+    logits = shapes.check_shapes(
+        image, gan.discriminator.layers, classes, path="gan.discriminator.layers"
+    )
+    if tuple(logits) != (1,):
+        raise ValueError(
+            f"gan.discriminator outputs shape {logits}; it must output one logit per image "
+            "(end it in Dense(units=1) without activation)"
+        )
+
+
+def _check_no_cycle(classes: dict[str, CustomLayerClass]) -> None:
+    """A custom layer class may use others, but never itself, directly or through others."""
+
+    def visit(name: str, chain: tuple[str, ...]) -> None:
+        if name in chain:
+            cycle = " -> ".join((*chain[chain.index(name) :], name))
+            raise ValueError(
+                f"custom_layers: {cycle} contains itself; a layer class cannot be built from itself"
+            )
+        for layer in classes[name].layers:
+            if isinstance(layer, Custom) and layer.cls in classes:
+                visit(layer.cls, (*chain, name))
+
+    for name in classes:
+        visit(name, ())
+
+
+def check_backbones(spec: Spec) -> None:
+    """A Backbone is a node of a graph model: it needs the graph's named tensors (its input's
+    shape, the training flag of its call)."""
+    if spec.model is None or spec.model.kind == "graph":
+        return
+    for path, layer in spec.layers_with_paths():
+        if getattr(layer, "kind", None) == "backbone":
+            raise ValueError(
+                f"{path} is a Backbone in a {spec.model.kind} model; use a Graph model, with "
+                "the backbone as a node on the image input"
+            )

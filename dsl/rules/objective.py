@@ -1,0 +1,187 @@
+"""Rules of the objective: the model, loss or tasks (or GAN) that go together, label formats,
+logits against `from_logits`, thresholds of metrics on logits."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..layers import KerasLayer
+from ..training import Loss
+
+if TYPE_CHECKING:
+    from ..spec import Spec
+
+_COUNTERPART = {
+    "sparse_categorical_crossentropy": "categorical_crossentropy",
+    "categorical_crossentropy": "sparse_categorical_crossentropy",
+    "sparse_categorical_accuracy": "categorical_accuracy",
+    "categorical_accuracy": "sparse_categorical_accuracy",
+}
+"""For a loss or metric that expects the other label format: the one that fits."""
+
+
+def check_objective(spec: Spec) -> None:
+    if spec.gan is not None:
+        check_gan(spec)
+        return
+    for field in ("model", "optimizer"):
+        if getattr(spec, field) is None:
+            raise ValueError(
+                f"{field} is missing: set it (or gan, for a generative adversarial network)"
+            )
+    if spec.loss is None and not spec.tasks:
+        raise ValueError(
+            "loss is missing: set loss (the objective), or tasks for a multi-task model (one "
+            "loss per head of model.heads)"
+        )
+    if spec.loss is not None and spec.tasks:
+        raise ValueError(
+            "loss and tasks are both set: a multi-task model has one loss per task; remove "
+            "loss (or tasks, for a single output)"
+        )
+    heads = list(getattr(spec.model, "heads", {}))
+    field = "model.outputs" if spec.model.kind == "graph" else "model.heads"
+    if not spec.tasks:
+        if heads:
+            raise ValueError(
+                f"{field} has {heads} but tasks is empty: give each head its loss in "
+                "tasks (and drop loss)"
+            )
+        if spec.data.label_names:
+            raise ValueError(
+                f"data gives one label per task ({spec.data.label_names}) but the model has "
+                "one output; add model.heads and tasks for them, or use single labels"
+            )
+        return
+    if sorted(heads) != sorted(spec.tasks):
+        raise ValueError(
+            f"tasks {sorted(spec.tasks)} and {field} {sorted(heads)} differ: a multi-task "
+            "model (a Functional model's heads, a Graph's outputs) needs one head per task, "
+            "with the same names"
+        )
+    if spec.metrics:
+        raise ValueError(
+            "metrics is set for a multi-task model: put each metric in its task's "
+            "tasks.<name>.metrics"
+        )
+    labels = spec.data.label_names
+    if labels is None or sorted(labels) != sorted(spec.tasks):
+        raise ValueError(
+            f"tasks {sorted(spec.tasks)} need one label each, but data.train gives "
+            f"{sorted(labels) if labels else 'one label per example'}: use an Npz source "
+            'with y_key={"<task>": "<array name>", ...} or Shapes(task="multitask")'
+        )
+    if spec.data.labels == "one_hot":
+        raise ValueError(
+            'data.labels="one_hot" is for single labels; a multi-task model takes each '
+            "task's labels as they are (sparse class ids)"
+        )
+
+
+def check_gan(spec: Spec) -> None:
+    gan = spec.gan
+    assert gan is not None
+    taken = [f for f in ("model", "optimizer", "loss") if getattr(spec, f) is not None]
+    taken += [f for f in ("tasks", "metrics") if getattr(spec, f)]
+    if taken:
+        raise ValueError(
+            f"gan is set, and so is {taken[0]}: a GAN's networks, losses and optimizers are "
+            f"all in gan (gan.generator, gan.discriminator, gan.*_optimizer); remove {taken[0]}"
+        )
+    if spec.data.validation is not None:
+        raise ValueError(
+            "data.validation is set for a GAN: there are no labels to score it on, and the "
+            "script writes sample images instead; remove data.validation"
+        )
+    unsupported = {
+        "gradients": spec.gradients.clipped or spec.gradients.accumulate_steps > 1,
+        "logging.histograms": spec.logging.histograms,
+        "performance.precision": spec.performance.precision != "float32",
+        "data.labels": spec.data.labels != "sparse" or bool(spec.data.label_names),
+    }
+    for field, used in unsupported.items():
+        if used:
+            raise ValueError(
+                f"{field} is set for a GAN, whose step loopgen writes without it (only the "
+                f"supervised step has it); remove {field} or hand-edit the GAN step"
+            )
+    if gan.generator.input_shape != (gan.latent_dim,):
+        raise ValueError(
+            f"gan.generator.input_shape={gan.generator.input_shape} but gan.latent_dim="
+            f"{gan.latent_dim}: the generator takes the noise vector; set input_shape="
+            f"({gan.latent_dim},)"
+        )
+    path, last = gan.generator.last_layer()
+    if output_activation(last) not in ("tanh", "sigmoid"):
+        raise ValueError(
+            f"gan.generator.{path} must end the generator in activation='tanh' (images in "
+            "[-1, 1], the DCGAN choice) or 'sigmoid' ([0, 1]): the script scales the real "
+            "images to the same range"
+        )
+
+
+def check_labels(spec: Spec) -> None:
+    labels = spec.data.labels
+    checked = []
+    for loss_path, loss, metrics_path, metrics, _, _ in spec.objectives():
+        checked += [(loss_path, loss)]
+        checked += [(f"{metrics_path}[{i}]", m) for i, m in enumerate(metrics)]
+    for where, obj in checked:
+        wants = obj.labels
+        if wants != "any" and wants != labels:
+            alternative = _COUNTERPART.get(obj.kind)
+            raise ValueError(
+                f"{where}.kind={obj.kind!r} expects {wants} labels, but data.labels="
+                f'{labels!r}; use data.labels="{wants}"'
+                + (f", or use {where}.kind={alternative!r}" if alternative else "")
+            )
+
+
+def check_logits(spec: Spec) -> None:
+    for where, loss, _, _, path, last in spec.objectives():
+        check_output(spec, where, loss, path, last)
+
+
+def output_activation(layer: object) -> str | None:
+    """The activation a layer ends in ("linear" for none), or None when it is not visible
+    (a custom layer, Dropout, a block, ...)."""
+    if not isinstance(layer, KerasLayer):
+        return None
+    if layer.kind == "softmax":
+        return "softmax"
+    if "activation" in layer.entry.args:
+        return layer.arg("activation") or "linear"
+    return None
+
+
+def check_output(spec: Spec, where: str, loss: Loss, path: str, last: object) -> None:
+    activation = output_activation(last)
+    if not loss.probabilistic or activation is None:
+        return  # the output activation is not visible here
+    squashed = activation in ("softmax", "sigmoid")
+    if loss.from_logits and squashed:
+        raise ValueError(
+            f"{where}.from_logits=True but {path}.activation={activation!r}: the loss "
+            f"would apply {activation} a second time. Remove the activation (recommended, "
+            f"more stable) or set {where}.from_logits=False"
+        )
+    if not loss.from_logits and not squashed:
+        raise ValueError(
+            f"{where}.from_logits=False but {path} outputs "
+            f"{'logits' if activation == 'linear' else repr(activation) + ' values'}"
+            f", not probabilities; set {where}.from_logits=True (recommended) or end the "
+            "model in a softmax/sigmoid"
+        )
+
+
+def check_thresholds(spec: Spec) -> None:
+    for where, loss, metrics_path, metrics, _, _ in spec.objectives():
+        from_logits = loss.from_logits
+        for i, metric in enumerate(metrics):
+            threshold = metric.arg("threshold") if metric.kind == "binary_accuracy" else 0.0
+            if from_logits and threshold != 0.0:
+                raise ValueError(
+                    f"{metrics_path}[{i}].threshold={threshold} but {where}.from_logits"
+                    "=True: the model outputs logits, where probability 0.5 is logit 0; set "
+                    "threshold=0.0"
+                )

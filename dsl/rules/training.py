@@ -1,0 +1,106 @@
+"""Rules of the optimization: schedule lengths, validation monitors, gradient accumulation."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..spec import Spec
+
+
+def check_schedule(spec: Spec) -> None:
+    for path, optimizer in spec.optimizers().items():
+        schedule = optimizer.schedule
+        if schedule is not None and spec.loop.steps is not None:
+            problem = schedule.length_problem(f"{path}.learning_rate", spec.loop.steps)
+            if problem:
+                raise ValueError(problem)
+
+
+def check_monitors(spec: Spec) -> None:
+    known = [f"val_{name}" for name in spec.log_names()]
+    for field, monitored in spec.monitors().items():
+        if spec.data.validation is None:
+            raise ValueError(
+                f"{field} watches {monitored.monitor!r}, but data.validation is not set: "
+                f"there is nothing to watch; add data.validation or remove {field}"
+            )
+        if monitored.monitor not in known:
+            raise ValueError(
+                f"{field}.monitor={monitored.monitor!r} is not a validation value of this run; "
+                f"choose one of {known}"
+            )
+    stop, plateau = spec.early_stopping, spec.reduce_on_plateau
+    if stop and plateau and stop.monitor == plateau.monitor and stop.patience <= plateau.patience:
+        raise ValueError(
+            f"early_stopping.patience={stop.patience} is not above reduce_on_plateau.patience="
+            f"{plateau.patience} on the same {stop.monitor}: the run would stop before the "
+            "lower rate is ever tried; make early_stopping.patience the larger one"
+        )
+    if plateau and spec.optimizer and spec.optimizer.schedule is not None:
+        raise ValueError(
+            f"reduce_on_plateau is set and optimizer.learning_rate is a schedule "
+            f"({spec.optimizer.schedule.kind}): the plateau lowers a constant rate, which a "
+            "schedule would override every step; use a constant optimizer.learning_rate or "
+            "remove reduce_on_plateau"
+        )
+
+
+def check_gradients(spec: Spec) -> None:
+    steps = spec.gradients.accumulate_steps
+    replicas = len(getattr(spec.distribute, "devices", [])) or 1
+    if spec.data.batch_size % (steps * replicas):
+        per = f" per replica ({replicas} in distribute.devices)" if replicas > 1 else ""
+        raise ValueError(
+            f"gradients.accumulate_steps={steps} does not divide data.batch_size="
+            f"{spec.data.batch_size}{per} into equal micro-batches; make data.batch_size a "
+            f"multiple of {steps * replicas}"
+        )
+
+
+def check_fine_tune(spec: Spec) -> None:
+    fine = spec.fine_tune
+    if fine is None:
+        return
+    model = spec.model
+    nodes = {n.name: n for n in model.nodes} if model is not None and model.kind == "graph" else {}
+    node = nodes.get(fine.backbone)
+    if node is None or getattr(node.layer, "kind", None) != "backbone":
+        backbones = sorted(
+            n for n, x in nodes.items() if getattr(x.layer, "kind", "") == "backbone"
+        )
+        raise ValueError(
+            f"fine_tune.backbone={fine.backbone!r} is not a node of the model with a Backbone "
+            f"(the model's backbone nodes: {backbones or 'none'}); name the node to unfreeze"
+        )
+    if node.layer.trainable:
+        raise ValueError(
+            f"fine_tune unfreezes {fine.backbone!r}, but its Backbone trains from the start "
+            "(trainable=True); set trainable=False (the frozen phase) or remove fine_tune"
+        )
+    if (
+        fine.at_epoch is not None
+        and spec.loop.epochs is not None
+        and fine.at_epoch > spec.loop.epochs
+    ):
+        raise ValueError(
+            f"fine_tune.at_epoch={fine.at_epoch} is after the run ends (loop.epochs="
+            f"{spec.loop.epochs}): the backbone would never train; unfreeze earlier or train "
+            "longer"
+        )
+    if fine.at_step is not None and spec.loop.steps is not None and fine.at_step >= spec.loop.steps:
+        raise ValueError(
+            f"fine_tune.at_step={fine.at_step} is not before the run ends (loop.steps="
+            f"{spec.loop.steps}); unfreeze earlier or train longer"
+        )
+    if fine.learning_rate is not None:
+        if spec.optimizer is not None and spec.optimizer.schedule is not None:
+            raise ValueError(
+                "fine_tune.learning_rate is set and optimizer.learning_rate is a schedule: the "
+                "new rate would be overridden every step; use a constant optimizer rate or "
+                "remove fine_tune.learning_rate"
+            )
+        if spec.reduce_on_plateau is not None:
+            raise ValueError(
+                "fine_tune.learning_rate and reduce_on_plateau both set the learning rate; keep one"
+            )

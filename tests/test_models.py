@@ -1,0 +1,125 @@
+"""What issue 14's models need beyond the loop's usual guarantees, on real runs: a backbone
+that stays frozen (its BatchNormalization statistics too) until it unfreezes, and a run resumed
+on either side of the unfreeze; augmentation that is reproducible, resumable and training-only;
+your own loss and metric in a run on two replicas."""
+
+from __future__ import annotations
+
+import data
+import pytest
+from helpers import TWO_CPUS, records, run_python, tf_check
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def finetune(render, tmp_path):
+    """flowers_finetune on 48 small JPEGs at batch 16: 3 steps an epoch, the backbone (its
+    layers from block_13_expand on) unfreezing when epoch 3 starts, at step 6."""
+    return render(
+        "flowers_finetune", *data.small_data_overrides("flowers_finetune", tmp_path),
+        "data.validation=null", "loop.log_every_steps=1",
+        'checkpoint={"every_steps": 1, "keep": 20}',
+    )  # fmt: skip
+
+
+def test_a_frozen_backbone_and_its_statistics_stay_put_until_it_unfreezes(finetune, tmp_path):
+    out = tmp_path / "run"
+    proc = run_python(finetune, "--epochs", "4", "--deterministic", "--output-dir", str(out),
+                      cwd=tmp_path)  # fmt: skip
+    assert "Step 6: the backbone unfreezes" in proc.stdout
+
+    def state(step):
+        return tf_check("backbone_state", str(finetune), str(out / "checkpoints" / f"ckpt-{step}"),
+                        "features", "block_13_expand", cwd=tmp_path)  # fmt: skip
+
+    frozen, tuned = state(6), state(12)
+    # Frozen phase: only the new head learned; the backbone, statistics included, did not.
+    assert frozen["head"] > 1e-4 and frozen["before"] == frozen["from"] == 0.0, frozen
+    assert frozen["statistics"] == 0.0, frozen
+    # After the unfreeze: the backbone's last blocks learn, its first ones stay frozen, and its
+    # BatchNormalization layers stay frozen, statistics included (Keras 3 passes the train
+    # step's training=True to a nested model whatever it was called with).
+    # (Random weights, as the tests download nothing, behind BatchNormalization layers that
+    # keep their initial statistics: the convolutions' gradients are tiny, but not zero.)
+    assert tuned["from"] > 0.0 and tuned["before"] == 0.0, tuned
+    assert tuned["statistics"] == 0.0, tuned
+    # The learning rate changed at the unfreeze.
+    rates = {r["step"]: r["learning_rate"] for r in records(out) if "learning_rate" in r}
+    assert rates[5] == pytest.approx(1e-3) and rates[7] == pytest.approx(1e-4)
+
+
+@pytest.mark.parametrize("stop", [4, 8], ids=["before-unfreeze", "after-unfreeze"])
+def test_a_run_resumed_on_either_side_of_the_unfreeze_is_exact(finetune, stop, tmp_path):
+    flags = ["--epochs", "4", "--deterministic"]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    run_python(finetune, *flags, "--output-dir", str(straight), cwd=tmp_path)
+    run_python(finetune, *flags, "--max-steps", str(stop), "--output-dir", str(split),
+               cwd=tmp_path)  # fmt: skip
+    resumed = run_python(finetune, *flags, "--output-dir", str(split), cwd=tmp_path)
+    assert f"at step {stop}" in resumed.stdout
+    assert ("the backbone unfreezes" in resumed.stdout) == (stop < 6)
+    result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
+                      str(split / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["same_keys"] and result["step"] == 12, result
+    assert result["max_diff"] == 0.0, result
+
+
+def test_augmentation_is_reproducible_resumable_and_training_only(render, tmp_path):
+    """cifar10_resnet's pad-crop-flip, unshuffled so that an example keeps its position."""
+    script = render(
+        "cifar10_resnet", *data.small_data_overrides("cifar10_resnet", tmp_path),
+        "data.shuffle_buffer=0",
+    )  # fmt: skip
+    result = tf_check("augmented_batches", str(script), cwd=tmp_path)
+    assert result["repeatable"] == 0.0 and result["resumed"] == 0.0, result
+    assert result["augmented"] > 0.1, result  # the images did change
+    assert result["epochs_differ"] > 0.1, result  # each epoch draws anew
+    assert result["validation"] == 0.0, result  # validation images are not augmented
+
+
+def test_own_loss_and_metric_on_two_replicas_equal_one_device(render, tmp_path):
+    """ImportedLoss gives per-example losses: the replicas' sums over the global batch make
+    the single device's mean, so two replicas train alike (and the metric is logged)."""
+    (tmp_path / "own.py").write_text(OWN)
+    overrides = [
+        *data.small_data_overrides("mnist_mlp", tmp_path), "data.batch_size=16",
+        'loss={"kind": "import", "target": "own:squared_hinge_ids", "kwargs": {"margin": 1.0}}',
+        'metrics=[{"kind": "import", "target": "own:Top1", "name": "top1"}]',
+        "loop.log_every_steps=1", "data.shuffle_buffer=0",
+    ]  # fmt: skip
+    single = render("mnist_mlp", *overrides)
+    mirrored = render("mnist_mlp", *overrides, TWO_CPUS, variant="mirrored", name="mirrored.py")
+    one, two = tmp_path / "one", tmp_path / "two"
+    run_python(single, "--epochs", "2", "--deterministic", "--output-dir", str(one), cwd=tmp_path)
+    run_python(mirrored, "--epochs", "2", "--deterministic", "--output-dir", str(two), cwd=tmp_path)
+    result = tf_check("compare_checkpoints", str(one / "checkpoints"), str(two / "checkpoints"),
+                      cwd=tmp_path)  # fmt: skip
+    assert result["max_diff"] <= 1e-5, result
+    logged = [r for r in records(one) if "top1" in r]
+    assert logged and all(0.0 <= r["top1"] <= 1.0 for r in logged)
+
+
+OWN = '''"""A loss and a metric of one's own, as a user would write them."""
+
+import keras
+import tensorflow as tf
+
+
+def squared_hinge_ids(labels, predictions, margin=1.0):
+    """Multi-class squared hinge on logits: one value per example."""
+    labels = tf.reshape(tf.cast(labels, tf.int32), [-1])
+    true = tf.gather(predictions, labels, axis=1, batch_dims=1)
+    others = predictions + margin - true[:, None]
+    mask = 1.0 - tf.one_hot(labels, tf.shape(predictions)[-1])
+    return tf.reduce_sum(tf.square(tf.nn.relu(others)) * mask, axis=-1)
+
+
+class Top1(keras.metrics.Mean):
+    """The share of examples whose top logit is their class."""
+
+    def update_state(self, labels, predictions, sample_weight=None):
+        labels = tf.reshape(tf.cast(labels, tf.int64), [-1])
+        hits = tf.cast(tf.equal(tf.argmax(predictions, axis=-1), labels), tf.float32)
+        return super().update_state(hits)
+'''
