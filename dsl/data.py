@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from .base import Identifier, PositiveFloat, PositiveInt, StrictModel
+from .layers import KerasLayer
+from .sources import Csv, Generator, Text, TextDirectory, TFRecord
 
 
 class Npz(StrictModel):
@@ -15,8 +17,9 @@ class Npz(StrictModel):
     kind: Literal["npz"] = "npz"
     path: str
     """Path of the `.npz` file, relative to where the script runs."""
-    x_key: Identifier = "x"
-    """Array name of the inputs."""
+    x_key: Identifier | dict[Identifier, Identifier] = "x"
+    """Array name of the inputs; for a model with several named inputs, one array per input:
+    `{"tokens": "x_tokens", "numeric": "x_numeric"}` (model input name to array name)."""
     y_key: Identifier | dict[Identifier, Identifier] = "y"
     """Array name of the labels; for a multi-task model, one array name per task:
     `{"digit": "y", "parity": "y_parity"}`."""
@@ -26,15 +29,42 @@ class Npz(StrictModel):
         """The tasks the labels are for (None: one label per example)."""
         return list(self.y_key) if isinstance(self.y_key, dict) else None
 
+    @property
+    def feature_names(self) -> list[str] | None:
+        """The named features it gives (None: one input tensor)."""
+        return list(self.x_key) if isinstance(self.x_key, dict) else None
+
 
 class KerasDataset(StrictModel):
-    """A dataset from `keras.datasets` (downloaded once, then cached in `~/.keras/datasets`)."""
+    """A dataset from `keras.datasets` (downloaded once, then cached in `~/.keras/datasets`):
+    images, or word-id sequences of reviews (imdb) and newswires (reuters)."""
 
     kind: Literal["keras_dataset"] = "keras_dataset"
-    name: Literal["mnist", "fashion_mnist", "cifar10", "cifar100"]
+    name: Literal["mnist", "fashion_mnist", "cifar10", "cifar100", "imdb", "reuters"]
     """Dataset module name in `keras.datasets`."""
     split: Literal["train", "test"] = "train"
     """Which half of `load_data()` to use."""
+    num_words: PositiveInt | None = None
+    """imdb, reuters: keep the most frequent words only (the others become the out-of-vocabulary
+    id 2); None keeps them all."""
+    maxlen: PositiveInt | None = None
+    """imdb, reuters: the length every sequence is padded (with 0) or cut to (its start kept),
+    the model's input length."""
+
+    @model_validator(mode="after")
+    def _sequences(self) -> KerasDataset:
+        text = self.name in ("imdb", "reuters")
+        if text and self.maxlen is None:
+            raise ValueError(
+                f"name={self.name!r} gives word-id sequences of different lengths: set maxlen "
+                "(e.g. 200), the length they are padded or cut to"
+            )
+        if not text and (self.maxlen is not None or self.num_words is not None):
+            raise ValueError(
+                f"maxlen and num_words are for the text datasets (imdb, reuters), not "
+                f"{self.name!r}; remove them"
+            )
+        return self
 
 
 class Tfds(StrictModel):
@@ -105,11 +135,24 @@ class Split(StrictModel):
     """Fraction of the training examples held out for validation."""
 
 
-Source = Annotated[Npz | KerasDataset | Tfds | ImageDirectory | Shapes, Field(discriminator="kind")]
+Source = Annotated[
+    Npz
+    | KerasDataset
+    | Tfds
+    | ImageDirectory
+    | Shapes
+    | TFRecord
+    | Csv
+    | Text
+    | TextDirectory
+    | Generator,
+    Field(discriminator="kind"),
+]
 """Where examples come from."""
 
 ValidationSource = Annotated[
-    Npz | KerasDataset | Tfds | ImageDirectory | Shapes | Split, Field(discriminator="kind")
+    Npz | KerasDataset | Tfds | ImageDirectory | Shapes | TFRecord | Csv | Text | Generator | Split,
+    Field(discriminator="kind"),
 ]
 """Validation examples: their own source, or a split of the training data."""
 
@@ -144,11 +187,30 @@ class Data(StrictModel):
     """Keep the batches in order when preprocessing runs in parallel. False lets a batch that
     is ready overtake a slow one (faster when decoding times vary, e.g. JPEG files), but the
     order of the examples, and with it an exact resume, is no longer reproducible."""
+    augmentation: list[KerasLayer] = []
+    """Random changes of the training images, applied in order: Keras' augmentation layers
+    (RandomFlip, RandomCrop, RandomRotation, RandomZoom, RandomContrast, RandomTranslation,
+    MixUp, CutMix, RandAugment, ...), with resizing or padding layers between them if needed
+    (ZeroPadding2D before RandomCrop: a random crop with padding). Validation images are not
+    augmented. Each example's random choices are drawn from (seed, epoch, its position in the
+    epoch): a run sees the same augmented batches on every run and after a resume."""
+    augment_in: Literal["pipeline", "model"] = "pipeline"
+    """Where the augmentation runs. `pipeline`: in the input pipeline, on the CPU, each image
+    on its own (MixUp and CutMix: on each replica's slice of the batch), seeded per example, so
+    that it is the same on any strategy. `model`: as the model's first layers, on the
+    accelerator, random in training only; their random state is checkpointed with the model.
+    Layers that ignore an explicit seed (RandAugment, AugMix, ... in Keras 3.15) can only go in
+    the model."""
 
     @property
     def label_names(self) -> list[str] | None:
         """The tasks the training labels are for (None: one label per example)."""
         return getattr(self.train, "label_names", None)
+
+    @property
+    def feature_names(self) -> list[str] | None:
+        """The named features of the training data (None: one input tensor per example)."""
+        return getattr(self.train, "feature_names", None)
 
     @model_validator(mode="after")
     def _same_labels(self) -> Data:
@@ -159,6 +221,12 @@ class Data(StrictModel):
                 raise ValueError(
                     f"data.validation gives the labels {theirs or 'one per example'} but "
                     f"data.train {self.label_names or 'one per example'}: give both the same"
+                )
+            theirs = getattr(validation, "feature_names", None)
+            if sorted(theirs or []) != sorted(self.feature_names or []):
+                raise ValueError(
+                    f"data.validation gives the features {theirs or 'one input'} but data.train "
+                    f"{self.feature_names or 'one input'}: give both the same"
                 )
         return self
 

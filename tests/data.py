@@ -61,6 +61,79 @@ def _write_png(path: Path, rgb: np.ndarray) -> None:
     )
 
 
+def tokens_npz(path: Path, count: int, length: int, vocabulary: int = 2000, seed: int = 0) -> str:
+    """Word-id sequences (0-padded at the start, as keras.utils.pad_sequences does) whose words
+    tell the label: positive reviews use ids from one half of the vocabulary."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, size=count)
+    x = np.zeros((count, length), dtype=np.int32)
+    for i in range(count):
+        words = rng.integers(length // 2, length)
+        low, high = (2, vocabulary // 2) if y[i] == 0 else (vocabulary // 2, vocabulary)
+        x[i, -words:] = rng.integers(low, high, size=words)
+    np.savez(path, x=x, y=y)
+    return str(path)
+
+
+CITIES = ["lyon", "marseille", "nice", "paris", "toulouse"]
+
+
+def houses_csv(folder: Path, prefix: str, files: int, rows: int, seed: int = 0) -> str:
+    """CSV files of houses: area, rooms, age, city, price (in 100 k€, from the others)."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in range(files):
+        lines = ["area,rooms,age,city,price"]
+        for _ in range(rows):
+            area, rooms, age = rng.uniform(30, 160), int(rng.integers(1, 7)), rng.uniform(0, 80)
+            city = CITIES[int(rng.integers(0, len(CITIES)))]
+            price = (area * (4 + CITIES.index(city)) / 2 - age + rng.normal(0, 5)) / 100
+            lines.append(f"{area:.1f},{rooms},{age:.1f},{city},{price:.2f}")
+        (folder / f"{prefix}-{f}.csv").write_text("\n".join(lines) + "\n")
+    return str(folder / f"{prefix}-*.csv")
+
+
+REVIEW_WORDS = {
+    "pos": ["great", "wonderful", "moving", "brilliant", "funny", "superb"],
+    "neg": ["boring", "awful", "dull", "terrible", "weak", "tedious"],
+}
+
+
+def reviews_tsv(path: Path, count: int, seed: int = 0) -> str:
+    """Short reviews, one per line: the text, a tab, pos or neg."""
+    rng = np.random.default_rng(seed)
+    filler = ["the", "film", "plot", "was", "and", "acting", "a", "story"]
+    lines = []
+    for _ in range(count):
+        label = "pos" if rng.random() < 0.5 else "neg"
+        words = list(rng.choice(filler, 5)) + list(rng.choice(REVIEW_WORDS[label], 2))
+        rng.shuffle(words)
+        lines.append(" ".join(words) + "\t" + label)
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+SIGNALS = '''"""Windows of a noisy signal and whether a spike (the event) is in them."""
+
+import numpy as np
+
+
+def windows(count, length, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        signal = rng.normal(0, 0.3, size=(length, 1)).astype("float32")
+        event = rng.random() < 0.5
+        if event:
+            signal[rng.integers(0, length), 0] += 4.0
+        yield signal, np.float32(event)
+'''
+
+
+def signals_module(folder: Path) -> None:
+    """The generator module signals_generator imports (`signals:windows`), in `folder`."""
+    (folder / "signals.py").write_text(SIGNALS)
+
+
 def small_data_overrides(example: str, tmp: Path) -> list[str]:
     """Points an example at small data made here: its real source needs a download."""
     if example == "mnist_mlp":
@@ -94,6 +167,52 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
         return [
             f"data.train={npz(classification_npz(tmp / 'train.npz', 96, (28, 28)))}",
             f"data.validation={npz(classification_npz(tmp / 'v.npz', 40, (28, 28), seed=1))}",
+            "data.batch_size=32",
+        ]
+    if example == "cifar10_resnet":
+        return [
+            f"data.train={npz(classification_npz(tmp / 'train.npz', 64, (32, 32, 3)))}",
+            f"data.validation={npz(classification_npz(tmp / 'v.npz', 32, (32, 32, 3), seed=1))}",
+            "data.batch_size=32",
+        ]
+    if example in ("imdb_bilstm", "imdb_transformer"):
+        length = 200 if example == "imdb_bilstm" else 128
+        return [
+            f"data.train={npz(tokens_npz(tmp / 'train.npz', 64, length))}",
+            f"data.validation={npz(tokens_npz(tmp / 'v.npz', 32, length, seed=1))}",
+            "data.batch_size=32",
+        ]
+    if example == "houses_tabular":
+        return [
+            f"data.train.files={houses_csv(tmp / 'houses', 'train', 2, 40)}",
+            f"data.validation.files={houses_csv(tmp / 'houses', 'validation', 1, 24, seed=1)}",
+        ]
+    if example == "flowers_finetune":
+        from helpers import tf_check
+
+        tf_check("write_image_tfrecords", str(tmp / "flowers"), "train", "2", "24", "5",
+                 cwd=tmp)  # fmt: skip
+        tf_check("write_image_tfrecords", str(tmp / "flowers"), "validation", "1", "16", "5",
+                 cwd=tmp)  # fmt: skip
+        image = {"dtype": "string", "image": [32, 32]}
+        features = json.dumps({"image": image, "label": {"dtype": "int64"}})
+        return [
+            f"data.train.files={tmp / 'flowers' / 'train-*.tfrecord'}",
+            f"data.validation.files={tmp / 'flowers' / 'validation-*.tfrecord'}",
+            f"data.train.features={features}",
+            f"data.validation.features={features}",
+            "model.inputs.image.shape=[32, 32, 3]",
+            "model.nodes[0].layer.weights=null",  # nothing is downloaded in tests
+            'model.nodes[0].layer.args={"alpha": 0.35}',
+            "data.batch_size=16",
+        ]
+    if example == "reviews_text":
+        return [f"data.train.path={reviews_tsv(tmp / 'reviews.tsv', 120)}"]
+    if example == "signals_generator":
+        signals_module(tmp)
+        return [
+            'data.train.kwargs={"count": 96, "length": 128, "seed": 1}',
+            "data.train.examples_per_epoch=96",
             "data.batch_size=32",
         ]
     raise AssertionError(f"no small data for {example}")

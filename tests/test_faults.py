@@ -11,9 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+import data
 import pytest
 from data import classification_npz
 from helpers import (
+    TWO_CPUS,
     finish_workers,
     launch_workers,
     npz,
@@ -98,9 +100,18 @@ def test_sigkill_at_a_random_step_then_resume_ends_like_an_uninterrupted_run(scr
     signal_at_step(proc, killed, at, signal.SIGKILL)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL, f"killed at step {at}"
+    # It held the output directory's lock: the file still names it, but the lock died with
+    # the process, so the next run takes it (no stale lock).
+    assert (killed / "run.lock").read_text().startswith(f"pid {proc.pid} on ")
 
     resumed = run(script, killed)
     assert "Resumed from" in resumed.stdout, f"killed at step {at}"
+    # runs.jsonl: the killed run started and never ended; the resumed one did both.
+    lines = (killed / "runs.jsonl").read_text().splitlines()
+    killed_start, resumed_start, resumed_end = map(json.loads, lines)
+    assert killed_start["event"] == "start" and killed_start["pid"] == proc.pid
+    assert resumed_start["event"] == "start" and resumed_end["run"] == resumed_start["run"]
+    assert resumed_end["exit"] == "finished" and resumed_end["step"] == STEPS
     result = same_weights(straight, killed)
     # Weights, momentum slots, the step and Dropout's random state: all exactly as if the run
     # had never stopped.
@@ -234,3 +245,46 @@ def test_sigterm_to_one_worker_stops_every_worker_after_the_same_step(render, tm
     result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
                       str(stopped / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert result["step"] == STEPS and result["max_diff"] <= 1e-5, result
+
+
+# --- every source, on one device and on two replicas -------------------------------------------
+
+SOURCE_RUNS = {
+    # source: (example, epochs, extra overrides); checkpoints every 2 steps, a log line a step.
+    "image_directory": ("cifar10_vgg", 3, ["data.validation=null", "data.batch_size=8"]),
+    "tfrecord": ("flowers_finetune", 4, ["data.validation=null", "fine_tune.at_epoch=3"]),
+    "csv": ("houses_tabular", 4, ["data.validation=null", "data.batch_size=16"]),
+    "text": ("reviews_text", 3, ["data.validation=null", "data.batch_size=16"]),
+    "generator": ("signals_generator", 3, ["data.batch_size=16"]),
+}
+
+
+@pytest.mark.parametrize("variant", ["single_device", "mirrored"])
+@pytest.mark.parametrize("source", sorted(SOURCE_RUNS))
+def test_sigkill_then_resume_is_exact_for_every_source(source, variant, render, tmp_path):
+    """The data position is a function of the step for every source (index-shuffled arrays and
+    files, streamed records, a generator): a run killed at a random step and resumed ends
+    with exactly the weights of one that never stopped, on one device and on two replicas."""
+    example, epochs, extra = SOURCE_RUNS[source]
+    overrides = [*data.small_data_overrides(example, tmp_path), *extra,
+                 "loop.log_every_steps=1", 'checkpoint={"every_steps": 2, "keep": 3}']  # fmt: skip
+    if variant == "mirrored":
+        overrides.append(TWO_CPUS)
+    script = render(example, *overrides, variant=None if variant == "single_device" else variant)
+    flags = ["--epochs", str(epochs), "--deterministic"]
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    run_python(script, *flags, "--output-dir", str(straight), cwd=tmp_path)
+    steps = max(r["step"] for r in records(straight))
+    at = random.Random().randint(3, steps - 3)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), *flags, "--output-dir", str(killed)],
+        cwd=tmp_path, env=script_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    signal_at_step(proc, killed, at, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    resumed = run_python(script, *flags, "--output-dir", str(killed), cwd=tmp_path)
+    assert "Resumed from" in resumed.stdout, (source, at)
+    result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
+                      str(killed / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["same_keys"] and result["step"] == steps, result
+    assert result["max_diff"] == 0.0, (source, variant, at, result)

@@ -20,6 +20,25 @@ def load_script(path: str):
     return module
 
 
+def training_examples(module):
+    """The training examples of a script's load_examples() (it also returns the validation
+    examples when the script validates)."""
+    examples = module.load_examples()
+    return examples[0] if hasattr(module, "validation_batches") else examples
+
+
+def global_batches(script: str, epochs: str) -> dict:
+    """The example indices of each global batch of the first `epochs` epochs, from the
+    script's own epoch_order() (a source read by index)."""
+    module = load_script(script)
+    count = module.num_examples(training_examples(module))
+    batches = []
+    for epoch in range(int(epochs)):
+        order = module.epoch_order(tf.constant(epoch, tf.int64), count).numpy().tolist()
+        batches += [order[i : i + module.BATCH_SIZE] for i in range(0, count, module.BATCH_SIZE)]
+    return {"batches": batches}
+
+
 def checkpoint_values(directory: str) -> dict[str, np.ndarray]:
     reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(directory))
     dtypes = reader.get_variable_to_dtype_map()
@@ -34,7 +53,13 @@ def compare_checkpoints(dir_a: str, dir_b: str) -> dict:
     """Max abs difference over every saved value (weights, slots, step, iterator excluded)."""
     a, b = checkpoint_values(dir_a), checkpoint_values(dir_b)
     numeric = [k for k in a if k in b and a[k].dtype.kind in "fiu"]
-    diffs = {k: float(np.max(np.abs(a[k].astype(np.float64) - b[k]))) for k in numeric}
+    # Empty values (an unused lookup layer's idf weights) differ in nothing but their shape.
+    diffs = {
+        k: float(np.max(np.abs(a[k].astype(np.float64) - b[k]))) if a[k].size else 0.0
+        for k in numeric
+        if a[k].shape == b[k].shape
+    }
+    diffs.update({k: float("inf") for k in numeric if a[k].shape != b[k].shape})
     step = [v for k, v in a.items() if k.startswith("step/")]
     return {
         "same_keys": sorted(a) == sorted(b),
@@ -61,6 +86,107 @@ def output_shape(script: str) -> dict:
     """The output shape (without the batch dimension) of the script's build_model()."""
     model = load_script(script).build_model()
     return {"shape": list(model.output_shape[1:])}
+
+
+def model_layers(script: str) -> dict:
+    """The layers `build_model()` makes: names, how many times each is applied, output names."""
+    model = load_script(script).build_model()
+    outputs = model.output if isinstance(model.output, dict) else {}
+    return {
+        "layers": [layer.name for layer in model.layers],
+        "inbound": {layer.name: len(layer._inbound_nodes) for layer in model.layers},
+        "outputs": list(outputs),
+        "output_shapes": {k: list(v.shape[1:]) for k, v in outputs.items()},
+    }
+
+
+def write_image_tfrecords(folder: str, prefix: str, shards: str, per_shard: str, classes: str):
+    """TFRecord shards of tf.train.Examples: a JPEG `image` (40x40, its brightness telling the
+    class) and an int64 `label`."""
+    import os
+
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(len(prefix))
+    count = 0
+    for shard in range(int(shards)):
+        path = os.path.join(folder, f"{prefix}-{shard}.tfrecord")
+        with tf.io.TFRecordWriter(path) as writer:
+            for _ in range(int(per_shard)):
+                label = int(rng.integers(0, int(classes)))
+                pixels = label * (200 // int(classes)) + rng.integers(0, 50, (40, 40, 3))
+                image = tf.io.encode_jpeg(np.clip(pixels, 0, 255).astype("uint8")).numpy()
+                example = tf.train.Example(features=tf.train.Features(feature={
+                    "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[image])),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+                }))  # fmt: skip
+                writer.write(example.SerializeToString())
+                count += 1
+    return {"records": count}
+
+
+def backbone_state(script: str, checkpoint: str, backbone: str, from_layer: str) -> dict:
+    """How far the weights of `checkpoint` moved from the model's initial weights (the script's
+    seed), by group: the backbone's BatchNormalization statistics, its layers before
+    `from_layer` and from it on, and the layers after the backbone."""
+    import keras
+
+    module = load_script(script)
+    keras.utils.set_random_seed(module.SEED)
+    initial = module.build_model()
+    trained = module.build_model()
+    tf.train.Checkpoint(model=trained).restore(checkpoint).expect_partial()
+    names = [layer.name for layer in initial.get_layer(backbone).layers]
+    cut = names.index(from_layer)
+
+    def moved(pairs):
+        return max((float(np.max(np.abs(a.numpy() - b.numpy()))) for a, b in pairs), default=0.0)
+
+    groups = {"statistics": [], "before": [], "from": [], "head": []}
+    base, done = initial.get_layer(backbone), trained.get_layer(backbone)
+    for i, (a, b) in enumerate(zip(base.layers, done.layers, strict=True)):
+        for va, vb in zip(a.weights, b.weights, strict=True):
+            if "moving_" in va.path:
+                groups["statistics"].append((va, vb))
+            else:
+                groups["before" if i < cut else "from"].append((va, vb))
+    for a, b in zip(initial.layers, trained.layers, strict=True):
+        if a.name != backbone:
+            groups["head"] += list(zip(a.weights, b.weights, strict=True))
+    return {name: moved(pairs) for name, pairs in groups.items()}
+
+
+def augmented_batches(script: str) -> dict:
+    """The pipeline's augmentation: reproducible (the same batches twice, and from a resumed
+    step), different from the unaugmented images, different from one epoch to the next, and
+    absent from validation."""
+    import keras
+
+    module = load_script(script)
+    keras.utils.set_random_seed(module.SEED)
+    train, validation = module.load_examples()
+
+    def first(batches, count):
+        return [b[0].numpy() for b in batches.take(count)]
+
+    steps = module.math.ceil(module.num_examples(train) / module.BATCH_SIZE)
+    run1 = first(module.training_batches(train, start_step=0), steps + 1)
+    run2 = first(module.training_batches(train, start_step=0), steps + 1)
+    resumed = first(module.training_batches(train, start_step=2), 1)[0]
+    original_augment = module.augment
+    module.augment = lambda images, labels, seeds, augmentation: (images, labels)
+    plain = first(module.training_batches(train, start_step=0), 1)[0]
+    module.augment = original_augment
+    # The same example in epoch 1 and epoch 2 (unshuffled data: the same position).
+    validation_batch = first(module.validation_batches(validation), 1)[0]
+    x, y = module.read_arrays(module.as_tensors(validation), tf.range(len(validation_batch)))
+    expected_validation = module.preprocess(x, y)[0].numpy()
+    return {
+        "repeatable": max(float(np.max(np.abs(a - b))) for a, b in zip(run1, run2, strict=True)),
+        "resumed": float(np.max(np.abs(resumed - run1[2]))),
+        "augmented": float(np.max(np.abs(run1[0] - plain))),
+        "epochs_differ": float(np.max(np.abs(run1[0] - run1[steps]))),
+        "validation": float(np.max(np.abs(validation_batch - expected_validation))),
+    }
 
 
 def restored_model(module, checkpoint_dir: str):
@@ -103,9 +229,10 @@ def fit_equivalence(script: str, output_dir: str, compile_args: str) -> dict:
     module = load_script(script)
     keras.utils.set_random_seed(module.SEED)
     tf.config.experimental.enable_op_determinism()
-    examples = module.load_examples()
-    train_examples = examples[0] if isinstance(examples, tuple) else examples
-    dataset = train_examples.map(module.preprocess).batch(module.BATCH_SIZE)
+    # fit gets the batches straight from the arrays, in order (the loop ran unshuffled).
+    x, y = training_examples(module)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(module.BATCH_SIZE)
+    dataset = dataset.map(module.preprocess)
     model = module.build_model()
     loop_model = restored_model(module, os.path.join(output_dir, "checkpoints"))
     initial = [w.copy() for w in model.get_weights()]
@@ -263,8 +390,7 @@ def multitask_first_step(script: str, output_dir: str, learning_rate: str) -> di
     module = load_script(script)
     # The shuffle's order depends on the global seed too, as in the script.
     keras.utils.set_random_seed(module.SEED)
-    examples = module.load_examples()
-    examples = examples[0] if isinstance(examples, tuple) else examples
+    examples = training_examples(module)
     images, labels = next(iter(module.training_batches(examples, start_step=0)))
     model = module.build_model()
     checkpoints = os.path.join(output_dir, "checkpoints")
@@ -305,7 +431,7 @@ def gan_first_step(script: str, output_dir: str, learning_rate: str) -> dict:
 
     module = load_script(script)
     keras.utils.set_random_seed(module.SEED)
-    images = next(iter(module.training_batches(module.load_examples(), start_step=0)))
+    images = next(iter(module.training_batches(training_examples(module), start_step=0)))
     checkpoints = os.path.join(output_dir, "checkpoints")
 
     def restored(path):
@@ -348,6 +474,42 @@ def gan_first_step(script: str, output_dir: str, learning_rate: str) -> dict:
         "max_diff": max(float(np.max(np.abs(a - b))) for a, b in pairs),
         "count": len(pairs),
     }
+
+
+def model_weights_diff(script: str, dir_a: str, dir_b: str) -> dict:
+    """Max abs difference between the model weights of the newest checkpoints of two
+    directories, and how far those of `dir_b` are from the script's initial weights."""
+    import os
+
+    import keras
+
+    module = load_script(script)
+    a = restored_model(module, os.path.join(dir_a, "checkpoints")).get_weights()
+    b = restored_model(module, os.path.join(dir_b, "checkpoints")).get_weights()
+    keras.utils.set_random_seed(module.SEED)  # as the script seeds before build_model()
+    initial = module.build_model().get_weights()
+    return {
+        "max_diff": max(float(np.max(np.abs(x - y))) for x, y in zip(a, b, strict=True)),
+        "from_initial": max(float(np.max(np.abs(x - y))) for x, y in zip(b, initial, strict=True)),
+        "count": len(a),
+    }
+
+
+def lock_without_locks(script: str, output_dir: str) -> dict:
+    """What the script's lock_output_dir answers on a file system without locks: flock raising
+    ENOLCK, as some network and FUSE file systems do."""
+    import errno
+    import os
+
+    module = load_script(script)
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    module.fcntl.flock = no_locks
+    os.makedirs(output_dir)  # as train() does before it locks
+    lock, refusal = module.lock_output_dir(output_dir)
+    return {"lock": lock is not None, "refusal": refusal}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,162 @@
+"""The data sources at run time, beyond their examples' run tests: files that do not fit the
+spec stop the script at its start, naming the file and the field; two workers each read and
+decode only their replicas' share of every batch. (Every source's SIGKILL-and-resume test, on
+one device and on two replicas, is in test_faults.py.)"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import data
+import pytest
+from helpers import finish_workers, launch_workers, run_python, script_env, tf_check
+
+pytestmark = pytest.mark.slow
+
+
+def fails_at_start(script: Path, cwd: Path) -> str:
+    """Runs the script: it must stop before its first step with a message, not a traceback."""
+    proc = subprocess.run(
+        [sys.executable, str(script), "--output-dir", str(cwd / "run")],
+        cwd=cwd, capture_output=True, text=True, timeout=300, env=script_env(),
+    )  # fmt: skip
+    assert proc.returncode == 1, (proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "Epoch 1/" not in proc.stdout
+    return proc.stderr
+
+
+def text_in_a_number_column(tmp: Path) -> str:
+    """Houses CSV files whose second file has 'n/a' as the area of its 4th house (line 5)."""
+    files = data.houses_csv(tmp / "houses", "bad", files=2, rows=8)
+    path = tmp / "houses" / "bad-1.csv"
+    lines = path.read_text().splitlines()
+    lines[4] = "n/a," + lines[4].split(",", 1)[1]
+    path.write_text("\n".join(lines) + "\n")
+    return files
+
+
+def flowers(tmp: Path) -> str:
+    tf_check("write_image_tfrecords", str(tmp / "flowers"), "t", "1", "4", "5", cwd=tmp)
+    return str(tmp / "flowers" / "t-*.tfrecord")
+
+
+CASES = {
+    "missing_image_directory": (
+        "mnist_mlp",
+        lambda tmp: ['data.train={"kind": "image_directory", "path": "nowhere", '
+                     '"image_size": [8, 8]}', "model.input_shape=[8, 8, 3]"],
+        ["data.train.path: 'nowhere' is not a directory"],
+    ),
+    "empty_glob": (
+        "flowers_finetune",
+        lambda tmp: ['data.train.files="none-*.tfrecord"', "data.validation=null"],
+        ["data.train.files: no file matches 'none-*.tfrecord'"],
+    ),
+    "record_does_not_fit_the_features": (  # the labels are stored as int64
+        "flowers_finetune",
+        lambda tmp: [f"data.train.files={json.dumps(flowers(tmp))}", "data.validation=null",
+                     'data.train.features.label={"dtype": "float32"}'],
+        ["t-0.tfrecord: its records do not fit the spec's features (data.train.features)"],
+    ),
+    "missing_csv_column": (
+        "houses_tabular",
+        lambda tmp: [f"data.train.files={json.dumps(data.houses_csv(tmp, 'h', 1, 4))}",
+                     'data.train.features.numeric=["area", "romos"]', "data.validation=null"],
+        ["h-0.csv: no column 'romos'", "data.train.features"],
+    ),
+    "text_in_a_number_column": (
+        "houses_tabular",
+        lambda tmp: [f"data.train.files={json.dumps(text_in_a_number_column(tmp))}",
+                     "data.validation=null"],
+        ["bad-1.csv:5: column 'area'", "float32"],
+    ),
+    "missing_text_file": (
+        "reviews_text",
+        lambda tmp: [f"data.train.path={json.dumps(str(tmp / 'none.tsv'))}"],
+        ["data.train.path: no file", "none.tsv"],
+    ),
+    "generator_signature": (  # windows of 64 steps where the spec declares 128
+        "signals_generator",
+        lambda tmp: [*data.small_data_overrides("signals_generator", tmp),
+                     'data.train.kwargs={"count": 96, "length": 64, "seed": 1}'],
+        ["signals:windows yields examples that do not match", "data.train.features"],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_files_that_do_not_fit_the_spec_stop_the_script_at_its_start(case, render, tmp_path):
+    example, make, phrases = CASES[case]
+    message = fails_at_start(render(example, *make(tmp_path)), tmp_path)
+    for phrase in phrases:
+        assert phrase in message, (phrase, message[-2000:])
+
+
+READ = '''    paths, labels = examples
+    images = tf.map_fn('''
+COUNTED = '''    paths, labels = examples
+    tf.print(indices, summarize=-1, output_stream="file://{log}/" + str(os.getpid()) + ".txt")
+    images = tf.map_fn('''
+
+
+def counting_decodes(script: Path, log: Path) -> Path:
+    """A hand-edited copy of the script that writes the indices of the images it decodes, one
+    line per read, to a file per process."""
+    log.mkdir()
+    source = script.read_text()
+    assert READ in source
+    counted = script.with_name(f"counted_{script.name}")
+    counted.write_text(source.replace(READ, COUNTED.format(log=log)))
+    return counted
+
+
+def reads(log: Path) -> list[list[tuple[int, ...]]]:
+    """Per process, the index lists it read (one per batch slice)."""
+    return [
+        [tuple(map(int, re.findall(r"-?\d+", line))) for line in path.read_text().splitlines()]
+        for path in sorted(log.glob("*.txt"))
+    ]
+
+
+def test_each_worker_decodes_only_its_half_and_they_train_like_one_device(render, tmp_path):
+    """Two worker processes on 127.0.0.1: each reads and decodes only its replica's slice of
+    every global batch, half an epoch each, and the job trains what one device trains."""
+    images = data.image_directory(tmp_path / "images", per_class=32, size=8)  # 96 images
+    overrides = [
+        f'data.train={{"kind": "image_directory", "path": "{images}", "image_size": [8, 8]}}',
+        "model.input_shape=[8, 8, 3]", "data.batch_size=16", "loop.log_every_steps=1",
+    ]  # fmt: skip
+    single = counting_decodes(render("mnist_mlp", *overrides), tmp_path / "single_log")
+    workers = render("mnist_mlp", *overrides, variant="multi_worker", name="workers.py")
+    workers = counting_decodes(workers, tmp_path / "workers_log")
+    flags = ["--epochs", "2", "--deterministic"]
+    run_python(single, *flags, "--output-dir", str(tmp_path / "single"), cwd=tmp_path)
+    finished = finish_workers(
+        launch_workers(workers, *flags, "--output-dir", str(tmp_path / "job"), cwd=tmp_path)
+    )
+    for proc, _, stderr in finished:
+        assert proc.returncode == 0, stderr[-3000:]
+
+    # The global batches of the 2 epochs (6 of 16 each), from the script's own epoch order;
+    # worker w's slice of each is its half, [8w, 8w + 8).
+    batches = tf_check("global_batches", str(single), "2", cwd=tmp_path)["batches"]
+    assert len(batches) == 12
+    (one_device,) = reads(tmp_path / "single_log")
+    assert {tuple(b) for b in batches} <= set(one_device)
+    worker_reads = reads(tmp_path / "workers_log")
+    assert len(worker_reads) == 2
+    for worker, lines in enumerate(worker_reads):
+        mine = {tuple(b[8 * worker : 8 * worker + 8]) for b in batches}
+        theirs = {tuple(b[8 * (1 - worker) : 16 - 8 * worker]) for b in batches}
+        # Every one of its slices, none of the other worker's, nothing whole: of the 192
+        # examples of 2 epochs it decoded 96 (and whatever it read ahead into epoch 3).
+        assert mine <= set(lines) and not theirs & set(lines), (worker, lines)
+        assert all(len(line) == 8 for line in lines), lines
+    result = tf_check("compare_checkpoints", str(tmp_path / "single" / "checkpoints"),
+                      str(tmp_path / "job" / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["step"] == 12 and result["max_diff"] <= 1e-5, result
