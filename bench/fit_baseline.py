@@ -55,7 +55,10 @@ def main() -> None:
         metrics=[eval(m, namespace) for m in settings["metrics"]],
         **compile_args,
     )
-    dataset = module.training_batches(module.load_examples())
+    examples = module.load_examples()
+    if hasattr(module, "validation_batches"):
+        examples = examples[0]
+    dataset = module.training_batches(examples)
 
     class EpochTimer(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):

@@ -1,21 +1,26 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 8bd291ac25f907b7, script sha256 e7600a70f3971ad4).
+(spec sha256 2e9f78336e54c34d, script sha256 19ea9496dba555ae).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: MirroredStrategy, one replica per GPU (or the CPU); data.batch_size is the global batch.
 Run it again to resume from the latest checkpoint (written by any variant).
-Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
+Flags: --epochs, --max-steps, --output-dir, --init-from, --deterministic, --no-lock (see --help).
 """
 
 import argparse
+import fcntl
+import hashlib
 import json
 import math
 import os
+import re
 import signal
+import socket
+import sys
 import threading
 import time
 
@@ -34,14 +39,52 @@ STEPS_PER_LOOP = 50
 CHECKPOINT_EVERY_EPOCHS = 1
 KEEP_CHECKPOINTS = 3
 OUTPUT_DIR = "runs/mnist_mlp"
+# What this script was rendered from (its header says the same): runs.jsonl records it.
+RENDERED_FROM = {
+    "spec": "mnist_mlp",
+    "spec_sha256": "2e9f78336e54c34d",
+    "loopgen": "0.1.0",
+}
+# The training setup this run's checkpoints belong to, in spec terms: the value of each field
+# that decides what a checkpoint means, or the sha256 of the section. A run refuses to resume
+# checkpoints of another setup (see check_setup); a longer run, other cadences, performance
+# options or another strategy are the same setup.
+SETUP = {
+    "model": "0186300838189530",
+    "data.train": "ae3d9cb095d07f40",
+    "data.batch_size": GLOBAL_BATCH_SIZE,
+    "data.shuffle_buffer": 1024,
+    "data.rescale": 1 / 255,
+    "data.labels": "sparse",
+    "seed": SEED,
+    "optimizer": "388397b85f44c0e5",
+    "loss": "071318bbec99592d",
+}
 
 
 def load_examples():
-    """Training examples, one (images, labels) pair per element, unbatched."""
+    """Training examples: (images, labels) arrays held in
+    memory, from which the batches pick theirs by index."""
     # Downloads once into ~/.keras/datasets, then loads from there.
     (x_train, y_train), _ = keras.datasets.mnist.load_data()
-    train_examples = tf.data.Dataset.from_tensor_slices((x_train, y_train))
+    train_examples = (x_train, y_train)
     return train_examples
+
+
+def num_examples(examples):
+    """How many examples a source holds (the length of its arrays, or its stream's)."""
+    return len(tf.nest.flatten(examples)[0])
+
+
+def read_arrays(examples, indices):
+    """The examples at `indices`, gathered from arrays held in memory."""
+    return tf.nest.map_structure(lambda array: tf.gather(array, indices), examples)
+
+
+def as_tensors(examples):
+    """Arrays as tensors: a dataset function then captures them by reference, where NumPy
+    arrays would be copied into its graph (which cannot exceed 2 GB)."""
+    return tf.nest.map_structure(tf.convert_to_tensor, examples)
 
 
 def preprocess(images, labels):
@@ -50,19 +93,68 @@ def preprocess(images, labels):
     return images, labels
 
 
-def training_batches(examples, start_step):
+def epoch_order(epoch, num_examples):
+    """The order of the examples in `epoch`: a permutation that depends on (SEED, epoch) alone,
+    computed without touching the examples, so any step's examples are known without reading
+    the others (a true shuffle of the whole set, with no buffer to fill)."""
+    positions = tf.range(num_examples, dtype=tf.int64)
+    return tf.random.experimental.index_shuffle(
+        positions,
+        seed=tf.stack([tf.constant(SEED, tf.int64), epoch]),
+        max_index=num_examples - 1,
+    )
+
+
+def replica_slices(batch, context):
+    """This input pipeline's share of a global batch: one slice per replica it feeds, the batch
+    cut into num_replicas_in_sync contiguous, near-equal parts. The workers together read
+    exactly the global batch a single device trains on, and each only its own part of it (the
+    smaller last batch of an epoch may leave a replica an empty slice)."""
+    replicas = context.num_replicas_in_sync
+    local = replicas // context.num_input_pipelines
+    first = context.input_pipeline_id * local
+    size = tf.shape(tf.nest.flatten(batch)[0], out_type=tf.int64)[0]
+    bounds = tf.range(replicas + 1, dtype=tf.int64) * size // replicas
+    return tf.data.Dataset.range(first, first + local).map(
+        lambda replica: tf.nest.map_structure(
+            lambda part: part[bounds[replica] : bounds[replica + 1]], batch
+        )
+    )
+
+
+def training_batches(examples, start_step, context):
     """Training batches from step `start_step` on, epoch after epoch, without end.
 
-    The order depends on the step alone: the shuffle has a fixed seed and reshuffles every
-    epoch the same way on every run. A resumed run skips the batches it already trained on
-    and sees exactly what an uninterrupted run would have seen, on any strategy. Skipping
-    happens before preprocessing, so it only re-reads raw examples.
+    The batches are a function of the step alone: epoch e takes the examples in
+    the order epoch_order(e) gives, GLOBAL_BATCH_SIZE at a time, and only then are they read.
+    A resumed run starts inside its epoch by slicing that order: it reads nothing of the steps
+    already done, however many they are.
+    Each global batch is cut into one slice per replica; this input pipeline (one per worker)
+    reads only its replicas' slices.
     """
+    examples = as_tensors(examples)
+    count = num_examples(examples)
+    steps_per_epoch = math.ceil(count / GLOBAL_BATCH_SIZE)
+    first_epoch, first_step = divmod(start_step, steps_per_epoch)
+
+    def epoch_batches(epoch):
+        order = epoch_order(epoch, count)
+        # A resumed run's first epoch starts at its step.
+        start = tf.where(
+            epoch == first_epoch,
+            tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
+            0,
+        )
+        order = order[start:]
+        return tf.data.Dataset.from_tensor_slices(order).batch(GLOBAL_BATCH_SIZE)
+
+    batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)
+    batches = batches.flat_map(lambda batch: replica_slices(batch, context))
     return (
-        examples.shuffle(SHUFFLE_BUFFER, seed=SEED)
-        .batch(GLOBAL_BATCH_SIZE)
-        .repeat()
-        .skip(start_step)
+        batches.map(
+            lambda indices: read_arrays(examples, indices),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .prefetch(tf.data.AUTOTUNE)
     )
@@ -113,6 +205,196 @@ def restore_newest(checkpoint, paths):
     return None
 
 
+def timestamp():
+    """Local time with its UTC offset, to the second: 2026-11-23T14:05:09+0100."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def lock_output_dir(output_dir):
+    """Takes the output directory's lock: returns (the lock, None), or (None, why not).
+
+    Two runs writing one directory would overwrite each other's checkpoints and interleave
+    their logs. The lock is an flock on run.lock, which the OS drops when the process ends,
+    even by SIGKILL: a dead run never leaves the directory locked. The file names the run
+    that holds it."""
+    path = os.path.join(output_dir, "run.lock")
+    lock = open(path, "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "it has not written its pid yet"
+        lock.close()
+        return None, (
+            f"{output_dir} is in use by another run ({holder}). Wait for it to end, or pass "
+            "another --output-dir."
+        )
+    except OSError as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+        lock.close()
+        return None, (
+            f"Cannot lock {path}: {error.strerror}. This file system does not support locks; "
+            f"if no other run uses {output_dir}, run again with --no-lock."
+        )
+    lock.truncate(0)
+    lock.write(f"pid {os.getpid()} on {socket.gethostname()}, started {timestamp()}\n")
+    lock.flush()
+    return lock, None
+
+
+def script_checksums():
+    """The checksum this script's header records (loopgen's render of it) and the checksum of
+    its text now, computed as loopgen does: sha256 of the text with that field zeroed. They
+    differ once the script has been edited by hand."""
+    with open(__file__, encoding="utf-8") as f:
+        text = f.read()
+    found = re.search(r"script sha256 ([0-9a-f]{16})", text)
+    if found is None:  # the header lost it
+        return None, hashlib.sha256(text.encode()).hexdigest()[:16]
+    blank = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
+    return found.group(1), hashlib.sha256(blank.encode()).hexdigest()[:16]
+
+
+def start_record(args, strategy, resumed_from, init_from):
+    """What runs.jsonl says about a run as it starts: the script and what it was rendered
+    from, the command, the versions, the machine, the devices and the checkpoint it starts
+    from."""
+    rendered, current = script_checksums()
+    return {
+        "time": timestamp(),
+        **RENDERED_FROM,
+        "script": os.path.abspath(__file__),
+        "script_sha256": current,
+        "script_edited": current != rendered,
+        "command": sys.argv,
+        "flags": vars(args),
+        "python": sys.version.split()[0],
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "strategy": "MirroredStrategy",
+        "replicas": strategy.num_replicas_in_sync,
+        "devices": [device.name for device in tf.config.list_logical_devices()],
+        "resumed_from": resumed_from,
+        "init_from": init_from,
+    }
+
+
+class RunLog:
+    """runs.jsonl in the output directory: a start record for every run (see start_record)
+    and an end record saying how it ended and at which step. A run killed outright (SIGKILL,
+    a lost machine) leaves a start record without an end.
+
+    Only the run that holds the directory's lock writes it, and it keeps the lock until the
+    end record is written."""
+
+    def __init__(self, output_dir):
+        self.path = os.path.join(output_dir, "runs.jsonl")
+        self.run = None  # this run's id, once its start record is written
+        self.lock = None  # the directory's lock: held until the end record is written
+        self.step = self.nonfinite_step = None  # the run's step counters (variables)
+
+    def start(self, record, lock, step, nonfinite_step):
+        """Writes the start record, and keeps what the end record needs."""
+        run = os.urandom(4).hex()
+        record = {"event": "start", "run": run, **record, "step": int(step.numpy())}
+        append_jsonl(self.path, record)
+        self.run, self.lock = run, lock
+        self.step, self.nonfinite_step = step, nonfinite_step
+
+    def end(self, error=None):
+        """Writes the end record: finished, sigterm, nan, or error with the exception."""
+        if self.run is None:
+            return  # never started: refused, or stopped before training
+        record = {"event": "end", "run": self.run, "time": timestamp()}
+        record["step"] = int(self.step.numpy())
+        if error is None:
+            record["exit"] = "finished"
+        elif isinstance(error, SystemExit) and error.code == 128 + signal.SIGTERM:
+            record["exit"] = "sigterm"
+        elif int(self.nonfinite_step.numpy()) >= 0:
+            record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
+        else:
+            record.update(exit="error", error=f"{type(error).__name__}: {error}")
+        append_jsonl(self.path, record)
+
+
+def weights_fingerprint(*networks):
+    """sha256 of the name, shape and dtype of every weight: a hand edit of the network in this
+    script changes it, where the spec sections in SETUP cannot see one."""
+    weights = [
+        [w.name, list(w.shape), str(w.dtype)] for net in networks for w in net.weights
+    ]
+    return hashlib.sha256(json.dumps(weights).encode()).hexdigest()[:16]
+
+
+def check_setup(checkpoint_dir, setup, write=True):
+    """Refuses to resume checkpoints written by another training setup: SETUP (the spec
+    sections that decide what a checkpoint means) and the network's weights must be those
+    recorded in setup.json beside the checkpoints. A new run records its own there."""
+    path = os.path.join(checkpoint_dir, "setup.json")
+    if tf.train.get_checkpoint_state(checkpoint_dir) is not None:
+        if os.path.exists(path):
+            with open(path) as f:
+                saved = json.load(f)
+            refuse_another_setup(checkpoint_dir, saved, setup)
+            return
+        print(
+            f"No {path} beside the checkpoints (an older script): their setup is not checked"
+        )
+    if write:  # the directory's setup from now on
+        os.makedirs(checkpoint_dir, exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(setup, f, indent=2)
+
+
+def refuse_another_setup(checkpoint_dir, saved, setup):
+    """Stops the run, naming every entry of the setup that differs from the checkpoints'."""
+    keys = [*setup, *(key for key in saved if key not in setup)]
+    differences = [
+        f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
+        for key in keys
+        if saved.get(key) != setup.get(key)
+    ]
+    if differences:
+        raise SystemExit(
+            f"Refusing to resume from {checkpoint_dir}: its checkpoints come from another "
+            "training setup (SETUP in this script; weights: the names, shapes and dtypes of "
+            "the network's variables). What differs:\n" + "\n".join(differences) + "\n"
+            "Undo the change, or train in a new --output-dir (with --init-from "
+            f"{os.path.dirname(checkpoint_dir)} to start from those weights)."
+        )
+
+
+def load_weights(source, checkpoint_dir, **networks):
+    """--init-from: starts a new run from the weights of the newest checkpoint in `source`
+    (another run's output directory). Only the networks' weights: the optimizer, the step and
+    the data position start afresh. Returns that checkpoint's path."""
+    if tf.train.get_checkpoint_state(checkpoint_dir) is not None:
+        raise SystemExit(
+            f"--init-from {source}: {checkpoint_dir} already holds this run's checkpoints. "
+            "Run without --init-from to resume it, or pass a new --output-dir."
+        )
+    path = tf.train.latest_checkpoint(os.path.join(source, "checkpoints"))
+    path = path or tf.train.latest_checkpoint(source)  # the checkpoints folder itself
+    if path is None:
+        raise SystemExit(
+            f"--init-from {source}: no checkpoint in {os.path.join(source, 'checkpoints')}. "
+            "Give the --output-dir of a run that saved one."
+        )
+    try:
+        status = tf.train.Checkpoint(**networks).restore(path)
+        # Every weight must come from the checkpoint; its optimizer and step are left out.
+        status.assert_existing_objects_matched().expect_partial()
+    except Exception as error:  # another network: ValueError, AssertionError, ...
+        raise SystemExit(
+            f"--init-from {source}: cannot load {path} into this network "
+            f"({type(error).__name__}: {error}). Both runs need the same network."
+        ) from None
+    print(f"Starting from the weights of {path}")
+    return path
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -128,15 +410,27 @@ def parse_args(argv=None):
         "--output-dir", default=OUTPUT_DIR, help="checkpoints, logs and exports go here"
     )
     parser.add_argument(
+        "--init-from",
+        metavar="DIR",
+        help="start a new run from the model weights of the newest checkpoint in DIR "
+        "(another run's output directory)",
+    )
+    parser.add_argument(
         "--deterministic",
         action="store_true",
         help="make TensorFlow ops deterministic (reproducible, somewhat slower)",
     )
+    parser.add_argument(
+        "--no-lock",
+        action="store_true",
+        help="do not lock the output directory (for file systems without locks: then make "
+        "sure no other run uses it)",
+    )
     return parser.parse_args(argv)
 
 
-def main(argv=None):
-    args = parse_args(argv)
+def train(args, run_log):
+    """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
     # A replica of the model on each device; every step, each replica takes its slice of the
     # global batch and the gradients are summed across replicas.
@@ -150,10 +444,20 @@ def main(argv=None):
     if args.deterministic:
         tf.config.experimental.enable_op_determinism()
 
+    # --- Output directory: one run at a time ------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
+    lock, refusal = None, None
+    if args.no_lock:
+        print(f"Not locking {args.output_dir} (--no-lock): no other run may use it.")
+    else:
+        lock, refusal = lock_output_dir(args.output_dir)
+    if refusal:
+        raise SystemExit(refusal)
+
     # --- Data -------------------------------------------------------------------------
     train_examples = load_examples()
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
-    steps_per_epoch = math.ceil(int(train_examples.cardinality()) / GLOBAL_BATCH_SIZE)
+    steps_per_epoch = math.ceil(num_examples(train_examples) / GLOBAL_BATCH_SIZE)
 
     # --- Model, loss, optimizer, metrics ----------------------------------------------
     # Everything that owns variables is created under the strategy's scope: its variables
@@ -250,6 +554,13 @@ def main(argv=None):
         step=step,
     )
     checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
+    # A new run may start from another run's weights; a resumed one only from checkpoints of
+    # its own setup (the model, data, batch size, seed, optimizer and loss: see SETUP).
+    initial_weights = None
+    if args.init_from:
+        initial_weights = load_weights(args.init_from, checkpoint_dir, model=model)
+    setup = {**SETUP, "weights": weights_fingerprint(model)}
+    check_setup(checkpoint_dir, setup)
     manager = tf.train.CheckpointManager(
         checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
     )
@@ -257,6 +568,14 @@ def main(argv=None):
     latest = restore_newest(checkpoint, manager.checkpoints)
     if latest:
         print(f"Resumed from {latest} at step {int(step.numpy())}")
+
+    # --- Run record: runs.jsonl says what runs here, and main() adds how it ended -----
+    run_log.start(
+        start_record(args, strategy, latest, initial_weights),
+        lock,
+        step,
+        nonfinite_step,
+    )
 
     # --- Training loop ----------------------------------------------------------------
     os.makedirs(args.output_dir, exist_ok=True)
@@ -273,10 +592,15 @@ def main(argv=None):
     # device each time.
     global_step = int(step.numpy())
     saved_step = global_step if latest else None
-    # One iterator for the whole run, from the current step on; each global batch is split
-    # into one slice per replica.
-    train_dataset = training_batches(train_examples, start_step=global_step)
-    train_iterator = iter(strategy.experimental_distribute_dataset(train_dataset))
+    # One iterator for the whole run, from the current step on. Each input pipeline (one per
+    # worker) reads only the slices of each global batch that its replicas train on.
+    train_iterator = iter(
+        strategy.distribute_datasets_from_function(
+            lambda context: training_batches(
+                train_examples, start_step=global_step, context=context
+            )
+        )
+    )
     first_epoch = global_step // steps_per_epoch
 
     def stop_if_diverged():
@@ -371,6 +695,19 @@ def main(argv=None):
     # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
     # classes of this script to load, nor a strategy.
     model.export(os.path.join(export_dir, "saved_model"), verbose=False)
+
+
+def main(argv=None):
+    """Trains, and ends the run's record in runs.jsonl however training ends: finished,
+    stopped by SIGTERM or a NaN loss, or an error."""
+    args = parse_args(argv)
+    run_log = RunLog(args.output_dir)
+    try:
+        train(args, run_log)
+    except BaseException as error:  # SystemExit and KeyboardInterrupt too
+        run_log.end(error)
+        raise
+    run_log.end()
 
 
 if __name__ == "__main__":

@@ -1,20 +1,25 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 c5ab34b5262d7507, script sha256 e0efdfa73ceea704).
+(spec sha256 babcd06e6f76affc, script sha256 69808e9ebf8f2d23).
 Rendered with: --variant single_device
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
 Run it again to resume from the latest checkpoint.
-Flags: --epochs, --max-steps, --output-dir, --deterministic (see --help).
+Flags: --epochs, --max-steps, --output-dir, --init-from, --deterministic, --no-lock (see --help).
 """
 
 import argparse
+import fcntl
+import hashlib
 import json
 import math
 import os
+import re
 import signal
+import socket
+import sys
 import threading
 import time
 
@@ -35,11 +40,42 @@ VALIDATE_EVERY_EPOCHS = 1
 CHECKPOINT_EVERY_EPOCHS = 1
 KEEP_CHECKPOINTS = 3
 OUTPUT_DIR = "runs/pets_unet"
+# What this script was rendered from (its header says the same): runs.jsonl records it.
+RENDERED_FROM = {
+    "spec": "pets_unet",
+    "spec_sha256": "babcd06e6f76affc",
+    "loopgen": "0.1.0",
+}
+# The training setup this run's checkpoints belong to, in spec terms: the value of each field
+# that decides what a checkpoint means, or the sha256 of the section. A run refuses to resume
+# checkpoints of another setup (see check_setup); a longer run, other cadences, performance
+# options or another strategy are the same setup.
+SETUP = {
+    "model": "25a891826c065e41",
+    "data.train": "7138b928d2675128",
+    "data.validation": "b6adecb1330df72d",
+    "data.batch_size": BATCH_SIZE,
+    "data.shuffle_buffer": 1000,
+    "data.rescale": 1 / 255,
+    "data.labels": "sparse",
+    "seed": SEED,
+    "optimizer": "bc628cf3a6eb6264",
+    "loss": "071318bbec99592d",
+}
+
+
+def tfds_stream(examples, epoch=None):
+    """An epoch's examples: the split in its file order (decoded as TFDS reads them)."""
+    return examples
 
 
 def load_examples():
-    """Training and validation examples, one (images, labels) pair per element, unbatched."""
-    train_examples = tfds.load("oxford_iiit_pet:4.*.*", split="train")
+    """Training and validation examples: (images, labels) arrays, or image
+    file names, from which the batches pick theirs by index; or a stream of records."""
+    # TFDS streams its records: the split in its file order, shuffled per epoch later.
+    train_examples = tfds.load(
+        "oxford_iiit_pet:4.*.*", split="train", shuffle_files=False
+    )
     # Images differ in size: resize them before batching (masks with nearest neighbour,
     # so they stay class ids).
     train_examples = train_examples.map(
@@ -49,7 +85,10 @@ def load_examples():
             - 1,
         )
     )
-    validation_examples = tfds.load("oxford_iiit_pet:4.*.*", split="test")
+    # TFDS streams its records: the split in its file order, shuffled per epoch later.
+    validation_examples = tfds.load(
+        "oxford_iiit_pet:4.*.*", split="test", shuffle_files=False
+    )
     # Images differ in size: resize them before batching (masks with nearest neighbour,
     # so they stay class ids).
     validation_examples = validation_examples.map(
@@ -62,37 +101,76 @@ def load_examples():
     return train_examples, validation_examples
 
 
+def num_examples(examples):
+    """How many examples a source holds (the length of its arrays, or its stream's)."""
+    if isinstance(examples, tf.data.Dataset):
+        return int(examples.cardinality())
+    return len(tf.nest.flatten(examples)[0])
+
+
 def preprocess(images, labels):
     """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
     images = tf.cast(images, tf.float32) * RESCALE
     return images, labels
 
 
+def shuffle_windows(records, epoch):
+    """A stream shuffled in windows of SHUFFLE_BUFFER records, each window permuted by (SEED,
+    epoch, window): the order is a function of the epoch alone, with no buffer state to carry
+    across a restart (tf.data's shuffle keeps one). Records move within their window only.
+    """
+    seed = tf.stack([tf.constant(SEED, tf.int64), epoch])
+
+    def permuted(window, records):
+        size = tf.shape(tf.nest.flatten(records)[0], out_type=tf.int64)[0]
+        order = tf.random.experimental.index_shuffle(
+            tf.range(size),
+            seed=tf.random.experimental.stateless_fold_in(seed, window),
+            max_index=size - 1,
+        )
+        return tf.data.Dataset.from_tensor_slices(
+            tf.nest.map_structure(lambda part: tf.gather(part, order), records)
+        )
+
+    return records.batch(SHUFFLE_BUFFER).enumerate().flat_map(permuted)
+
+
 def training_batches(examples, start_step):
     """Training batches from step `start_step` on, epoch after epoch, without end.
 
-    The order depends on the step alone: the shuffle has a fixed seed and reshuffles every
-    epoch the same way on every run. A resumed run skips the batches it already trained on
-    and sees exactly what an uninterrupted run would have seen, on any strategy. Skipping
-    happens before preprocessing, so it only re-reads raw examples.
+    The order depends on the step alone: every epoch streams the records in their order,
+    through a shuffle buffer seeded with (SEED, epoch). A resumed run starts a later epoch
+    without reading the ones before; inside its epoch it skips the records already trained
+    on, at most one epoch of them. They are skipped before they are preprocessed.
     """
-    return (
-        examples.shuffle(SHUFFLE_BUFFER, seed=SEED)
-        .batch(BATCH_SIZE)
-        .repeat()
-        .skip(start_step)
-        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-        .prefetch(tf.data.AUTOTUNE)
+    steps_per_epoch = math.ceil(num_examples(examples) / BATCH_SIZE)
+    first_epoch, first_step = divmod(start_step, steps_per_epoch)
+
+    def epoch_batches(epoch):
+        records = tfds_stream(examples, epoch)
+        records = shuffle_windows(records, epoch)
+        # A resumed run's first epoch starts at its step.
+        records = records.skip(
+            tf.where(
+                epoch == first_epoch, tf.constant(first_step * BATCH_SIZE, tf.int64), 0
+            )
+        )
+        return records.batch(BATCH_SIZE)
+
+    batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)
+    return batches.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+        tf.data.AUTOTUNE
     )
 
 
 def validation_batches(examples):
-    """The validation examples, batched and preprocessed, in a fixed order, repeated: a
+    """The validation examples, batched, read and preprocessed, in a fixed order, repeated: a
     validation pass takes one epoch of batches from an iterator that lasts the whole run.
     """
+    records = tfds_stream(examples)
+    batches = records.batch(BATCH_SIZE)
     return (
-        examples.batch(BATCH_SIZE)
-        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        batches.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
         .repeat()
         .prefetch(tf.data.AUTOTUNE)
     )
@@ -152,6 +230,196 @@ def restore_newest(checkpoint, paths):
     return None
 
 
+def timestamp():
+    """Local time with its UTC offset, to the second: 2026-11-23T14:05:09+0100."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def lock_output_dir(output_dir):
+    """Takes the output directory's lock: returns (the lock, None), or (None, why not).
+
+    Two runs writing one directory would overwrite each other's checkpoints and interleave
+    their logs. The lock is an flock on run.lock, which the OS drops when the process ends,
+    even by SIGKILL: a dead run never leaves the directory locked. The file names the run
+    that holds it."""
+    path = os.path.join(output_dir, "run.lock")
+    lock = open(path, "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "it has not written its pid yet"
+        lock.close()
+        return None, (
+            f"{output_dir} is in use by another run ({holder}). Wait for it to end, or pass "
+            "another --output-dir."
+        )
+    except OSError as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+        lock.close()
+        return None, (
+            f"Cannot lock {path}: {error.strerror}. This file system does not support locks; "
+            f"if no other run uses {output_dir}, run again with --no-lock."
+        )
+    lock.truncate(0)
+    lock.write(f"pid {os.getpid()} on {socket.gethostname()}, started {timestamp()}\n")
+    lock.flush()
+    return lock, None
+
+
+def script_checksums():
+    """The checksum this script's header records (loopgen's render of it) and the checksum of
+    its text now, computed as loopgen does: sha256 of the text with that field zeroed. They
+    differ once the script has been edited by hand."""
+    with open(__file__, encoding="utf-8") as f:
+        text = f.read()
+    found = re.search(r"script sha256 ([0-9a-f]{16})", text)
+    if found is None:  # the header lost it
+        return None, hashlib.sha256(text.encode()).hexdigest()[:16]
+    blank = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
+    return found.group(1), hashlib.sha256(blank.encode()).hexdigest()[:16]
+
+
+def start_record(args, resumed_from, init_from):
+    """What runs.jsonl says about a run as it starts: the script and what it was rendered
+    from, the command, the versions, the machine, the devices and the checkpoint it starts
+    from."""
+    rendered, current = script_checksums()
+    return {
+        "time": timestamp(),
+        **RENDERED_FROM,
+        "script": os.path.abspath(__file__),
+        "script_sha256": current,
+        "script_edited": current != rendered,
+        "command": sys.argv,
+        "flags": vars(args),
+        "python": sys.version.split()[0],
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "strategy": None,  # one device
+        "replicas": 1,
+        "devices": [device.name for device in tf.config.list_logical_devices()],
+        "resumed_from": resumed_from,
+        "init_from": init_from,
+    }
+
+
+class RunLog:
+    """runs.jsonl in the output directory: a start record for every run (see start_record)
+    and an end record saying how it ended and at which step. A run killed outright (SIGKILL,
+    a lost machine) leaves a start record without an end.
+
+    Only the run that holds the directory's lock writes it, and it keeps the lock until the
+    end record is written."""
+
+    def __init__(self, output_dir):
+        self.path = os.path.join(output_dir, "runs.jsonl")
+        self.run = None  # this run's id, once its start record is written
+        self.lock = None  # the directory's lock: held until the end record is written
+        self.step = self.nonfinite_step = None  # the run's step counters (variables)
+
+    def start(self, record, lock, step, nonfinite_step):
+        """Writes the start record, and keeps what the end record needs."""
+        run = os.urandom(4).hex()
+        record = {"event": "start", "run": run, **record, "step": int(step.numpy())}
+        append_jsonl(self.path, record)
+        self.run, self.lock = run, lock
+        self.step, self.nonfinite_step = step, nonfinite_step
+
+    def end(self, error=None):
+        """Writes the end record: finished, sigterm, nan, or error with the exception."""
+        if self.run is None:
+            return  # never started: refused, or stopped before training
+        record = {"event": "end", "run": self.run, "time": timestamp()}
+        record["step"] = int(self.step.numpy())
+        if error is None:
+            record["exit"] = "finished"
+        elif isinstance(error, SystemExit) and error.code == 128 + signal.SIGTERM:
+            record["exit"] = "sigterm"
+        elif int(self.nonfinite_step.numpy()) >= 0:
+            record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
+        else:
+            record.update(exit="error", error=f"{type(error).__name__}: {error}")
+        append_jsonl(self.path, record)
+
+
+def weights_fingerprint(*networks):
+    """sha256 of the name, shape and dtype of every weight: a hand edit of the network in this
+    script changes it, where the spec sections in SETUP cannot see one."""
+    weights = [
+        [w.name, list(w.shape), str(w.dtype)] for net in networks for w in net.weights
+    ]
+    return hashlib.sha256(json.dumps(weights).encode()).hexdigest()[:16]
+
+
+def check_setup(checkpoint_dir, setup, write=True):
+    """Refuses to resume checkpoints written by another training setup: SETUP (the spec
+    sections that decide what a checkpoint means) and the network's weights must be those
+    recorded in setup.json beside the checkpoints. A new run records its own there."""
+    path = os.path.join(checkpoint_dir, "setup.json")
+    if tf.train.get_checkpoint_state(checkpoint_dir) is not None:
+        if os.path.exists(path):
+            with open(path) as f:
+                saved = json.load(f)
+            refuse_another_setup(checkpoint_dir, saved, setup)
+            return
+        print(
+            f"No {path} beside the checkpoints (an older script): their setup is not checked"
+        )
+    if write:  # the directory's setup from now on
+        os.makedirs(checkpoint_dir, exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(setup, f, indent=2)
+
+
+def refuse_another_setup(checkpoint_dir, saved, setup):
+    """Stops the run, naming every entry of the setup that differs from the checkpoints'."""
+    keys = [*setup, *(key for key in saved if key not in setup)]
+    differences = [
+        f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
+        for key in keys
+        if saved.get(key) != setup.get(key)
+    ]
+    if differences:
+        raise SystemExit(
+            f"Refusing to resume from {checkpoint_dir}: its checkpoints come from another "
+            "training setup (SETUP in this script; weights: the names, shapes and dtypes of "
+            "the network's variables). What differs:\n" + "\n".join(differences) + "\n"
+            "Undo the change, or train in a new --output-dir (with --init-from "
+            f"{os.path.dirname(checkpoint_dir)} to start from those weights)."
+        )
+
+
+def load_weights(source, checkpoint_dir, **networks):
+    """--init-from: starts a new run from the weights of the newest checkpoint in `source`
+    (another run's output directory). Only the networks' weights: the optimizer, the step and
+    the data position start afresh. Returns that checkpoint's path."""
+    if tf.train.get_checkpoint_state(checkpoint_dir) is not None:
+        raise SystemExit(
+            f"--init-from {source}: {checkpoint_dir} already holds this run's checkpoints. "
+            "Run without --init-from to resume it, or pass a new --output-dir."
+        )
+    path = tf.train.latest_checkpoint(os.path.join(source, "checkpoints"))
+    path = path or tf.train.latest_checkpoint(source)  # the checkpoints folder itself
+    if path is None:
+        raise SystemExit(
+            f"--init-from {source}: no checkpoint in {os.path.join(source, 'checkpoints')}. "
+            "Give the --output-dir of a run that saved one."
+        )
+    try:
+        status = tf.train.Checkpoint(**networks).restore(path)
+        # Every weight must come from the checkpoint; its optimizer and step are left out.
+        status.assert_existing_objects_matched().expect_partial()
+    except Exception as error:  # another network: ValueError, AssertionError, ...
+        raise SystemExit(
+            f"--init-from {source}: cannot load {path} into this network "
+            f"({type(error).__name__}: {error}). Both runs need the same network."
+        ) from None
+    print(f"Starting from the weights of {path}")
+    return path
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -167,26 +435,48 @@ def parse_args(argv=None):
         "--output-dir", default=OUTPUT_DIR, help="checkpoints, logs and exports go here"
     )
     parser.add_argument(
+        "--init-from",
+        metavar="DIR",
+        help="start a new run from the model weights of the newest checkpoint in DIR "
+        "(another run's output directory)",
+    )
+    parser.add_argument(
         "--deterministic",
         action="store_true",
         help="make TensorFlow ops deterministic (reproducible, somewhat slower)",
     )
+    parser.add_argument(
+        "--no-lock",
+        action="store_true",
+        help="do not lock the output directory (for file systems without locks: then make "
+        "sure no other run uses it)",
+    )
     return parser.parse_args(argv)
 
 
-def main(argv=None):
-    args = parse_args(argv)
+def train(args, run_log):
+    """The run, from the seeds to the export; main() records how it ends."""
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.
     keras.utils.set_random_seed(SEED)
     if args.deterministic:
         tf.config.experimental.enable_op_determinism()
 
+    # --- Output directory: one run at a time ------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
+    lock, refusal = None, None
+    if args.no_lock:
+        print(f"Not locking {args.output_dir} (--no-lock): no other run may use it.")
+    else:
+        lock, refusal = lock_output_dir(args.output_dir)
+    if refusal:
+        raise SystemExit(refusal)
+
     # --- Data -------------------------------------------------------------------------
     train_examples, validation_examples = load_examples()
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
-    steps_per_epoch = math.ceil(int(train_examples.cardinality()) / BATCH_SIZE)
-    validation_steps = math.ceil(int(validation_examples.cardinality()) / BATCH_SIZE)
+    steps_per_epoch = math.ceil(num_examples(train_examples) / BATCH_SIZE)
+    validation_steps = math.ceil(num_examples(validation_examples) / BATCH_SIZE)
     # One iterator for every validation pass: creating and deleting one per pass can stall
     # tf.data's autotuner for seconds.
     validation_iterator = iter(validation_batches(validation_examples))
@@ -272,12 +562,24 @@ def main(argv=None):
         step=step,
     )
     checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
+    # A new run may start from another run's weights; a resumed one only from checkpoints of
+    # its own setup (the model, data, batch size, seed, optimizer and loss: see SETUP).
+    initial_weights = None
+    if args.init_from:
+        initial_weights = load_weights(args.init_from, checkpoint_dir, model=model)
+    setup = {**SETUP, "weights": weights_fingerprint(model)}
+    check_setup(checkpoint_dir, setup)
     manager = tf.train.CheckpointManager(
         checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
     )
     latest = restore_newest(checkpoint, manager.checkpoints)
     if latest:
         print(f"Resumed from {latest} at step {int(step.numpy())}")
+
+    # --- Run record: runs.jsonl says what runs here, and main() adds how it ended -----
+    run_log.start(
+        start_record(args, latest, initial_weights), lock, step, nonfinite_step
+    )
 
     # --- Training loop ----------------------------------------------------------------
     os.makedirs(args.output_dir, exist_ok=True)
@@ -419,6 +721,19 @@ def main(argv=None):
     # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
     # classes of this script to load.
     model.export(os.path.join(export_dir, "saved_model"), verbose=False)
+
+
+def main(argv=None):
+    """Trains, and ends the run's record in runs.jsonl however training ends: finished,
+    stopped by SIGTERM or a NaN loss, or an error."""
+    args = parse_args(argv)
+    run_log = RunLog(args.output_dir)
+    try:
+        train(args, run_log)
+    except BaseException as error:  # SystemExit and KeyboardInterrupt too
+        run_log.end(error)
+        raise
+    run_log.end()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,836 @@
+"""Classify reviews as positive or negative from their text.
+
+Written by loopgen 0.1.0 from examples/reviews_text.py
+(spec sha256 58cc0b372ca066d6, script sha256 e06614ab8cccff57).
+Rendered with: --variant mirrored
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
+Strategy: MirroredStrategy, one replica per GPU (or the CPU); data.batch_size is the global batch.
+Run it again to resume from the latest checkpoint (written by any variant).
+Flags: --epochs, --max-steps, --output-dir, --init-from, --deterministic, --no-lock (see --help).
+"""
+
+import argparse
+import fcntl
+import hashlib
+import json
+import math
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import layers
+
+SEED = 4
+GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
+SHUFFLE_BUFFER = 1024
+EPOCHS = 10
+LOG_EVERY_STEPS = 20
+# Train steps per call of the compiled train_loop: Python runs once per call, not per step.
+STEPS_PER_LOOP = 50
+VALIDATE_EVERY_EPOCHS = 1
+CHECKPOINT_EVERY_EPOCHS = 1
+KEEP_CHECKPOINTS = 3
+OUTPUT_DIR = "runs/reviews_text"
+# What this script was rendered from (its header says the same): runs.jsonl records it.
+RENDERED_FROM = {
+    "spec": "reviews_text",
+    "spec_sha256": "58cc0b372ca066d6",
+    "loopgen": "0.1.0",
+}
+# The training setup this run's checkpoints belong to, in spec terms: the value of each field
+# that decides what a checkpoint means, or the sha256 of the section. A run refuses to resume
+# checkpoints of another setup (see check_setup); a longer run, other cadences, performance
+# options or another strategy are the same setup.
+SETUP = {
+    "model": "f64b715af35e305f",
+    "data.train": "4a5f5f163820dc22",
+    "data.validation": "34ef9cb3e5649df6",
+    "data.batch_size": GLOBAL_BATCH_SIZE,
+    "data.shuffle_buffer": 1024,
+    "data.labels": "sparse",
+    "seed": SEED,
+    "optimizer": "0f36a0dce26ec3b6",
+    "loss": "071318bbec99592d",
+}
+
+
+def read_text_lines(path, delimiter, text_column, label_column, field):
+    """The examples of a file of lines: each line's text and label, held in memory. Labels are
+    class ids, or class names numbered in alphabetical order."""
+    if not os.path.isfile(path):
+        raise SystemExit(f"{field}: no file {path!r}")
+    texts, names = [], []
+    with open(path, encoding="utf-8") as file:
+        for number, line in enumerate(file, start=1):
+            columns = line.rstrip("\n").split(delimiter)
+            if columns == [""]:
+                continue  # an empty line
+            if len(columns) <= max(text_column, label_column):
+                raise SystemExit(
+                    f"{path}:{number}: {len(columns)} column(s) split by {delimiter!r}, but the "
+                    f"text is in column {text_column} and the label in column {label_column}"
+                )
+            texts.append(columns[text_column])
+            names.append(columns[label_column].strip())
+    if not texts:
+        raise SystemExit(f"{path} holds no example (no line of text)")
+    if all(name.isdigit() for name in names):
+        labels = [int(name) for name in names]
+    else:
+        classes = sorted(set(names))
+        print(f"{path}: classes {classes}, numbered from 0")
+        labels = [classes.index(name) for name in names]
+    return np.array(texts), np.array(labels, dtype=np.int32)
+
+
+def load_examples():
+    """Training and validation examples: (features, labels) arrays held in
+    memory, from which the batches pick theirs by index."""
+    train_examples = read_text_lines(
+        "data/reviews.tsv",
+        delimiter="\t",
+        text_column=0,
+        label_column=1,
+        field="data.train.path",
+    )
+    # Hold out the last 10.0% of the examples (before any shuffling) for validation,
+    # as Keras' validation_split does.
+    total = num_examples(train_examples)
+    held_out = int(total * 0.1)
+    validation_examples = tf.nest.map_structure(
+        lambda a: a[total - held_out :], train_examples
+    )
+    train_examples = tf.nest.map_structure(
+        lambda a: a[: total - held_out], train_examples
+    )
+    return train_examples, validation_examples
+
+
+def num_examples(examples):
+    """How many examples a source holds (the length of its arrays, or its stream's)."""
+    return len(tf.nest.flatten(examples)[0])
+
+
+def read_arrays(examples, indices):
+    """The examples at `indices`, gathered from arrays held in memory."""
+    return tf.nest.map_structure(lambda array: tf.gather(array, indices), examples)
+
+
+def as_tensors(examples):
+    """Arrays as tensors: a dataset function then captures them by reference, where NumPy
+    arrays would be copied into its graph (which cannot exceed 2 GB)."""
+    return tf.nest.map_structure(tf.convert_to_tensor, examples)
+
+
+def preprocess(features, labels):
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
+    return features, labels
+
+
+def epoch_order(epoch, num_examples):
+    """The order of the examples in `epoch`: a permutation that depends on (SEED, epoch) alone,
+    computed without touching the examples, so any step's examples are known without reading
+    the others (a true shuffle of the whole set, with no buffer to fill)."""
+    positions = tf.range(num_examples, dtype=tf.int64)
+    return tf.random.experimental.index_shuffle(
+        positions,
+        seed=tf.stack([tf.constant(SEED, tf.int64), epoch]),
+        max_index=num_examples - 1,
+    )
+
+
+def replica_slices(batch, context):
+    """This input pipeline's share of a global batch: one slice per replica it feeds, the batch
+    cut into num_replicas_in_sync contiguous, near-equal parts. The workers together read
+    exactly the global batch a single device trains on, and each only its own part of it (the
+    smaller last batch of an epoch may leave a replica an empty slice)."""
+    replicas = context.num_replicas_in_sync
+    local = replicas // context.num_input_pipelines
+    first = context.input_pipeline_id * local
+    size = tf.shape(tf.nest.flatten(batch)[0], out_type=tf.int64)[0]
+    bounds = tf.range(replicas + 1, dtype=tf.int64) * size // replicas
+    return tf.data.Dataset.range(first, first + local).map(
+        lambda replica: tf.nest.map_structure(
+            lambda part: part[bounds[replica] : bounds[replica + 1]], batch
+        )
+    )
+
+
+def training_batches(examples, start_step, context):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The batches are a function of the step alone: epoch e takes the examples in
+    the order epoch_order(e) gives, GLOBAL_BATCH_SIZE at a time, and only then are they read.
+    A resumed run starts inside its epoch by slicing that order: it reads nothing of the steps
+    already done, however many they are.
+    Each global batch is cut into one slice per replica; this input pipeline (one per worker)
+    reads only its replicas' slices.
+    """
+    examples = as_tensors(examples)
+    count = num_examples(examples)
+    steps_per_epoch = math.ceil(count / GLOBAL_BATCH_SIZE)
+    first_epoch, first_step = divmod(start_step, steps_per_epoch)
+
+    def epoch_batches(epoch):
+        order = epoch_order(epoch, count)
+        # A resumed run's first epoch starts at its step.
+        start = tf.where(
+            epoch == first_epoch,
+            tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
+            0,
+        )
+        order = order[start:]
+        return tf.data.Dataset.from_tensor_slices(order).batch(GLOBAL_BATCH_SIZE)
+
+    batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)
+    batches = batches.flat_map(lambda batch: replica_slices(batch, context))
+    return (
+        batches.map(
+            lambda indices: read_arrays(examples, indices),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def validation_batches(examples, context):
+    """The validation examples, batched, read and preprocessed, in a fixed order, repeated: a
+    validation pass takes one epoch of batches from an iterator that lasts the whole run.
+    """
+    examples = as_tensors(examples)
+    indices = tf.data.Dataset.range(num_examples(examples))
+    batches = indices.batch(GLOBAL_BATCH_SIZE)
+    batches = batches.flat_map(lambda batch: replica_slices(batch, context))
+    return (
+        batches.map(
+            lambda indices: read_arrays(examples, indices),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def build_model():
+    text = keras.Input(shape=(), dtype="string", name="text")
+    tokens = layers.TextVectorization(
+        max_tokens=10000, output_sequence_length=64, name="tokens"
+    )(text)
+    embedded = layers.Embedding(10000, 32, name="embedded")(tokens)
+    pooled = layers.GlobalAveragePooling1D(name="pooled")(embedded)
+    hidden = layers.Dense(32, activation="relu", name="hidden")(pooled)
+    logits = layers.Dense(2, name="logits")(hidden)
+    return keras.Model(inputs=text, outputs=logits, name="reviews_text")
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device)."""
+    return {metric.name: float(metric.result()) for metric in metrics}
+
+
+def append_jsonl(path, record):
+    """Appends one JSON record per line, a format every plotting tool reads."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def restore_newest(checkpoint, paths):
+    """Restores the newest checkpoint in `paths` that restores, and returns its path (None when
+    there are none). A damaged one (a full disk, a copy cut short) is reported and the one
+    before it is used; when none restores, the run stops rather than start over."""
+    failures = []
+    for path in reversed(paths):
+        try:
+            # Also fails when the checkpoint does not fit this model (e.g. after a spec change).
+            checkpoint.restore(path).assert_existing_objects_matched()
+            return path
+        except Exception as error:  # damaged files raise OpError, IndexError, ...
+            print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+            failures.append(path)
+    if failures:
+        raise SystemExit(
+            f"None of the checkpoints restores ({', '.join(failures)}): see the errors above. "
+            "Move them away (or pass another --output-dir) to start from scratch."
+        )
+    return None
+
+
+def timestamp():
+    """Local time with its UTC offset, to the second: 2026-11-23T14:05:09+0100."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def lock_output_dir(output_dir):
+    """Takes the output directory's lock: returns (the lock, None), or (None, why not).
+
+    Two runs writing one directory would overwrite each other's checkpoints and interleave
+    their logs. The lock is an flock on run.lock, which the OS drops when the process ends,
+    even by SIGKILL: a dead run never leaves the directory locked. The file names the run
+    that holds it."""
+    path = os.path.join(output_dir, "run.lock")
+    lock = open(path, "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "it has not written its pid yet"
+        lock.close()
+        return None, (
+            f"{output_dir} is in use by another run ({holder}). Wait for it to end, or pass "
+            "another --output-dir."
+        )
+    except OSError as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+        lock.close()
+        return None, (
+            f"Cannot lock {path}: {error.strerror}. This file system does not support locks; "
+            f"if no other run uses {output_dir}, run again with --no-lock."
+        )
+    lock.truncate(0)
+    lock.write(f"pid {os.getpid()} on {socket.gethostname()}, started {timestamp()}\n")
+    lock.flush()
+    return lock, None
+
+
+def script_checksums():
+    """The checksum this script's header records (loopgen's render of it) and the checksum of
+    its text now, computed as loopgen does: sha256 of the text with that field zeroed. They
+    differ once the script has been edited by hand."""
+    with open(__file__, encoding="utf-8") as f:
+        text = f.read()
+    found = re.search(r"script sha256 ([0-9a-f]{16})", text)
+    if found is None:  # the header lost it
+        return None, hashlib.sha256(text.encode()).hexdigest()[:16]
+    blank = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
+    return found.group(1), hashlib.sha256(blank.encode()).hexdigest()[:16]
+
+
+def start_record(args, strategy, resumed_from, init_from):
+    """What runs.jsonl says about a run as it starts: the script and what it was rendered
+    from, the command, the versions, the machine, the devices and the checkpoint it starts
+    from."""
+    rendered, current = script_checksums()
+    return {
+        "time": timestamp(),
+        **RENDERED_FROM,
+        "script": os.path.abspath(__file__),
+        "script_sha256": current,
+        "script_edited": current != rendered,
+        "command": sys.argv,
+        "flags": vars(args),
+        "python": sys.version.split()[0],
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "strategy": "MirroredStrategy",
+        "replicas": strategy.num_replicas_in_sync,
+        "devices": [device.name for device in tf.config.list_logical_devices()],
+        "resumed_from": resumed_from,
+        "init_from": init_from,
+    }
+
+
+class RunLog:
+    """runs.jsonl in the output directory: a start record for every run (see start_record)
+    and an end record saying how it ended and at which step. A run killed outright (SIGKILL,
+    a lost machine) leaves a start record without an end.
+
+    Only the run that holds the directory's lock writes it, and it keeps the lock until the
+    end record is written."""
+
+    def __init__(self, output_dir):
+        self.path = os.path.join(output_dir, "runs.jsonl")
+        self.run = None  # this run's id, once its start record is written
+        self.lock = None  # the directory's lock: held until the end record is written
+        self.step = self.nonfinite_step = None  # the run's step counters (variables)
+
+    def start(self, record, lock, step, nonfinite_step):
+        """Writes the start record, and keeps what the end record needs."""
+        run = os.urandom(4).hex()
+        record = {"event": "start", "run": run, **record, "step": int(step.numpy())}
+        append_jsonl(self.path, record)
+        self.run, self.lock = run, lock
+        self.step, self.nonfinite_step = step, nonfinite_step
+
+    def end(self, error=None):
+        """Writes the end record: finished, sigterm, nan, or error with the exception."""
+        if self.run is None:
+            return  # never started: refused, or stopped before training
+        record = {"event": "end", "run": self.run, "time": timestamp()}
+        record["step"] = int(self.step.numpy())
+        if error is None:
+            record["exit"] = "finished"
+        elif isinstance(error, SystemExit) and error.code == 128 + signal.SIGTERM:
+            record["exit"] = "sigterm"
+        elif int(self.nonfinite_step.numpy()) >= 0:
+            record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
+        else:
+            record.update(exit="error", error=f"{type(error).__name__}: {error}")
+        append_jsonl(self.path, record)
+
+
+def weights_fingerprint(*networks):
+    """sha256 of the name, shape and dtype of every weight: a hand edit of the network in this
+    script changes it, where the spec sections in SETUP cannot see one."""
+    weights = [
+        [w.name, list(w.shape), str(w.dtype)] for net in networks for w in net.weights
+    ]
+    return hashlib.sha256(json.dumps(weights).encode()).hexdigest()[:16]
+
+
+def check_setup(checkpoint_dir, setup, write=True):
+    """Refuses to resume checkpoints written by another training setup: SETUP (the spec
+    sections that decide what a checkpoint means) and the network's weights must be those
+    recorded in setup.json beside the checkpoints. A new run records its own there."""
+    path = os.path.join(checkpoint_dir, "setup.json")
+    if tf.train.get_checkpoint_state(checkpoint_dir) is not None:
+        if os.path.exists(path):
+            with open(path) as f:
+                saved = json.load(f)
+            refuse_another_setup(checkpoint_dir, saved, setup)
+            return
+        print(
+            f"No {path} beside the checkpoints (an older script): their setup is not checked"
+        )
+    if write:  # the directory's setup from now on
+        os.makedirs(checkpoint_dir, exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(setup, f, indent=2)
+
+
+def refuse_another_setup(checkpoint_dir, saved, setup):
+    """Stops the run, naming every entry of the setup that differs from the checkpoints'."""
+    keys = [*setup, *(key for key in saved if key not in setup)]
+    differences = [
+        f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
+        for key in keys
+        if saved.get(key) != setup.get(key)
+    ]
+    if differences:
+        raise SystemExit(
+            f"Refusing to resume from {checkpoint_dir}: its checkpoints come from another "
+            "training setup (SETUP in this script; weights: the names, shapes and dtypes of "
+            "the network's variables). What differs:\n" + "\n".join(differences) + "\n"
+            "Undo the change, or train in a new --output-dir (with --init-from "
+            f"{os.path.dirname(checkpoint_dir)} to start from those weights)."
+        )
+
+
+def load_weights(source, checkpoint_dir, **networks):
+    """--init-from: starts a new run from the weights of the newest checkpoint in `source`
+    (another run's output directory). Only the networks' weights: the optimizer, the step and
+    the data position start afresh. Returns that checkpoint's path."""
+    if tf.train.get_checkpoint_state(checkpoint_dir) is not None:
+        raise SystemExit(
+            f"--init-from {source}: {checkpoint_dir} already holds this run's checkpoints. "
+            "Run without --init-from to resume it, or pass a new --output-dir."
+        )
+    path = tf.train.latest_checkpoint(os.path.join(source, "checkpoints"))
+    path = path or tf.train.latest_checkpoint(source)  # the checkpoints folder itself
+    if path is None:
+        raise SystemExit(
+            f"--init-from {source}: no checkpoint in {os.path.join(source, 'checkpoints')}. "
+            "Give the --output-dir of a run that saved one."
+        )
+    try:
+        status = tf.train.Checkpoint(**networks).restore(path)
+        # Every weight must come from the checkpoint; its optimizer and step are left out.
+        status.assert_existing_objects_matched().expect_partial()
+    except Exception as error:  # another network: ValueError, AssertionError, ...
+        raise SystemExit(
+            f"--init-from {source}: cannot load {path} into this network "
+            f"({type(error).__name__}: {error}). Both runs need the same network."
+        ) from None
+    print(f"Starting from the weights of {path}")
+    return path
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--epochs", type=int, default=EPOCHS, help="passes over the training data"
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many steps in all (smoke runs)",
+    )
+    parser.add_argument(
+        "--output-dir", default=OUTPUT_DIR, help="checkpoints, logs and exports go here"
+    )
+    parser.add_argument(
+        "--init-from",
+        metavar="DIR",
+        help="start a new run from the model weights of the newest checkpoint in DIR "
+        "(another run's output directory)",
+    )
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="make TensorFlow ops deterministic (reproducible, somewhat slower)",
+    )
+    parser.add_argument(
+        "--no-lock",
+        action="store_true",
+        help="do not lock the output directory (for file systems without locks: then make "
+        "sure no other run uses it)",
+    )
+    return parser.parse_args(argv)
+
+
+def train(args, run_log):
+    """The run, from the strategy to the export; main() records how it ends."""
+    # --- Strategy -----------------------------------------------------------------------
+    # A replica of the model on each device; every step, each replica takes its slice of the
+    # global batch and the gradients are summed across replicas.
+    # No device list: every GPU, or the CPU when there is none.
+    strategy = tf.distribute.MirroredStrategy()
+    print(f"Training on {strategy.num_replicas_in_sync} replica(s)")
+
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+
+    # --- Output directory: one run at a time ------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
+    lock, refusal = None, None
+    if args.no_lock:
+        print(f"Not locking {args.output_dir} (--no-lock): no other run may use it.")
+    else:
+        lock, refusal = lock_output_dir(args.output_dir)
+    if refusal:
+        raise SystemExit(refusal)
+
+    # --- Data -------------------------------------------------------------------------
+    train_examples, validation_examples = load_examples()
+    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
+    steps_per_epoch = math.ceil(num_examples(train_examples) / GLOBAL_BATCH_SIZE)
+    # An embedding's gradient is sparse (the rows of the tokens seen), and replicas gather
+    # sparse gradients with collectives that need the same batch size on every step of a
+    # train_loop call: the smaller last batch of an epoch gets a call of its own.
+    smaller_last_batch = num_examples(train_examples) % GLOBAL_BATCH_SIZE != 0
+    validation_steps = math.ceil(num_examples(validation_examples) / GLOBAL_BATCH_SIZE)
+    # One iterator for every validation pass: creating and deleting one per pass can stall
+    # tf.data's autotuner for seconds.
+    # Each input pipeline (one per worker) reads only its replicas' slices of each batch.
+    validation_iterator = iter(
+        strategy.distribute_datasets_from_function(
+            lambda context: validation_batches(validation_examples, context)
+        )
+    )
+
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
+    # Everything that owns variables is created under the strategy's scope: its variables
+    # are then mirrored on every replica and kept in sync.
+    with strategy.scope():
+        model = build_model()
+        # Layers that learn from the training data (a vocabulary, statistics) before training: the
+        # same on every run, and on every worker.
+        model.get_layer("tokens").adapt(train_examples[0])
+        model.summary()
+        # reduction=None: one loss per example. The replica step sums them and divides
+        # by the global batch size; a mean per replica would be num_replicas times off.
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction=None
+        )
+        optimizer = keras.optimizers.Adam(learning_rate=0.003)
+        # Create the slot variables (momentum, moments) now, not in the first traced
+        # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+        optimizer.build(model.trainable_variables)
+        # Metrics are summed over replicas when read.
+        train_loss = keras.metrics.Mean(name="loss")
+        train_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+        ]
+        validation_loss = keras.metrics.Mean(name="loss")
+        validation_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+        ]
+        # Counts train steps. The checkpoint saves it, so a resumed run continues
+        # counting (and with it the epoch, the data position and the cadences).
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        # The first step whose loss was NaN or Inf (-1: none so far). Not
+        # checkpointed: a run that stops on it restarts from the last good checkpoint.
+        nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    def per_example_loss(labels, predictions):
+        """One loss value per example: averaged over any further axes (a mask's pixels), as
+        the single-device loss averages over all of them."""
+        losses = loss_fn(labels, predictions)
+        return tf.reduce_mean(losses, axis=list(range(1, losses.shape.rank)))
+
+    # --- Train and eval steps ---------------------------------------------------------
+    def replica_train_step(features, labels):
+        """One replica's part of a train step, on its slice of the global batch."""
+        # The size of this global batch: the last batch of an epoch is smaller than
+        # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
+        batch_size = tf.shape(features)[0]
+        global_batch_size = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, batch_size
+        )
+        with tf.GradientTape() as tape:
+            predictions = model(features, training=True)
+            # Divided by the global batch size, not this replica's: apply_gradients sums the
+            # replicas' gradients, and the sum is then the gradient of the global batch's mean.
+            loss = tf.nn.compute_average_loss(
+                per_example_loss(labels, predictions),
+                global_batch_size=global_batch_size,
+            )
+        gradients = tape.gradient(loss, model.trainable_variables)
+        # Sums the gradients over all replicas, then applies the same update on each.
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        # Metrics accumulate on each replica; reading them sums over replicas.
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
+        return loss, batch_size
+
+    @tf.function
+    def train_step(features, labels):
+        """One train step on every replica."""
+        losses, batch_sizes = strategy.run(replica_train_step, args=(features, labels))
+        # Each replica's loss is its share of the global batch's mean: their sum is the mean.
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
+        train_loss.update_state(loss, sample_weight=batch_size)
+        step.assign_add(1)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(loss):
+            nonfinite_step.assign(step)
+
+    # Traced once: num_steps is a tensor (each new Python int would trace again), and the
+    # batches' first dimension is unknown (None), so the smaller last batch of an epoch does
+    # not retrace either. A call runs num_steps steps, so Python pays its overhead once per
+    # call, not once per step.
+    @tf.function
+    def train_loop(iterator, num_steps):
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
+        batch = next(iterator)
+        for _ in tf.range(num_steps - 1):
+            train_step(*batch)
+            batch = next(iterator)
+        train_step(*batch)
+
+    def replica_eval_step(features, labels):
+        predictions = model(features, training=False)
+        # The data loss only: weight penalties say nothing about generalization.
+        validation_loss.update_state(per_example_loss(labels, predictions))
+        for metric in validation_metrics:
+            metric.update_state(labels, predictions)
+
+    @tf.function
+    def validation_pass(iterator, num_steps):
+        """One pass over the validation set in one call: num_steps batches."""
+        for _ in tf.range(num_steps):
+            strategy.run(replica_eval_step, args=next(iterator))
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
+        step=step,
+    )
+    checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
+    # A new run may start from another run's weights; a resumed one only from checkpoints of
+    # its own setup (the model, data, batch size, seed, optimizer and loss: see SETUP).
+    initial_weights = None
+    if args.init_from:
+        initial_weights = load_weights(args.init_from, checkpoint_dir, model=model)
+    setup = {**SETUP, "weights": weights_fingerprint(model)}
+    check_setup(checkpoint_dir, setup)
+    manager = tf.train.CheckpointManager(
+        checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
+    )
+    # Checkpoints do not depend on the strategy: they may come from any variant.
+    latest = restore_newest(checkpoint, manager.checkpoints)
+    if latest:
+        print(f"Resumed from {latest} at step {int(step.numpy())}")
+
+    # --- Run record: runs.jsonl says what runs here, and main() adds how it ended -----
+    run_log.start(
+        start_record(args, strategy, latest, initial_weights),
+        lock,
+        step,
+        nonfinite_step,
+    )
+
+    # --- Training loop ----------------------------------------------------------------
+    os.makedirs(args.output_dir, exist_ok=True)
+    # TensorBoard: tensorboard --logdir <output-dir>/logs
+    train_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "train")
+    )
+    validation_writer = tf.summary.create_file_writer(
+        os.path.join(args.output_dir, "logs", "validation")
+    )
+    metrics_path = os.path.join(args.output_dir, "metrics.jsonl")
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step counter: reading the variable every step would wait for the
+    # device each time.
+    global_step = int(step.numpy())
+    saved_step = global_step if latest else None
+    # One iterator for the whole run, from the current step on. Each input pipeline (one per
+    # worker) reads only the slices of each global batch that its replicas train on.
+    train_iterator = iter(
+        strategy.distribute_datasets_from_function(
+            lambda context: training_batches(
+                train_examples, start_step=global_step, context=context
+            )
+        )
+    )
+    first_epoch = global_step // steps_per_epoch
+
+    def stop_if_diverged():
+        """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
+        bad_step = int(nonfinite_step.numpy())
+        if bad_step >= 0:
+            raise SystemExit(
+                f"The loss became NaN or Inf at step {bad_step}: stopped without saving"
+                f" (newest checkpoint: {manager.latest_checkpoint or 'none yet'})"
+                ". Lower the learning rate, clip the gradients, or look for NaN in the data."
+            )
+
+    # Preemption: schedulers (Slurm, Kubernetes, spot VMs) send SIGTERM, then SIGKILL after a
+    # grace period. The loop finishes its train_loop call (STEPS_PER_LOOP steps at most),
+    # saves a checkpoint and exits; run it again to resume.
+    preempted = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: preempted.set())
+
+    def steps_to_run(global_step, epoch_end):
+        """Steps in the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+        point or epoch end: each of them then happens at its exact step."""
+        return min(
+            STEPS_PER_LOOP,
+            epoch_end - global_step,
+            LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+            (
+                (epoch_end - 1 - global_step or 1)
+                if smaller_last_batch
+                else STEPS_PER_LOOP
+            ),
+        )
+
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
+
+    for epoch in range(first_epoch, epochs):
+        print(f"Epoch {epoch + 1}/{epochs}")
+        epoch_start = epoch * steps_per_epoch
+        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
+        # The logged values are already running means: "stateful", so the bar shows them as
+        # they are instead of averaging them again.
+        progbar = keras.utils.Progbar(
+            epoch_end - epoch_start,
+            stateful_metrics=["loss", "accuracy", "learning_rate", "steps_per_second"],
+        )
+        for metric in [train_loss, *train_metrics]:
+            metric.reset_state()
+        # Throughput is timed from log point to log point (validation is not counted).
+        timer_start, timer_step = time.perf_counter(), global_step
+        while global_step < epoch_end:
+            num_steps = steps_to_run(global_step, epoch_end)
+            train_loop(train_iterator, tf.constant(num_steps))
+            global_step += num_steps
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results([train_loss, *train_metrics])
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                # Timed after results(), which waited for the device.
+                now = time.perf_counter()
+                logs["steps_per_second"] = (global_step - timer_step) / (
+                    now - timer_start
+                )
+                timer_start, timer_step = now, global_step
+                progbar.update(global_step - epoch_start, list(logs.items()))
+                with train_writer.as_default(step=global_step):
+                    for name, value in logs.items():
+                        tf.summary.scalar(name, value)
+                append_jsonl(
+                    metrics_path, {"step": global_step, "epoch": epoch + 1, **logs}
+                )
+                stop_if_diverged()
+            if preempted.is_set():
+                break
+        if preempted.is_set():
+            break
+
+        if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
+            for metric in [validation_loss, *validation_metrics]:
+                metric.reset_state()
+            validation_pass(validation_iterator, tf.constant(validation_steps))
+            validation_logs = results([validation_loss, *validation_metrics])
+            print(
+                "  ".join(
+                    f"val_{name}: {value:.4f}"
+                    for name, value in validation_logs.items()
+                )
+            )
+            with validation_writer.as_default(step=global_step):
+                for name, value in validation_logs.items():
+                    tf.summary.scalar(name, value)
+            # Elsewhere the validation values are named apart: val_loss, val_accuracy, ...
+            val_logs = {f"val_{name}": value for name, value in validation_logs.items()}
+            append_jsonl(
+                metrics_path, {"step": global_step, "epoch": epoch + 1, **val_logs}
+            )
+        if (
+            (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
+            and global_step == epoch_start + steps_per_epoch
+        ):
+            stop_if_diverged()
+            manager.save(checkpoint_number=global_step)
+            saved_step = global_step
+
+    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the
+    # cadence) so that the next run continues from here instead of redoing steps.
+    if saved_step != global_step:
+        stop_if_diverged()
+        manager.save(checkpoint_number=global_step)
+    if preempted.is_set():
+        print(
+            f"Stopped by SIGTERM at step {global_step}; saved {manager.latest_checkpoint}."
+        )
+        raise SystemExit(128 + signal.SIGTERM)  # the shell's status for a SIGTERM death
+
+    # --- Export -----------------------------------------------------------------------
+    export_dir = os.path.join(args.output_dir, "export")
+    # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
+    # classes of this script to load, nor a strategy.
+    model.export(os.path.join(export_dir, "saved_model"), verbose=False)
+
+
+def main(argv=None):
+    """Trains, and ends the run's record in runs.jsonl however training ends: finished,
+    stopped by SIGTERM or a NaN loss, or an error."""
+    args = parse_args(argv)
+    run_log = RunLog(args.output_dir)
+    try:
+        train(args, run_log)
+    except BaseException as error:  # SystemExit and KeyboardInterrupt too
+        run_log.end(error)
+        raise
+    run_log.end()
+
+
+if __name__ == "__main__":
+    main()
