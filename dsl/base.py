@@ -11,28 +11,17 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
 class StrictModel(BaseModel):
-    """Base of every spec model: unknown fields are errors, and docstrings become descriptions."""
+    """Base of every spec model: unknown fields are errors. The docstrings under its fields
+    become their descriptions on demand (docs.py)."""
 
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
-        use_attribute_docstrings=True,
         validate_default=True,
         # NaN and ±inf are never meant (a learning rate of 1e309 parses as inf): refused with the
         # field's path, before they could reach the script.
         allow_inf_nan=False,
     )
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        # The `kind` discriminator of every variant documents itself the same way, so each
-        # variant's docstring stays about what it is, not about the tag.
-        super().__pydantic_init_subclass__(**kwargs)
-        kind = cls.model_fields.get("kind")
-        if kind is not None and not kind.description:
-            kind.description = f'Selects this variant: kind="{kind.default}".'
-            if cls.__pydantic_complete__:  # else the pending model_rebuild() picks it up
-                cls.model_rebuild(force=True)
 
 
 def _check_identifier(value: str) -> str:

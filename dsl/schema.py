@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import schema as catalog_schema
+from .base import StrictModel
+from .docs import describe
 from .spec import Spec
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -13,7 +15,8 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 def spec_schema() -> dict[str, Any]:
     """The schema of `Spec` as JSON data, the field docstrings as descriptions."""
-    schema = catalog_schema.expand(Spec.model_json_schema(mode="validation"))
+    schema = describe(Spec.model_json_schema(mode="validation"), StrictModel)
+    schema = catalog_schema.expand(schema)
     # A spec file may name its schema; the loader drops the key before validating.
     schema["properties"] = {
         "$schema": {"type": "string", "description": "Where this file's JSON schema is."},

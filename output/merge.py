@@ -12,8 +12,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import black
-
 from ..errors import OutputError
 
 _MARKERS = re.compile(r"^(<{7}|>{7}) ", re.MULTILINE)
@@ -37,6 +35,8 @@ class Merged:
 def formatted(source: str) -> str:
     """`source` formatted as loopgen formats what it renders; unchanged when black cannot parse
     it (a script in the middle of an edit still merges, line by line)."""
+    import black  # here, not at the top: a render that merges nothing does without it
+
     try:
         return black.format_str(source, mode=black.Mode())
     except black.InvalidInput:

@@ -1,4 +1,4 @@
-"""Rendering: spec → context → Jinja → black. Never imports TensorFlow."""
+"""Rendering: spec → context → Jinja → black (blackcache.py). Never imports TensorFlow."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import os
 from functools import cache
 from pathlib import Path
 
-import black
 import jinja2
 
 from ..dsl.spec import Spec
 from . import code, stamp
+from .blackcache import format_source
 from .context import build_context
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
@@ -76,10 +76,10 @@ def render_script(
     source = environment().get_template("script.py.jinja").render(context)
     kind = spec.distribute.kind
     try:
-        formatted = black.format_str(source, mode=black.Mode())
+        formatted = format_source(source)
         # black parses leniently (duplicate arguments pass): the compiler has the last word.
         compile(formatted, f"<{kind}.py>", "exec")
-    except (black.InvalidInput, SyntaxError) as error:  # invalid Python: a loopgen bug
+    except SyntaxError as error:  # invalid Python: a loopgen bug
         raise code.TemplateBug(
             f"the {kind} script template produced invalid Python: {error}"
         ) from error

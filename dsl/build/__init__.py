@@ -55,7 +55,7 @@ class _Planner:
         return name
 
     def layer(self, path: str, layer: Any, inputs: list[str], env: dict[str, Any],
-              style: str | None = None) -> str:
+              style: str | None = None) -> str:  # fmt: skip
         if isinstance(layer, Custom):
             cls = self.classes[layer.cls]
             params = {**cls.params, **{k: _value(v, env) for k, v in layer.args.items()}}
