@@ -330,11 +330,11 @@ APPLICATION_ARGS_SET_BY_LOOPGEN = {
 
 class Backbone(StrictModel):
     """A `keras.applications` model as a layer of a graph model: its convolutional part
-    (`include_top=False`), pretrained or not, frozen or trainable. It is called with
-    `training=False`: its BatchNormalization layers keep their ImageNet statistics even when
-    its weights train (the Keras transfer-learning guide's advice; a frozen BatchNormalization
-    that updated its statistics would undo the pretraining). The application's own
-    `preprocess_input` is applied to its input."""
+    (`include_top=False`), pretrained or not, frozen or trainable. Its BatchNormalization
+    layers keep their ImageNet statistics: frozen, they run in inference mode, and
+    `fine_tune` leaves them frozen when it unfreezes the rest (the Keras transfer-learning
+    guide's advice; statistics of small fine-tuning batches would undo the pretraining). The
+    application's own `preprocess_input` is applied to its input."""
 
     kind: Literal["backbone"] = "backbone"
     application: str
