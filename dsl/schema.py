@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .catalog import schema as catalog_schema
 from .base import StrictModel
+from .catalog import schema as catalog_schema
 from .docs import describe
 from .spec import Spec
 

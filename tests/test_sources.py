@@ -97,11 +97,11 @@ def test_files_that_do_not_fit_the_spec_stop_the_script_at_its_start(case, rende
         assert phrase in message, (phrase, message[-2000:])
 
 
-READ = '''    paths, labels = examples
-    images = tf.map_fn('''
-COUNTED = '''    paths, labels = examples
+READ = """    paths, labels = examples
+    images = tf.map_fn("""
+COUNTED = """    paths, labels = examples
     tf.print(indices, summarize=-1, output_stream="file://{log}/" + str(os.getpid()) + ".txt")
-    images = tf.map_fn('''
+    images = tf.map_fn("""
 
 
 def counting_decodes(script: Path, log: Path) -> Path:
