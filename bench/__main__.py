@@ -1,17 +1,21 @@
-"""Benchmark: generated loops against model.fit, measured in the same run.
+"""Benchmark: generated loops against model.fit, measured in the same run; render time; input.
 
-    .venv/bin/python -m bench [--examples mnist_mlp ...] [--epochs 4] [--readme]
+    .venv/bin/python -m bench [--parts fit render data] [--examples mnist_mlp ...] [--readme]
 
-For each example it renders the loop script (synthetic data of the real shapes, see
+fit: for each example it renders the loop script (synthetic data of the real shapes, see
 workload.py) and trains, each in a fresh process:
   loop, defaults   the script as the spec renders it (steps_per_loop, xla auto)
   loop, plain      one step per call, no XLA: model.fit's defaults
   fit, matched     compile(steps_per_execution=steps_per_loop, jit_compile=the loop's choice)
   fit, defaults    compile() as most people call it
 and prints samples/s (median over --rounds interleaved rounds of the epochs after the first,
-which traces and compiles) and the ratios. It also times `loopgen render` of the real
-example and checks that TensorFlow was never imported. Results go to bench/results.json and,
-with --readme, to the README table.
+which traces and compiles) and the ratios.
+render: times `loopgen render` of every example in examples/ (a new process each time) and
+checks that TensorFlow was never imported.
+data: time to the first batch of a resumed run, and the pipeline's speed against the loop's
+(data_rows.py).
+Results go to bench/results.json (a part not run keeps its previous figures) and, with
+--readme, to the README's tables.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from .report import median, ratios, readme_table, replace_table, table
+from .data_rows import data_rows, data_table
+from .report import median, ratios, readme_table, render_table, replace_table, table
 from .workload import EXAMPLES, PLAIN, ROOT, STEPS_PER_EPOCH, Workload, render, workload
 
 PYTHON = sys.executable
 LOOPGEN = str(Path(PYTHON).with_name("loopgen"))
+PARTS = ("fit", "render", "data")
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 
 
@@ -114,7 +120,6 @@ def bench_example(name: str, args: argparse.Namespace, folder: Path) -> dict:
         "precision": work.spec.performance.precision,
         "runs": throughput,
         "ratios": ratios(throughput),
-        "render": render_timing(name, folder, args.render_repeats),
     }
 
 
@@ -126,38 +131,59 @@ def _run(command: list[str], cwd: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--examples", nargs="+", default=list(STEPS_PER_EPOCH))
     parser.add_argument("--epochs", type=int, default=4, help="1 warm-up + the measured ones")
     parser.add_argument("--steps-per-epoch", type=int, default=None, help="instead of the table")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved repetitions")
     parser.add_argument("--render-repeats", type=int, default=5)
+    parser.add_argument("--data-repeats", type=int, default=3, help="fresh processes per seek")
+    parser.add_argument("--data-images", type=int, default=2000, help="images the data part uses")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
-    parser.add_argument("--readme", action="store_true", help="update the README's table")
+    parser.add_argument("--readme", action="store_true", help="update the README's tables")
     args = parser.parse_args(argv)
     if args.epochs < 4:
         parser.error("--epochs must be at least 4: a warm-up epoch and 3 to take the median of")
-    results = {
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "date": time.strftime("%Y-%m-%d"),
-        "epochs": args.epochs,
-        "rounds": args.rounds,
-        "examples": {},
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results["machine"] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
     }
+    today = time.strftime("%Y-%m-%d")
     with tempfile.TemporaryDirectory(prefix="loopgen-bench-") as tmp:
-        for name in args.examples:
-            print(f"{name} ...", flush=True)
-            results["examples"][name] = bench_example(name, args, Path(tmp))
-            print(table({name: results["examples"][name]}), flush=True)
+        if "fit" in args.parts:
+            fit = {"date": today, "epochs": args.epochs, "rounds": args.rounds, "examples": {}}
+            for name in args.examples:
+                print(f"{name} ...", flush=True)
+                fit["examples"][name] = bench_example(name, args, Path(tmp))
+                print(table({name: fit["examples"][name]}), flush=True)
+            results["fit"] = fit
+        if "render" in args.parts:
+            print("render ...", flush=True)
+            examples = sorted(p.stem for p in EXAMPLES.glob("*.py"))
+            timings = {name: render_timing(name, Path(tmp), args.render_repeats)
+                       for name in examples}  # fmt: skip
+            results["render"] = {"date": today, "repeats": args.render_repeats,
+                                 "examples": timings}  # fmt: skip
+            print(render_table(results["render"]), flush=True)
+        if "data" in args.parts:
+            print("data ...", flush=True)
+            data = data_rows(Path(tmp), args.data_images, args.data_repeats, ENV)
+            results["data"] = {"date": today, "repeats": args.data_repeats, **data}
+            print(data_table(results["data"]), flush=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(table(results["examples"]))
     print(f"wrote {args.out}")
     if args.readme:
         readme = ROOT / "README.md"
-        readme.write_text(replace_table(readme.read_text(), readme_table(results)))
+        text = readme.read_text()
+        if "fit" in results:
+            text = replace_table(text, readme_table(results), "bench")
+        if "render" in results:
+            text = replace_table(text, render_table(results["render"]), "bench-render")
+        if "data" in results:
+            text = replace_table(text, data_table(results["data"]), "bench-data")
+        readme.write_text(text)
         print(f"updated {readme}")
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import statistics
 
-START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
@@ -26,38 +24,46 @@ def table(examples: dict[str, dict]) -> str:
     """The results as a Markdown table: samples/s per run, ratios, render time."""
     header = (
         "| example | K | XLA | loop | fit matched | **ratio** | fit defaults | **ratio** "
-        "| loop K=1 | ratio | render |"
+        "| loop K=1 | ratio |"
     )
-    lines = [header, "|" + "---|" * 11]
-    warning = " (imported TensorFlow!)"
+    lines = [header, "|" + "---|" * 10]
     for name, result in examples.items():
         speed = {run: t["samples_per_second"] for run, t in result["runs"].items()}
         ratio = result["ratios"]
-        render = result["render"]
         lines.append(
             f"| {name} | {result['steps_per_loop']} | {'on' if result['xla'] else 'off'} "
             f"| {speed['loop_defaults']:,.0f} | {speed['fit_matched']:,.0f} "
             f"| **{ratio['matched']:.2f}** | {speed['fit_defaults']:,.0f} "
-            f"| **{ratio['defaults']:.2f}** | {speed['loop_plain']:,.0f} | {ratio['plain']:.2f} "
-            f"| {render['seconds']:.2f} s{warning if render['imports_tensorflow'] else ''} |"
+            f"| **{ratio['defaults']:.2f}** | {speed['loop_plain']:,.0f} | {ratio['plain']:.2f} |"
         )
     return "\n".join(lines)
 
 
 def readme_table(results: dict) -> str:
-    machine = results["machine"]
+    machine, fit = results["machine"], results["fit"]
     return (
-        f"Measured {results['date']} by `python -m bench` on {machine['cpus']} CPUs "
-        f"(Python {machine['python']}): samples/s, median of {results['epochs'] - 1} epochs "
-        f"after a warm-up epoch, in each of {results['rounds']} interleaved rounds; K = steps "
-        "per call.\n\n" + table(results["examples"])
+        f"Measured {fit['date']} by `python -m bench` on {machine['cpus']} CPUs "
+        f"(Python {machine['python']}): samples/s, median of {fit['epochs'] - 1} epochs "
+        f"after a warm-up epoch, in each of {fit['rounds']} interleaved rounds; K = steps "
+        "per call.\n\n" + table(fit["examples"])
     )
 
 
-def replace_table(text: str, new: str) -> str:
-    """`text` with what lies between the bench markers replaced by `new`."""
-    if START not in text or END not in text:
-        raise SystemExit(f"README.md has no {START} ... {END} section to update")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{new}\n{END}{tail}"
+def render_table(render: dict) -> str:
+    """`loopgen render` wall time per example, with a warning where it imported TensorFlow."""
+    lines = ["| example | render (median) | slowest |", "|---|---|---|"]
+    for name, timing in render["examples"].items():
+        warning = " (imported TensorFlow!)" if timing["imports_tensorflow"] else ""
+        slowest = max(timing["runs"])
+        lines.append(f"| {name} | {timing['seconds']:.2f} s{warning} | {slowest:.2f} s |")
+    return "\n".join(lines)
+
+
+def replace_table(text: str, new: str, marker: str) -> str:
+    """`text` with what lies between the `marker` start and end comments replaced by `new`."""
+    start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
+    if start not in text or end not in text:
+        raise SystemExit(f"README.md has no {start} ... {end} section to update")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{new}\n{end}{tail}"

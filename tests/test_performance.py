@@ -190,15 +190,18 @@ def test_mixed_bfloat16_trains(variant, digits, render, tmp_path):
 @pytest.mark.slow
 def test_bench_measures_loop_and_fit_in_one_run(tmp_path):
     """The harness, small: one example, short epochs. It must time all four runs, compute the
-    ratios from them, time the CLI render and see that it did not import TensorFlow."""
+    ratios from them, time the CLI render of every example and see that it did not import
+    TensorFlow, and time a resumed run's first batch and the pipeline on both image sources."""
     out = tmp_path / "results.json"
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--examples", "mnist_mlp", "--steps-per-epoch", "30",
-         "--rounds", "1", "--render-repeats", "1", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+         "--rounds", "1", "--render-repeats", "1", "--data-images", "96", "--data-repeats", "1",
+         "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(out.read_text())["examples"]["mnist_mlp"]
+    results = json.loads(out.read_text())
+    result = results["fit"]["examples"]["mnist_mlp"]
     runs = result["runs"]
     assert set(runs) == {"loop_defaults", "loop_plain", "fit_matched", "fit_defaults"}
     for run in runs.values():
@@ -209,9 +212,22 @@ def test_bench_measures_loop_and_fit_in_one_run(tmp_path):
     assert result["ratios"]["matched"] == pytest.approx(
         speed["loop_defaults"] / speed["fit_matched"]
     )
-    assert result["render"]["imports_tensorflow"] is False
-    assert 0 < result["render"]["seconds"] < 30
     assert "| mnist_mlp | 50 | on |" in proc.stdout
+    render = results["render"]["examples"]
+    assert set(render) == {p.stem for p in (ROOT / "examples").glob("*.py")}
+    for timing in render.values():
+        assert timing["imports_tensorflow"] is False
+        assert 0 < timing["seconds"] < 30
+    data = results["data"]["sources"]
+    assert set(data) == {"image_directory", "tfrecord"}
+    for row in data.values():
+        # 96 images at batch 64: two steps an epoch, resumed in the middle of epoch 0, 5, 20, 50.
+        assert [s["step"] for s in row["seek"].values()] == [1, 11, 41, 101]
+        assert all(s["seconds"] > 0 for s in row["seek"].values())
+        assert row["input_ratio"] == pytest.approx(
+            row["pipeline_examples_per_second"] / row["loop_examples_per_second"]
+        )
+    assert "| tfrecord |" in proc.stdout
 
 
 @pytest.mark.slow
