@@ -20,10 +20,22 @@ import ast
 import hashlib
 import itertools
 import os
+import re
 import tempfile
 from importlib.metadata import version
 
 BLACK_VERSION = version("black")
+
+TARGET_VERSIONS = ("PY36", "PY37", "PY38", "PY39", "PY310", "PY311", "PY312", "PY313", "PY314",
+                   "PY315")  # fmt: skip
+"""The versions black infers for a script that uses f-strings: given to every piece, since a
+piece without an f-string would be inferred to run on Python 3.3 too, and lose the trailing
+comma black puts after `**kwargs`. A script using a newer feature narrows what black infers,
+but not the features its output depends on (a test checks this on every golden file)."""
+
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+"""Lines as Python's parser counts them: str.splitlines() also splits at \\v, \\f, \\x1c-\\x1e,
+\\x85, \\u2028 and \\u2029, which a docstring may hold."""
 
 
 def format_source(source: str) -> str:
@@ -35,7 +47,7 @@ def format_source(source: str) -> str:
 def pieces(source: str) -> list[str]:
     """`source` cut before each top-level def and class (its decorators included) that a blank
     line separates from what precedes it; a comment right above one keeps them together."""
-    lines = source.splitlines(keepends=True)
+    lines = _LINES.findall(source)
     starts = [0]
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -47,7 +59,8 @@ def pieces(source: str) -> list[str]:
 
 
 def _format_piece(piece: str, folder: str | None) -> str:
-    key = hashlib.sha256(f"{BLACK_VERSION}\0{piece}".encode()).hexdigest()
+    mode = f"black {BLACK_VERSION} {','.join(TARGET_VERSIONS)}"
+    key = hashlib.sha256(f"{mode}\0{piece}".encode()).hexdigest()
     path = folder and os.path.join(folder, key[:2], key)
     if path:
         try:
@@ -58,7 +71,8 @@ def _format_piece(piece: str, folder: str | None) -> str:
     import black  # only for a piece not seen before
 
     try:
-        formatted = black.format_str(piece, mode=black.Mode())
+        targets = {black.TargetVersion[name] for name in TARGET_VERSIONS}
+        formatted = black.format_str(piece, mode=black.Mode(target_versions=targets))
     except black.InvalidInput as error:  # what ast parsed, black did not: report it alike
         raise SyntaxError(f"black: {error}") from error
     if path:

@@ -12,6 +12,7 @@ import sys
 import pytest
 from helpers import EXAMPLES, ROOT, run_cli
 from loopgen.dsl.spec import STRATEGY_KINDS
+from loopgen.render.blackcache import TARGET_VERSIONS
 from regen_generated import golden_files
 
 GENERATED = ROOT / "generated"
@@ -56,6 +57,29 @@ def test_generated_scripts_are_ruff_and_black_clean():
         capture_output=True, text=True,
     )  # fmt: skip
     assert black.returncode == 0, black.stderr
+
+
+def test_black_formats_whole_scripts_with_the_features_of_their_pieces():
+    """render/blackcache.py formats each definition for TARGET_VERSIONS; black infers the target
+    versions of a whole script from what it uses. The five features black's output depends on
+    (black/__init__.py: _format_str_once) must be the same for both, or the pieces would be
+    formatted apart from what black makes of the whole."""
+    import black
+    from black.mode import Feature, TargetVersion, supports_feature
+
+    shaping = [
+        Feature.PARENTHESIZED_CONTEXT_MANAGERS,
+        Feature.UNPARENTHESIZED_EXCEPT_TYPES,
+        Feature.T_STRINGS,
+        Feature.TRAILING_COMMA_IN_CALL,
+        Feature.TRAILING_COMMA_IN_DEF,
+    ]
+    ours = {TargetVersion[name] for name in TARGET_VERSIONS}
+    expected = [f for f in shaping if supports_feature(ours, f)]
+    for golden in sorted(GOLDEN):
+        node = black.lib2to3_parse((GENERATED / f"{golden}.py").read_text())
+        inferred = black.detect_target_versions(node)
+        assert [f for f in shaping if supports_feature(inferred, f)] == expected, golden
 
 
 @pytest.mark.parametrize("golden", sorted(GOLDEN))

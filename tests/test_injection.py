@@ -147,6 +147,10 @@ def benign_tree(shape: str) -> str:
 # 400 specs, 2,400 hostile strings: about 3 minutes (each render is formatted twice by black).
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(sorted(FIELDS)), st.lists(hostile, min_size=COUNT, max_size=COUNT))
+# Once black-unstable: the custom layer's piece, formatted alone, lost its `**kwargs,` comma.
+@also_try("npz", ["", "", "", "", "0000\x1f\x1f\U00011747\U00018d09\U0002ebe1", ""])
+# Line breaks str.splitlines() sees and Python's parser does not, in docstrings and strings.
+@also_try("npz", ["a\x0cb", "c\u2028d", "e\x1cf", "g\x85h", "i\u2029j", "k\x0bl"])
 def test_hostile_strings_stay_string_constants(shape, texts):
     values = [marked(i, text) for i, text in enumerate(texts)]
     source = render_script(spec_with(shape, values), spec_file="s.py")

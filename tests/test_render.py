@@ -14,7 +14,7 @@ import pytest
 from helpers import EXAMPLES, ROOT, run_python
 from loopgen.dsl.loader import apply_override, load_spec
 from loopgen.dsl.spec import Spec
-from loopgen.render import render_script
+from loopgen.render import blackcache, render_script
 
 
 def base(example: str = "mnist_mlp") -> dict:
@@ -230,3 +230,33 @@ def test_fault_handling_follows_the_spec(overrides, preemptible):
     # Every script stops on a NaN loss; only a script with checkpoints can fall back.
     assert "if nonfinite_step < 0 and not tf.math.is_finite(loss):" in source
     assert ("restore_newest(checkpoint," in source) == ("checkpoint=null" not in overrides)
+
+
+PIECES = '''"""Doc\x0cwith\u2028odd\x1cbreaks."""
+import os
+X = f"{os.sep}"
+
+def first(a,b):
+    "def not_a_piece(): \u2028 class Nor: pass"
+    return a
+@staticmethod
+
+def second(self, alpha_argument_number_one, beta_argument_number_two, gamma_argument_number_three, delta, **kwargs):
+    return (alpha_argument_number_one, beta_argument_number_two)
+
+class Third:
+  x=1
+'''  # noqa: E501 (a signature black must split)
+
+
+def test_black_piece_by_piece_is_black_of_the_whole(tmp_path, monkeypatch):
+    """Pieces cut where Python's parser sees lines (str.splitlines also breaks at \\x0c or
+    \\u2028 inside a string), formatted alone with the whole script's target versions, cached
+    and joined: the same text as black of the whole file, cold and from the cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert len(blackcache.pieces(PIECES)) == 3  # the decorated def stays with the one above
+    whole = black.format_str(PIECES, mode=black.Mode())
+    assert "**kwargs,\n" in whole  # what a piece without an f-string once lost
+    assert blackcache.format_source(PIECES) == whole
+    assert any(p.is_file() for p in tmp_path.rglob("*"))
+    assert blackcache.format_source(PIECES) == whole  # from the cache
