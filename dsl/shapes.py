@@ -462,22 +462,36 @@ def _node(graph, node, here, shapes, env, classes, root) -> Shape | None:
         return apply(node.layer, inputs, here, env, classes)
     if node.shared is not None:
         return apply(graph.shared[node.shared], inputs, here, env, classes)
-    b, block = next((b, x) for b, x in enumerate(graph.blocks) if x.name == node.block)
+    block = graph.block(node.block)
     args = {**block.params, **{k: value(v, env) for k, v in node.args.items()}}
-    shape = None
+    for bound, steps in block_calls(graph, node, here, args, root):
+        local = dict(zip(block.inputs, inputs, strict=True))
+        for inner, where in steps:
+            local[inner.name] = _node(graph, inner, where, local, bound, classes, root)
+        inputs = [local[block.output]]
+    return inputs[0]
+
+
+def block_calls(graph: Any, node: Any, here: str, args: dict[str, Any], root: str = "model"):
+    """What a node that calls a block does, repetition after repetition: yields the block's
+    arguments for that repetition (`args`, with the `over` values of it) and its nodes in build
+    order, each with its spec path."""
+    from .rules.graph import topological
+
+    b = next(i for i, x in enumerate(graph.blocks) if x.name == node.block)
+    block = graph.blocks[b]
+    order = {id(n): j for j, n in enumerate(block.nodes)}
+    ordered = topological(block.nodes)
     for r in range(node.repetitions):
         bound = {**args, **{k: values[r] for k, values in node.over.items()}}
-        local = dict(zip(block.inputs, inputs, strict=True))
         called = f"called by {here}" + (f", repetition {r + 1}" if node.repetitions > 1 else "")
-        order = {id(n): j for j, n in enumerate(block.nodes)}
-        from .rules.graph import topological
-
-        for inner in topological(block.nodes):
-            where = f"{root}.blocks[{b}].nodes[{order[id(inner)]}] ({called})"
-            local[inner.name] = _node(graph, inner, where, local, bound, classes, root)
-        shape = local[block.output]
-        inputs = [shape]
-    return shape
+        yield (
+            bound,
+            [
+                (inner, f"{root}.blocks[{b}].nodes[{order[id(inner)]}] ({called})")
+                for inner in ordered
+            ],
+        )
 
 
 # --- the UNet skip of a Functional chain -------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..base import Var
 from ..layers import L1, L1L2, L2, Backbone, Custom, KerasLayer, PositionEmbedding
+from ..shapes import block_calls
 
 
 def plan(spec: Any) -> dict[str, Any]:
@@ -126,8 +127,6 @@ class _Planner:
         })  # fmt: skip
 
     def node(self, graph: Any, node: Any, here: str, tensors: dict, env: dict) -> str:
-        from ..rules.graph import topological
-
         inputs = [tensors[name] for name in node.inputs]
         if node.shared is not None:
             out = self.tensor()
@@ -136,16 +135,12 @@ class _Planner:
             return out
         if node.layer is not None:
             return self.layer(here, node.layer, inputs, env, style=_style(node.layer))
-        b, block = next((b, x) for b, x in enumerate(graph.blocks) if x.name == node.block)
+        block = graph.block(node.block)
         args = {**block.params, **{k: _value(v, env) for k, v in node.args.items()}}
         tensor = inputs
-        for r in range(node.repetitions):
-            bound = {**args, **{k: values[r] for k, values in node.over.items()}}
+        for bound, steps in block_calls(graph, node, here, args):
             local = dict(zip(block.inputs, tensor, strict=True))
-            called = f"called by {here}" + (f", repetition {r + 1}" if node.repetitions > 1 else "")
-            order = {id(n): j for j, n in enumerate(block.nodes)}
-            for inner in topological(block.nodes):
-                where = f"model.blocks[{b}].nodes[{order[id(inner)]}] ({called})"
+            for inner, where in steps:
                 local[inner.name] = self.node(graph, inner, where, local, bound)
             tensor = [local[block.output]]
         return tensor[0]

@@ -177,10 +177,10 @@ def check_references(
                 f"{here} ({node.name!r}) gives {len(node.inputs)} inputs to a custom layer, "
                 "which takes one tensor"
             )
-        if node.layer is not None and referenced_vars(node.layer) - set(
-            block.params if block else ()
-        ):
-            missing = sorted(referenced_vars(node.layer) - set(block.params if block else ()))
+        missing = node.layer and sorted(
+            referenced_vars(node.layer) - set(block.params if block else ())
+        )
+        if missing:
             where = f"a parameter of {block.name}" if block else "defined outside a block"
             raise ValueError(
                 f"{here}.layer refers to Var {missing[0]!r}, which is not {where}; "
