@@ -40,8 +40,10 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
 
 
+@cache
 def attribute_docstrings(cls: type) -> dict[str, str]:
-    """The string literal under each annotated attribute of the class body, by name."""
+    """The string literal under each annotated attribute of the class body, by name (read once
+    per class: base classes are asked for by every model derived from them)."""
     try:
         source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):  # defined where there is no source (an interpreter session)

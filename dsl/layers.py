@@ -4,7 +4,8 @@ Any Keras layer is one `KerasLayer`: its `kind` names the class (`conv1d` for
 `keras.layers.Conv1D`) and its other fields are the constructor's arguments, by their Keras
 names, checked against the catalog generated from the installed Keras (`dsl/catalog/`). The
 Python names a spec file uses (`Conv1D(filters=128, kernel_size=5)`) are functions generated
-from the same catalog (`dsl/keras_api.py`) that build these models."""
+from the same catalog (`dsl/vocabulary/`, written by `dsl/catalog/api.py`) that build
+these models."""
 
 from __future__ import annotations
 
@@ -357,9 +358,7 @@ class Backbone(StrictModel):
 
     @model_validator(mode="after")
     def _known_application(self) -> Backbone:
-        entry = catalog.lookup("applications", self.application) or catalog.lookup(
-            "applications", self.application.lower()
-        )
+        entry = self._lookup()
         if entry is None:
             names = sorted(catalog.data()["applications"])
             raise ValueError(
@@ -373,11 +372,15 @@ class Backbone(StrictModel):
         check_arguments(entry, self.args, entry.class_name)
         return self
 
-    @property
-    def entry(self) -> catalog.Entry:
-        entry = catalog.lookup("applications", self.application) or catalog.lookup(
+    def _lookup(self) -> catalog.Entry | None:
+        """The application by its class name or its lower-case name."""
+        return catalog.lookup("applications", self.application) or catalog.lookup(
             "applications", self.application.lower()
         )
+
+    @property
+    def entry(self) -> catalog.Entry:
+        entry = self._lookup()
         assert entry is not None
         return entry
 

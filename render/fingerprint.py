@@ -9,12 +9,11 @@ every `--variant` of a spec has the same setup), nor words for people (descripti
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 from ..dsl.spec import Spec
-from . import code
+from . import code, stamp
 
 DATA_PERFORMANCE = {"cache", "prefetch", "deterministic"}
 """Fields of `data` that change how fast batches come, not which."""
@@ -80,7 +79,7 @@ def setup_entries(spec: Spec, batch_size: str) -> list[tuple[str, str]]:
 def _hash(section: Any) -> str:
     """The first 16 hex digits of the sha256 of a section's canonical JSON, as a literal."""
     canonical = json.dumps(_strip(_dump(section)), sort_keys=True)
-    return code.literal(hashlib.sha256(canonical.encode()).hexdigest()[:16])
+    return code.literal(stamp.digest(canonical))
 
 
 def _dump(value: Any) -> Any:

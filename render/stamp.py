@@ -17,7 +17,7 @@ def stamp(source: str) -> str:
     """Fills the header's `script sha256` with the checksum of the script around it."""
     if _STAMP.search(source) is None:
         raise ValueError("the rendered script has no `script sha256` field in its header")
-    return source.replace(f"script sha256 {PLACEHOLDER}", f"script sha256 {_digest(source)}", 1)
+    return source.replace(f"script sha256 {PLACEHOLDER}", f"script sha256 {digest(source)}", 1)
 
 
 def is_unedited(text: str) -> bool:
@@ -26,7 +26,7 @@ def is_unedited(text: str) -> bool:
     if found is None:
         return False
     blank = text[: found.start(1)] + PLACEHOLDER + text[found.end(1) :]
-    return found.group(1) == _digest(blank)
+    return found.group(1) == digest(blank)
 
 
 def recorded(text: str) -> str | None:
@@ -62,5 +62,6 @@ def header(text: str) -> Header:
     )
 
 
-def _digest(text: str) -> str:
+def digest(text: str) -> str:
+    """The first 16 hex digits of the sha256 of `text`: loopgen's checksums."""
     return hashlib.sha256(text.encode()).hexdigest()[:16]

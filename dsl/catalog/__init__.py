@@ -20,8 +20,6 @@ from typing import Any
 
 PATH = Path(__file__).with_name("keras.json")
 
-SECTIONS = ("layers", "losses", "metrics", "optimizers", "applications")
-
 
 @cache
 def data() -> dict[str, Any]:

@@ -642,10 +642,6 @@ def vocabulary_lists() -> dict[str, list[str]]:
     }
 
 
-def metric_details(name: str, cls: Any, entry: dict[str, Any]) -> dict[str, Any]:
-    return {}
-
-
 def build_catalog() -> dict[str, Any]:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import keras
