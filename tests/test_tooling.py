@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import jsonschema
+import pydantic
 import pytest
 import yaml
 from helpers import EXAMPLES, ROOT, run_cli, tree
-from loopgen.dsl import Data, Spec
+from loopgen.dsl import Data, KerasLoss, KerasOptimizer, Spec, catalog
 from loopgen.dsl.base import StrictModel
 from loopgen.dsl.docs import document
 from loopgen.dsl.loader import load_spec
@@ -77,6 +78,25 @@ def test_schema_describes_every_field_with_its_docstring(schema):
         Data.model_fields["batch_size"].description
     )
     assert schema["properties"]["name"]["description"] == Spec.model_fields["name"].description
+
+
+@pytest.mark.parametrize("section, model", [("losses", KerasLoss), ("optimizers", KerasOptimizer)])
+def test_schema_offers_only_arguments_the_spec_accepts(schema, section, model):
+    """Each argument the schema lets an editor complete, set to Keras' default, validates: the
+    schema leaves out what the script sets itself (a loss's reduction, an optimizer's clipping
+    and loss scale factor), as validation does."""
+    for key, definition in schema["$defs"].items():
+        if not key.startswith(f"{section}."):
+            continue
+        name = key.split(".", 1)[1]
+        arguments = catalog._arguments(section, name)
+        for prop in definition["properties"]:
+            if prop in arguments and not arguments[prop].required:
+                data = {"kind": name, prop: arguments[prop].default}
+                try:
+                    model.model_validate(data)
+                except pydantic.ValidationError as error:
+                    raise AssertionError(f"the schema offers {key}.{prop}: {error}") from None
 
 
 def test_schema_to_a_file(tmp_path):

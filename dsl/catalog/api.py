@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .. import catalog
+from ..training import SET_BY_LOOPGEN
 
 FOLDER = Path(__file__).resolve().parent.parent / "vocabulary"
 
@@ -34,12 +35,6 @@ DOCS = {
     "metrics": "Every metric of `keras.metrics` as a spec metric",
     "optimizers": "Every optimizer of `keras.optimizers` as a spec optimizer",
 }
-
-LEFT_OUT = {
-    "losses": {"reduction"},  # the train step reduces the loss itself
-    "optimizers": {"clipnorm", "global_clipnorm", "clipvalue", "gradient_accumulation_steps",
-                   "loss_scale_factor"},  # spec.gradients and performance.precision say these
-}  # fmt: skip
 
 
 def module_source(section: str) -> str:
@@ -96,7 +91,7 @@ def _entries(section: str) -> list[tuple[str, dict]]:
 
 
 def _function(section: str, model: str, name: str, raw: dict) -> list[str]:
-    args = [a for a in raw.get("args", []) if a["name"] not in LEFT_OUT.get(section, set())]
+    args = [a for a in raw.get("args", []) if a["name"] not in SET_BY_LOOPGEN.get(section, {})]
     args = [a for a in args if a["name"] != "name" and not keyword.iskeyword(a["name"])]
     params = []
     for a in args:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import catalog
+from ..training import SET_BY_LOOPGEN
 
 GENERIC = {
     "KerasLayer": "layers",
@@ -53,7 +54,7 @@ def _class_schema(section: str, name: str, raw: dict, own: dict[str, Any]) -> di
     }
     required = ["kind"]
     for arg in catalog._arguments(section, name).values():
-        if arg.name in properties or arg.name in _LEFT_OUT.get(section, ()):
+        if arg.name in properties or arg.name in SET_BY_LOOPGEN.get(section, {}):
             continue
         properties[arg.name] = {
             **_value_schema(arg),
@@ -75,12 +76,6 @@ def _class_schema(section: str, name: str, raw: dict, own: dict[str, Any]) -> di
         "required": required,
         "additionalProperties": False,
     }
-
-
-_LEFT_OUT = {
-    "losses": ("reduction",),
-    "optimizers": ("clipnorm", "global_clipnorm", "clipvalue", "gradient_accumulation_steps"),
-}
 
 
 def _value_schema(arg: catalog.Argument) -> dict[str, Any]:
