@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 333b3b83f69a968d, script sha256 47f68b5af3b748ee).
+(spec sha256 333b3b83f69a968d, script sha256 39251e43ecf1fd99).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -60,9 +60,9 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "df59512f418cf681",
-    "data.train": "60c5f59fa51c8af7",
-    "data.validation": "21529eb05ad66b76",
+    "model": "7adfc4a0404bccc9",
+    "data.train": "dde1d49a57d56ec2",
+    "data.validation": "551ad7d65edc44d3",
     "data.batch_size": BATCH_SIZE,
     "data.shuffle_buffer": 1024,
     "data.labels": "sparse",

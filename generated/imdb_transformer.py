@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 d1db346c20dc2ee9, script sha256 995f8c4f2a9f7847).
+(spec sha256 d1db346c20dc2ee9, script sha256 42b16248b6718640).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -48,14 +48,14 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "67c5960520e27594",
-    "data.train": "986e1ed64124974d",
+    "model": "6c66b4d10feb9c4e",
+    "data.train": "6dc316900120fe59",
     "data.validation": "a07165f969c3e04a",
     "data.batch_size": BATCH_SIZE,
     "data.shuffle_buffer": 1024,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "bc628cf3a6eb6264",
+    "optimizer": "1271fbd24df771e9",
     "loss": "9e4b2dcd249aaf99",
 }
 

@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 601d2125b1b62bc5, script sha256 647ef0d072f187df).
+(spec sha256 601d2125b1b62bc5, script sha256 74c2338072b89b02).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -49,9 +49,9 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "f64b715af35e305f",
-    "data.train": "4a5f5f163820dc22",
-    "data.validation": "34ef9cb3e5649df6",
+    "model": "449b508dfc749bbf",
+    "data.train": "77b0874ea38b93e1",
+    "data.validation": "5d14c1474b9d3169",
     "data.batch_size": BATCH_SIZE,
     "data.shuffle_buffer": 1024,
     "data.labels": "sparse",

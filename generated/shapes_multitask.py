@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 93db0f45309f15fd, script sha256 d877f1f327d8ae4b).
+(spec sha256 93db0f45309f15fd, script sha256 f89f88e026c82468).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -51,7 +51,7 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "1507abcc9593e337",
+    "model": "4652b73018ce6d39",
     "data.train": "e64a99be454c1fff",
     "data.validation": "637db0f74de05592",
     "data.batch_size": BATCH_SIZE,
@@ -59,7 +59,7 @@ SETUP = {
     "data.labels": "sparse",
     "seed": SEED,
     "optimizer": "2f42b2f7ff184104",
-    "tasks": "97c00792f507d63c",
+    "tasks": "2adf0fcbd52214c5",
 }
 
 

@@ -12,7 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from ..dsl import catalog
 from ..dsl.spec import Spec
+from ..dsl.training import LOOPGEN_DEFAULTS
 from . import code, stamp
 
 DATA_PERFORMANCE = {"cache", "prefetch", "deterministic"}
@@ -83,13 +88,42 @@ def _hash(section: Any) -> str:
 
 
 def _dump(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
+    """A section as JSON data without the fields left at their defaults (but `kind`, which
+    tells the sources, layers and schedules apart): a later loopgen that adds an optional field
+    leaves the setup of earlier runs as it was, and a spec that writes a default out has the
+    setup of one that does not."""
+    if isinstance(value, BaseModel):
+        data = {}
+        for name, field in type(value).model_fields.items():
+            item = getattr(value, name)
+            if (
+                name == "kind"
+                or field.is_required()
+                or item != field.get_default(call_default_factory=True)
+            ):
+                data[name] = _dump(item)
+        extra = value.__pydantic_extra__ or {}
+        return {
+            **data,
+            **{k: _dump(v) for k, v in extra.items() if not _keras_default(value, k, v)},
+        }
     if isinstance(value, dict):
         return {key: _dump(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_dump(item) for item in value]
-    return value
+    return to_jsonable_python(value)
+
+
+def _keras_default(section: BaseModel, name: str, value: Any) -> bool:
+    """Whether a Keras argument the spec writes out (`use_bias=True`) is the value the script
+    would use without it: loopgen's default where it has its own, else Keras'."""
+    entry = getattr(section, "entry", None)
+    if not isinstance(entry, catalog.Entry) or name not in entry.args:
+        return False
+    ours = LOOPGEN_DEFAULTS.get((entry.section, entry.kind), {})
+    if name in ours:
+        return value == ours[name]
+    return catalog.is_default(entry.args[name], value)
 
 
 def _strip(value: Any) -> Any:

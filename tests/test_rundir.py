@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pydantic
 import pytest
 from data import classification_npz
 from helpers import (
@@ -27,9 +28,10 @@ from helpers import (
     script_env,
     tf_check,
 )
+from loopgen.dsl import KerasDataset, Npz
 from loopgen.dsl.loader import apply_override, load_spec
 from loopgen.dsl.spec import STRATEGY_KINDS, Spec
-from loopgen.render import render_script
+from loopgen.render import fingerprint, render_script
 from regen_generated import golden_files
 
 # --- The setup fingerprint (no TensorFlow) ---------------------------------------------------
@@ -116,6 +118,24 @@ def test_descriptions_and_synchronized_batch_norm_keep_the_setup():
     synced = render_with("custom_layers[0].layers[1].synchronized=true", example="shapes_unet")
     assert synced == base
     assert render_with("custom_layers[0].layers[0].kernel_size=5", example="shapes_unet") != base
+
+
+def test_a_later_optional_field_and_written_out_defaults_keep_the_setup():
+    """A later loopgen that adds an optional field (at a default that keeps today's meaning)
+    still resumes today's runs; a spec that writes a default out is the spec that leaves it."""
+    spec = load_spec(EXAMPLES / "cifar10_resnet.py")
+    for section in (spec.model, spec.data.train, spec.optimizer):
+        later = pydantic.create_model(
+            type(section).__name__, __base__=type(section), new_option=(int, 0)
+        )
+        same = later.model_validate(section.model_dump())
+        assert fingerprint._hash(same) == fingerprint._hash(section), type(section).__name__
+        changed = later.model_validate({**section.model_dump(), "new_option": 1})
+        assert fingerprint._hash(changed) != fingerprint._hash(section)
+    base = render_with()
+    assert render_with('data.train.split="train"', "model.layers[1].use_bias=true") == base
+    # Two sources that differ only in their kind are two setups.
+    assert fingerprint._hash(Npz(path="d")) != fingerprint._hash(KerasDataset(name="mnist"))
 
 
 # --- Real runs ---------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 701f27a2d035b3fb, script sha256 0681b071c01d943b).
+(spec sha256 701f27a2d035b3fb, script sha256 2505ea7579bfe05e).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -51,17 +51,17 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "50b6e6b66b17d9a4",
-    "data.train": "7d861d2f9287e4aa",
-    "data.validation": "889c2228057d17e9",
+    "model": "1711586deddf1528",
+    "data.train": "3ce754e29913e2ce",
+    "data.validation": "85e3016c6bd8b1a1",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 1024,
     "data.rescale": 1 / 255,
     "data.labels": "sparse",
-    "data.augmentation": "783d09d05201a87c",
+    "data.augmentation": "fb645d0311f69e57",
     "data.augment_in": "pipeline",
     "seed": SEED,
-    "optimizer": "fdf60c1ce3eb9ed4",
+    "optimizer": "39e64bba36e88366",
     "loss": "071318bbec99592d",
 }
 

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 db6dabb197c0b2d7, script sha256 269579f4bd66554f).
+(spec sha256 db6dabb197c0b2d7, script sha256 1a28137ed939a71c).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -52,9 +52,9 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "39238125bff8759f",
-    "data.train": "b197b9593c564732",
-    "data.validation": "88095f9192c9e2b3",
+    "model": "44b896ecb044db8f",
+    "data.train": "00748a6c4b5ac89e",
+    "data.validation": "f909bfa4ed320d4c",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 10000,
     "data.rescale": 1 / 255,

@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 18c0c8c2937e77cb, script sha256 a5c0a441a3997e31).
+(spec sha256 18c0c8c2937e77cb, script sha256 ab2e908ac3a3f67c).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -58,16 +58,16 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "745b2c3a002cd76b",
-    "data.train": "4e1ec90ddbcabcb4",
-    "data.validation": "c45aa3dbb00d0421",
+    "model": "26b14cb6cf9b1b96",
+    "data.train": "2e00451048bba535",
+    "data.validation": "59f293435f90cb83",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 1000,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "bc628cf3a6eb6264",
+    "optimizer": "1271fbd24df771e9",
     "loss": "071318bbec99592d",
-    "fine_tune": "3e17c270a606c29f",
+    "fine_tune": "5c0f0670f3b40b54",
 }
 
 

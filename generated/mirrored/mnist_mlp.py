@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 2e9f78336e54c34d, script sha256 19ea9496dba555ae).
+(spec sha256 2e9f78336e54c34d, script sha256 64671791f73ad997).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -50,8 +50,8 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "0186300838189530",
-    "data.train": "ae3d9cb095d07f40",
+    "model": "8875ab77839df0f2",
+    "data.train": "ac80475db1cd2d63",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 1024,
     "data.rescale": 1 / 255,

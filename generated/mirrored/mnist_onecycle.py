@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 fb7fd646dd2ba2dd, script sha256 bd4f895b54fe2b93).
+(spec sha256 fb7fd646dd2ba2dd, script sha256 8862e181a34c783b).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -53,15 +53,15 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "da5c8c732ef39a0b",
-    "data.train": "ae3d9cb095d07f40",
-    "data.validation": "35dd72ab06b3664e",
+    "model": "6d179359aee89833",
+    "data.train": "ac80475db1cd2d63",
+    "data.validation": "50f4886e3ff5d540",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 10000,
     "data.rescale": 1 / 255,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "ff9e0e98d09e14ce",
+    "optimizer": "6ca8629efe518142",
     "loss": "071318bbec99592d",
 }
 

@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 c70e78ebd27d24a3, script sha256 1332134afdbfa7a4).
+(spec sha256 c70e78ebd27d24a3, script sha256 df044cf4d02bfe67).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -71,9 +71,9 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "8cd4a79113d51367",
-    "data.train": "72df7974cfa7bc99",
-    "data.validation": "c560f40bf447741a",
+    "model": "14f0c23ce3290fe0",
+    "data.train": "12ed9fb8a1fc7422",
+    "data.validation": "2436898a08e0d8db",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 1000,
     "data.labels": "sparse",

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 4fa13c3a78e601a9, script sha256 653230275a4dd06b).
+(spec sha256 4fa13c3a78e601a9, script sha256 b6660b8454939c82).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -54,10 +54,10 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "5cb73670dbb5c3f0",
-    "custom_layers": "085e3c2ebe7c244b",
-    "data.train": "7d861d2f9287e4aa",
-    "data.validation": "889c2228057d17e9",
+    "model": "e4d1eb19719e54c6",
+    "custom_layers": "35b6c626a1d31820",
+    "data.train": "3ce754e29913e2ce",
+    "data.validation": "85e3016c6bd8b1a1",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 10000,
     "data.rescale": 1 / 255,

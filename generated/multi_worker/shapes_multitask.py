@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 13b17214dfd67ba4, script sha256 40f503cb5e1928e1).
+(spec sha256 13b17214dfd67ba4, script sha256 1f56d44b1c51c810).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -56,7 +56,7 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "1507abcc9593e337",
+    "model": "4652b73018ce6d39",
     "data.train": "e64a99be454c1fff",
     "data.validation": "637db0f74de05592",
     "data.batch_size": GLOBAL_BATCH_SIZE,
@@ -64,7 +64,7 @@ SETUP = {
     "data.labels": "sparse",
     "seed": SEED,
     "optimizer": "2f42b2f7ff184104",
-    "tasks": "97c00792f507d63c",
+    "tasks": "2adf0fcbd52214c5",
 }
 
 

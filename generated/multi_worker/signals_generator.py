@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 3293b2bb8168c97f, script sha256 5de231390756f667).
+(spec sha256 3293b2bb8168c97f, script sha256 c14c195944b9e404).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -59,13 +59,13 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "226a0e0a7f3bb3cb",
-    "data.train": "d62ab42c285860df",
+    "model": "c90d913ff8ec9518",
+    "data.train": "1c60db00f9da46ef",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 512,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "bc628cf3a6eb6264",
+    "optimizer": "1271fbd24df771e9",
     "loss": "9e4b2dcd249aaf99",
 }
 

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 30242f7a3a420e44, script sha256 ba60a8d93f59cece).
+(spec sha256 30242f7a3a420e44, script sha256 ce70b679868ecf53).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -52,15 +52,15 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "da1723bd0b538303",
-    "data.train": "b197b9593c564732",
-    "data.validation": "88095f9192c9e2b3",
+    "model": "70740ba1205defde",
+    "data.train": "00748a6c4b5ac89e",
+    "data.validation": "f909bfa4ed320d4c",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 10000,
     "data.rescale": 1 / 255,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "bc628cf3a6eb6264",
+    "optimizer": "1271fbd24df771e9",
     "loss": "071318bbec99592d",
 }
 

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 6f623e489491b900, script sha256 ded747db7c17666a).
+(spec sha256 6f623e489491b900, script sha256 675d9a335b64279b).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -63,9 +63,9 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "df59512f418cf681",
-    "data.train": "60c5f59fa51c8af7",
-    "data.validation": "21529eb05ad66b76",
+    "model": "7adfc4a0404bccc9",
+    "data.train": "dde1d49a57d56ec2",
+    "data.validation": "551ad7d65edc44d3",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 1024,
     "data.labels": "sparse",

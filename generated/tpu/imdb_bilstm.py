@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 22290b94f5eb67e4, script sha256 4b0acae208393ea8).
+(spec sha256 22290b94f5eb67e4, script sha256 b4d9aff1ce055ee2).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -51,14 +51,14 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "94287ade25a25e78",
-    "data.train": "99dd33b0af7d9ebd",
+    "model": "fb3904c772838bf8",
+    "data.train": "391826981c9dda32",
     "data.validation": "8597eff9d4f97549",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 1024,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "bc628cf3a6eb6264",
+    "optimizer": "1271fbd24df771e9",
     "loss": "9e4b2dcd249aaf99",
 }
 

@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 f9fdf3c9b3bce663, script sha256 631e7990c6f9ad06).
+(spec sha256 f9fdf3c9b3bce663, script sha256 2423ff736433bbb1).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -51,14 +51,14 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "67c5960520e27594",
-    "data.train": "986e1ed64124974d",
+    "model": "6c66b4d10feb9c4e",
+    "data.train": "6dc316900120fe59",
     "data.validation": "a07165f969c3e04a",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 1024,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "bc628cf3a6eb6264",
+    "optimizer": "1271fbd24df771e9",
     "loss": "9e4b2dcd249aaf99",
 }
 

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 6f75650cf70b6f60, script sha256 f046c646d1bb1df7).
+(spec sha256 6f75650cf70b6f60, script sha256 3a2c01deb37337da).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -53,15 +53,15 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "25a891826c065e41",
-    "data.train": "7138b928d2675128",
-    "data.validation": "b6adecb1330df72d",
+    "model": "f73eda1b682c2f9e",
+    "data.train": "83603b73f550c14a",
+    "data.validation": "619e9b18a1adc6a2",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 1000,
     "data.rescale": 1 / 255,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "bc628cf3a6eb6264",
+    "optimizer": "1271fbd24df771e9",
     "loss": "071318bbec99592d",
 }
 

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 e8b70754bafedf3c, script sha256 2067179a9f6a4e3f).
+(spec sha256 e8b70754bafedf3c, script sha256 b9cdbf820134fa41).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -55,10 +55,10 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "gan.generator": "3be68a72a0766775",
-    "gan.discriminator": "c43b07261201dd65",
+    "gan.generator": "8bdf0e08f782a35e",
+    "gan.discriminator": "204e1b8be0ac657a",
     "gan.latent_dim": LATENT_DIM,
-    "data.train": "1203ed70528ff27a",
+    "data.train": "5d026731d41f36bb",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 2000,
     "data.labels": "sparse",

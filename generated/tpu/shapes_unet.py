@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 e4e68e697b995457, script sha256 6e4b9adb323dbb3f).
+(spec sha256 e4e68e697b995457, script sha256 a911d4c0c4db0b5a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -52,15 +52,15 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "af57f373a8d9c7e9",
-    "custom_layers": "284bf1c65887e729",
-    "data.train": "7a10ed7c270dbf1a",
-    "data.validation": "9b12e08be2102c7d",
+    "model": "055a3f86c2f50ea7",
+    "custom_layers": "ef046f3c3c901c09",
+    "data.train": "25634b87ad4c58c8",
+    "data.validation": "d2b82f8ca2943737",
     "data.batch_size": GLOBAL_BATCH_SIZE,
     "data.shuffle_buffer": 2000,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "e174a92e16c7b8ee",
+    "optimizer": "4dfa280e6be34daf",
     "loss": "071318bbec99592d",
 }
 
