@@ -76,9 +76,7 @@ def render_script(
     source = environment().get_template("script.py.jinja").render(context)
     kind = spec.distribute.kind
     try:
-        formatted = format_source(source)
-        # black parses leniently (duplicate arguments pass): the compiler has the last word.
-        compile(formatted, f"<{kind}.py>", "exec")
+        formatted = format_source(source, f"<{kind}.py>")
     except SyntaxError as error:  # invalid Python: a loopgen bug
         raise code.TemplateBug(
             f"the {kind} script template produced invalid Python: {error}"

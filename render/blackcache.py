@@ -38,18 +38,22 @@ _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 \\x85, \\u2028 and \\u2029, which a docstring may hold."""
 
 
-def format_source(source: str) -> str:
-    """`black.format_str(source, mode=black.Mode())`, piece by piece, from the cache."""
+def format_source(source: str, filename: str = "<script>") -> str:
+    """`black.format_str(source, mode=black.Mode())`, piece by piece, from the cache. Raises
+    SyntaxError for what the parser or the compiler refuses (black parses leniently: duplicate
+    arguments pass), which black's output, the same syntax tree, would have too."""
+    tree = ast.parse(source, filename)
+    compile(tree, filename, "exec")
     folder = _cache_folder()
-    return "\n\n".join(_format_piece(piece, folder) for piece in pieces(source))
+    return "\n\n".join(_format_piece(piece, folder) for piece in pieces(source, tree))
 
 
-def pieces(source: str) -> list[str]:
+def pieces(source: str, tree: ast.Module | None = None) -> list[str]:
     """`source` cut before each top-level def and class (its decorators included) that a blank
     line separates from what precedes it; a comment right above one keeps them together."""
     lines = _LINES.findall(source)
     starts = [0]
-    for node in ast.parse(source).body:
+    for node in (tree or ast.parse(source)).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
             if first > 0 and not lines[first - 1].strip():

@@ -12,9 +12,10 @@ import textwrap
 import black
 import pytest
 from helpers import EXAMPLES, ROOT, run_python
+from loopgen import render
 from loopgen.dsl.loader import apply_override, load_spec
 from loopgen.dsl.spec import Spec
-from loopgen.render import blackcache, render_script
+from loopgen.render import blackcache, code, render_script
 
 
 def base(example: str = "mnist_mlp") -> dict:
@@ -260,3 +261,18 @@ def test_black_piece_by_piece_is_black_of_the_whole(tmp_path, monkeypatch):
     assert blackcache.format_source(PIECES) == whole
     assert any(p.is_file() for p in tmp_path.rglob("*"))
     assert blackcache.format_source(PIECES) == whole  # from the cache
+
+
+@pytest.mark.parametrize(
+    "source", ["f(a=1, a=2)\n", "def f(a, a):\n    pass\n", "return 1\n", "def f(:\n"]
+)
+def test_a_template_writing_what_python_refuses_is_a_loopgen_bug(source, tmp_path, monkeypatch):
+    """What the compiler refuses though black would format it (a repeated argument, a return
+    outside a function) is a TemplateBug, from the cache or not, never a script."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    spec = load_spec(EXAMPLES / "mnist_mlp.py")
+    template = render.environment().from_string(source)
+    monkeypatch.setattr(render.environment(), "get_template", lambda name: template)
+    for _ in range(2):
+        with pytest.raises(code.TemplateBug, match="invalid Python"):
+            render.render_script(spec, spec_file="spec.py")
