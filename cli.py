@@ -1,7 +1,5 @@
 """The `loopgen` command: parse options, call one library function, turn errors into messages."""
 
-from __future__ import annotations
-
 import enum
 import os
 import shlex
@@ -344,7 +342,3 @@ def main(
     ] = None,
 ) -> None:
     """loopgen: a validated training spec in, a readable custom TensorFlow training loop out."""
-
-
-if __name__ == "__main__":
-    app()

@@ -20,7 +20,7 @@ EXAMPLES = ROOT / "examples"
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """`loopgen ARGS` in a subprocess, the way a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "loopgen.cli", *args],
+        [sys.executable, "-m", "loopgen", *args],
         cwd=cwd or ROOT,
         capture_output=True,
         text=True,

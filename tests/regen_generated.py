@@ -41,7 +41,7 @@ def main() -> None:
         args = ["render", str(spec), "-o", str(out)]
         if variant:
             args += ["--variant", variant]
-        subprocess.run([sys.executable, "-m", "loopgen.cli", *args], cwd=ROOT, check=True)
+        subprocess.run([sys.executable, "-m", "loopgen", *args], cwd=ROOT, check=True)
     # Nobody edits golden files, so they need no merge base (see output/sidecar.py).
     for state in (ROOT / "generated").rglob(".loopgen"):
         shutil.rmtree(state)

@@ -420,7 +420,7 @@ def test_output_below_a_file(tmp_path):
 
 def _render_with_hash_seed(example: Path, seed: str) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "loopgen.cli", "render", str(example)],
+        [sys.executable, "-m", "loopgen", "render", str(example)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -58,9 +58,9 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-c",
          "import loopgen, sys; assert loopgen.__file__.startswith(sys.argv[1]), loopgen.__file__;"
-         "from loopgen.cli import app;"
+         "from loopgen.__main__ import main;"
          "sys.argv = ['loopgen', 'render', 'spec.py', '-o', 'train.py'];"
-         "app()", str(target)],
+         "main()", str(target)],
         cwd=elsewhere, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(target)},
     )  # fmt: skip
@@ -72,8 +72,8 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
 
     proc = subprocess.run(
         [sys.executable, "-c",
-         "from loopgen.cli import app; import sys;"
-         "sys.argv = ['loopgen', 'init', 'demo.py', '--from', 'shapes_unet']; app()"],
+         "from loopgen.__main__ import main; import sys;"
+         "sys.argv = ['loopgen', 'init', 'demo.py', '--from', 'shapes_unet']; main()"],
         cwd=elsewhere, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(target)},
     )  # fmt: skip
