@@ -1,8 +1,6 @@
 """Controls of the optimization: gradient clipping and accumulation, and the decisions taken on
 a monitored validation metric (early stopping, reduce-on-plateau, the best checkpoint)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -27,7 +25,7 @@ class Gradients(StrictModel):
     the data order stay those of the whole batches."""
 
     @model_validator(mode="after")
-    def _one_clip(self) -> Gradients:
+    def _one_clip(self) -> "Gradients":
         if self.clip_norm is not None and self.clip_value is not None:
             raise ValueError(
                 "gradients.clip_norm and gradients.clip_value are both set: clipping each value "

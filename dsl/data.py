@@ -1,7 +1,5 @@
 """The `data` section: where examples come from and how they are batched."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -52,7 +50,7 @@ class KerasDataset(StrictModel):
     the model's input length."""
 
     @model_validator(mode="after")
-    def _sequences(self) -> KerasDataset:
+    def _sequences(self) -> "KerasDataset":
         text = self.name in ("imdb", "reuters")
         if text and self.maxlen is None:
             raise ValueError(
@@ -213,7 +211,7 @@ class Data(StrictModel):
         return getattr(self.train, "feature_names", None)
 
     @model_validator(mode="after")
-    def _same_labels(self) -> Data:
+    def _same_labels(self) -> "Data":
         validation = self.validation
         if validation is not None and validation.kind != "split":
             theirs = getattr(validation, "label_names", None)
@@ -231,7 +229,7 @@ class Data(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _tfds_resize(self) -> Data:
+    def _tfds_resize(self) -> "Data":
         for where, source in (("train", self.train), ("validation", self.validation)):
             if isinstance(source, Tfds) and source.label_is_mask and source.image_size is None:
                 raise ValueError(
@@ -241,7 +239,7 @@ class Data(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _one_hot_needs_classes(self) -> Data:
+    def _one_hot_needs_classes(self) -> "Data":
         if self.labels == "one_hot" and self.num_classes is None:
             raise ValueError(
                 'labels="one_hot" needs data.num_classes: set it to the number of classes'

@@ -1,7 +1,5 @@
 """Fine-tuning: a frozen pretrained backbone that starts to train part-way through the run."""
 
-from __future__ import annotations
-
 from pydantic import model_validator
 
 from .base import Identifier, PositiveFloat, PositiveInt, StrictModel
@@ -28,7 +26,7 @@ class FineTune(StrictModel):
     lower); None keeps the rate. Needs a constant optimizer.learning_rate."""
 
     @model_validator(mode="after")
-    def _when(self) -> FineTune:
+    def _when(self) -> "FineTune":
         if (self.at_epoch is None) == (self.at_step is None):
             raise ValueError("set exactly one of fine_tune.at_epoch and fine_tune.at_step")
         return self

@@ -1,8 +1,6 @@
 """Generative adversarial networks: two models trained against each other, each with its own
 optimizer, in an alternating step that the script writes out."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import Field

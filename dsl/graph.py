@@ -19,8 +19,6 @@ renders as the Keras guide would write it: `stem = layers.Conv2D(16, 3, padding=
 name="stem")(image)`, a `def residual(x, filters=16, name=None):` function, and a `for` loop
 over the filters."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -82,7 +80,7 @@ class Node(StrictModel):
         return [value] if isinstance(value, str) else value
 
     @model_validator(mode="after")
-    def _one_thing_to_apply(self) -> Node:
+    def _one_thing_to_apply(self) -> "Node":
         given = [f for f in ("layer", "shared", "block") if getattr(self, f) is not None]
         if len(given) != 1:
             raise ValueError(
@@ -164,7 +162,7 @@ class Graph(StrictModel):
     task's name to its node (the model then outputs a dict)."""
 
     @model_validator(mode="after")
-    def _wiring(self) -> Graph:
+    def _wiring(self) -> "Graph":
         from .rules.graph import check_graph
 
         check_graph(self, "")

@@ -7,8 +7,6 @@ Python names a spec file uses (`Conv1D(filters=128, kernel_size=5)`) are functio
 from the same catalog (`dsl/vocabulary/`, written by `dsl/catalog/api.py`) that build
 these models."""
 
-from __future__ import annotations
-
 import math
 from typing import Annotated, Any, ClassVar, Literal, Union
 
@@ -108,14 +106,67 @@ Argument = Annotated[
 a regularizer, or another layer (e.g. the layer that `Bidirectional` wraps)."""
 
 
-class KerasLayer(StrictModel):
+class Catalogued(StrictModel):
+    """A class of the Keras catalog (a layer, loss, metric or optimizer): `kind` names it, in
+    snake_case or by the class name; the extra fields are its constructor arguments by their
+    Keras names, checked against the catalog with their paths."""
+
+    model_config = ConfigDict(extra="allow")
+
+    section: ClassVar[str]
+    """The catalog section: layers, losses, metrics or optimizers."""
+    kind: str
+    """The Keras class, in snake_case (e.g. `conv1d` for `keras.layers.Conv1D`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _class_name_as_kind(cls, data: Any) -> Any:
+        # `kind="Conv1D"` means `kind="conv1d"`: both name the class, and the script says Conv1D.
+        if isinstance(data, dict) and isinstance(data.get("kind"), str):
+            entry = catalog.lookup(cls.section, data["kind"])
+            if entry is not None and entry.kind != data["kind"]:
+                data = {**data, "kind": entry.kind}
+        return data
+
+    @model_validator(mode="after")
+    def _check_against_catalog(self) -> "Catalogued":
+        entry = catalog.lookup(self.section, self.kind)
+        if entry is None:
+            what = {"losses": "loss"}.get(self.section, self.section[:-1])
+            hint = catalog.did_you_mean(
+                self.kind, catalog.kinds(self.section), f"see keras.{self.section}"
+            )
+            raise ValueError(f"kind={self.kind!r} is not a Keras {what}; {hint}")
+        if entry.excluded:
+            raise ValueError(f"{entry.class_name} cannot be used in a spec: {entry.excluded}")
+        self._check_arguments(entry)
+        return self
+
+    def _check_arguments(self, entry: catalog.Entry) -> None:
+        check_arguments(entry, self.given(), entry.class_name)
+
+    def given(self) -> dict[str, Any]:
+        """The constructor arguments the spec gives."""
+        return dict(self.__pydantic_extra__ or {})
+
+    @property
+    def entry(self) -> catalog.Entry:
+        entry = catalog.lookup(self.section, self.kind)
+        assert entry is not None
+        return entry
+
+    @property
+    def keras_class(self) -> str:
+        return self.entry.class_name
+
+
+class KerasLayer(Catalogued):
     """A Keras layer, `keras.layers.<Class>(...)`. `kind` is the class name in snake_case
     (`dense`, `conv1d`, `max_pooling2d`, `multi_head_attention`, ...; the class name itself,
     `Conv1D`, is accepted too); every other field is a constructor argument by its Keras name
     (`filters=128, kernel_size=5`). Unknown arguments, missing required ones and values of the
     wrong kind are errors naming the argument; defaults are left out of the script."""
 
-    model_config = ConfigDict(extra="allow")
     __pydantic_extra__: dict[str, Argument]
 
     is_layer: ClassVar[bool] = True
@@ -124,43 +175,6 @@ class KerasLayer(StrictModel):
     """The Keras layer class, in snake_case (e.g. `conv1d` for `keras.layers.Conv1D`)."""
     name: Identifier | None = None
     """Layer name in the Keras model (and the attribute name inside a custom layer)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _class_name_as_kind(cls, data: Any) -> Any:
-        # `kind="Conv1D"` means `kind="conv1d"`: both name the class, and the script says Conv1D.
-        if isinstance(data, dict) and isinstance(data.get("kind"), str):
-            entry = catalog.lookup("layers", data["kind"])
-            if entry is not None and entry.kind != data["kind"]:
-                data = {**data, "kind": entry.kind}
-        return data
-
-    @model_validator(mode="after")
-    def _check_against_catalog(self) -> KerasLayer:
-        entry = catalog.lookup("layers", self.kind)
-        if entry is None:
-            hint = catalog.did_you_mean(
-                self.kind, catalog.kinds("layers"), "see keras.layers for the classes"
-            )
-            raise ValueError(f"kind={self.kind!r} is not a Keras layer; {hint}")
-        if entry.excluded:
-            raise ValueError(f"{entry.class_name} cannot be used in a spec: {entry.excluded}")
-        check_arguments(entry, self.given(), f"{entry.class_name}")
-        return self
-
-    @property
-    def entry(self) -> catalog.Entry:
-        entry = catalog.lookup("layers", self.kind)
-        assert entry is not None
-        return entry
-
-    @property
-    def keras_class(self) -> str:
-        return self.entry.class_name
-
-    def given(self) -> dict[str, Any]:
-        """The constructor arguments the spec gives (name excluded)."""
-        return dict(self.__pydantic_extra__ or {})
 
     def arguments(self) -> list[tuple[str | None, Any]]:
         """Constructor arguments as (keyword, or None for positional, value), as a Keras user
@@ -357,7 +371,7 @@ class Backbone(StrictModel):
     """Other arguments of the application's constructor (e.g. `alpha` for MobileNetV2)."""
 
     @model_validator(mode="after")
-    def _known_application(self) -> Backbone:
+    def _known_application(self) -> "Backbone":
         entry = self._lookup()
         if entry is None:
             names = sorted(catalog.data()["applications"])
@@ -443,11 +457,11 @@ class Repeat(StrictModel):
     kind: Literal["repeat"] = "repeat"
     over: dict[Identifier, list[Scalar]]
     """Loop variables and their values, one value per repetition; all lists equally long."""
-    layers: list[Item]
+    layers: list["Item"]
     """The block, applied once per repetition."""
 
     @model_validator(mode="after")
-    def _same_lengths(self) -> Repeat:
+    def _same_lengths(self) -> "Repeat":
         if not self.over:
             raise ValueError("over is empty: name at least one loop variable and its values")
         lengths = {name: len(values) for name, values in self.over.items()}
@@ -517,7 +531,7 @@ class CustomLayerClass(StrictModel):
     """Sublayers, applied in order."""
 
     @model_validator(mode="after")
-    def _layers_use_known_params(self) -> CustomLayerClass:
+    def _layers_use_known_params(self) -> "CustomLayerClass":
         if not self.layers:
             raise ValueError("layers is empty: a custom layer needs at least one sublayer")
         for param in self.params:

@@ -1,7 +1,5 @@
 """The `model` section: a Sequential stack, a functional chain with skips, or imported code."""
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Any, Literal
 
@@ -28,7 +26,7 @@ class _Stack(StrictModel):
     """Layers applied in order; `Repeat` blocks become `for` loops in the script."""
 
     @model_validator(mode="after")
-    def _check_vars_in_scope(self) -> _Stack:
+    def _check_vars_in_scope(self) -> "_Stack":
         if not self.layers:
             raise ValueError("layers is empty: a model needs at least one layer")
         for path, item, bound in _walk(self.layers, "layers"):
@@ -51,7 +49,7 @@ class _Stack(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _unique_layer_names(self) -> _Stack:
+    def _unique_layer_names(self) -> "_Stack":
         seen: dict[str, str] = {}
         for path, item, _ in _walk(self.layers, "layers"):
             name = getattr(item, "name", None)
@@ -83,7 +81,7 @@ class Sequential(_Stack):
     kind: Literal["sequential"] = "sequential"
 
     @model_validator(mode="after")
-    def _no_skips(self) -> Sequential:
+    def _no_skips(self) -> "Sequential":
         for path, item in self.flat_items():
             if item.kind in ("save_skip", "concatenate"):
                 raise ValueError(
@@ -104,7 +102,7 @@ class Functional(_Stack):
     `Spec.tasks`. Empty: the model has the single output of `layers`."""
 
     @model_validator(mode="after")
-    def _plain_heads(self) -> Functional:
+    def _plain_heads(self) -> "Functional":
         for name, items in self.heads.items():
             if not items:
                 raise ValueError(f"heads.{name} is empty: a head needs at least one layer")
@@ -132,7 +130,7 @@ class Functional(_Stack):
         ]
 
     @model_validator(mode="after")
-    def _skips_balance(self) -> Functional:
+    def _skips_balance(self) -> "Functional":
         # Count pushes and pops per unrolled repetition: every Concatenate needs a saved skip.
         depth = 0
 

@@ -1,8 +1,6 @@
 """The `performance` section: how the script trades Python overhead, compilation and precision
 for speed. The defaults are measured: `python -m bench` prints the numbers behind them."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from .base import PositiveInt, StrictModel

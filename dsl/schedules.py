@@ -1,8 +1,6 @@
 """Learning-rate schedules: Keras's own, the cyclical ones the script defines as
 `LearningRateSchedule` subclasses, and a warmup in front of either."""
 
-from __future__ import annotations
-
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -49,7 +47,7 @@ class PiecewiseConstantDecay(_Schedule):
     """Rates: one before the first boundary and one after each (len(boundaries) + 1)."""
 
     @model_validator(mode="after")
-    def _shape(self) -> PiecewiseConstantDecay:
+    def _shape(self) -> "PiecewiseConstantDecay":
         if len(self.values) != len(self.boundaries) + 1:
             raise ValueError(
                 f"values has {len(self.values)} entries and boundaries {len(self.boundaries)}; "
@@ -78,7 +76,7 @@ class CosineDecay(_Schedule):
     """Length of the linear warmup."""
 
     @model_validator(mode="after")
-    def _warmup(self) -> CosineDecay:
+    def _warmup(self) -> "CosineDecay":
         if (self.warmup_steps > 0) != (self.warmup_target is not None):
             raise ValueError(
                 "warmup_steps and warmup_target go together: set both for a warmup, or neither"
@@ -114,7 +112,7 @@ class Cyclical(_Schedule):
     """`triangular`: every cycle the same; `triangular2`: the swing halves each cycle."""
 
     @model_validator(mode="after")
-    def _range(self) -> Cyclical:
+    def _range(self) -> "Cyclical":
         if self.maximal_learning_rate <= self.initial_learning_rate:
             raise ValueError(
                 f"maximal_learning_rate={self.maximal_learning_rate} is not above "

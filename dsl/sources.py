@@ -2,8 +2,6 @@
 Python generator. Their features are named: a source with several gives the model a dict of
 them, matched to a Graph model's inputs of the same names."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -27,7 +25,7 @@ class Feature(StrictModel):
     """Channels of a decoded image: 1 (grayscale) or 3 (RGB)."""
 
     @model_validator(mode="after")
-    def _image_is_bytes(self) -> Feature:
+    def _image_is_bytes(self) -> "Feature":
         if self.image is not None and (self.dtype != "string" or self.shape):
             raise ValueError(
                 "image is set, so the feature holds encoded image bytes: give it dtype='string' "
@@ -70,7 +68,7 @@ class TFRecord(StrictModel):
     """The feature that is the label; for a multi-task model, one per task: `{task: feature}`."""
 
     @model_validator(mode="after")
-    def _label_is_a_feature(self) -> TFRecord:
+    def _label_is_a_feature(self) -> "TFRecord":
         _labelled(self.features, self.label, "features of the records")
         return self
 
@@ -108,7 +106,7 @@ class Csv(StrictModel):
     """The character between fields."""
 
     @model_validator(mode="after")
-    def _columns(self) -> Csv:
+    def _columns(self) -> "Csv":
         for name, columns in self.features.items():
             listed = [columns] if isinstance(columns, str) else columns
             if not listed:
@@ -164,7 +162,7 @@ class Text(StrictModel):
     alphabetical order)."""
 
     @model_validator(mode="after")
-    def _columns_differ(self) -> Text:
+    def _columns_differ(self) -> "Text":
         if self.text_column == self.label_column:
             raise ValueError(
                 f"text_column and label_column are both {self.text_column}; the label needs a "
@@ -210,7 +208,7 @@ class Generator(StrictModel):
         return check_target(value, "function")
 
     @model_validator(mode="after")
-    def _no_images(self) -> Generator:
+    def _no_images(self) -> "Generator":
         features = self.features.values() if isinstance(self.features, dict) else [self.features]
         if any(f.image is not None for f in features):
             raise ValueError(

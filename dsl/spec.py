@@ -1,7 +1,5 @@
 """The top-level `Spec` of a training run, its run-time sections and cross-field rules."""
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Literal
 
@@ -33,7 +31,7 @@ class Loop(StrictModel):
     """Run the validation pass every N epochs (and after the last one)."""
 
     @model_validator(mode="after")
-    def _epochs_or_steps(self) -> Loop:
+    def _epochs_or_steps(self) -> "Loop":
         if (self.epochs is None) == (self.steps is None):
             raise ValueError("set exactly one of loop.epochs and loop.steps")
         return self
@@ -50,7 +48,7 @@ class Checkpoint(StrictModel):
     """How many recent checkpoints to keep."""
 
     @model_validator(mode="after")
-    def _one_cadence(self) -> Checkpoint:
+    def _one_cadence(self) -> "Checkpoint":
         if self.every_epochs is not None and self.every_steps is not None:
             raise ValueError(
                 "checkpoint.every_epochs and checkpoint.every_steps are both set; keep one"
@@ -221,7 +219,7 @@ class Spec(StrictModel):
     """Unfreeze a frozen backbone part-way through training."""
 
     @model_validator(mode="after")
-    def _cross_field(self) -> Spec:
+    def _cross_field(self) -> "Spec":
         # The rules that relate several sections live in dsl/rules/, one small function each.
         rules.check(self)
         return self

@@ -1,7 +1,5 @@
 """Multi-task training: one loss (and weight, and metrics) per output head of the model."""
 
-from __future__ import annotations
-
 from .base import PositiveFloat, StrictModel
 from .training import Loss, Metric
 

@@ -1,15 +1,13 @@
 """Losses, optimizers and metrics: any of Keras' own, checked against the catalog like layers,
 or your own functions and classes (`ImportedLoss`, `ImportedMetric`)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import ConfigDict, Discriminator, Tag, field_validator, model_validator
+from pydantic import Discriminator, Tag, field_validator
 
 from . import catalog
 from .base import Identifier, StrictModel, check_target
-from .layers import check_arguments
+from .layers import Catalogued, check_arguments
 from .schedules import LearningRate
 
 LABELS = {
@@ -66,51 +64,17 @@ SET_BY_LOOPGEN = {
 """Arguments the script decides, refused in a spec with what to use instead."""
 
 
-class _Catalogued(StrictModel):
+class _Catalogued(Catalogued):
     """A Keras loss, metric or optimizer: `kind` names the class, the other fields are its
     constructor arguments by their Keras names."""
 
-    model_config = ConfigDict(extra="allow")
-    section: ClassVar[str]
-    kind: str
-
-    @model_validator(mode="before")
-    @classmethod
-    def _class_name_as_kind(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("kind"), str):
-            entry = catalog.lookup(cls.section, data["kind"])
-            if entry is not None and entry.kind != data["kind"]:
-                data = {**data, "kind": entry.kind}
-        return data
-
-    @model_validator(mode="after")
-    def _check_against_catalog(self) -> _Catalogued:
-        entry = catalog.lookup(self.section, self.kind)
-        what = self.section[:-1] if self.section != "losses" else "loss"
-        if entry is None:
-            hint = catalog.did_you_mean(
-                self.kind, catalog.kinds(self.section), f"see keras.{self.section}"
-            )
-            raise ValueError(f"kind={self.kind!r} is not a Keras {what}; {hint}")
-        if entry.excluded:
-            raise ValueError(f"{entry.class_name} cannot be used in a spec: {entry.excluded}")
+    def _check_arguments(self, entry: catalog.Entry) -> None:
         extra = dict(self.__pydantic_extra__ or {})  # the declared fields validate themselves
         for name in extra:
             why = SET_BY_LOOPGEN.get(self.section, {}).get(name)
             if why:
                 raise ValueError(f"{entry.class_name}.{name} is not set in the spec: {why}")
         check_arguments(entry, extra, entry.class_name)
-        return self
-
-    @property
-    def entry(self) -> catalog.Entry:
-        entry = catalog.lookup(self.section, self.kind)
-        assert entry is not None
-        return entry
-
-    @property
-    def keras_class(self) -> str:
-        return self.entry.class_name
 
     def given(self) -> dict[str, Any]:
         """The constructor arguments the spec gives."""
