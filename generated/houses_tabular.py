@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 333b3b83f69a968d, script sha256 39251e43ecf1fd99).
+(spec sha256 333b3b83f69a968d, script sha256 c8f7cd584f41a376).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -178,8 +178,8 @@ def parse_csv_lines(lines, selected):
 
 
 def load_examples():
-    """Training and validation examples: (features, labels) arrays, or image
-    file names, from which the batches pick theirs by index; or a stream of records."""
+    """Training and validation examples: streams of records, read epoch by epoch as the
+    batches need them (their files checked and counted now)."""
     train_examples = csv_files("data/houses/train-*.csv", field="data.train.files")
     validation_examples = csv_files(
         "data/houses/validation-*.csv", field="data.validation.files"
@@ -188,10 +188,8 @@ def load_examples():
 
 
 def num_examples(examples):
-    """How many examples a source holds (the length of its arrays, or its stream's)."""
-    if isinstance(examples, Records):
-        return examples.count
-    return len(tf.nest.flatten(examples)[0])
+    """How many examples a source holds (counted by load_examples)."""
+    return examples.count
 
 
 def preprocess(features, labels):

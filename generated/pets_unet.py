@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 94f5cdb55251b0a2, script sha256 ea75ef8cf4238ab9).
+(spec sha256 94f5cdb55251b0a2, script sha256 5ce2d3859002ba14).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -70,8 +70,8 @@ def tfds_stream(examples, epoch=None):
 
 
 def load_examples():
-    """Training and validation examples: (images, labels) arrays, or image
-    file names, from which the batches pick theirs by index; or a stream of records."""
+    """Training and validation examples: streams of records, read epoch by epoch as the
+    batches need them."""
     # TFDS streams its records: the split in its file order, shuffled per epoch later.
     train_examples = tfds.load(
         "oxford_iiit_pet:4.*.*", split="train", shuffle_files=False

@@ -20,6 +20,9 @@ IMAGE_SOURCES = {"keras_dataset", "image_directory", "shapes"}
 STREAMING = {"tfds", "tfrecord", "csv", "generator"}
 """Sources read as a stream of records (no random access): shuffled by a buffer, seeked by
 skipping inside an epoch."""
+RECORDS = {"tfrecord", "csv", "generator"}
+"""Streams whose files or generator the script checks and counts when it loads them
+(`Records`)."""
 MONITOR_NAMES = {
     "early_stopping": "early_stopping",
     "reduce_on_plateau": "plateau",
@@ -92,7 +95,9 @@ def build_context(
         "class_directories": any(
             s.kind in ("image_directory", "text_directory") for s in real_sources
         ),
-        "streamed_files": any(s.kind in ("tfrecord", "csv", "generator") for s in real_sources),
+        "streamed_files": any(s.kind in RECORDS for s in real_sources),
+        "only_streams": all(s.kind in STREAMING for s in real_sources),
+        "only_records": all(s.kind in RECORDS for s in real_sources),
         **source_context(real_sources),
         "train_streaming": spec.data.train.kind in STREAMING,
         "validation_streaming": getattr(spec.data.validation, "kind", None) in STREAMING,

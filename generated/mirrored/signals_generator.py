@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 c76988e61604850f, script sha256 fe122d9aafb45f16).
+(spec sha256 c76988e61604850f, script sha256 f57d24ac9775ca59).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -145,17 +145,15 @@ def generator_stream(files, epoch=None):
 
 
 def load_examples():
-    """Training examples: (features, labels) arrays, or image
-    file names, from which the batches pick theirs by index; or a stream of records."""
+    """Training examples: a stream of records, read epoch by epoch as the
+    batches need them."""
     train_examples = generated_examples()
     return train_examples
 
 
 def num_examples(examples):
-    """How many examples a source holds (the length of its arrays, or its stream's)."""
-    if isinstance(examples, Records):
-        return examples.count
-    return len(tf.nest.flatten(examples)[0])
+    """How many examples a source holds (counted by load_examples)."""
+    return examples.count
 
 
 def preprocess(features, labels):

@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 6618a71dabe18f46, script sha256 cd39b09d8beb6cff).
+(spec sha256 6618a71dabe18f46, script sha256 be18e3950ab5a1d3).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -173,8 +173,8 @@ def parse_tfrecords(serialized):
 
 
 def load_examples():
-    """Training and validation examples: (features, labels) arrays, or image
-    file names, from which the batches pick theirs by index; or a stream of records."""
+    """Training and validation examples: streams of records, read epoch by epoch as the
+    batches need them (their files checked and counted now)."""
     train_examples = tfrecord_files(
         "data/flowers/train-*.tfrecord", field="data.train.files"
     )
@@ -185,10 +185,8 @@ def load_examples():
 
 
 def num_examples(examples):
-    """How many examples a source holds (the length of its arrays, or its stream's)."""
-    if isinstance(examples, Records):
-        return examples.count
-    return len(tf.nest.flatten(examples)[0])
+    """How many examples a source holds (counted by load_examples)."""
+    return examples.count
 
 
 def preprocess(features, labels):

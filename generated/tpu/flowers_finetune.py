@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 d4e9a7297372c78b, script sha256 5f6bf733d70230f5).
+(spec sha256 d4e9a7297372c78b, script sha256 d6a65e971d50a5e6).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -171,8 +171,8 @@ def parse_tfrecords(serialized):
 
 
 def load_examples():
-    """Training and validation examples: (features, labels) arrays, or image
-    file names, from which the batches pick theirs by index; or a stream of records."""
+    """Training and validation examples: streams of records, read epoch by epoch as the
+    batches need them (their files checked and counted now)."""
     train_examples = tfrecord_files(
         "data/flowers/train-*.tfrecord", field="data.train.files"
     )
@@ -183,10 +183,8 @@ def load_examples():
 
 
 def num_examples(examples):
-    """How many examples a source holds (the length of its arrays, or its stream's)."""
-    if isinstance(examples, Records):
-        return examples.count
-    return len(tf.nest.flatten(examples)[0])
+    """How many examples a source holds (counted by load_examples)."""
+    return examples.count
 
 
 def preprocess(features, labels):
