@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 bacbed6570608914, script sha256 ac64897c80454757).
+(spec sha256 bacbed6570608914, script sha256 7e675f1f91d26d96).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -66,36 +66,15 @@ SETUP = {
 
 
 class Records:
-    """A streamed source: its files, how many records (examples) they hold in all, and for CSV
-    files the positions of the columns the spec reads."""
+    """A streamed source: its files and how many records (examples) each holds, and for CSV
+    files the positions of the columns the spec reads. A generator has no files: one count,
+    the examples it yields in an epoch."""
 
-    def __init__(self, files, count, columns=None):
+    def __init__(self, files, counts, columns=None):
         self.files = files
-        self.count = count
+        self.counts = counts
+        self.count = sum(counts)
         self.columns = columns
-
-
-def glob_files(pattern, field):
-    """The files of a glob, sorted: the order an unshuffled run reads them in."""
-    files = sorted(tf.io.gfile.glob(pattern))
-    if not files:
-        raise SystemExit(
-            f"{field}: no file matches {pattern!r}; check the path and the glob"
-        )
-    return files
-
-
-def shard_order(files, epoch):
-    """The files in the order epoch `epoch` reads them: drawn from (SEED, epoch) when shuffled,
-    as listed when `epoch` is None (validation)."""
-    order = tf.range(len(files), dtype=tf.int64)
-    if epoch is not None:
-        order = tf.random.experimental.index_shuffle(
-            order,
-            seed=tf.stack([tf.constant(SEED, tf.int64), epoch]),
-            max_index=len(files) - 1,
-        )
-    return tf.gather(tf.constant(files), order)
 
 
 def generated_examples():
@@ -131,10 +110,10 @@ def generated_examples():
             f"signals:windows yields examples that do not match the spec's features and "
             f"label (data.train.features, data.train.label): {error}"
         ) from None
-    return Records(None, 4096)
+    return Records(None, [4096])
 
 
-def generator_stream(files, epoch=None):
+def generator_stream(examples, epoch=None):
     """An epoch's examples: one call of the generator, which yields the same ones every time."""
     return tf.data.Dataset.from_generator(
         lambda: signals.windows(count=4096, length=128, seed=1),
@@ -193,7 +172,7 @@ def training_batches(examples, start_step):
     first_epoch, first_step = divmod(start_step, steps_per_epoch)
 
     def epoch_batches(epoch):
-        records = generator_stream(examples.files, epoch)
+        records = generator_stream(examples, epoch)
         records = shuffle_windows(records, epoch)
         # A resumed run's first epoch starts at its step.
         records = records.skip(

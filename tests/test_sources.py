@@ -123,6 +123,32 @@ def reads(log: Path) -> list[list[tuple[int, ...]]]:
     ]
 
 
+@pytest.mark.parametrize("source", ["tfrecord", "csv"])
+def test_a_stream_seeks_past_whole_files_unread_to_the_batch_of_an_unbroken_run(
+    source, render, tmp_path
+):
+    """Streamed files of uneven sizes, shuffled in windows: the first batch of a run resumed
+    at any step of two epochs is that step's batch of a run that never stopped, and a seek
+    into the last window of an epoch reads no file of the groups before it (deleted, they
+    would stop a seek that reads and drops the records before its step)."""
+    if source == "tfrecord":
+        counts = "7,3,12,5,9,1,8,6,4"  # 55 records in 9 shards: 3 groups of files
+        tf_check("write_image_tfrecords", str(tmp_path / "shards"), "t", "9", counts, "5",
+                 cwd=tmp_path)  # fmt: skip
+        overrides = [*data.small_data_overrides("flowers_finetune", tmp_path),
+                     f"data.train.files={tmp_path / 'shards' / 't-*.tfrecord'}"]  # fmt: skip
+        example = "flowers_finetune"
+    else:
+        files = data.houses_csv(tmp_path / "houses", "t", files=9, rows=6)
+        overrides = [f"data.train.files={files}"]
+        example = "houses_tabular"
+    overrides += ["data.validation=null", "data.batch_size=8", "data.shuffle_buffer=16"]
+    result = tf_check("stream_seek", str(render(example, *overrides)), "2", cwd=tmp_path)
+    assert result["differ"] == [], result
+    assert result["steps"] >= 12 and result["removed"] >= 4, result
+    assert result["seek_without_them"], result
+
+
 def test_each_worker_decodes_only_its_half_and_they_train_like_one_device(render, tmp_path):
     """Two worker processes on 127.0.0.1: each reads and decodes only its replica's slice of
     every global batch, half an epoch each, and the job trains what one device trains."""

@@ -102,16 +102,19 @@ def model_layers(script: str) -> dict:
 
 def write_image_tfrecords(folder: str, prefix: str, shards: str, per_shard: str, classes: str):
     """TFRecord shards of tf.train.Examples: a JPEG `image` (40x40, its brightness telling the
-    class) and an int64 `label`."""
+    class) and an int64 `label`. `per_shard`: one count for every shard, or one per shard
+    ("7,3,12")."""
     import os
 
     os.makedirs(folder, exist_ok=True)
     rng = np.random.default_rng(len(prefix))
+    counts = [int(n) for n in per_shard.split(",")]
+    counts = counts * int(shards) if len(counts) == 1 else counts
     count = 0
     for shard in range(int(shards)):
         path = os.path.join(folder, f"{prefix}-{shard}.tfrecord")
         with tf.io.TFRecordWriter(path) as writer:
-            for _ in range(int(per_shard)):
+            for _ in range(counts[shard]):
                 label = int(rng.integers(0, int(classes)))
                 pixels = label * (200 // int(classes)) + rng.integers(0, 50, (40, 40, 3))
                 image = tf.io.encode_jpeg(np.clip(pixels, 0, 255).astype("uint8")).numpy()
@@ -122,6 +125,55 @@ def write_image_tfrecords(folder: str, prefix: str, shards: str, per_shard: str,
                 writer.write(example.SerializeToString())
                 count += 1
     return {"records": count}
+
+
+def stream_seek(script: str, epochs: str) -> dict:
+    """A streamed source's seek, against one unbroken pass: the first batch of
+    training_batches(examples, s) for every step s of the first `epochs` epochs, compared with
+    step s of a pass from step 0 (steps that differ are listed); then the files that the seek
+    to the last step may not read (the groups of four files, in that epoch's shard order,
+    that end before its shuffle window starts) are deleted, and the seek is made again."""
+    import hashlib
+    import math
+    import os
+
+    module = load_script(script)
+    examples = training_examples(module)
+
+    def digest(batch):
+        parts = [tf.io.serialize_tensor(part).numpy() for part in tf.nest.flatten(batch)]
+        return hashlib.sha256(b"".join(parts)).hexdigest()
+
+    steps = math.ceil(examples.count / module.BATCH_SIZE)
+    total = int(epochs) * steps
+    unbroken = iter(module.training_batches(examples, 0))
+    expected = [digest(next(unbroken)) for _ in range(total)]
+
+    def seek(step):
+        return digest(next(iter(module.training_batches(examples, step))))
+
+    differ = [step for step in range(total) if seek(step) != expected[step]]
+
+    last = total - 1
+    epoch = last // steps
+    window_start = (last - epoch * steps) * module.BATCH_SIZE
+    window_start -= window_start % module.SHUFFLE_BUFFER
+    order = module.shard_order(len(examples.files), tf.constant(epoch, tf.int64)).numpy()
+    groups = [order[i : i + 4] for i in range(0, len(order), 4)]
+    end, unread = 0, []
+    for group in groups:
+        end += sum(examples.counts[i] for i in group)
+        if end <= window_start:
+            unread += [examples.files[i] for i in group]
+    for path in unread:
+        os.remove(path)
+    return {
+        "steps": total,
+        "differ": differ,
+        "removed": len(unread),
+        "files": len(examples.files),
+        "seek_without_them": seek(last) == expected[last],
+    }
 
 
 def backbone_state(script: str, checkpoint: str, backbone: str, from_layer: str) -> dict:

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 5274de9600bb662e, script sha256 fde9a6b6119dbbc7).
+(spec sha256 5274de9600bb662e, script sha256 366ba10666cd9f6b).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -78,12 +78,14 @@ SETUP = {
 
 
 class Records:
-    """A streamed source: its files, how many records (examples) they hold in all, and for CSV
-    files the positions of the columns the spec reads."""
+    """A streamed source: its files and how many records (examples) each holds, and for CSV
+    files the positions of the columns the spec reads. A generator has no files: one count,
+    the examples it yields in an epoch."""
 
-    def __init__(self, files, count, columns=None):
+    def __init__(self, files, counts, columns=None):
         self.files = files
-        self.count = count
+        self.counts = counts
+        self.count = sum(counts)
         self.columns = columns
 
 
@@ -97,23 +99,54 @@ def glob_files(pattern, field):
     return files
 
 
-def shard_order(files, epoch):
-    """The files in the order epoch `epoch` reads them: drawn from (SEED, epoch) when shuffled,
-    as listed when `epoch` is None (validation)."""
-    order = tf.range(len(files), dtype=tf.int64)
+def shard_order(num_files, epoch):
+    """The positions of the files in the order epoch `epoch` reads them: drawn from (SEED,
+    epoch) when shuffled, as listed when `epoch` is None (validation)."""
+    order = tf.range(num_files, dtype=tf.int64)
     if epoch is not None:
         order = tf.random.experimental.index_shuffle(
             order,
             seed=tf.stack([tf.constant(SEED, tf.int64), epoch]),
-            max_index=len(files) - 1,
+            max_index=num_files - 1,
         )
-    return tf.gather(tf.constant(files), order)
+    return order
+
+
+def file_stream(examples, epoch, start, read):
+    """The raw records of an epoch from position `start` on: the files in shard_order, in
+    groups of four read together and interleaved, one group after the other. The groups before
+    the one holding `start` are skipped by their record counts, unread; of that group, the
+    records before `start` are read and dropped (at most four files' worth)."""
+    order = shard_order(len(examples.files), epoch)
+    files = tf.gather(tf.constant(examples.files), order)
+    counts = tf.gather(tf.constant(examples.counts, tf.int64), order)
+    group_size = min(4, len(examples.files))
+    num_groups = math.ceil(len(examples.files) / group_size)
+    sizes = tf.math.unsorted_segment_sum(
+        counts, tf.range(len(examples.files)) // group_size, num_groups
+    )
+    ends = tf.cumsum(sizes)
+    start = tf.convert_to_tensor(start, tf.int64)
+    first = tf.searchsorted(ends, start[None], side="right", out_type=tf.int64)[0]
+
+    def group_records(group):
+        return tf.data.Dataset.from_tensor_slices(
+            files[group * group_size : (group + 1) * group_size]
+        ).interleave(
+            read,
+            cycle_length=group_size,
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+
+    records = tf.data.Dataset.range(first, num_groups).flat_map(group_records)
+    return records.skip(start - (ends[first] - sizes[first]))
 
 
 def csv_files(pattern, field):
     """The CSV files of a glob, checked now rather than during training: every file has the
     header of the first, holds every column the spec reads, and every row parses (numbers
-    where numbers are expected). Returns them with their row count."""
+    where numbers are expected). Returns them with their row counts."""
     files = glob_files(pattern, field)
     with tf.io.gfile.GFile(files[0]) as file:
         header = file.readline().rstrip("\r\n").split(DELIMITER)
@@ -124,8 +157,9 @@ def csv_files(pattern, field):
             f"columns are {header}"
         )
     selected = [header.index(column) for column in COLUMNS]
-    rows = 0
+    rows = []
     for path in files:
+        rows.append(0)
         lines = tf.data.TextLineDataset(path)
         first = (
             next(iter(lines.take(1)), tf.constant(b"")).numpy().decode().rstrip("\r")
@@ -145,7 +179,7 @@ def csv_files(pattern, field):
                     f"{path}:{number * 4096 + record + 2}: column {COLUMNS[field]!r}: {problem} "
                     f"(its type: {COLUMN_DTYPES[field].name}, set in {COLUMN_DTYPES_FIELD})"
                 ) from None
-            rows += int(tf.size(batch))
+            rows[-1] += int(tf.size(batch))
     return Records(files, rows, columns=selected)
 
 
@@ -158,14 +192,11 @@ def decode_csv(lines, selected):
     )
 
 
-def csv_stream(files, epoch=None):
-    """An epoch's lines, raw (unparsed), headers left out: the files in shard_order, four read
-    at a time and interleaved, in the same order on every run."""
-    return tf.data.Dataset.from_tensor_slices(shard_order(files, epoch)).interleave(
-        lambda path: tf.data.TextLineDataset(path).skip(1),
-        cycle_length=min(4, len(files)),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
+def csv_stream(examples, epoch=None, start=0):
+    """An epoch's lines from position `start` on, raw (unparsed), headers left out, in the same
+    order on every run (file_stream)."""
+    return file_stream(
+        examples, epoch, start, lambda path: tf.data.TextLineDataset(path).skip(1)
     )
 
 
@@ -224,10 +255,11 @@ def replica_slices(batch, context):
     )
 
 
-def shuffle_windows(records, epoch):
+def shuffle_windows(records, epoch, first_window=0):
     """A stream shuffled in windows of SHUFFLE_BUFFER records, each window permuted by (SEED,
     epoch, window): the order is a function of the epoch alone, with no buffer state to carry
     across a restart (tf.data's shuffle keeps one). Records move within their window only.
+    A stream that starts at window `first_window` of its epoch is shuffled as that window on.
     """
     seed = tf.stack([tf.constant(SEED, tf.int64), epoch])
 
@@ -242,16 +274,20 @@ def shuffle_windows(records, epoch):
             tf.nest.map_structure(lambda part: tf.gather(part, order), records)
         )
 
-    return records.batch(SHUFFLE_BUFFER).enumerate().flat_map(permuted)
+    return records.batch(SHUFFLE_BUFFER).enumerate(first_window).flat_map(permuted)
 
 
 def training_batches(examples, start_step, context):
     """Training batches from step `start_step` on, epoch after epoch, without end.
 
-    The order depends on the step alone: every epoch streams the records in their order,
-    through a shuffle buffer seeded with (SEED, epoch). A resumed run starts a later epoch
-    without reading the ones before; inside its epoch it skips the records already trained
-    on, at most one epoch of them. They are skipped before they are preprocessed.
+    The order depends on the step alone: every epoch reads the files in an order drawn from
+    (SEED, epoch), four at a time, and shuffles the records in windows of SHUFFLE_BUFFER
+    seeded with (SEED, epoch, window).
+
+    A resumed run starts a later epoch without reading the ones before. Inside its epoch it
+    starts at the shuffle window holding its step: the files before are skipped by their
+    record counts, unread, and at most four files and a window of raw records are read to be
+    dropped, before any is parsed.
     Each global batch is cut into one slice per replica; this input pipeline (one per worker)
     reads only its replicas' slices.
     """
@@ -259,16 +295,17 @@ def training_batches(examples, start_step, context):
     first_epoch, first_step = divmod(start_step, steps_per_epoch)
 
     def epoch_batches(epoch):
-        records = csv_stream(examples.files, epoch)
-        records = shuffle_windows(records, epoch)
-        # A resumed run's first epoch starts at its step.
-        records = records.skip(
-            tf.where(
-                epoch == first_epoch,
-                tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
-                0,
-            )
+        # A resumed run's first epoch starts at its step: the stream at the shuffle window
+        # holding it, then the window's records before it dropped.
+        start = tf.where(
+            epoch == first_epoch,
+            tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
+            0,
         )
+        window = start // SHUFFLE_BUFFER
+        records = csv_stream(examples, epoch, start=window * SHUFFLE_BUFFER)
+        records = shuffle_windows(records, epoch, first_window=window)
+        records = records.skip(start - window * SHUFFLE_BUFFER)
         return records.batch(GLOBAL_BATCH_SIZE)
 
     batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)
@@ -287,7 +324,7 @@ def validation_batches(examples, context):
     """The validation examples, batched, read and preprocessed, in a fixed order, repeated: a
     validation pass takes one epoch of batches from an iterator that lasts the whole run.
     """
-    records = csv_stream(examples.files)
+    records = csv_stream(examples)
     batches = records.batch(GLOBAL_BATCH_SIZE)
     batches = batches.flat_map(lambda batch: replica_slices(batch, context))
     return (

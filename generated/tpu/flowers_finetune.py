@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 d4e9a7297372c78b, script sha256 d6a65e971d50a5e6).
+(spec sha256 d4e9a7297372c78b, script sha256 dc72ef4e26ed1b72).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -73,12 +73,14 @@ SETUP = {
 
 
 class Records:
-    """A streamed source: its files, how many records (examples) they hold in all, and for CSV
-    files the positions of the columns the spec reads."""
+    """A streamed source: its files and how many records (examples) each holds, and for CSV
+    files the positions of the columns the spec reads. A generator has no files: one count,
+    the examples it yields in an epoch."""
 
-    def __init__(self, files, count, columns=None):
+    def __init__(self, files, counts, columns=None):
         self.files = files
-        self.count = count
+        self.counts = counts
+        self.count = sum(counts)
         self.columns = columns
 
 
@@ -92,21 +94,52 @@ def glob_files(pattern, field):
     return files
 
 
-def shard_order(files, epoch):
-    """The files in the order epoch `epoch` reads them: drawn from (SEED, epoch) when shuffled,
-    as listed when `epoch` is None (validation)."""
-    order = tf.range(len(files), dtype=tf.int64)
+def shard_order(num_files, epoch):
+    """The positions of the files in the order epoch `epoch` reads them: drawn from (SEED,
+    epoch) when shuffled, as listed when `epoch` is None (validation)."""
+    order = tf.range(num_files, dtype=tf.int64)
     if epoch is not None:
         order = tf.random.experimental.index_shuffle(
             order,
             seed=tf.stack([tf.constant(SEED, tf.int64), epoch]),
-            max_index=len(files) - 1,
+            max_index=num_files - 1,
         )
-    return tf.gather(tf.constant(files), order)
+    return order
+
+
+def file_stream(examples, epoch, start, read):
+    """The raw records of an epoch from position `start` on: the files in shard_order, in
+    groups of four read together and interleaved, one group after the other. The groups before
+    the one holding `start` are skipped by their record counts, unread; of that group, the
+    records before `start` are read and dropped (at most four files' worth)."""
+    order = shard_order(len(examples.files), epoch)
+    files = tf.gather(tf.constant(examples.files), order)
+    counts = tf.gather(tf.constant(examples.counts, tf.int64), order)
+    group_size = min(4, len(examples.files))
+    num_groups = math.ceil(len(examples.files) / group_size)
+    sizes = tf.math.unsorted_segment_sum(
+        counts, tf.range(len(examples.files)) // group_size, num_groups
+    )
+    ends = tf.cumsum(sizes)
+    start = tf.convert_to_tensor(start, tf.int64)
+    first = tf.searchsorted(ends, start[None], side="right", out_type=tf.int64)[0]
+
+    def group_records(group):
+        return tf.data.Dataset.from_tensor_slices(
+            files[group * group_size : (group + 1) * group_size]
+        ).interleave(
+            read,
+            cycle_length=group_size,
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+
+    records = tf.data.Dataset.range(first, num_groups).flat_map(group_records)
+    return records.skip(start - (ends[first] - sizes[first]))
 
 
 def tfrecord_files(pattern, field):
-    """The TFRecord files of a glob and their record count; the first record is parsed now, so
+    """The TFRecord files of a glob and their record counts; the first record is parsed now, so
     that a feature spec that does not fit the records stops the run before training."""
     files = glob_files(pattern, field)
     try:
@@ -120,7 +153,7 @@ def tfrecord_files(pattern, field):
             f"{files[0]}: its records do not fit the spec's features ({FEATURES_FIELD}): "
             f"{message.strip()}"
         ) from None
-    return Records(files, sum(count_records(path) for path in files))
+    return Records(files, [count_records(path) for path in files])
 
 
 def count_records(path):
@@ -138,15 +171,10 @@ def count_records(path):
     return count
 
 
-def tfrecord_stream(files, epoch=None):
-    """An epoch's records, raw (serialized): the files in shard_order, four read at a time and
-    interleaved, in the same order on every run."""
-    return tf.data.Dataset.from_tensor_slices(shard_order(files, epoch)).interleave(
-        tf.data.TFRecordDataset,
-        cycle_length=min(4, len(files)),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
+def tfrecord_stream(examples, epoch=None, start=0):
+    """An epoch's records from position `start` on, raw (serialized), in the same order on
+    every run (file_stream)."""
+    return file_stream(examples, epoch, start, tf.data.TFRecordDataset)
 
 
 def parse_tfrecords(serialized):
@@ -210,10 +238,11 @@ def replica_slices(batch, context):
     )
 
 
-def shuffle_windows(records, epoch):
+def shuffle_windows(records, epoch, first_window=0):
     """A stream shuffled in windows of SHUFFLE_BUFFER records, each window permuted by (SEED,
     epoch, window): the order is a function of the epoch alone, with no buffer state to carry
     across a restart (tf.data's shuffle keeps one). Records move within their window only.
+    A stream that starts at window `first_window` of its epoch is shuffled as that window on.
     """
     seed = tf.stack([tf.constant(SEED, tf.int64), epoch])
 
@@ -228,16 +257,20 @@ def shuffle_windows(records, epoch):
             tf.nest.map_structure(lambda part: tf.gather(part, order), records)
         )
 
-    return records.batch(SHUFFLE_BUFFER).enumerate().flat_map(permuted)
+    return records.batch(SHUFFLE_BUFFER).enumerate(first_window).flat_map(permuted)
 
 
 def training_batches(examples, start_step, context):
     """Training batches from step `start_step` on, epoch after epoch, without end.
 
-    The order depends on the step alone: every epoch streams the records in their order,
-    through a shuffle buffer seeded with (SEED, epoch). A resumed run starts a later epoch
-    without reading the ones before; inside its epoch it skips the records already trained
-    on, at most one epoch of them. They are skipped before they are preprocessed.
+    The order depends on the step alone: every epoch reads the files in an order drawn from
+    (SEED, epoch), four at a time, and shuffles the records in windows of SHUFFLE_BUFFER
+    seeded with (SEED, epoch, window).
+
+    A resumed run starts a later epoch without reading the ones before. Inside its epoch it
+    starts at the shuffle window holding its step: the files before are skipped by their
+    record counts, unread, and at most four files and a window of raw records are read to be
+    dropped, before any is parsed.
     Each global batch is cut into one slice per replica; this input pipeline (one per worker)
     reads only its replicas' slices.
     """
@@ -245,17 +278,20 @@ def training_batches(examples, start_step, context):
     first_epoch, first_step = divmod(start_step, steps_per_epoch)
 
     def epoch_batches(epoch):
-        records = tfrecord_stream(examples.files, epoch)
-        records = shuffle_windows(records, epoch)
-        records = records.take(steps_per_epoch * GLOBAL_BATCH_SIZE)
-        # A resumed run's first epoch starts at its step.
-        records = records.skip(
-            tf.where(
-                epoch == first_epoch,
-                tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
-                0,
-            )
+        # A resumed run's first epoch starts at its step: the stream at the shuffle window
+        # holding it, then the window's records before it dropped.
+        start = tf.where(
+            epoch == first_epoch,
+            tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
+            0,
         )
+        window = start // SHUFFLE_BUFFER
+        records = tfrecord_stream(examples, epoch, start=window * SHUFFLE_BUFFER)
+        records = shuffle_windows(records, epoch, first_window=window)
+        records = records.take(
+            steps_per_epoch * GLOBAL_BATCH_SIZE - window * SHUFFLE_BUFFER
+        )
+        records = records.skip(start - window * SHUFFLE_BUFFER)
         return records.batch(GLOBAL_BATCH_SIZE)
 
     batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)
@@ -271,7 +307,7 @@ def validation_batches(examples, context):
     """The validation examples, batched, read and preprocessed, in a fixed order, repeated: a
     validation pass takes one epoch of batches from an iterator that lasts the whole run.
     """
-    records = tfrecord_stream(examples.files)
+    records = tfrecord_stream(examples)
     batches = records.batch(GLOBAL_BATCH_SIZE, drop_remainder=True)
     batches = batches.flat_map(lambda batch: replica_slices(batch, context))
     return (
