@@ -22,9 +22,13 @@ import itertools
 import os
 import re
 import tempfile
-from importlib.metadata import version
 
-BLACK_VERSION = version("black")
+try:  # the module black reads its own version from, without scanning every distribution
+    from _black_version import version as BLACK_VERSION
+except ImportError:  # pragma: no cover - a black built without it
+    from importlib.metadata import version
+
+    BLACK_VERSION = version("black")
 
 TARGET_VERSIONS = ("PY36", "PY37", "PY38", "PY39", "PY310", "PY311", "PY312", "PY313", "PY314",
                    "PY315")  # fmt: skip

@@ -4,6 +4,7 @@ lint-clean, black-stable and contains only what the spec asks for; user strings 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -261,6 +262,11 @@ def test_black_piece_by_piece_is_black_of_the_whole(tmp_path, monkeypatch):
     assert blackcache.format_source(PIECES) == whole
     assert any(p.is_file() for p in tmp_path.rglob("*"))
     assert blackcache.format_source(PIECES) == whole  # from the cache
+
+
+def test_the_black_cache_is_keyed_by_the_installed_black():
+    """A black upgrade must not reuse pieces the old one formatted."""
+    assert blackcache.BLACK_VERSION == importlib.metadata.version("black") == black.__version__
 
 
 @pytest.mark.parametrize(
