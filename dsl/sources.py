@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from .base import Identifier, PositiveInt, StrictModel, check_target
 
 NonNegativeInt = Annotated[int, Field(ge=0)]
+Compression = Literal["GZIP", "ZLIB"] | None
 
 
 class Feature(StrictModel):
@@ -66,6 +67,10 @@ class TFRecord(StrictModel):
     the label(s)."""
     label: Identifier | dict[Identifier, Identifier] = "label"
     """The feature that is the label; for a multi-task model, one per task: `{task: feature}`."""
+    compression: Compression = None
+    """How every file is compressed, as tf.data names it (`compression_type`): `GZIP` or
+    `ZLIB`; None for plain files. A compressed file is counted by reading it through once at
+    the start (a plain one from its record headers alone)."""
 
     @model_validator(mode="after")
     def _label_is_a_feature(self) -> "TFRecord":
@@ -104,6 +109,9 @@ class Csv(StrictModel):
     string for text (categories to look up)."""
     delimiter: Annotated[str, Field(min_length=1, max_length=1)] = ","
     """The character between fields."""
+    compression: Compression = None
+    """How every file is compressed, as tf.data names it (`compression_type`): `GZIP` (e.g.
+    `houses-*.csv.gz`) or `ZLIB`; None for plain files."""
 
     @model_validator(mode="after")
     def _columns(self) -> "Csv":

@@ -98,6 +98,9 @@ def build_context(
         "streamed_files": any(s.kind in RECORDS for s in real_sources),
         "only_streams": all(s.kind in STREAMING for s in real_sources),
         "only_records": all(s.kind in RECORDS for s in real_sources),
+        # TFRecord and CSV files: compressed (counted by reading them through), plain, or both.
+        "compressed": any(getattr(s, "compression", None) for s in real_sources),
+        "plain_tfrecords": any(s.kind == "tfrecord" and not s.compression for s in real_sources),
         **source_context(real_sources),
         "train_streaming": spec.data.train.kind in STREAMING,
         "validation_streaming": getattr(spec.data.validation, "kind", None) in STREAMING,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import struct
 import zlib
@@ -78,8 +79,11 @@ def tokens_npz(path: Path, count: int, length: int, vocabulary: int = 2000, seed
 CITIES = ["lyon", "marseille", "nice", "paris", "toulouse"]
 
 
-def houses_csv(folder: Path, prefix: str, files: int, rows: int, seed: int = 0) -> str:
-    """CSV files of houses: area, rooms, age, city, price (in 100 k€, from the others)."""
+def houses_csv(
+    folder: Path, prefix: str, files: int, rows: int, seed: int = 0, gzipped: bool = False
+) -> str:
+    """CSV files of houses: area, rooms, age, city, price (in 100 k€, from the others);
+    `gzipped`: as .csv.gz files."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
     for f in range(files):
@@ -89,8 +93,12 @@ def houses_csv(folder: Path, prefix: str, files: int, rows: int, seed: int = 0) 
             city = CITIES[int(rng.integers(0, len(CITIES)))]
             price = (area * (4 + CITIES.index(city)) / 2 - age + rng.normal(0, 5)) / 100
             lines.append(f"{area:.1f},{rooms},{age:.1f},{city},{price:.2f}")
-        (folder / f"{prefix}-{f}.csv").write_text("\n".join(lines) + "\n")
-    return str(folder / f"{prefix}-*.csv")
+        text = "\n".join(lines) + "\n"
+        if gzipped:
+            (folder / f"{prefix}-{f}.csv.gz").write_bytes(gzip.compress(text.encode()))
+        else:
+            (folder / f"{prefix}-{f}.csv").write_text(text)
+    return str(folder / f"{prefix}-*.csv{'.gz' if gzipped else ''}")
 
 
 REVIEW_WORDS = {

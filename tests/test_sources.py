@@ -40,8 +40,9 @@ def text_in_a_number_column(tmp: Path) -> str:
     return files
 
 
-def flowers(tmp: Path) -> str:
-    tf_check("write_image_tfrecords", str(tmp / "flowers"), "t", "1", "4", "5", cwd=tmp)
+def flowers(tmp: Path, compression: str = "") -> str:
+    tf_check("write_image_tfrecords", str(tmp / "flowers"), "t", "1", "4", "5", compression,
+             cwd=tmp)  # fmt: skip
     return str(tmp / "flowers" / "t-*.tfrecord")
 
 
@@ -74,6 +75,26 @@ CASES = {
         lambda tmp: [f"data.train.files={json.dumps(text_in_a_number_column(tmp))}",
                      "data.validation=null"],
         ["bad-1.csv:5: column 'area'", "float32"],
+    ),
+    "compressed_tfrecords_read_as_plain": (
+        "flowers_finetune",
+        lambda tmp: [f"data.train.files={json.dumps(flowers(tmp, 'GZIP'))}",
+                     "data.validation=null"],
+        ["t-0.tfrecord cannot be read as a plain TFRecord file",
+         "set data.train.compression (GZIP or ZLIB)"],
+    ),
+    "plain_csv_read_as_gzip": (
+        "houses_tabular",
+        lambda tmp: [f"data.train.files={json.dumps(data.houses_csv(tmp, 'h', 1, 4))}",
+                     'data.train.compression="GZIP"', "data.validation=null"],
+        ["h-0.csv cannot be read as a GZIP CSV file",
+         "set data.train.compression to how it is compressed"],
+    ),
+    "gzipped_csv_read_as_plain": (
+        "houses_tabular",
+        lambda tmp: [f"data.train.files={json.dumps(data.houses_csv(tmp, 'h', 1, 4, 0, True))}",
+                     "data.validation=null"],
+        ["h-0.csv.gz cannot be read as a plain CSV file", "set data.train.compression"],
     ),
     "missing_text_file": (
         "reviews_text",
@@ -123,25 +144,30 @@ def reads(log: Path) -> list[list[tuple[int, ...]]]:
     ]
 
 
-@pytest.mark.parametrize("source", ["tfrecord", "csv"])
+@pytest.mark.parametrize(
+    ("source", "compression"),
+    [("tfrecord", ""), ("tfrecord", "GZIP"), ("csv", ""), ("csv", "GZIP")],
+)
 def test_a_stream_seeks_past_whole_files_unread_to_the_batch_of_an_unbroken_run(
-    source, render, tmp_path
+    source, compression, render, tmp_path
 ):
-    """Streamed files of uneven sizes, shuffled in windows: the first batch of a run resumed
-    at any step of two epochs is that step's batch of a run that never stopped, and a seek
-    into the last window of an epoch reads no file of the groups before it (deleted, they
-    would stop a seek that reads and drops the records before its step)."""
+    """Streamed files of uneven sizes, shuffled in windows, plain or compressed: the first
+    batch of a run resumed at any step of two epochs is that step's batch of a run that never
+    stopped, and a seek into the last window of an epoch reads no file of the groups before
+    it (deleted, they would stop a seek that reads and drops the records before its step)."""
     if source == "tfrecord":
         counts = "7,3,12,5,9,1,8,6,4"  # 55 records in 9 shards: 3 groups of files
         tf_check("write_image_tfrecords", str(tmp_path / "shards"), "t", "9", counts, "5",
-                 cwd=tmp_path)  # fmt: skip
+                 compression, cwd=tmp_path)  # fmt: skip
         overrides = [*data.small_data_overrides("flowers_finetune", tmp_path),
                      f"data.train.files={tmp_path / 'shards' / 't-*.tfrecord'}"]  # fmt: skip
         example = "flowers_finetune"
     else:
-        files = data.houses_csv(tmp_path / "houses", "t", files=9, rows=6)
+        files = data.houses_csv(tmp_path / "houses", "t", 9, 6, gzipped=bool(compression))
         overrides = [f"data.train.files={files}"]
         example = "houses_tabular"
+    if compression:
+        overrides.append(f'data.train.compression="{compression}"')
     overrides += ["data.validation=null", "data.batch_size=8", "data.shuffle_buffer=16"]
     result = tf_check("stream_seek", str(render(example, *overrides)), "2", cwd=tmp_path)
     assert result["differ"] == [], result

@@ -100,10 +100,12 @@ def model_layers(script: str) -> dict:
     }
 
 
-def write_image_tfrecords(folder: str, prefix: str, shards: str, per_shard: str, classes: str):
+def write_image_tfrecords(
+    folder: str, prefix: str, shards: str, per_shard: str, classes: str, compression: str = ""
+):
     """TFRecord shards of tf.train.Examples: a JPEG `image` (40x40, its brightness telling the
     class) and an int64 `label`. `per_shard`: one count for every shard, or one per shard
-    ("7,3,12")."""
+    ("7,3,12"); `compression`: GZIP or ZLIB, or none."""
     import os
 
     os.makedirs(folder, exist_ok=True)
@@ -113,7 +115,7 @@ def write_image_tfrecords(folder: str, prefix: str, shards: str, per_shard: str,
     count = 0
     for shard in range(int(shards)):
         path = os.path.join(folder, f"{prefix}-{shard}.tfrecord")
-        with tf.io.TFRecordWriter(path) as writer:
+        with tf.io.TFRecordWriter(path, compression or None) as writer:
             for _ in range(counts[shard]):
                 label = int(rng.integers(0, int(classes)))
                 pixels = label * (200 // int(classes)) + rng.integers(0, 50, (40, 40, 3))

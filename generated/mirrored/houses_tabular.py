@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 e72e3dd797d162b0, script sha256 0fea73921165ec2d).
+(spec sha256 e72e3dd797d162b0, script sha256 fcc230064d956865).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -145,23 +145,32 @@ def csv_files(pattern, field):
     header of the first, holds every column the spec reads, and every row parses (numbers
     where numbers are expected). Returns them with their row counts."""
     files = glob_files(pattern, field)
-    with tf.io.gfile.GFile(files[0]) as file:
-        header = file.readline().rstrip("\r\n").split(DELIMITER)
-    missing = [column for column in COLUMNS if column not in header]
-    if missing:
-        raise SystemExit(
-            f"{files[0]}: no column {missing[0]!r}, which {COLUMN_FIELDS[missing[0]]} names; its "
-            f"columns are {header}"
-        )
-    selected = [header.index(column) for column in COLUMNS]
-    rows = []
+    header, rows = None, []
     for path in files:
         rows.append(0)
         lines = tf.data.TextLineDataset(path)
-        first = (
-            next(iter(lines.take(1)), tf.constant(b"")).numpy().decode().rstrip("\r")
-        )
-        if first.split(DELIMITER) != header:
+        try:
+            first = (
+                next(iter(lines.take(1)), tf.constant(b""))
+                .numpy()
+                .decode()
+                .rstrip("\r")
+            )
+        except (tf.errors.DataLossError, UnicodeDecodeError):
+            raise SystemExit(
+                f"{path} cannot be read as a plain CSV file: if it is compressed, set "
+                f"{field.rsplit('.', 1)[0]}.compression (GZIP or ZLIB)"
+            ) from None
+        if header is None:
+            header = first.split(DELIMITER)
+            missing = [column for column in COLUMNS if column not in header]
+            if missing:
+                raise SystemExit(
+                    f"{path}: no column {missing[0]!r}, which {COLUMN_FIELDS[missing[0]]} names; "
+                    f"its columns are {header}"
+                )
+            selected = [header.index(column) for column in COLUMNS]
+        elif first.split(DELIMITER) != header:
             raise SystemExit(f"{path}: its header differs from {files[0]}'s: {first!r}")
         for number, batch in enumerate(lines.skip(1).batch(4096)):
             try:

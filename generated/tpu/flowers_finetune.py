@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 d4e9a7297372c78b, script sha256 dc72ef4e26ed1b72).
+(spec sha256 d4e9a7297372c78b, script sha256 ca6b413410f6faa5).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -143,9 +143,15 @@ def tfrecord_files(pattern, field):
     that a feature spec that does not fit the records stops the run before training."""
     files = glob_files(pattern, field)
     try:
-        parse_tfrecords(next(iter(tf.data.TFRecordDataset(files[:1]).batch(1))))
+        first = tf.data.TFRecordDataset(files[:1])
+        parse_tfrecords(next(iter(first.batch(1))))
     except StopIteration:
         raise SystemExit(f"{files[0]} holds no record") from None
+    except tf.errors.DataLossError:
+        raise SystemExit(
+            f"{files[0]} cannot be read as a plain TFRecord file: if it is compressed, set "
+            f"{field.rsplit('.', 1)[0]}.compression (GZIP or ZLIB)"
+        ) from None
     except (tf.errors.InvalidArgumentError, ValueError) as error:
         # TensorFlow's message, without the op that raised it.
         message = re.sub(r"\{\{function_node .*?\}\}\s*|\s*\[Op:.*", "", str(error))
