@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 bacbed6570608914, script sha256 7e675f1f91d26d96).
+(spec sha256 bacbed6570608914, script sha256 56ef522a420a396e).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -172,14 +172,13 @@ def training_batches(examples, start_step):
     first_epoch, first_step = divmod(start_step, steps_per_epoch)
 
     def epoch_batches(epoch):
+        # A resumed run's first epoch starts at its step.
+        start = tf.where(
+            epoch == first_epoch, tf.constant(first_step * BATCH_SIZE, tf.int64), 0
+        )
         records = generator_stream(examples, epoch)
         records = shuffle_windows(records, epoch)
-        # A resumed run's first epoch starts at its step.
-        records = records.skip(
-            tf.where(
-                epoch == first_epoch, tf.constant(first_step * BATCH_SIZE, tf.int64), 0
-            )
-        )
+        records = records.skip(start)
         return records.batch(BATCH_SIZE)
 
     batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 bb0ac63327810325, script sha256 64a6b305fbd256bf).
+(spec sha256 bb0ac63327810325, script sha256 e2f232c03075dddd).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -170,16 +170,15 @@ def training_batches(examples, start_step, context):
     first_epoch, first_step = divmod(start_step, steps_per_epoch)
 
     def epoch_batches(epoch):
+        # A resumed run's first epoch starts at its step.
+        start = tf.where(
+            epoch == first_epoch,
+            tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
+            0,
+        )
         records = tfds_stream(examples, epoch)
         records = shuffle_windows(records, epoch)
-        # A resumed run's first epoch starts at its step.
-        records = records.skip(
-            tf.where(
-                epoch == first_epoch,
-                tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
-                0,
-            )
-        )
+        records = records.skip(start)
         return records.batch(GLOBAL_BATCH_SIZE)
 
     batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)

@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 3293b2bb8168c97f, script sha256 182ec9241c1564dc).
+(spec sha256 3293b2bb8168c97f, script sha256 41fef6d42c0a4083).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -196,16 +196,15 @@ def training_batches(examples, start_step, context):
     first_epoch, first_step = divmod(start_step, steps_per_epoch)
 
     def epoch_batches(epoch):
+        # A resumed run's first epoch starts at its step.
+        start = tf.where(
+            epoch == first_epoch,
+            tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
+            0,
+        )
         records = generator_stream(examples, epoch)
         records = shuffle_windows(records, epoch)
-        # A resumed run's first epoch starts at its step.
-        records = records.skip(
-            tf.where(
-                epoch == first_epoch,
-                tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
-                0,
-            )
-        )
+        records = records.skip(start)
         return records.batch(GLOBAL_BATCH_SIZE)
 
     batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 babcd06e6f76affc, script sha256 69d55451cfcaaaab).
+(spec sha256 babcd06e6f76affc, script sha256 1f41372b1c10260a).
 Rendered with: --variant single_device
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -147,14 +147,13 @@ def training_batches(examples, start_step):
     first_epoch, first_step = divmod(start_step, steps_per_epoch)
 
     def epoch_batches(epoch):
+        # A resumed run's first epoch starts at its step.
+        start = tf.where(
+            epoch == first_epoch, tf.constant(first_step * BATCH_SIZE, tf.int64), 0
+        )
         records = tfds_stream(examples, epoch)
         records = shuffle_windows(records, epoch)
-        # A resumed run's first epoch starts at its step.
-        records = records.skip(
-            tf.where(
-                epoch == first_epoch, tf.constant(first_step * BATCH_SIZE, tf.int64), 0
-            )
-        )
+        records = records.skip(start)
         return records.batch(BATCH_SIZE)
 
     batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)

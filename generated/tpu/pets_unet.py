@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 6f75650cf70b6f60, script sha256 a4a344934f2f7180).
+(spec sha256 6f75650cf70b6f60, script sha256 851c8242ed79234b).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -168,17 +168,16 @@ def training_batches(examples, start_step, context):
     first_epoch, first_step = divmod(start_step, steps_per_epoch)
 
     def epoch_batches(epoch):
+        # A resumed run's first epoch starts at its step.
+        start = tf.where(
+            epoch == first_epoch,
+            tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
+            0,
+        )
         records = tfds_stream(examples, epoch)
         records = shuffle_windows(records, epoch)
         records = records.take(steps_per_epoch * GLOBAL_BATCH_SIZE)
-        # A resumed run's first epoch starts at its step.
-        records = records.skip(
-            tf.where(
-                epoch == first_epoch,
-                tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
-                0,
-            )
-        )
+        records = records.skip(start)
         return records.batch(GLOBAL_BATCH_SIZE)
 
     batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)
