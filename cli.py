@@ -1,19 +1,13 @@
 """The `loopgen` command: parse options, call one library function, turn errors into messages."""
 
 import enum
-import os
 import shlex
 from pathlib import Path
 from typing import Annotated
 
-# No pydantic plugins in this process: looking for them scans the entry points of every
-# installed distribution (hundreds beside TensorFlow), a sixth of a render's time. Set
-# PYDANTIC_DISABLE_PLUGINS to an empty value to have them.
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-
 import typer
 
-from . import __version__
+from . import __version__, pydantic_plugins  # noqa: F401 - before the spec language: see there
 from .dsl import starters
 from .dsl.spec import STRATEGY_KINDS
 from .errors import LoopgenError

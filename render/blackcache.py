@@ -16,12 +16,12 @@ written is not used, and black itself is imported only when a piece is new.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import itertools
 import os
 import re
 import tempfile
+import types
 
 try:  # the module black reads its own version from, without scanning every distribution
     from _black_version import version as BLACK_VERSION
@@ -46,23 +46,28 @@ def format_source(source: str, filename: str = "<script>") -> str:
     """`black.format_str(source, mode=black.Mode())`, piece by piece, from the cache. Raises
     SyntaxError for what the parser or the compiler refuses (black parses leniently: duplicate
     arguments pass), which black's output, the same syntax tree, would have too."""
-    tree = ast.parse(source, filename)
-    compile(tree, filename, "exec")
+    script = compile(source, filename, "exec")
     folder = _cache_folder()
-    return "\n\n".join(_format_piece(piece, folder) for piece in pieces(source, tree))
+    return "\n\n".join(_format_piece(piece, folder) for piece in pieces(source, script))
 
 
-def pieces(source: str, tree: ast.Module | None = None) -> list[str]:
+def pieces(source: str, script: types.CodeType | None = None) -> list[str]:
     """`source` cut before each top-level def and class (its decorators included) that a blank
-    line separates from what precedes it; a comment right above one keeps them together."""
+    line separates from what precedes it; a comment right above one keeps them together.
+
+    The definitions are read off the compiled module, which the compiler check builds anyway
+    (a second parse, to a syntax tree, cost a few percent of a render): each def and class of
+    the module is a code object among its constants, starting at its first decorator, and one
+    starting in column 0 is a top-level statement (a def inside a top-level `if` is indented;
+    lambdas and comprehensions, named `<...>`, are no definitions)."""
     lines = _LINES.findall(source)
-    starts = [0]
-    for node in (tree or ast.parse(source)).body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
-            if first > 0 and not lines[first - 1].strip():
-                starts.append(first)
-    bounds = [*starts, len(lines)]
+    starts = {0}
+    for const in (script or compile(source, "<script>", "exec")).co_consts:
+        if isinstance(const, types.CodeType) and not const.co_name.startswith("<"):
+            first = const.co_firstlineno - 1
+            if first > 0 and not lines[first][:1].isspace() and not lines[first - 1].strip():
+                starts.add(first)
+    bounds = [*sorted(starts), len(lines)]
     return ["".join(lines[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
 
 

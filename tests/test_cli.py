@@ -506,3 +506,61 @@ def test_rendering_does_not_import_tensorflow(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "rendered without tensorflow" in proc.stdout
     assert len(list(tmp_path.glob("*.py"))) == len(EXAMPLE_FILES)
+
+
+# --- pydantic plugins --------------------------------------------------------------------------
+
+PLUGIN = """\
+class Plugin:
+    def new_schema_validator(self, schema, schema_type, *args, **kwargs):
+        with open({marker!r}, "a") as f:
+            f.write(getattr(schema_type, "__name__", str(schema_type)) + "\\n")
+        return None, None, None
+
+
+plugin = Plugin()
+"""
+
+
+def _render_in_a_new_process(tmp_path, plugins_env: str | None) -> subprocess.CompletedProcess:
+    """`loopgen render` through its entry point, with a pydantic plugin installed the way a
+    distribution installs one (an entry point in the `pydantic` group)."""
+    site = tmp_path / "site"
+    (site / "spy_plugin-1.0.dist-info").mkdir(parents=True)
+    (site / "spy_plugin.py").write_text(PLUGIN.format(marker=str(tmp_path / "seen.txt")))
+    dist = site / "spy_plugin-1.0.dist-info"
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: spy-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[pydantic]\nspy = spy_plugin:plugin\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    if plugins_env is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = plugins_env
+    code = (
+        "import sys\n"
+        "from loopgen.__main__ import main\n"
+        f"sys.argv = ['loopgen', 'render', {str(EXAMPLES / 'mnist_mlp.py')!r}]\n"
+        "try:\n    main()\n"
+        "finally:\n    print('importlib.metadata' in sys.modules, file=sys.stderr)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+
+
+def test_the_command_neither_loads_nor_looks_for_pydantic_plugins(tmp_path):
+    """By default no plugin runs and none is searched for: the module that would search
+    (pydantic.plugin._loader, which imports importlib.metadata) is never imported."""
+    proc = _render_in_a_new_process(tmp_path, None)
+    assert proc.returncode == 0, proc.stderr
+    assert "def train_loop(" in proc.stdout
+    assert proc.stderr.splitlines()[-1] == "False"  # importlib.metadata never imported
+    assert not (tmp_path / "seen.txt").exists()
+
+
+def test_an_empty_pydantic_disable_plugins_brings_plugins_back(tmp_path):
+    """PYDANTIC_DISABLE_PLUGINS="" (pydantic_plugins.py): pydantic's own loader finds the
+    plugin and calls it for the spec models, as in any other pydantic program."""
+    proc = _render_in_a_new_process(tmp_path, "")
+    assert proc.returncode == 0, proc.stderr
+    seen = (tmp_path / "seen.txt").read_text().split()
+    assert "Spec" in seen and "StrictModel" in seen

@@ -237,6 +237,14 @@ def test_fault_handling_follows_the_spec(overrides, preemptible):
 PIECES = '''"""Doc\x0cwith\u2028odd\x1cbreaks."""
 import os
 X = f"{os.sep}"
+if X:
+
+    def indented(a):
+        return a
+
+Y = [x for x in X]
+
+Z = lambda: 1
 
 def first(a,b):
     "def not_a_piece(): \u2028 class Nor: pass"
@@ -256,7 +264,9 @@ def test_black_piece_by_piece_is_black_of_the_whole(tmp_path, monkeypatch):
     \\u2028 inside a string), formatted alone with the whole script's target versions, cached
     and joined: the same text as black of the whole file, cold and from the cache."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert len(blackcache.pieces(PIECES)) == 3  # the decorated def stays with the one above
+    # The decorated def stays with the one above; no cut inside the `if` or before the
+    # comprehension and the lambda, though the compiler makes code objects of them too.
+    assert len(blackcache.pieces(PIECES)) == 3
     whole = black.format_str(PIECES, mode=black.Mode())
     assert "**kwargs,\n" in whole  # what a piece without an f-string once lost
     assert blackcache.format_source(PIECES) == whole
