@@ -11,8 +11,8 @@ workload.py) and trains, each in a fresh process:
 and prints samples/s (median over --rounds interleaved rounds of the epochs after the first,
 which traces and compiles) and the ratios.
 render: times `loopgen render` of every example in examples/ (a new process each time, loopgen's
-modules compiled to bytecode first, as an installed package has them) and checks that
-TensorFlow was never imported.
+modules compiled to bytecode first, as an installed package has them), each run beside a
+process that only imports the stack (STACK), and checks that TensorFlow was never imported.
 data: time to the first batch of a resumed run, and the pipeline's speed against the loop's
 (data_rows.py).
 Results go to bench/results.json (a part not run keeps its previous figures) and, with
@@ -78,20 +78,47 @@ def compile_loopgen() -> None:
     subprocess.run([PYTHON, "-m", "compileall", "-q", *map(str, sources)], check=True)
 
 
+STACK = """\
+import gc
+gc.disable()
+import jinja2, typer
+import loopgen.pydantic_plugins
+from pydantic import BaseModel
+class Model(BaseModel):
+    x: int = 1
+"""
+"""A process that does what every `loopgen` command does before any of loopgen's own work:
+start Python, import the dependencies the design card fixes (pydantic, typer, Jinja) as the
+command does, and build one pydantic model (pydantic imports its schema machinery then)."""
+
+
 def render_timing(name: str, folder: Path, repeats: int) -> dict:
     """Wall time of the `loopgen render` command on the real example (a new process each time,
-    imports included), and whether it imported TensorFlow."""
+    imports included), and whether it imported TensorFlow. Each run follows a run of STACK,
+    so that the share of loopgen's own work (render minus stack, run by run) holds across the
+    machine's fast and slow states."""
     command = [LOOPGEN, "render", str(EXAMPLES / f"{name}.py"), "-o", str(folder / "r.py")]
-    times = []
+    times, stack = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
-        _run(command, folder)
-        times.append(time.perf_counter() - start)
+        stack.append(_timed([PYTHON, "-c", STACK], folder))
+        times.append(_timed(command, folder))
     traced = subprocess.run(
         [PYTHON, "-X", "importtime", *command], capture_output=True, text=True, cwd=folder
     )
     imported = [line for line in traced.stderr.splitlines() if line.endswith(" tensorflow")]
-    return {"seconds": median(times), "runs": times, "imports_tensorflow": bool(imported)}
+    return {
+        "seconds": median(times),
+        "runs": times,
+        "stack_seconds": median(stack),
+        "own_seconds": median([t - s for t, s in zip(times, stack, strict=True)]),
+        "imports_tensorflow": bool(imported),
+    }
+
+
+def _timed(command: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    _run(command, cwd)
+    return time.perf_counter() - start
 
 
 def bench_example(name: str, args: argparse.Namespace, folder: Path) -> dict:

@@ -50,12 +50,20 @@ def readme_table(results: dict) -> str:
 
 
 def render_table(render: dict) -> str:
-    """`loopgen render` wall time per example, with a warning where it imported TensorFlow."""
-    lines = ["| example | render (median) | slowest |", "|---|---|---|"]
+    """`loopgen render` wall time per example, with a warning where it imported TensorFlow, and
+    how much of it importing the stack alone takes (bench/__main__.py STACK)."""
+    lines = [
+        "| example | render (median) | slowest | stack alone | render − stack |",
+        "|---|---|---|---|---|",
+    ]
     for name, timing in render["examples"].items():
         warning = " (imported TensorFlow!)" if timing["imports_tensorflow"] else ""
         slowest = max(timing["runs"])
-        lines.append(f"| {name} | {timing['seconds']:.2f} s{warning} | {slowest:.2f} s |")
+        stack = f"{timing['stack_seconds']:.2f} s" if "stack_seconds" in timing else "-"
+        own = f"{timing['own_seconds']:.2f} s" if "own_seconds" in timing else "-"
+        lines.append(
+            f"| {name} | {timing['seconds']:.2f} s{warning} | {slowest:.2f} s | {stack} | {own} |"
+        )
     return "\n".join(lines)
 
 
