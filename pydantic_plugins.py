@@ -25,8 +25,8 @@ class _Loader(types.ModuleType):
         return self._real().get_plugins()
 
     def __getattr__(self, name: str):
-        if name.startswith("__"):  # the import system's questions (`__path__`, ...): a module's
-            raise AttributeError(name)
+        if name.startswith("__"):  # `__path__`, ...: the import system asks a module these
+            raise AttributeError(name)  # and must not import the real loader to learn it has none
         return getattr(self._real(), name)
 
     def _real(self) -> types.ModuleType:
