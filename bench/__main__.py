@@ -110,6 +110,7 @@ def render_timing(name: str, folder: Path, repeats: int) -> dict:
         "seconds": median(times),
         "runs": times,
         "stack_seconds": median(stack),
+        "stack_runs": stack,
         "own_seconds": median([t - s for t, s in zip(times, stack, strict=True)]),
         "imports_tensorflow": bool(imported),
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 import sys
 
@@ -218,6 +219,10 @@ def test_bench_measures_loop_and_fit_in_one_run(tmp_path):
     for timing in render.values():
         assert timing["imports_tensorflow"] is False
         assert 0 < timing["seconds"] < 30
+        # Each run beside a run of the stack alone: loopgen's own share is their difference.
+        pairs = zip(timing["runs"], timing["stack_runs"], strict=True)
+        assert timing["own_seconds"] == pytest.approx(statistics.median(r - s for r, s in pairs))
+        assert 0 < timing["stack_seconds"] < 30
     data = results["data"]["sources"]
     assert set(data) == {"image_directory", "tfrecord"}
     for row in data.values():
