@@ -71,8 +71,10 @@ class Node(StrictModel):
     adapt: bool = False
     """The layer learns its state from the training data before training (`layer.adapt`):
     TextVectorization's vocabulary, Normalization's mean and variance, a lookup's vocabulary.
-    It must take one of the model's inputs; the script adapts it on that feature of the
-    training examples, the same way on every run and every worker."""
+    It must take one of the model's inputs; the script adapts it on that input of every
+    training example, of any source, as the training batches feed it (read, preprocessed:
+    `data.rescale` applied) but in the listed order and not augmented, the same way on every
+    run and every worker."""
 
     @field_validator("inputs", mode="before")
     @classmethod

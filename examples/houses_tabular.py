@@ -1,5 +1,6 @@
 """House prices from a CSV table: a model with two named inputs, the numeric columns
-(normalized) and the city (a string, looked up and embedded), MSE loss, MAE metric.
+(normalized by statistics it learns from the training files) and the city (a string, looked up
+and embedded), MSE loss, MAE metric.
 
 The columns become named features of the data, matched to the graph's inputs of the same
 names; the CSV files are streamed, each line parsed only when a batch picks it.
@@ -50,12 +51,9 @@ spec = Spec(
     model=Graph(
         inputs={"numeric": Input(shape=(3,)), "city": Input(shape=(1,), dtype="string")},
         nodes=[
-            # Mean and variance of area (m²), rooms and age (years) in the training table.
-            Node(
-                name="scaled",
-                layer=Normalization(mean=[95.0, 3.5, 40.0], variance=[1600.0, 2.0, 500.0]),
-                inputs="numeric",
-            ),
+            # Learns the mean and variance of area (m²), rooms and age (years) from the
+            # training files before training.
+            Node(name="scaled", layer=Normalization(), inputs="numeric", adapt=True),
             Node(name="city_id", layer=StringLookup(vocabulary=CITIES), inputs="city"),
             Node(
                 name="city_vector",

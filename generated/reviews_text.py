@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 601d2125b1b62bc5, script sha256 74c2338072b89b02).
+(spec sha256 601d2125b1b62bc5, script sha256 68ed6b6e6d44b370).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -195,6 +195,16 @@ def validation_batches(examples):
         .repeat()
         .prefetch(tf.data.AUTOTUNE)
     )
+
+
+def training_inputs(examples):
+    """The model's inputs of every training example, in the order load_examples() gives them,
+    read and preprocessed as the training batches are (neither shuffled nor augmented): what
+    the adapted layers learn from, the same on every run and on every worker."""
+    examples = as_tensors(examples)
+    batches = tf.data.Dataset.range(num_examples(examples)).batch(BATCH_SIZE)
+    batches = batches.map(lambda indices: read_arrays(examples, indices))
+    return batches.map(preprocess).map(lambda features, labels: features)
 
 
 def build_model():
@@ -496,7 +506,7 @@ def train(args, run_log):
     model = build_model()
     # Layers that learn from the training data (a vocabulary, statistics) before training: the
     # same on every run, and on every worker.
-    model.get_layer("tokens").adapt(train_examples[0])
+    model.get_layer("tokens").adapt(training_inputs(train_examples))
     model.summary()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     optimizer = keras.optimizers.Adam(learning_rate=0.003)

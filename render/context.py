@@ -130,12 +130,17 @@ def build_context(
             getattr(layer, "kind", None) in ("embedding", "reversible_embedding")
             for _, layer in spec.layers_with_paths()
         ),
-        # (node, the training feature it adapts on) for every adapted layer.
+        # (node, the training inputs it adapts on) for every adapted layer: the model's input
+        # as training batches feed it (data.jinja training_inputs), or one of its features.
         "adapted": [
             (
                 node.name,
-                "train_examples[0]"
-                + (f"[{code.literal(node.inputs[0])}]" if spec.data.feature_names else ""),
+                "training_inputs(train_examples)"
+                + (
+                    f".map(lambda {x_name}: {x_name}[{code.literal(node.inputs[0])}])"
+                    if spec.data.feature_names
+                    else ""
+                ),
             )
             for node in (spec.model.nodes if is_graph else [])
             if node.adapt

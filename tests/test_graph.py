@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from data import small_data_overrides
 from helpers import run_cli, run_python, tf_check
 from loopgen.dsl import (
     SGD,
@@ -16,6 +17,7 @@ from loopgen.dsl import (
     Add,
     BatchNormalization,
     Block,
+    Checkpoint,
     Concatenate,
     Conv2D,
     Data,
@@ -28,9 +30,11 @@ from loopgen.dsl import (
     Loop,
     MeanSquaredError,
     Node,
+    Normalization,
     Npz,
     SparseCategoricalCrossentropy,
     Spec,
+    Split,
     var,
 )
 from loopgen.dsl.loader import load_spec
@@ -274,3 +278,46 @@ def test_the_rendered_graph_builds_and_trains(tmp_path):
     assert built["inbound"]["project"] == 2
     assert {"city_vector", "joined", "price", "demand"} <= set(built["layers"])
     assert sorted(built["outputs"]) == ["demand", "price"]
+
+
+@pytest.mark.slow
+def test_adapted_layers_learn_from_the_training_inputs_the_model_is_fed(render, tmp_path):
+    """adapt=True learns from every training example as the batches feed it: from arrays with
+    data.rescale, the statistics of the rescaled pixels, without the held-out split; from CSV
+    files streamed (houses_tabular), the columns' statistics over every training file's rows
+    and none of the validation file's. Checked on the checkpoint the run trained into."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, size=(32, 6, 6, 1)).astype("uint8")
+    np.savez(tmp_path / "img.npz", x=x, y=rng.integers(0, 3, size=32))
+    graph = dict(
+        inputs={"image": Input(shape=(6, 6, 1))},
+        nodes=[
+            Node(name="norm", layer=Normalization(), inputs="image", adapt=True),
+            Node(name="flat", layer=Flatten(), inputs="norm"),
+            Node(name="logits", layer=Dense(3), inputs="flat"),
+        ],
+        outputs="logits",
+    )
+    data = Data(train=Npz(path="img.npz"), validation=Split(fraction=0.25), batch_size=8,
+                rescale=1 / 255)  # fmt: skip
+    script = tmp_path / "arrays.py"
+    spec = spec_of(graph, data=data, checkpoint=Checkpoint(every_epochs=1))
+    script.write_text(render_script(spec, spec_file="spec.py"))
+    run_python(script, "--output-dir", str(tmp_path / "arrays"), cwd=tmp_path)
+    state = tf_check("adapted_state", str(script), str(tmp_path / "arrays" / "checkpoints"),
+                     "norm", cwd=tmp_path)  # fmt: skip
+    trained = x[:24].astype("float64") / 255  # the last 8 are held out for validation
+    assert state["mean"] == pytest.approx([trained.mean()], rel=1e-5)
+    assert state["variance"] == pytest.approx([trained.var()], rel=1e-4)
+
+    script = render("houses_tabular", *small_data_overrides("houses_tabular", tmp_path))
+    run_python(script, "--epochs", "1", "--output-dir", str(tmp_path / "csv"), cwd=tmp_path)
+    state = tf_check("adapted_state", str(script), str(tmp_path / "csv" / "checkpoints"),
+                     "scaled", cwd=tmp_path)  # fmt: skip
+    rows = np.concatenate([
+        np.loadtxt(path, delimiter=",", skiprows=1, usecols=(0, 1, 2))
+        for path in sorted((tmp_path / "houses").glob("train-*.csv"))
+    ])  # fmt: skip
+    assert len(rows) == 80
+    assert state["mean"] == pytest.approx(rows.mean(axis=0).tolist(), rel=1e-5)
+    assert state["variance"] == pytest.approx(rows.var(axis=0).tolist(), rel=1e-4)

@@ -250,6 +250,16 @@ def restored_model(module, checkpoint_dir: str):
     return model
 
 
+def adapted_state(script: str, checkpoint_dir: str, layer: str) -> dict:
+    """The statistics an adapted Normalization layer trained with, from the run's checkpoint."""
+    assert tf.train.latest_checkpoint(checkpoint_dir), f"no checkpoint in {checkpoint_dir}"
+    normalization = restored_model(load_script(script), checkpoint_dir).get_layer(layer)
+    return {
+        "mean": normalization.adapt_mean.numpy().tolist(),
+        "variance": normalization.adapt_variance.numpy().tolist(),
+    }
+
+
 def export_matches(script: str, output_dir: str, x_path: str) -> dict:
     """Predictions of the exported SavedModel (and .keras file, when there is one) vs the
     model restored from the training checkpoint, on the same inputs."""

@@ -28,7 +28,6 @@ RULES = [
     data.check_sources_agree,
     data.check_features,
     data.check_input_types,
-    data.check_adapt_source,
     augmentation.check_augmentation,
     strategy.check_devices,
     strategy.check_performance,

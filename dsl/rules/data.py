@@ -100,18 +100,3 @@ def check_features(spec: Spec) -> None:
             "all of them; put a Rescaling layer on the input that needs it and remove "
             "data.rescale"
         )
-
-
-def check_adapt_source(spec: Spec) -> None:
-    """Adapted layers learn from the training examples in memory."""
-    model = spec.model
-    if model is None or model.kind != "graph" or not any(n.adapt for n in model.nodes):
-        return
-    if spec.data.train.kind in ("tfrecord", "csv", "generator", "tfds", "image_directory",
-                                "text_directory"):  # fmt: skip
-        raise ValueError(
-            f"model.nodes adapt a layer on the training data, but data.train is a "
-            f"{spec.data.train.kind} source, read as batches during training: adapt needs the "
-            "examples in memory (npz, keras_dataset, text); give the layer its vocabulary or "
-            "statistics in the spec instead"
-        )

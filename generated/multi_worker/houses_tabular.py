@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 5274de9600bb662e, script sha256 de25d38d0044c045).
+(spec sha256 57570e22e912f414, script sha256 b8cc3c2a538ae71c).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -57,7 +57,7 @@ OUTPUT_DIR = "runs/houses_tabular"
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "houses_tabular",
-    "spec_sha256": "5274de9600bb662e",
+    "spec_sha256": "57570e22e912f414",
     "loopgen": "0.1.0",
 }
 # The training setup this run's checkpoints belong to, in spec terms: the value of each field
@@ -65,7 +65,7 @@ RENDERED_FROM = {
 # checkpoints of another setup (see check_setup); a longer run, other cadences, performance
 # options or another strategy are the same setup.
 SETUP = {
-    "model": "7adfc4a0404bccc9",
+    "model": "2e1f301f439c74ee",
     "data.train": "dde1d49a57d56ec2",
     "data.validation": "551ad7d65edc44d3",
     "data.batch_size": GLOBAL_BATCH_SIZE,
@@ -347,12 +347,19 @@ def validation_batches(examples, context):
     )
 
 
+def training_inputs(examples):
+    """The model's inputs of every training example, in the order load_examples() gives them,
+    read and preprocessed as the training batches are (neither shuffled nor augmented): what
+    the adapted layers learn from, the same on every run and on every worker."""
+    batches = csv_stream(examples).batch(GLOBAL_BATCH_SIZE)
+    batches = batches.map(lambda lines: parse_csv_lines(lines, examples.columns))
+    return batches.map(preprocess).map(lambda features, labels: features)
+
+
 def build_model():
     numeric = keras.Input(shape=(3,), name="numeric")
     city = keras.Input(shape=(1,), dtype="string", name="city")
-    scaled = layers.Normalization(
-        mean=(95.0, 3.5, 40.0), variance=(1600.0, 2.0, 500.0), name="scaled"
-    )(numeric)
+    scaled = layers.Normalization(name="scaled")(numeric)
     city_id = layers.StringLookup(
         vocabulary=("lyon", "marseille", "nice", "paris", "toulouse"), name="city_id"
     )(city)
@@ -695,6 +702,11 @@ def train(args, run_log):
     # are then mirrored on every replica and kept in sync.
     with strategy.scope():
         model = build_model()
+        # Layers that learn from the training data (a vocabulary, statistics) before training: the
+        # same on every run, and on every worker.
+        model.get_layer("scaled").adapt(
+            training_inputs(train_examples).map(lambda features: features["numeric"])
+        )
         model.summary()
         # reduction=None: one loss per example. The replica step sums them and divides
         # by the global batch size; a mean per replica would be num_replicas times off.

@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 e269e592d0feab68, script sha256 8fd6079bd9983608).
+(spec sha256 e269e592d0feab68, script sha256 5ce1877633b7446b).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -223,6 +223,16 @@ def validation_batches(examples, context):
         .repeat()
         .prefetch(tf.data.AUTOTUNE)
     )
+
+
+def training_inputs(examples):
+    """The model's inputs of every training example, in the order load_examples() gives them,
+    read and preprocessed as the training batches are (neither shuffled nor augmented): what
+    the adapted layers learn from, the same on every run and on every worker."""
+    examples = as_tensors(examples)
+    batches = tf.data.Dataset.range(num_examples(examples)).batch(GLOBAL_BATCH_SIZE)
+    batches = batches.map(lambda indices: read_arrays(examples, indices))
+    return batches.map(preprocess).map(lambda features, labels: features)
 
 
 def build_model():
@@ -546,7 +556,7 @@ def train(args, run_log):
         model = build_model()
         # Layers that learn from the training data (a vocabulary, statistics) before training: the
         # same on every run, and on every worker.
-        model.get_layer("tokens").adapt(train_examples[0])
+        model.get_layer("tokens").adapt(training_inputs(train_examples))
         model.summary()
         # reduction=None: one loss per example. The replica step sums them and divides
         # by the global batch size; a mean per replica would be num_replicas times off.
