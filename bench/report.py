@@ -59,10 +59,9 @@ def render_table(render: dict) -> str:
     for name, timing in render["examples"].items():
         warning = " (imported TensorFlow!)" if timing["imports_tensorflow"] else ""
         slowest = max(timing["runs"])
-        stack = f"{timing['stack_seconds']:.2f} s" if "stack_seconds" in timing else "-"
-        own = f"{timing['own_seconds']:.2f} s" if "own_seconds" in timing else "-"
         lines.append(
-            f"| {name} | {timing['seconds']:.2f} s{warning} | {slowest:.2f} s | {stack} | {own} |"
+            f"| {name} | {timing['seconds']:.2f} s{warning} | {slowest:.2f} s "
+            f"| {timing['stack_seconds']:.2f} s | {timing['own_seconds']:.2f} s |"
         )
     return "\n".join(lines)
 
