@@ -176,6 +176,7 @@ def test_mirrored_variant_of_each_example_trains_on_two_devices(example, render,
         name="mirrored.py",
     )
     out = tmp_path / "run"
+    script = data.runnable(example, script)
     proc = run_python(script, "--epochs", "2", "--output-dir", str(out), cwd=tmp_path)
     assert "Training on 2 replica(s)" in proc.stdout
     assert "Epoch 2/2" in proc.stdout

@@ -256,6 +256,7 @@ SOURCE_RUNS = {
     "csv": ("houses_tabular", 4, ["data.validation=null", "data.batch_size=16"]),
     "text": ("reviews_text", 3, ["data.validation=null", "data.batch_size=16"]),
     "generator": ("signals_generator", 3, ["data.batch_size=16"]),
+    "tfds": ("pets_unet", 3, ["data.validation=null"]),
 }
 
 
@@ -263,7 +264,7 @@ SOURCE_RUNS = {
 @pytest.mark.parametrize("source", sorted(SOURCE_RUNS))
 def test_sigkill_then_resume_is_exact_for_every_source(source, variant, render, tmp_path):
     """The data position is a function of the step for every source (index-shuffled arrays and
-    files, streamed records, a generator): a run killed at a random step and resumed ends
+    files, streamed records, a generator, TFDS): a run killed at a random step and resumed ends
     with exactly the weights of one that never stopped, on one device and on two replicas."""
     example, epochs, extra = SOURCE_RUNS[source]
     overrides = [*data.small_data_overrides(example, tmp_path), *extra,
@@ -271,6 +272,7 @@ def test_sigkill_then_resume_is_exact_for_every_source(source, variant, render, 
     if variant == "mirrored":
         overrides.append(TWO_CPUS)
     script = render(example, *overrides, variant=None if variant == "single_device" else variant)
+    script = data.runnable(example, script)
     flags = ["--epochs", str(epochs), "--deterministic"]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     run_python(script, *flags, "--output-dir", str(straight), cwd=tmp_path)

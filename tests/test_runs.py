@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from data import small_data_overrides
+from data import runnable, small_data_overrides
 from helpers import ROOT, run_python, tf_check
 
 pytestmark = pytest.mark.slow
@@ -19,7 +19,9 @@ EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
 def test_example_trains_end_to_end(example, render, tmp_path):
     script = render(example, *small_data_overrides(example, tmp_path))
     out = tmp_path / "run"
-    proc = run_python(script, "--epochs", "2", "--output-dir", str(out), cwd=tmp_path)
+    proc = run_python(
+        runnable(example, script), "--epochs", "2", "--output-dir", str(out), cwd=tmp_path
+    )
 
     assert "Epoch 2/2" in proc.stdout
     checkpoints = sorted(p.name for p in (out / "checkpoints").glob("ckpt-*.index"))
