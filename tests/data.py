@@ -187,12 +187,9 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
             "data.batch_size=32",
         ]
     if example in ("imdb_bilstm", "imdb_transformer"):
-        length = 200 if example == "imdb_bilstm" else 128
-        return [
-            f"data.train={npz(tokens_npz(tmp / 'train.npz', 64, length))}",
-            f"data.validation={npz(tokens_npz(tmp / 'v.npz', 32, length, seed=1))}",
-            "data.batch_size=32",
-        ]
+        # Its own keras.datasets source, a small imdb.npz served by keras_datasets_mock.py (run
+        # it with `runnable`).
+        return ["data.batch_size=32"]
     if example == "houses_tabular":
         return [
             f"data.train.files={houses_csv(tmp / 'houses', 'train', 2, 40)}",
@@ -229,18 +226,27 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
     raise AssertionError(f"no small data for {example}")
 
 
+# Examples whose own source would download: the test double that serves it small and local.
+DOWNLOAD_DOUBLES = {
+    "pets_unet": "tfds_mock",  # TFDS, inside tfds.testing.mock_data
+    "imdb_bilstm": "keras_datasets_mock",  # keras.datasets.imdb, its download replaced
+    "imdb_transformer": "keras_datasets_mock",
+}
+
+
 def runnable(example: str, script: Path) -> Path:
     """The file a test runs for `example`'s rendered script: the script itself, or for an
-    example with a TFDS source (pets_unet) a launcher next to it that runs the script inside
-    TFDS's test double (tfds_mock.py), so that its `tfds.load` reads small examples instead of
-    downloading the dataset."""
-    if example != "pets_unet":
+    example whose source downloads (DOWNLOAD_DOUBLES) a launcher next to it that runs the
+    script with that download served by a test double, through the source's real loading
+    code."""
+    double = DOWNLOAD_DOUBLES.get(example)
+    if double is None:
         return script
-    launcher = script.with_name(f"{script.stem}_tfds.py")
+    launcher = script.with_name(f"{script.stem}_{double}.py")
     launcher.write_text(
         "import sys\n"
         f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-        "import tfds_mock\n"
-        f"tfds_mock.run({str(script)!r}, sys.argv[1:])\n"
+        f"import {double}\n"
+        f"{double}.run({str(script)!r}, sys.argv[1:])\n"
     )
     return launcher

@@ -423,8 +423,9 @@ def test_mirrored_equals_single_device_on_graph_models(
 ):
     common = [*data.small_data_overrides(example, tmp_path), "data.validation=null",
               "data.batch_size=16", "loop.log_every_steps=1", *overrides]  # fmt: skip
-    single = render(example, *common)
+    single = data.runnable(example, render(example, *common))
     mirrored = render(example, *common, TWO_CPUS, variant="mirrored", name="mirrored.py")
+    mirrored = data.runnable(example, mirrored)
     straight, twin = tmp_path / "single", tmp_path / "mirrored"
     flags = ["--epochs", "3", "--max-steps", str(steps), "--deterministic"]
     run_python(single, *flags, "--output-dir", str(straight), cwd=tmp_path)

@@ -1,6 +1,7 @@
 """The data sources at run time, beyond their examples' run tests: files that do not fit the
-spec stop the script at its start, naming the file and the field; two workers each read and
-decode only their replicas' share of every batch. (Every source's SIGKILL-and-resume test, on
+spec stop the script at its start, naming the file and the field; imdb's word ids reach the
+model at the spec's length; two workers each read and decode only their replicas' share of
+every batch. (Every source's SIGKILL-and-resume test, on
 one device and on two replicas, is in test_faults.py.)"""
 
 from __future__ import annotations
@@ -173,6 +174,21 @@ def test_a_stream_seeks_past_whole_files_unread_to_the_batch_of_an_unbroken_run(
     assert result["differ"] == [], result
     assert result["steps"] >= 12 and result["removed"] >= 4, result
     assert result["seek_without_them"], result
+
+
+def test_a_keras_text_dataset_reaches_the_model_as_word_ids_of_its_length(render, tmp_path):
+    """imdb through keras.datasets (the download served by keras_datasets_mock.py): the ids of
+    the spec's num_words most frequent words (the others the out-of-vocabulary id 2), each
+    review padded at its end or cut to maxlen with its start kept: the model's input."""
+    script = render("imdb_bilstm", *data.small_data_overrides("imdb_bilstm", tmp_path))
+    result = tf_check("keras_text_dataset", str(script), cwd=tmp_path)
+    assert result["train_shape"] == [64, 200] and result["test_shape"] == [32, 200], result
+    assert result["dtype"] == "int32" and result["labels"] == 64, result
+    shortest, longest = result["raw_lengths"]
+    assert shortest < 200 < longest, result  # some reviews are padded, others cut
+    assert result["padding_at_end"] > 0, result
+    assert result["first_ids"] == [1], result  # Keras' start mark begins every row
+    assert result["max_id"] < 20_000 and result["out_of_vocabulary"] > 0, result
 
 
 def test_each_worker_decodes_only_its_half_and_they_train_like_one_device(render, tmp_path):

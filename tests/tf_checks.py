@@ -576,6 +576,29 @@ def lock_without_locks(script: str, output_dir: str) -> dict:
     return {"lock": lock is not None, "refusal": refusal}
 
 
+def keras_text_dataset(script: str) -> dict:
+    """What the script's load_examples() gives for an imdb source, with the download served by
+    keras_datasets_mock, beside the raw reviews of the file it read."""
+    import keras_datasets_mock
+
+    with keras_datasets_mock.served() as path:
+        module = load_script(script)
+        (x_train, y_train), (x_test, _) = module.load_examples()
+        raw = np.load(path, allow_pickle=True)
+        lengths = sorted(len(review) for review in raw["x_train"])
+    return {
+        "train_shape": list(np.shape(x_train)),
+        "test_shape": list(np.shape(x_test)),
+        "dtype": str(np.asarray(x_train).dtype),
+        "labels": len(y_train),
+        "first_ids": sorted({int(row[0]) for row in x_train}),
+        "max_id": int(np.max(x_train)),
+        "out_of_vocabulary": int(np.sum(x_train == 2)),
+        "padding_at_end": int(sum(np.all(row[-5:] == 0) for row in x_train)),
+        "raw_lengths": [lengths[0], lengths[-1]],
+    }
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

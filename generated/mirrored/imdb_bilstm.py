@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 e1c6df8d6fb38c0f, script sha256 68179b7627f348b9).
+(spec sha256 e1c6df8d6fb38c0f, script sha256 94f02b4b886e403b).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -65,9 +65,19 @@ SETUP = {
 def load_examples():
     """Training and validation examples: (images, labels) arrays held in
     memory, from which the batches pick theirs by index."""
-    # Downloads once into ~/.keras/datasets, then loads from there.
-    (x_train, y_train), (x_test, y_test) = keras.datasets.imdb.load_data()
+    # Downloads once into ~/.keras/datasets, then loads from there: word ids, the
+    # 20000 most frequent words kept (the others become 2, out of vocabulary).
+    (x_train, y_train), (x_test, y_test) = keras.datasets.imdb.load_data(
+        num_words=20000
+    )
+    # The sequences differ in length: each is padded with 0 or cut to 200 ids, its start kept.
+    x_train = keras.utils.pad_sequences(
+        x_train, maxlen=200, padding="post", truncating="post"
+    )
     train_examples = (x_train, y_train)
+    x_test = keras.utils.pad_sequences(
+        x_test, maxlen=200, padding="post", truncating="post"
+    )
     validation_examples = (x_test, y_test)
     return train_examples, validation_examples
 

@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 6c5ac676c877d577, script sha256 0674738ad8cc60eb).
+(spec sha256 6c5ac676c877d577, script sha256 63105e5e698ea4e0).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -68,9 +68,19 @@ SETUP = {
 def load_examples():
     """Training and validation examples: (images, labels) arrays held in
     memory, from which the batches pick theirs by index."""
-    # Downloads once into ~/.keras/datasets, then loads from there.
-    (x_train, y_train), (x_test, y_test) = keras.datasets.imdb.load_data()
+    # Downloads once into ~/.keras/datasets, then loads from there: word ids, the
+    # 20000 most frequent words kept (the others become 2, out of vocabulary).
+    (x_train, y_train), (x_test, y_test) = keras.datasets.imdb.load_data(
+        num_words=20000
+    )
+    # The sequences differ in length: each is padded with 0 or cut to 128 ids, its start kept.
+    x_train = keras.utils.pad_sequences(
+        x_train, maxlen=128, padding="post", truncating="post"
+    )
     train_examples = (x_train, y_train)
+    x_test = keras.utils.pad_sequences(
+        x_test, maxlen=128, padding="post", truncating="post"
+    )
     validation_examples = (x_test, y_test)
     return train_examples, validation_examples
 

@@ -1,0 +1,77 @@
+"""Runs a generated script with `keras.datasets` downloads served from here: the script's
+`keras.datasets.imdb.load_data(...)` runs as it does for a user (Keras reads the file, shuffles,
+marks each review's start, shifts the word ranks, maps rare words to the out-of-vocabulary id),
+and only the download (`get_file`) is replaced by a small file of the real file's format.
+
+    python keras_datasets_mock.py SCRIPT [ARGS...]
+
+(tests/data.py `runnable` writes a launcher for a script that does this.)
+
+imdb.npz holds reviews as ragged lists of word ranks (1 the most frequent word), 64 for training
+and 32 for testing, from 20 to 300 words long (so some are cut to an example's length and the
+others padded), with ranks up to 30,000 (so a `num_words` limit changes some), and labels a
+model can learn: positive reviews use ranks 10-19 often, negative ones 20-29. The file is the
+same in every process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import runpy
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+from keras.src.datasets import imdb
+
+REVIEWS = {"train": 64, "test": 32}
+
+
+def reviews(rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+    labels = rng.integers(0, 2, count)
+    words = np.empty(count, dtype=object)
+    for index, label in enumerate(labels):
+        length = int(rng.integers(20, 300))
+        ranks = rng.integers(1, 30_000, length)
+        telling = rng.random(length) < 0.3
+        ranks[telling] = rng.integers(10, 20, telling.sum()) + 10 * (1 - label)
+        words[index] = [int(rank) for rank in ranks]
+    return words, labels
+
+
+def imdb_file(folder: Path) -> str:
+    rng = np.random.default_rng(0)
+    x_train, y_train = reviews(rng, REVIEWS["train"])
+    x_test, y_test = reviews(rng, REVIEWS["test"])
+    path = folder / "imdb.npz"
+    np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+    return str(path)
+
+
+@contextlib.contextmanager
+def served() -> Iterator[str]:
+    """Inside: `keras.datasets.imdb.load_data` reads imdb.npz (its path yielded) from here."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = imdb_file(Path(folder))
+
+        def get_file(fname=None, origin=None, **kwargs):
+            if origin is None or not origin.endswith("/imdb.npz"):
+                raise AssertionError(f"keras_datasets_mock serves imdb.npz, not {origin}")
+            return path
+
+        with mock.patch.object(imdb, "get_file", get_file):
+            yield path
+
+
+def run(script: str, args: list[str]) -> None:
+    """Runs the script as `python SCRIPT ARGS` would, with the imdb download served locally."""
+    sys.argv = [script, *args]
+    with served():
+        runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    run(sys.argv[1], sys.argv[2:])
