@@ -142,6 +142,20 @@ def signals_module(folder: Path) -> None:
     (folder / "signals.py").write_text(SIGNALS)
 
 
+BACKBONE_ARGS = '{"alpha": 0.35}'
+"""flowers_finetune's MobileNetV2 in the tests: the smallest one."""
+
+
+def backbone_weights(tmp: Path) -> str:
+    """A weights file of flowers_finetune's backbone (MobileNetV2, alpha 0.35, no top), saved
+    by Keras from its own seed, in `tmp`."""
+    from helpers import tf_check
+
+    path = tmp / "mobilenet_v2_0.35_no_top.weights.h5"
+    tf_check("write_backbone_weights", str(path), "MobileNetV2", BACKBONE_ARGS, "32", cwd=tmp)
+    return str(path)
+
+
 def small_data_overrides(example: str, tmp: Path) -> list[str]:
     """Points an example at small data made here: its real source needs a download."""
     if example == "mnist_mlp":
@@ -210,8 +224,9 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
             f"data.train.features={features}",
             f"data.validation.features={features}",
             "model.inputs.image.shape=[32, 32, 3]",
-            "model.nodes[0].layer.weights=null",  # nothing is downloaded in tests
-            'model.nodes[0].layer.args={"alpha": 0.35}',
+            # Nothing is downloaded in tests: the backbone starts from a local weights file.
+            f"model.nodes[0].layer.weights={backbone_weights(tmp)}",
+            f"model.nodes[0].layer.args={BACKBONE_ARGS}",
             "data.batch_size=16",
         ]
     if example == "reviews_text":

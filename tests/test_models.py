@@ -23,6 +23,16 @@ def finetune(render, tmp_path):
     )  # fmt: skip
 
 
+def test_the_backbone_starts_from_the_weights_file_the_spec_names(finetune, tmp_path):
+    """`Backbone(weights=PATH)`: the script's backbone holds the file's weights, every one (the
+    file's seed is not the script's, so weights the script made itself would differ)."""
+    path = tmp_path / "mobilenet_v2_0.35_no_top.weights.h5"
+    assert str(path) in finetune.read_text()
+    result = tf_check("backbone_from_file", str(finetune), "features", "MobileNetV2",
+                      data.BACKBONE_ARGS, str(path), cwd=tmp_path)  # fmt: skip
+    assert result["weights"] > 100 and result["max_diff"] == 0.0, result
+
+
 def test_a_frozen_backbone_and_its_statistics_stay_put_until_it_unfreezes(finetune, tmp_path):
     out = tmp_path / "run"
     proc = run_python(finetune, "--epochs", "4", "--deterministic", "--output-dir", str(out),
@@ -40,8 +50,9 @@ def test_a_frozen_backbone_and_its_statistics_stay_put_until_it_unfreezes(finetu
     # After the unfreeze: the backbone's last blocks learn, its first ones stay frozen, and its
     # BatchNormalization layers stay frozen, statistics included (Keras 3 passes the train
     # step's training=True to a nested model whatever it was called with).
-    # (Random weights, as the tests download nothing, behind BatchNormalization layers that
-    # keep their initial statistics: the convolutions' gradients are tiny, but not zero.)
+    # (Random weights from a file, as the tests download nothing, behind BatchNormalization
+    # layers that keep their initial statistics: the convolutions' gradients are tiny, but not
+    # zero.)
     assert tuned["from"] > 0.0 and tuned["before"] == 0.0, tuned
     assert tuned["statistics"] == 0.0, tuned
     # The learning rate changed at the unfreeze.

@@ -599,6 +599,34 @@ def keras_text_dataset(script: str) -> dict:
     }
 
 
+def write_backbone_weights(path: str, application: str, args: str, size: str) -> dict:
+    """A weights file of a keras.applications model without its top, as a user would save one
+    (`save_weights`), initialized from a seed of its own (7): weights no script seed gives."""
+    import keras
+
+    keras.utils.set_random_seed(7)
+    model = getattr(keras.applications, application)(
+        include_top=False, weights=None, input_shape=(int(size), int(size), 3), **json.loads(args)
+    )
+    model.save_weights(path)
+    return {"weights": len(model.weights)}
+
+
+def backbone_from_file(script: str, backbone: str, application: str, args: str, path: str):
+    """How far the backbone of the script's model starts from the weights in `path` (loaded by
+    Keras into the application, apart from the script)."""
+    import keras
+
+    model = load_script(script).build_model()
+    ours = model.get_layer(backbone)
+    reference = getattr(keras.applications, application)(
+        include_top=False, weights=path, input_shape=ours.input_shape[1:], **json.loads(args)
+    )
+    pairs = list(zip(ours.weights, reference.weights, strict=True))
+    diff = max(float(np.max(np.abs(a.numpy() - b.numpy()))) for a, b in pairs)
+    return {"weights": len(pairs), "max_diff": diff}
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))
