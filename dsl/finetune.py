@@ -15,7 +15,8 @@ class FineTune(StrictModel):
     backbone: Identifier
     """The graph node whose Backbone unfreezes (it must be frozen: trainable=False)."""
     at_epoch: PositiveInt | None = None
-    """Unfreeze when this epoch starts (epochs count from 1: 3 trains two epochs frozen)."""
+    """Unfreeze when this epoch starts (epochs count from 1: 3 trains two epochs frozen; 2 at
+    the earliest)."""
     at_step: PositiveInt | None = None
     """Unfreeze after this many steps instead."""
     from_layer: str | None = None
@@ -29,4 +30,11 @@ class FineTune(StrictModel):
     def _when(self) -> "FineTune":
         if (self.at_epoch is None) == (self.at_step is None):
             raise ValueError("set exactly one of fine_tune.at_epoch and fine_tune.at_step")
+        if self.at_epoch == 1:
+            raise ValueError(
+                "at_epoch=1 unfreezes the backbone before the first step: there is no frozen "
+                "phase (and no step at which its learning_rate would take over); unfreeze at "
+                "epoch 2 or later, or at_step=N, or make the Backbone trainable=True and drop "
+                "fine_tune"
+            )
         return self
