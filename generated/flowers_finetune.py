@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 19ae95d9fa0ff21e, script sha256 a61bd0d0fe0c8d62).
+(spec sha256 19ae95d9fa0ff21e, script sha256 cbfd9daaab59b894).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -72,7 +72,7 @@ SETUP = {
 class Records:
     """A streamed source: its files and how many records (examples) each holds, and for CSV
     files the positions of the columns the spec reads. A generator has no files: one count,
-    the examples it yields in an epoch."""
+    the examples it yields in an epoch, and the function making a pass."""
 
     def __init__(self, files, counts, columns=None):
         self.files = files

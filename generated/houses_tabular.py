@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 6da4d8c168cf4b54, script sha256 dbac853815000d60).
+(spec sha256 6da4d8c168cf4b54, script sha256 cfdae6b595c3d826).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -75,7 +75,7 @@ SETUP = {
 class Records:
     """A streamed source: its files and how many records (examples) each holds, and for CSV
     files the positions of the columns the spec reads. A generator has no files: one count,
-    the examples it yields in an epoch."""
+    the examples it yields in an epoch, and the function making a pass."""
 
     def __init__(self, files, counts, columns=None):
         self.files = files

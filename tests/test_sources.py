@@ -176,6 +176,24 @@ def test_a_stream_seeks_past_whole_files_unread_to_the_batch_of_an_unbroken_run(
     assert result["seek_without_them"], result
 
 
+def test_a_validation_generator_is_called_with_its_own_arguments(render, tmp_path):
+    """Training and validation from one generator function with different arguments: the
+    validation stream yields the validation call's examples, counted from it."""
+    validation = {
+        "kind": "generator", "target": "signals:windows",
+        "kwargs": {"count": 32, "length": 128, "seed": 2},
+        "features": {"dtype": "float32", "shape": [128, 1]}, "label": {"dtype": "float32"},
+    }  # fmt: skip
+    script = render("signals_generator", *data.small_data_overrides("signals_generator", tmp_path),
+                    f"data.validation={json.dumps(validation)}")  # fmt: skip
+    result = tf_check("validation_stream", str(script), cwd=tmp_path)
+    namespace: dict = {}
+    exec(data.SIGNALS, namespace)
+    signal, event = next(namespace["windows"](count=32, length=128, seed=2))
+    assert result["count"] == 32, result
+    assert result["first"][0] == signal.ravel().tolist() and result["first"][1] == [float(event)]
+
+
 def test_a_keras_text_dataset_reaches_the_model_as_word_ids_of_its_length(render, tmp_path):
     """imdb through keras.datasets (the download served by keras_datasets_mock.py): the ids of
     the spec's num_words most frequent words (the others the out-of-vocabulary id 2), each

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
@@ -625,6 +626,19 @@ def backbone_from_file(script: str, backbone: str, application: str, args: str, 
     pairs = list(zip(ours.weights, reference.weights, strict=True))
     diff = max(float(np.max(np.abs(a.numpy() - b.numpy()))) for a, b in pairs)
     return {"weights": len(pairs), "max_diff": diff}
+
+
+def validation_stream(script: str) -> dict:
+    """How many validation examples the script's load_examples() counts, and the first one its
+    validation stream yields (a generator source)."""
+    sys.path.insert(0, str(Path(script).parent))  # the script's own imports, as when it runs
+    module = load_script(script)
+    _, validation = module.load_examples()
+    first = next(iter(module.generator_stream(validation)))
+    return {
+        "count": module.num_examples(validation),
+        "first": [np.asarray(part).ravel().tolist() for part in first],
+    }
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 18c0c8c2937e77cb, script sha256 7af1905bffe08859).
+(spec sha256 18c0c8c2937e77cb, script sha256 9f3fbf5221e7016f).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -74,7 +74,7 @@ SETUP = {
 class Records:
     """A streamed source: its files and how many records (examples) each holds, and for CSV
     files the positions of the columns the spec reads. A generator has no files: one count,
-    the examples it yields in an epoch."""
+    the examples it yields in an epoch, and the function making a pass."""
 
     def __init__(self, files, counts, columns=None):
         self.files = files

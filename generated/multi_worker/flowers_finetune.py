@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 6618a71dabe18f46, script sha256 4c54a183578fd21f).
+(spec sha256 6618a71dabe18f46, script sha256 6fb9fd0c8d38bba6).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -77,7 +77,7 @@ SETUP = {
 class Records:
     """A streamed source: its files and how many records (examples) each holds, and for CSV
     files the positions of the columns the spec reads. A generator has no files: one count,
-    the examples it yields in an epoch."""
+    the examples it yields in an epoch, and the function making a pass."""
 
     def __init__(self, files, counts, columns=None):
         self.files = files

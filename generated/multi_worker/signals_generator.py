@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 3293b2bb8168c97f, script sha256 41fef6d42c0a4083).
+(spec sha256 3293b2bb8168c97f, script sha256 f67772a083fe950a).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -73,22 +73,24 @@ SETUP = {
 class Records:
     """A streamed source: its files and how many records (examples) each holds, and for CSV
     files the positions of the columns the spec reads. A generator has no files: one count,
-    the examples it yields in an epoch."""
+    the examples it yields in an epoch, and the function making a pass."""
 
-    def __init__(self, files, counts, columns=None):
+    def __init__(self, files, counts, columns=None, generate=None):
         self.files = files
         self.counts = counts
         self.count = sum(counts)
         self.columns = columns
+        self.generate = generate
 
 
-def generated_examples():
-    """The generator's examples (its first checked against the spec's signature now, not during
-    training), and how many it yields per epoch."""
+def generated_examples(generate, target, count, field):
+    """A generator's examples: `generate()` makes one pass of it, the same examples every time
+    (its first is checked against the spec's signature now, not during training), `count` of
+    them (None: counted now, in one pass)."""
     try:
-        first = next(iter(signals.windows(count=4096, length=128, seed=1)))
+        first = next(iter(generate()))
     except StopIteration:
-        raise SystemExit("signals:windows yielded no example") from None
+        raise SystemExit(f"{target} yielded no example") from None
     try:
         tf.nest.assert_same_structure(first, GENERATOR_SIGNATURE)
         for value, spec in zip(
@@ -112,24 +114,30 @@ def generated_examples():
                 )
     except (ValueError, TypeError) as error:
         raise SystemExit(
-            f"signals:windows yields examples that do not match the spec's features and "
-            f"label (data.train.features, data.train.label): {error}"
+            f"{target} yields examples that do not match the spec's features and label "
+            f"({field}.features, {field}.label): {error}"
         ) from None
-    return Records(None, [4096])
+    if count is None:
+        count = sum(1 for _ in generate())
+    return Records(None, [count], generate=generate)
 
 
 def generator_stream(examples, epoch=None):
-    """An epoch's examples: one call of the generator, which yields the same ones every time."""
+    """An epoch's examples: one pass of the source's generator."""
     return tf.data.Dataset.from_generator(
-        lambda: signals.windows(count=4096, length=128, seed=1),
-        output_signature=GENERATOR_SIGNATURE,
+        examples.generate, output_signature=GENERATOR_SIGNATURE
     )
 
 
 def load_examples():
     """Training examples: a stream of records, read epoch by epoch as the
     batches need them."""
-    train_examples = generated_examples()
+    train_examples = generated_examples(
+        lambda: signals.windows(count=4096, length=128, seed=1),
+        "signals:windows",
+        count=4096,
+        field="data.train",
+    )
     return train_examples
 
 

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 e059b99b4a5ce3bc, script sha256 1cf5715f2e8a5c4a).
+(spec sha256 e059b99b4a5ce3bc, script sha256 4a2adcc1ea91b770).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -78,7 +78,7 @@ SETUP = {
 class Records:
     """A streamed source: its files and how many records (examples) each holds, and for CSV
     files the positions of the columns the spec reads. A generator has no files: one count,
-    the examples it yields in an epoch."""
+    the examples it yields in an epoch, and the function making a pass."""
 
     def __init__(self, files, counts, columns=None):
         self.files = files
