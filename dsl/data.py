@@ -165,9 +165,11 @@ class Data(StrictModel):
     batch_size: PositiveInt = 32
     """Examples per training step (the global batch size under a distribution strategy)."""
     shuffle_buffer: Annotated[int, Field(ge=0)] = 1024
-    """Shuffle buffer size in examples; 0 disables shuffling (e.g. for exact comparisons). The
-    buffer's contents are part of every checkpoint (for an exact resume): size it with that in
-    mind."""
+    """Shuffling; 0 keeps the examples in their order (e.g. for exact comparisons). Sources
+    read by index (arrays, image and text directories, shapes) are shuffled whole every epoch,
+    whatever the number; a stream of records (TFRecord, CSV, TFDS, a generator) is shuffled in
+    windows of this many records, each record moving within its window. Either way the order is
+    a function of (seed, epoch): nothing of it goes into checkpoints."""
     rescale: PositiveFloat | None = None
     """Multiply inputs by this after casting to float32, e.g. 1/255 for 8-bit images."""
     labels: Literal["sparse", "one_hot"] = "sparse"
@@ -176,9 +178,12 @@ class Data(StrictModel):
     num_classes: PositiveInt | None = None
     """Number of classes; needed for one-hot labels."""
     cache: bool = False
-    """Cache the preprocessed examples in memory after the first epoch. Worth it for decoded
-    files (image directories, TFDS), not for in-memory arrays. The cache's contents become part
-    of the data iterator's state, so every checkpoint holds a copy of the dataset."""
+    """Keep decoded examples in memory: an image directory's images are decoded once, when the
+    script loads them, and every epoch reads them from memory (worth it when they fit); the
+    validation batches, of any source, are kept after the first validation pass. Training
+    batches of other sources are read every epoch: arrays are in memory already, and streamed
+    records (TFRecord, CSV, TFDS, a generator) are read again so that a resumed run can seek to
+    its step. Nothing of it goes into checkpoints."""
     prefetch: bool = True
     """Prefetch batches (`tf.data.AUTOTUNE`) so input preparation overlaps training."""
     deterministic: bool = True

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 38b177ddbc467766, script sha256 09bf7be4819ea88d).
+(spec sha256 38b177ddbc467766, script sha256 b66c995a8e2d7356).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -28,7 +28,6 @@ from keras import layers
 
 SEED = 3
 BATCH_SIZE = 128
-SHUFFLE_BUFFER = 1024
 RESCALE = 1 / 255
 EPOCHS = 40
 LOG_EVERY_STEPS = 100

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 cb164aa93ecbc0b8, script sha256 292e8a37000e898b).
+(spec sha256 cb164aa93ecbc0b8, script sha256 c3e1fddfcb508481).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -28,7 +28,6 @@ from keras import layers
 
 SEED = 42
 BATCH_SIZE = 64
-SHUFFLE_BUFFER = 10000
 RESCALE = 1 / 255
 EPOCHS = 30
 LOG_EVERY_STEPS = 100

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 59c35836953b398d, script sha256 644f7e90c851b354).
+(spec sha256 59c35836953b398d, script sha256 c262e88fc83aed70).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -28,7 +28,6 @@ from keras import layers
 
 SEED = 2
 BATCH_SIZE = 128
-SHUFFLE_BUFFER = 10000
 RESCALE = 1 / 255
 EPOCHS = 8
 LOG_EVERY_STEPS = 100

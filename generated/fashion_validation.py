@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 c6042e26d5c360da, script sha256 eae1b85cda050ad1).
+(spec sha256 c6042e26d5c360da, script sha256 3499745b04f5d025).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -28,7 +28,6 @@ from keras import layers
 
 SEED = 1
 BATCH_SIZE = 128
-SHUFFLE_BUFFER = 10000
 RESCALE = 1 / 255
 EPOCHS = 10
 LOG_EVERY_STEPS = 100

@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 19ae95d9fa0ff21e, script sha256 cbfd9daaab59b894).
+(spec sha256 19ae95d9fa0ff21e, script sha256 dbc5c33c78ddce7a).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -29,7 +29,7 @@ from keras import layers
 
 SEED = 9
 BATCH_SIZE = 32
-SHUFFLE_BUFFER = 1000
+SHUFFLE_BUFFER = 1000  # records shuffle within windows this long
 # Where the spec names the records' features (for messages about records that do not fit).
 FEATURES_FIELD = "data.train.features"
 EPOCHS = 6

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 6da4d8c168cf4b54, script sha256 cfdae6b595c3d826).
+(spec sha256 6da4d8c168cf4b54, script sha256 119baa1c694f2252).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -28,7 +28,7 @@ from keras import layers
 
 SEED = 2
 BATCH_SIZE = 32
-SHUFFLE_BUFFER = 1024
+SHUFFLE_BUFFER = 1024  # records shuffle within windows this long
 # The columns read from the CSV files, their types, and the spec fields that name them.
 COLUMNS = ["area", "rooms", "age", "city", "price"]
 COLUMN_DTYPES = [tf.float32, tf.float32, tf.float32, tf.string, tf.float32]

@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 b079b854e471e1df, script sha256 a6a97bc9d94ca6dc).
+(spec sha256 b079b854e471e1df, script sha256 ea401f3d83849784).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -28,7 +28,6 @@ from keras import layers
 
 SEED = 11
 BATCH_SIZE = 64
-SHUFFLE_BUFFER = 1024
 EPOCHS = 4
 LOG_EVERY_STEPS = 50
 # Train steps per call of the compiled train_loop: Python runs once per call, not per step.

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 fde1256c66fd594c, script sha256 f09b969998865121).
+(spec sha256 fde1256c66fd594c, script sha256 76465a85f9bc3c33).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -28,7 +28,6 @@ from keras import layers
 
 SEED = 0
 BATCH_SIZE = 64
-SHUFFLE_BUFFER = 1024
 RESCALE = 1 / 255
 EPOCHS = 2
 LOG_EVERY_STEPS = 200

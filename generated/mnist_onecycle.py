@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 cc0410bf4a0a7c99, script sha256 be22d022663e5edf).
+(spec sha256 cc0410bf4a0a7c99, script sha256 82a792a4cc566615).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -28,7 +28,6 @@ from keras import layers
 
 SEED = 5
 BATCH_SIZE = 256
-SHUFFLE_BUFFER = 10000
 RESCALE = 1 / 255
 EPOCHS = 3
 LOG_EVERY_STEPS = 50

@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 601d2125b1b62bc5, script sha256 68ed6b6e6d44b370).
+(spec sha256 601d2125b1b62bc5, script sha256 8990623b65c6981f).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -29,7 +29,6 @@ from keras import layers
 
 SEED = 4
 BATCH_SIZE = 32
-SHUFFLE_BUFFER = 1024
 EPOCHS = 10
 LOG_EVERY_STEPS = 20
 # Train steps per call of the compiled train_loop: Python runs once per call, not per step.

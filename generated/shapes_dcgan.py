@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 a4bf510dea9d0494, script sha256 d8908b172a60d58a).
+(spec sha256 a4bf510dea9d0494, script sha256 be263c098d67b5c0).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -29,7 +29,6 @@ from keras import layers
 
 SEED = 9
 BATCH_SIZE = 64
-SHUFFLE_BUFFER = 2000
 EPOCHS = 20
 LATENT_DIM = 32  # size of the generator's noise vectors
 # The discriminator's label for real images: 1 - label smoothing (one-sided).

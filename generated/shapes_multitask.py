@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 93db0f45309f15fd, script sha256 f89f88e026c82468).
+(spec sha256 93db0f45309f15fd, script sha256 06a39ff2105e473c).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -29,7 +29,6 @@ from keras import layers
 
 SEED = 4
 BATCH_SIZE = 32
-SHUFFLE_BUFFER = 1000
 EPOCHS = 10
 # Weight of each task's loss in the total the gradients follow.
 LOSS_WEIGHTS = {"mask": 1.0, "shape": 0.5}

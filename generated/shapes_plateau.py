@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 665dcbe52b9f96bd, script sha256 2b2d5c2c3eff424c).
+(spec sha256 665dcbe52b9f96bd, script sha256 7e8aa89f9faec0ab).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -30,7 +30,6 @@ from keras import layers
 
 SEED = 3
 BATCH_SIZE = 32
-SHUFFLE_BUFFER = 1000
 EPOCHS = 30
 LOG_EVERY_STEPS = 10
 # Train steps per call of the compiled train_loop: Python runs once per call, not per step.

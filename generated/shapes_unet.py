@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 6198531294714686, script sha256 82946d8015c2e26d).
+(spec sha256 6198531294714686, script sha256 1eaadc3a3a4f5d1e).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -29,7 +29,6 @@ from keras import layers
 
 SEED = 7
 BATCH_SIZE = 32
-SHUFFLE_BUFFER = 2000
 EPOCHS = 12
 LOG_EVERY_STEPS = 20
 # Train steps per call of the compiled train_loop: Python runs once per call, not per step.

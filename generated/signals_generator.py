@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 bacbed6570608914, script sha256 893a015ff772476f).
+(spec sha256 bacbed6570608914, script sha256 004c76b5f30f8083).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -30,7 +30,7 @@ import signals
 
 SEED = 6
 BATCH_SIZE = 64
-SHUFFLE_BUFFER = 512
+SHUFFLE_BUFFER = 512  # records shuffle within windows this long
 # What the generator yields: (features, label), as declared in the spec.
 GENERATOR_SIGNATURE = (
     tf.TensorSpec(shape=(128, 1), dtype=tf.float32),

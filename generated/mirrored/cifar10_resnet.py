@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 701f27a2d035b3fb, script sha256 2505ea7579bfe05e).
+(spec sha256 701f27a2d035b3fb, script sha256 e35d14d712e2a4c9).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -30,7 +30,6 @@ from keras import layers
 
 SEED = 3
 GLOBAL_BATCH_SIZE = 128  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1024
 RESCALE = 1 / 255
 EPOCHS = 40
 LOG_EVERY_STEPS = 100

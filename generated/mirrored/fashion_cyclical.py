@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 db6dabb197c0b2d7, script sha256 1a28137ed939a71c).
+(spec sha256 db6dabb197c0b2d7, script sha256 02c65bd19693a548).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -30,7 +30,6 @@ from keras import layers
 
 SEED = 2
 GLOBAL_BATCH_SIZE = 128  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 10000
 RESCALE = 1 / 255
 EPOCHS = 8
 LOG_EVERY_STEPS = 100

@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 18c0c8c2937e77cb, script sha256 9f3fbf5221e7016f).
+(spec sha256 18c0c8c2937e77cb, script sha256 42e7d5abe4687d07).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -31,7 +31,7 @@ from keras import layers
 
 SEED = 9
 GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1000
+SHUFFLE_BUFFER = 1000  # records shuffle within windows this long
 # Where the spec names the records' features (for messages about records that do not fit).
 FEATURES_FIELD = "data.train.features"
 EPOCHS = 6

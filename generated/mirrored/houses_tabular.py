@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 8da611d4ccc5fbd9, script sha256 4dc61d2bc8a9c4f1).
+(spec sha256 8da611d4ccc5fbd9, script sha256 1a1439268dfd56db).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -30,7 +30,7 @@ from keras import layers
 
 SEED = 2
 GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1024
+SHUFFLE_BUFFER = 1024  # records shuffle within windows this long
 # The columns read from the CSV files, their types, and the spec fields that name them.
 COLUMNS = ["area", "rooms", "age", "city", "price"]
 COLUMN_DTYPES = [tf.float32, tf.float32, tf.float32, tf.string, tf.float32]

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 2e9f78336e54c34d, script sha256 64671791f73ad997).
+(spec sha256 2e9f78336e54c34d, script sha256 92e6273066493987).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -30,7 +30,6 @@ from keras import layers
 
 SEED = 0
 GLOBAL_BATCH_SIZE = 64  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1024
 RESCALE = 1 / 255
 EPOCHS = 2
 LOG_EVERY_STEPS = 200

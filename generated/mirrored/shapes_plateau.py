@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 c70e78ebd27d24a3, script sha256 df044cf4d02bfe67).
+(spec sha256 c70e78ebd27d24a3, script sha256 565a0ee796ddfce4).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -32,7 +32,6 @@ from keras import layers
 
 SEED = 3
 GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1000
 EPOCHS = 30
 LOG_EVERY_STEPS = 10
 # Train steps per call of the compiled train_loop: Python runs once per call, not per step.

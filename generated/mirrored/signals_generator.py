@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 c76988e61604850f, script sha256 8e04992cb9cd82cd).
+(spec sha256 c76988e61604850f, script sha256 35474582ebd7d779).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -32,7 +32,7 @@ import signals
 
 SEED = 6
 GLOBAL_BATCH_SIZE = 64  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 512
+SHUFFLE_BUFFER = 512  # records shuffle within windows this long
 # What the generator yields: (features, label), as declared in the spec.
 GENERATOR_SIGNATURE = (
     tf.TensorSpec(shape=(128, 1), dtype=tf.float32),

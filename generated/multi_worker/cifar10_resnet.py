@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 784f054fc4a86b7d, script sha256 f0e074d24b9a034a).
+(spec sha256 784f054fc4a86b7d, script sha256 16b593b0946c3b1a).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,6 @@ from keras import layers
 
 SEED = 3
 GLOBAL_BATCH_SIZE = 128  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1024
 RESCALE = 1 / 255
 EPOCHS = 40
 LOG_EVERY_STEPS = 100

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 e70506a1e3eee1db, script sha256 f92c0c89c8c4c359).
+(spec sha256 e70506a1e3eee1db, script sha256 2f6b062047a539db).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,6 @@ from keras import layers
 
 SEED = 2
 GLOBAL_BATCH_SIZE = 128  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 10000
 RESCALE = 1 / 255
 EPOCHS = 8
 LOG_EVERY_STEPS = 100

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 57570e22e912f414, script sha256 dfb528e1e7a09994).
+(spec sha256 57570e22e912f414, script sha256 077901814e54d62a).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,7 @@ from keras import layers
 
 SEED = 2
 GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1024
+SHUFFLE_BUFFER = 1024  # records shuffle within windows this long
 # The columns read from the CSV files, their types, and the spec fields that name them.
 COLUMNS = ["area", "rooms", "age", "city", "price"]
 COLUMN_DTYPES = [tf.float32, tf.float32, tf.float32, tf.string, tf.float32]

@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 6c5ac676c877d577, script sha256 63105e5e698ea4e0).
+(spec sha256 6c5ac676c877d577, script sha256 69e8589df90e2a19).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,6 @@ from keras import layers
 
 SEED = 5
 GLOBAL_BATCH_SIZE = 64  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1024
 EPOCHS = 3
 LOG_EVERY_STEPS = 50
 # Train steps per call of the compiled train_loop: Python runs once per call, not per step.

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 3d7c4ecaece42ab8, script sha256 af954cdd61d35648).
+(spec sha256 3d7c4ecaece42ab8, script sha256 8971d5479571fb63).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,6 @@ from keras import layers
 
 SEED = 0
 GLOBAL_BATCH_SIZE = 64  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1024
 RESCALE = 1 / 255
 EPOCHS = 2
 LOG_EVERY_STEPS = 200

@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 00f802133cdcfbad, script sha256 2227ccc684441929).
+(spec sha256 00f802133cdcfbad, script sha256 c7eba880a836a2de).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,6 @@ from keras import layers
 
 SEED = 5
 GLOBAL_BATCH_SIZE = 256  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 10000
 RESCALE = 1 / 255
 EPOCHS = 3
 LOG_EVERY_STEPS = 50

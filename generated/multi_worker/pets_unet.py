@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 bb0ac63327810325, script sha256 e2f232c03075dddd).
+(spec sha256 bb0ac63327810325, script sha256 2043f1cdbb723735).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -34,7 +34,7 @@ from keras import layers
 
 SEED = 3
 GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1000
+SHUFFLE_BUFFER = 1000  # records shuffle within windows this long
 RESCALE = 1 / 255
 EPOCHS = 20
 LOG_EVERY_STEPS = 50

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 15828609d80a6f3c, script sha256 a2d6f254145781ff).
+(spec sha256 15828609d80a6f3c, script sha256 2f48f32f7bba5ee0).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -34,7 +34,6 @@ from keras import layers
 
 SEED = 9
 GLOBAL_BATCH_SIZE = 64  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 2000
 EPOCHS = 20
 LATENT_DIM = 32  # size of the generator's noise vectors
 # The discriminator's label for real images: 1 - label smoothing (one-sided).

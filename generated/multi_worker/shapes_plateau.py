@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 ddbfcd4f616f0556, script sha256 5b688108669abe99).
+(spec sha256 ddbfcd4f616f0556, script sha256 052706ad2bae387a).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -35,7 +35,6 @@ from keras import layers
 
 SEED = 3
 GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1000
 EPOCHS = 30
 LOG_EVERY_STEPS = 10
 # Train steps per call of the compiled train_loop: Python runs once per call, not per step.

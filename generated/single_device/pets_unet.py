@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 babcd06e6f76affc, script sha256 1f41372b1c10260a).
+(spec sha256 babcd06e6f76affc, script sha256 b371f28baa83ecfe).
 Rendered with: --variant single_device
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -30,7 +30,7 @@ from keras import layers
 
 SEED = 3
 BATCH_SIZE = 32
-SHUFFLE_BUFFER = 1000
+SHUFFLE_BUFFER = 1000  # records shuffle within windows this long
 RESCALE = 1 / 255
 EPOCHS = 20
 LOG_EVERY_STEPS = 50

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 30242f7a3a420e44, script sha256 ce70b679868ecf53).
+(spec sha256 30242f7a3a420e44, script sha256 a338f7111ef59048).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -30,7 +30,6 @@ from keras import layers
 
 SEED = 1
 GLOBAL_BATCH_SIZE = 128  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 10000
 RESCALE = 1 / 255
 EPOCHS = 10
 LOG_EVERY_STEPS = 100

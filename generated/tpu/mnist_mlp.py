@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 cb6e55d25382b8e4, script sha256 71da11acf9675e22).
+(spec sha256 cb6e55d25382b8e4, script sha256 3cb53af1237d7f16).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -30,7 +30,6 @@ from keras import layers
 
 SEED = 0
 GLOBAL_BATCH_SIZE = 64  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1024
 RESCALE = 1 / 255
 EPOCHS = 2
 LOG_EVERY_STEPS = 200

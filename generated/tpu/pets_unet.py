@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 6f75650cf70b6f60, script sha256 851c8242ed79234b).
+(spec sha256 6f75650cf70b6f60, script sha256 e4a95f3993eba460).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -31,7 +31,7 @@ from keras import layers
 
 SEED = 3
 GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1000
+SHUFFLE_BUFFER = 1000  # records shuffle within windows this long
 RESCALE = 1 / 255
 EPOCHS = 20
 LOG_EVERY_STEPS = 50

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 5fdef13d2a3af905, script sha256 1671c005af8993c8).
+(spec sha256 5fdef13d2a3af905, script sha256 4438b52f7337ccbd).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -31,7 +31,6 @@ from keras import layers
 
 SEED = 4
 GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1000
 EPOCHS = 10
 # Weight of each task's loss in the total the gradients follow.
 LOSS_WEIGHTS = {"mask": 1.0, "shape": 0.5}

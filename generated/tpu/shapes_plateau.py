@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 1318f46f3835d75a, script sha256 47b1d48adf9e2bf2).
+(spec sha256 1318f46f3835d75a, script sha256 57ecafc6748fff76).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -32,7 +32,6 @@ from keras import layers
 
 SEED = 3
 GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
-SHUFFLE_BUFFER = 1000
 EPOCHS = 30
 LOG_EVERY_STEPS = 10
 # Train steps per call of the compiled train_loop: Python runs once per call, not per step.
