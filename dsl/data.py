@@ -171,7 +171,8 @@ class Data(StrictModel):
     windows of this many records, each record moving within its window. Either way the order is
     a function of (seed, epoch): nothing of it goes into checkpoints."""
     rescale: PositiveFloat | None = None
-    """Multiply inputs by this after casting to float32, e.g. 1/255 for 8-bit images."""
+    """Multiply inputs by this after casting them to the model's input dtype (float32, or a
+    graph input's float dtype), e.g. 1/255 for 8-bit images. Not for text or integer inputs."""
     labels: Literal["sparse", "one_hot"] = "sparse"
     """Label format the loss sees: integer class ids, or one-hot vectors (made with
     `tf.one_hot`, needs `num_classes`)."""

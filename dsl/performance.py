@@ -32,4 +32,5 @@ class Performance(StrictModel):
     """Compute dtype. `mixed_float16` (GPUs): layers compute in float16, variables stay
     float32, and the loss is scaled by a `keras.optimizers.LossScaleOptimizer` so that small
     gradients do not underflow. `mixed_bfloat16` (TPUs, recent CPUs): bfloat16 has float32's
-    range, so no loss scaling. The model's output is cast back to float32 either way."""
+    range, so no loss scaling. The model's output is cast back to float32 either way (an
+    Imported model's builder must do that itself: the script says so where it calls it)."""

@@ -52,12 +52,24 @@ def check_sources_agree(spec: Spec) -> None:
 
 
 def check_input_types(spec: Spec) -> None:
-    """data.rescale multiplies numbers: text inputs have none."""
-    if spec.data.rescale is not None and spec.data.train.kind in ("text", "text_directory"):
+    """data.rescale multiplies numbers the model takes as floats: text inputs have none, and
+    an integer input (token ids, category ids) cannot hold the scaled values."""
+    if spec.data.rescale is None:
+        return
+    if spec.data.train.kind in ("text", "text_directory"):
         raise ValueError(
             f"data.rescale is set but data.train ({spec.data.train.kind}) gives text; remove "
             "data.rescale"
         )
+    model = spec.model
+    if model is not None and model.kind == "graph" and len(model.inputs) == 1:
+        ((name, given),) = model.inputs.items()
+        if given.dtype in ("int32", "int64", "uint8", "bool"):
+            raise ValueError(
+                f"data.rescale is set but model.inputs.{name} is {given.dtype} (ids, not "
+                "measurements): scaled values would not fit it; remove data.rescale or make "
+                "the input a float dtype"
+            )
 
 
 def check_features(spec: Spec) -> None:
