@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,12 @@ def text_in_a_number_column(tmp: Path) -> str:
     lines[4] = "n/a," + lines[4].split(",", 1)[1]
     path.write_text("\n".join(lines) + "\n")
     return files
+
+
+def unknown_label(tmp: Path) -> str:
+    """A file of reviews, one labelled with a class the training file does not have."""
+    (tmp / "unknown.tsv").write_text("loved it\tpos\nmeh\tso-so\n")
+    return str(tmp / "unknown.tsv")
 
 
 def flowers(tmp: Path, compression: str = "") -> str:
@@ -101,6 +108,12 @@ CASES = {
         "reviews_text",
         lambda tmp: [f"data.train.path={json.dumps(str(tmp / 'none.tsv'))}"],
         ["data.train.path: no file", "none.tsv"],
+    ),
+    "validation_class_not_in_training": (
+        "reviews_text",
+        lambda tmp: [f"data.train.path={json.dumps(data.reviews_tsv(tmp / 'r.tsv', 12))}",
+                     f"data.validation={json.dumps({'kind': 'text', 'path': unknown_label(tmp)})}"],
+        ["data.validation.path:", "has labels ['so-so'] that are not classes of the training file"],
     ),
     "generator_signature": (  # windows of 64 steps where the spec declares 128
         "signals_generator",
@@ -192,6 +205,28 @@ def test_a_validation_generator_is_called_with_its_own_arguments(render, tmp_pat
     signal, event = next(namespace["windows"](count=32, length=128, seed=2))
     assert result["count"] == 32, result
     assert result["first"][0] == signal.ravel().tolist() and result["first"][1] == [float(event)]
+
+
+def test_validation_classes_keep_the_training_data_s_ids(render, tmp_path):
+    """A class missing from the validation data does not shift the others' ids: validation
+    labels are numbered by the training data's classes (a text file's class names, an image
+    directory's sub-directories)."""
+    (tmp_path / "train.tsv").write_text("good movie\tpos\nbad film\tneg\nso so\tmeh\n")
+    (tmp_path / "val.tsv").write_text("great\tpos\nawful\tneg\n")
+    text = render("reviews_text", f"data.train.path={tmp_path / 'train.tsv'}",
+                  f'data.validation={{"kind": "text", "path": "{tmp_path / "val.tsv"}"}}',
+                  name="text.py")  # fmt: skip
+    # Training classes meh 0, neg 1, pos 2 (alphabetical); the file alone would give neg 0, pos 1.
+    assert tf_check("class_ids", str(text), cwd=tmp_path)["validation"] == [2, 1]
+
+    train = data.image_directory(tmp_path / "train", per_class=2, size=32)
+    validation = data.image_directory(tmp_path / "val", per_class=2, size=32)
+    shutil.rmtree(Path(validation) / "class_0")
+    sources = [{"kind": "image_directory", "path": path, "image_size": [32, 32]}
+               for path in (train, validation)]  # fmt: skip
+    images = render("cifar10_vgg", f"data.train={json.dumps(sources[0])}",
+                    f"data.validation={json.dumps(sources[1])}", name="images.py")  # fmt: skip
+    assert tf_check("class_ids", str(images), cwd=tmp_path)["validation"] == [1, 1, 2, 2]
 
 
 def test_a_keras_text_dataset_reaches_the_model_as_word_ids_of_its_length(render, tmp_path):

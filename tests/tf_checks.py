@@ -641,6 +641,13 @@ def validation_stream(script: str) -> dict:
     }
 
 
+def class_ids(script: str) -> dict:
+    """The labels of the validation examples the script's load_examples() gives (a source
+    whose labels are class names or class sub-directories)."""
+    _, (_, labels) = load_script(script).load_examples()
+    return {"validation": np.asarray(labels).tolist()}
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))
