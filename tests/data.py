@@ -259,9 +259,12 @@ def runnable(example: str, script: Path) -> Path:
         return script
     launcher = script.with_name(f"{script.stem}_{double}.py")
     launcher.write_text(
-        "import sys\n"
+        "import runpy\n"
+        "import sys\n\n"
         f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-        f"import {double}\n"
-        f"{double}.run({str(script)!r}, sys.argv[1:])\n"
+        f"import {double}\n\n"
+        f"sys.argv = [{str(script)!r}, *sys.argv[1:]]\n"
+        f"with {double}.served():\n"
+        f"    runpy.run_path({str(script)!r}, run_name='__main__')\n"
     )
     return launcher

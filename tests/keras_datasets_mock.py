@@ -1,11 +1,8 @@
-"""Runs a generated script with `keras.datasets` downloads served from here: the script's
+"""A test double for `keras.datasets` downloads: inside `served()`, a script's
 `keras.datasets.imdb.load_data(...)` runs as it does for a user (Keras reads the file, shuffles,
 marks each review's start, shifts the word ranks, maps rare words to the out-of-vocabulary id),
 and only the download (`get_file`) is replaced by a small file of the real file's format.
-
-    python keras_datasets_mock.py SCRIPT [ARGS...]
-
-(tests/data.py `runnable` writes a launcher for a script that does this.)
+tests/data.py `runnable` runs scripts inside it.
 
 imdb.npz holds reviews as ragged lists of word ranks (1 the most frequent word), 64 for training
 and 32 for testing, from 20 to 300 words long (so some are cut to an example's length and the
@@ -17,8 +14,6 @@ same in every process.
 from __future__ import annotations
 
 import contextlib
-import runpy
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,14 +59,3 @@ def served() -> Iterator[str]:
 
         with mock.patch.object(imdb, "get_file", get_file):
             yield path
-
-
-def run(script: str, args: list[str]) -> None:
-    """Runs the script as `python SCRIPT ARGS` would, with the imdb download served locally."""
-    sys.argv = [script, *args]
-    with served():
-        runpy.run_path(script, run_name="__main__")
-
-
-if __name__ == "__main__":
-    run(sys.argv[1], sys.argv[2:])

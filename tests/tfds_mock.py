@@ -1,11 +1,7 @@
-"""Runs a generated script inside TFDS's own test double, `tfds.testing.mock_data`: the script's
+"""A test double for TFDS: inside `served()` (TFDS's own `tfds.testing.mock_data`), a script's
 `tfds.load("oxford_iiit_pet:4.*.*", split=...)` goes through TFDS as it does for a user (the
 registered builder, its version and features, the split), and reads the small examples made
-here instead of downloading the dataset.
-
-    python tfds_mock.py SCRIPT [ARGS...]
-
-(tests/data.py `runnable` writes a launcher for a script that does this.)
+here instead of downloading the dataset. tests/data.py `runnable` runs scripts inside it.
 
 The examples are those of Oxford-IIIT Pet in shape and kind: RGB images of differing sizes, and
 masks of the same size with 1 for the pet, 2 for the background and 3 for the border around the
@@ -13,9 +9,6 @@ pet, so a UNet can learn them. They depend only on the split: every process read
 """
 
 from __future__ import annotations
-
-import runpy
-import sys
 
 import numpy as np
 import tensorflow as tf
@@ -65,12 +58,6 @@ def as_dataset(builder, split, decoders=None, read_config=None, shuffle_files=Fa
     return dataset.apply(tf.data.experimental.assert_cardinality(count))
 
 
-def run(script: str, args: list[str]) -> None:
-    """Runs the script as `python SCRIPT ARGS` would, with TFDS mocked."""
-    sys.argv = [script, *args]
-    with tfds.testing.mock_data(as_dataset_fn=as_dataset):
-        runpy.run_path(script, run_name="__main__")
-
-
-if __name__ == "__main__":
-    run(sys.argv[1], sys.argv[2:])
+def served():
+    """Inside: TFDS serves the examples made here."""
+    return tfds.testing.mock_data(as_dataset_fn=as_dataset)
