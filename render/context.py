@@ -95,6 +95,9 @@ def build_context(
         "class_directories": any(
             s.kind in ("image_directory", "text_directory") for s in real_sources
         ),
+        # Validation labels numbered by the training data's classes (class names, folders).
+        "shared_classes": getattr(spec.data.validation, "kind", None) == spec.data.train.kind
+        and spec.data.train.kind in ("image_directory", "text_directory", "text"),
         "streamed_files": any(s.kind in RECORDS for s in real_sources),
         "only_streams": all(s.kind in STREAMING for s in real_sources),
         "only_records": all(s.kind in RECORDS for s in real_sources),
