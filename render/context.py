@@ -304,7 +304,7 @@ def comet_parameters(spec: Spec, batch_size: str) -> str:
     optimizer = spec.optimizer or spec.gan.generator_optimizer
     schedule = optimizer.schedule
     rate = code.literal(optimizer.learning_rate if schedule is None else schedule.kind)
-    length = '"epochs": args.epochs' if spec.loop.epochs else '"steps": args.steps'
+    length = '"epochs": self.args.epochs' if spec.loop.epochs else '"steps": self.args.steps'
     items = [
         f'"optimizer": {code.literal(optimizer.kind)}',
         f'"learning_rate": {rate}',
@@ -324,15 +324,17 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     """The script's imports, computed from what the spec uses and sorted as isort would."""
     kinds = {spec.data.train.kind, spec.data.validation.kind if spec.data.validation else None}
     stdlib = {"import argparse", "import math", "import os", "import time"}
-    # The output directory's lock and runs.jsonl (run_dir.jinja).
+    # The output directory's lock, runs.jsonl and its tracebacks (run_dir.jinja).
     stdlib |= {"import fcntl", "import hashlib", "import json", "import re", "import socket"}
-    stdlib.add("import sys")
+    stdlib |= {"import sys", "import traceback"}
     if spec.logging.csv:
         stdlib.add("import csv")
+    if spec.checkpoint:  # a checkpoint the disk could not hold whole is removed
+        stdlib |= {"import glob", "import shutil"}
     if spec.distribute.kind == "multi_worker" and (spec.export.saved_model or spec.export.keras):
         stdlib.add("import shutil")
     if preemptible(spec):
-        stdlib |= {"import signal", "import threading"}
+        stdlib.add("import signal")
     third_party = {"import keras", "import tensorflow as tf"}
     if kinds & {"npz", "shapes", "image_directory"}:
         third_party.add("import numpy as np")

@@ -561,8 +561,9 @@ def model_weights_diff(script: str, dir_a: str, dir_b: str) -> dict:
 
 
 def lock_without_locks(script: str, output_dir: str) -> dict:
-    """What the script's lock_output_dir answers on a file system without locks: flock raising
-    ENOLCK, as some network and FUSE file systems do."""
+    """What the script's RunDirectory.lock answers on a file system without locks: flock
+    raising ENOLCK, as some network and FUSE file systems do."""
+    import argparse
     import errno
     import os
 
@@ -572,9 +573,12 @@ def lock_without_locks(script: str, output_dir: str) -> dict:
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
 
     module.fcntl.flock = no_locks
-    os.makedirs(output_dir)  # as train() does before it locks
-    lock, refusal = module.lock_output_dir(output_dir)
-    return {"lock": lock is not None, "refusal": refusal}
+    run = module.RunDirectory(argparse.Namespace(output_dir=output_dir, no_lock=False))
+    try:
+        refusal = run.lock()
+    except SystemExit as refused:
+        refusal = str(refused)
+    return {"lock": refusal is None, "refusal": refusal}
 
 
 def keras_text_dataset(script: str) -> dict:

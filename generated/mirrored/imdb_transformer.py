@@ -1,32 +1,29 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 84c7d901ea180bf0, script sha256 7ec864f94d8712cb).
+(spec sha256 84c7d901ea180bf0, script sha256 694fb0cec627d2f7).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: MirroredStrategy, one replica per GPU (or the CPU); data.batch_size is the global batch.
 Run it again to resume from the latest checkpoint (written by any variant).
-Flags: --epochs, --max-steps, --output-dir, --init-from, --deterministic, --no-lock (see --help).
 """
 
 import argparse
 import fcntl
+import glob
 import hashlib
 import json
 import math
 import os
 import re
+import shutil
 import signal
 import socket
 import sys
-import threading
 import time
-
-import keras
-import tensorflow as tf
-from keras import layers
+import traceback
 
 SEED = 5
 GLOBAL_BATCH_SIZE = 64  # over all replicas: each takes a slice
@@ -38,27 +35,38 @@ VALIDATE_EVERY_EPOCHS = 1
 CHECKPOINT_EVERY_EPOCHS = 1
 KEEP_CHECKPOINTS = 3
 OUTPUT_DIR = "runs/imdb_transformer"
-# What this script was rendered from (its header says the same): runs.jsonl records it.
-RENDERED_FROM = {
-    "spec": "imdb_transformer",
-    "spec_sha256": "84c7d901ea180bf0",
-    "loopgen": "0.1.0",
-}
-# The training setup this run's checkpoints belong to, in spec terms: the value of each field
-# that decides what a checkpoint means, or the sha256 of the section. A run refuses to resume
-# checkpoints of another setup (see check_setup); a longer run, other cadences, performance
-# options or another strategy are the same setup.
-SETUP = {
-    "model": "6c66b4d10feb9c4e",
-    "data.train": "6dc316900120fe59",
-    "data.validation": "a07165f969c3e04a",
-    "data.batch_size": GLOBAL_BATCH_SIZE,
-    "data.shuffle_buffer": 1024,
-    "data.labels": "sparse",
-    "seed": SEED,
-    "optimizer": "1271fbd24df771e9",
-    "loss": "9e4b2dcd249aaf99",
-}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
+    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
+    parser.add_argument(
+        "--init-from",
+        metavar="DIR",
+        help="start a new run from the weights of the newest checkpoint in DIR (another "
+        "run's --output-dir)",
+    )
+    parser.add_argument(
+        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
+    )
+    parser.add_argument(
+        "--no-lock",
+        action="store_true",
+        help="do not lock the output directory (for file systems without locks)",
+    )
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    # Before TensorFlow loads, which takes seconds: --help answers at once, and a mistyped
+    # flag stops the script at once.
+    parse_args()
+
+import keras
+import tensorflow as tf
+from keras import layers
 
 
 def load_examples():
@@ -250,258 +258,7 @@ def results(metrics):
     return {metric.name: float(metric.result()) for metric in metrics}
 
 
-def append_jsonl(path, record):
-    """Appends one JSON record per line, a format every plotting tool reads."""
-    with open(path, "a") as f:
-        f.write(json.dumps(record) + "\n")
-
-
-def restore_newest(checkpoint, paths):
-    """Restores the newest checkpoint in `paths` that restores, and returns its path (None when
-    there are none). A damaged one (a full disk, a copy cut short) is reported and the one
-    before it is used; when none restores, the run stops rather than start over."""
-    failures = []
-    for path in reversed(paths):
-        try:
-            # Also fails when the checkpoint does not fit this model (e.g. after a spec change).
-            checkpoint.restore(path).assert_existing_objects_matched()
-            return path
-        except Exception as error:  # damaged files raise OpError, IndexError, ...
-            print(f"Cannot restore {path}: {type(error).__name__}: {error}")
-            failures.append(path)
-    if failures:
-        raise SystemExit(
-            f"None of the checkpoints restores ({', '.join(failures)}): see the errors above. "
-            "Move them away (or pass another --output-dir) to start from scratch."
-        )
-    return None
-
-
-def timestamp():
-    """Local time with its UTC offset, to the second: 2026-11-23T14:05:09+0100."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-def lock_output_dir(output_dir):
-    """Takes the output directory's lock: returns (the lock, None), or (None, why not).
-
-    Two runs writing one directory would overwrite each other's checkpoints and interleave
-    their logs. The lock is an flock on run.lock, which the OS drops when the process ends,
-    even by SIGKILL: a dead run never leaves the directory locked. The file names the run
-    that holds it."""
-    path = os.path.join(output_dir, "run.lock")
-    lock = open(path, "a+")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock.seek(0)
-        holder = lock.read().strip() or "it has not written its pid yet"
-        lock.close()
-        return None, (
-            f"{output_dir} is in use by another run ({holder}). Wait for it to end, or pass "
-            "another --output-dir."
-        )
-    except OSError as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
-        lock.close()
-        return None, (
-            f"Cannot lock {path}: {error.strerror}. This file system does not support locks; "
-            f"if no other run uses {output_dir}, run again with --no-lock."
-        )
-    lock.truncate(0)
-    lock.write(f"pid {os.getpid()} on {socket.gethostname()}, started {timestamp()}\n")
-    lock.flush()
-    return lock, None
-
-
-def script_checksums():
-    """The checksum this script's header records (loopgen's render of it) and the checksum of
-    its text now, computed as loopgen does: sha256 of the text with that field zeroed. They
-    differ once the script has been edited by hand."""
-    with open(__file__, encoding="utf-8") as f:
-        text = f.read()
-    found = re.search(r"script sha256 ([0-9a-f]{16})", text)
-    if found is None:  # the header lost it
-        return None, hashlib.sha256(text.encode()).hexdigest()[:16]
-    blank = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
-    return found.group(1), hashlib.sha256(blank.encode()).hexdigest()[:16]
-
-
-def start_record(args, strategy, resumed_from, init_from):
-    """What runs.jsonl says about a run as it starts: the script and what it was rendered
-    from, the command, the versions, the machine, the devices and the checkpoint it starts
-    from."""
-    rendered, current = script_checksums()
-    return {
-        "time": timestamp(),
-        **RENDERED_FROM,
-        "script": os.path.abspath(__file__),
-        "script_sha256": current,
-        "script_edited": current != rendered,
-        "command": sys.argv,
-        "flags": vars(args),
-        "python": sys.version.split()[0],
-        "tensorflow": tf.__version__,
-        "keras": keras.__version__,
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "strategy": "MirroredStrategy",
-        "replicas": strategy.num_replicas_in_sync,
-        "devices": [device.name for device in tf.config.list_logical_devices()],
-        "resumed_from": resumed_from,
-        "init_from": init_from,
-    }
-
-
-class RunLog:
-    """runs.jsonl in the output directory: a start record for every run (see start_record)
-    and an end record saying how it ended and at which step. A run killed outright (SIGKILL,
-    a lost machine) leaves a start record without an end.
-
-    Only the run that holds the directory's lock writes it, and it keeps the lock until the
-    end record is written."""
-
-    def __init__(self, output_dir):
-        self.path = os.path.join(output_dir, "runs.jsonl")
-        self.run = None  # this run's id, once its start record is written
-        self.lock = None  # the directory's lock: held until the end record is written
-        self.step = self.nonfinite_step = None  # the run's step counters (variables)
-
-    def start(self, record, lock, step, nonfinite_step):
-        """Writes the start record, and keeps what the end record needs."""
-        run = os.urandom(4).hex()
-        record = {"event": "start", "run": run, **record, "step": int(step.numpy())}
-        append_jsonl(self.path, record)
-        self.run, self.lock = run, lock
-        self.step, self.nonfinite_step = step, nonfinite_step
-
-    def end(self, error=None):
-        """Writes the end record: finished, sigterm, nan, or error with the exception."""
-        if self.run is None:
-            return  # never started: refused, or stopped before training
-        record = {"event": "end", "run": self.run, "time": timestamp()}
-        record["step"] = int(self.step.numpy())
-        if error is None:
-            record["exit"] = "finished"
-        elif isinstance(error, SystemExit) and error.code == 128 + signal.SIGTERM:
-            record["exit"] = "sigterm"
-        elif int(self.nonfinite_step.numpy()) >= 0:
-            record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
-        else:
-            record.update(exit="error", error=f"{type(error).__name__}: {error}")
-        append_jsonl(self.path, record)
-
-
-def weights_fingerprint(*networks):
-    """sha256 of the name, shape and dtype of every weight: a hand edit of the network in this
-    script changes it, where the spec sections in SETUP cannot see one."""
-    weights = [
-        [w.name, list(w.shape), str(w.dtype)] for net in networks for w in net.weights
-    ]
-    return hashlib.sha256(json.dumps(weights).encode()).hexdigest()[:16]
-
-
-def check_setup(checkpoint_dir, setup, write=True):
-    """Refuses to resume checkpoints written by another training setup: SETUP (the spec
-    sections that decide what a checkpoint means) and the network's weights must be those
-    recorded in setup.json beside the checkpoints. A new run records its own there."""
-    path = os.path.join(checkpoint_dir, "setup.json")
-    if tf.train.get_checkpoint_state(checkpoint_dir) is not None:
-        if os.path.exists(path):
-            with open(path) as f:
-                saved = json.load(f)
-            refuse_another_setup(checkpoint_dir, saved, setup)
-            return
-        print(
-            f"No {path} beside the checkpoints (an older script): their setup is not checked"
-        )
-    if write:  # the directory's setup from now on
-        os.makedirs(checkpoint_dir, exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(setup, f, indent=2)
-
-
-def refuse_another_setup(checkpoint_dir, saved, setup):
-    """Stops the run, naming every entry of the setup that differs from the checkpoints'."""
-    keys = [*setup, *(key for key in saved if key not in setup)]
-    differences = [
-        f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
-        for key in keys
-        if saved.get(key) != setup.get(key)
-    ]
-    if differences:
-        raise SystemExit(
-            f"Refusing to resume from {checkpoint_dir}: its checkpoints come from another "
-            "training setup (SETUP in this script; weights: the names, shapes and dtypes of "
-            "the network's variables). What differs:\n" + "\n".join(differences) + "\n"
-            "Undo the change, or train in a new --output-dir (with --init-from "
-            f"{os.path.dirname(checkpoint_dir)} to start from those weights)."
-        )
-
-
-def load_weights(source, checkpoint_dir, **networks):
-    """--init-from: starts a new run from the weights of the newest checkpoint in `source`
-    (another run's output directory). Only the networks' weights: the optimizer, the step and
-    the data position start afresh. Returns that checkpoint's path."""
-    if tf.train.get_checkpoint_state(checkpoint_dir) is not None:
-        raise SystemExit(
-            f"--init-from {source}: {checkpoint_dir} already holds this run's checkpoints. "
-            "Run without --init-from to resume it, or pass a new --output-dir."
-        )
-    path = tf.train.latest_checkpoint(os.path.join(source, "checkpoints"))
-    path = path or tf.train.latest_checkpoint(source)  # the checkpoints folder itself
-    if path is None:
-        raise SystemExit(
-            f"--init-from {source}: no checkpoint in {os.path.join(source, 'checkpoints')}. "
-            "Give the --output-dir of a run that saved one."
-        )
-    try:
-        status = tf.train.Checkpoint(**networks).restore(path)
-        # Every weight must come from the checkpoint; its optimizer and step are left out.
-        status.assert_existing_objects_matched().expect_partial()
-    except Exception as error:  # another network: ValueError, AssertionError, ...
-        raise SystemExit(
-            f"--init-from {source}: cannot load {path} into this network "
-            f"({type(error).__name__}: {error}). Both runs need the same network."
-        ) from None
-    print(f"Starting from the weights of {path}")
-    return path
-
-
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--epochs", type=int, default=EPOCHS, help="passes over the training data"
-    )
-    parser.add_argument(
-        "--max-steps",
-        type=int,
-        default=None,
-        help="stop after this many steps in all (smoke runs)",
-    )
-    parser.add_argument(
-        "--output-dir", default=OUTPUT_DIR, help="checkpoints, logs and exports go here"
-    )
-    parser.add_argument(
-        "--init-from",
-        metavar="DIR",
-        help="start a new run from the model weights of the newest checkpoint in DIR "
-        "(another run's output directory)",
-    )
-    parser.add_argument(
-        "--deterministic",
-        action="store_true",
-        help="make TensorFlow ops deterministic (reproducible, somewhat slower)",
-    )
-    parser.add_argument(
-        "--no-lock",
-        action="store_true",
-        help="do not lock the output directory (for file systems without locks: then make "
-        "sure no other run uses it)",
-    )
-    return parser.parse_args(argv)
-
-
-def train(args, run_log):
+def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
     # A replica of the model on each device; every step, each replica takes its slice of the
@@ -515,16 +272,7 @@ def train(args, run_log):
     keras.utils.set_random_seed(SEED)
     if args.deterministic:
         tf.config.experimental.enable_op_determinism()
-
-    # --- Output directory: one run at a time ------------------------------------------
-    os.makedirs(args.output_dir, exist_ok=True)
-    lock, refusal = None, None
-    if args.no_lock:
-        print(f"Not locking {args.output_dir} (--no-lock): no other run may use it.")
-    else:
-        lock, refusal = lock_output_dir(args.output_dir)
-    if refusal:
-        raise SystemExit(refusal)
+    run.lock()  # one run at a time in the output directory
 
     # --- Data -------------------------------------------------------------------------
     train_examples, validation_examples = load_examples()
@@ -656,40 +404,11 @@ def train(args, run_log):
         # not expose to tf.train.Checkpoint: without them a resumed run repeats old masks.
         rng_states=[v for v in model.variables if "seed_generator_state" in v.path],
     )
-    checkpoint_dir = os.path.join(args.output_dir, "checkpoints")
-    # A new run may start from another run's weights; a resumed one only from checkpoints of
-    # its own setup (the model, data, batch size, seed, optimizer and loss: see SETUP).
-    initial_weights = None
-    if args.init_from:
-        initial_weights = load_weights(args.init_from, checkpoint_dir, model=model)
-    setup = {**SETUP, "weights": weights_fingerprint(model)}
-    check_setup(checkpoint_dir, setup)
-    manager = tf.train.CheckpointManager(
-        checkpoint, checkpoint_dir, max_to_keep=KEEP_CHECKPOINTS
-    )
     # Checkpoints do not depend on the strategy: they may come from any variant.
-    latest = restore_newest(checkpoint, manager.checkpoints)
-    if latest:
-        print(f"Resumed from {latest} at step {int(step.numpy())}")
-
-    # --- Run record: runs.jsonl says what runs here, and main() adds how it ended -----
-    run_log.start(
-        start_record(args, strategy, latest, initial_weights),
-        lock,
-        step,
-        nonfinite_step,
-    )
+    run.restore(checkpoint, model=model)
+    run.start(step, nonfinite_step, strategy)
 
     # --- Training loop ----------------------------------------------------------------
-    os.makedirs(args.output_dir, exist_ok=True)
-    # TensorBoard: tensorboard --logdir <output-dir>/logs
-    train_writer = tf.summary.create_file_writer(
-        os.path.join(args.output_dir, "logs", "train")
-    )
-    validation_writer = tf.summary.create_file_writer(
-        os.path.join(args.output_dir, "logs", "validation")
-    )
-    metrics_path = os.path.join(args.output_dir, "metrics.jsonl")
     total_steps = args.epochs * steps_per_epoch
     if args.max_steps is not None:
         total_steps = min(total_steps, args.max_steps)
@@ -697,7 +416,10 @@ def train(args, run_log):
     # A Python copy of the step counter: reading the variable every step would wait for the
     # device each time.
     global_step = int(step.numpy())
-    saved_step = global_step if latest else None
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
     # One iterator for the whole run, from the current step on. Each input pipeline (one per
     # worker) reads only the slices of each global batch that its replicas train on.
     train_iterator = iter(
@@ -707,23 +429,6 @@ def train(args, run_log):
             )
         )
     )
-    first_epoch = global_step // steps_per_epoch
-
-    def stop_if_diverged():
-        """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
-        bad_step = int(nonfinite_step.numpy())
-        if bad_step >= 0:
-            raise SystemExit(
-                f"The loss became NaN or Inf at step {bad_step}: stopped without saving"
-                f" (newest checkpoint: {manager.latest_checkpoint or 'none yet'})"
-                ". Lower the learning rate, clip the gradients, or look for NaN in the data."
-            )
-
-    # Preemption: schedulers (Slurm, Kubernetes, spot VMs) send SIGTERM, then SIGKILL after a
-    # grace period. The loop finishes its train_loop call (STEPS_PER_LOOP steps at most),
-    # saves a checkpoint and exits; run it again to resume.
-    preempted = threading.Event()
-    signal.signal(signal.SIGTERM, lambda signum, frame: preempted.set())
 
     def steps_to_run(global_step, epoch_end):
         """Steps in the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
@@ -739,10 +444,6 @@ def train(args, run_log):
             ),
         )
 
-    if global_step >= total_steps:
-        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
-        first_epoch = epochs
-
     for epoch in range(first_epoch, epochs):
         print(f"Epoch {epoch + 1}/{epochs}")
         epoch_start = epoch * steps_per_epoch
@@ -757,7 +458,7 @@ def train(args, run_log):
             metric.reset_state()
         # Throughput is timed from log point to log point (validation is not counted).
         timer_start, timer_step = time.perf_counter(), global_step
-        while global_step < epoch_end:
+        while global_step < epoch_end and not run.preempted:
             num_steps = steps_to_run(global_step, epoch_end)
             train_loop(train_iterator, tf.constant(num_steps))
             global_step += num_steps
@@ -771,16 +472,9 @@ def train(args, run_log):
                 )
                 timer_start, timer_step = now, global_step
                 progbar.update(global_step - epoch_start, list(logs.items()))
-                with train_writer.as_default(step=global_step):
-                    for name, value in logs.items():
-                        tf.summary.scalar(name, value)
-                append_jsonl(
-                    metrics_path, {"step": global_step, "epoch": epoch + 1, **logs}
-                )
-                stop_if_diverged()
-            if preempted.is_set():
-                break
-        if preempted.is_set():
+                run.log("train", global_step, epoch, logs)
+                run.stop_if_diverged()
+        if run.preempted:
             break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
@@ -794,32 +488,13 @@ def train(args, run_log):
                     for name, value in validation_logs.items()
                 )
             )
-            with validation_writer.as_default(step=global_step):
-                for name, value in validation_logs.items():
-                    tf.summary.scalar(name, value)
-            # Elsewhere the validation values are named apart: val_loss, val_accuracy, ...
-            val_logs = {f"val_{name}": value for name, value in validation_logs.items()}
-            append_jsonl(
-                metrics_path, {"step": global_step, "epoch": epoch + 1, **val_logs}
-            )
+            run.log("validation", global_step, epoch, validation_logs)
         if (
             (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
             and global_step == epoch_start + steps_per_epoch
         ):
-            stop_if_diverged()
-            manager.save(checkpoint_number=global_step)
-            saved_step = global_step
-
-    # Also save where training stopped (mid-epoch after --max-steps or a SIGTERM, or off the
-    # cadence) so that the next run continues from here instead of redoing steps.
-    if saved_step != global_step:
-        stop_if_diverged()
-        manager.save(checkpoint_number=global_step)
-    if preempted.is_set():
-        print(
-            f"Stopped by SIGTERM at step {global_step}; saved {manager.latest_checkpoint}."
-        )
-        raise SystemExit(128 + signal.SIGTERM)  # the shell's status for a SIGTERM death
+            run.save(global_step)
+    run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
     export_dir = os.path.join(args.output_dir, "export")
@@ -828,17 +503,292 @@ def train(args, run_log):
     model.export(os.path.join(export_dir, "saved_model"), verbose=False)
 
 
-def main(argv=None):
-    """Trains, and ends the run's record in runs.jsonl however training ends: finished,
-    stopped by SIGTERM or a NaN loss, or an error."""
-    args = parse_args(argv)
-    run_log = RunLog(args.output_dir)
+# --- The run directory ------------------------------------------------------------------
+# What this script was rendered from (its header says the same): runs.jsonl records it.
+RENDERED_FROM = {
+    "spec": "imdb_transformer",
+    "spec_sha256": "84c7d901ea180bf0",
+    "loopgen": "0.1.0",
+}
+# The training setup the checkpoints belong to: each spec field that decides what a checkpoint
+# means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
+# longer run, other cadences, performance options or another strategy are the same setup.
+SETUP = {
+    "model": "6c66b4d10feb9c4e",
+    "data.train": "6dc316900120fe59",
+    "data.validation": "a07165f969c3e04a",
+    "data.batch_size": GLOBAL_BATCH_SIZE,
+    "data.shuffle_buffer": 1024,
+    "data.labels": "sparse",
+    "seed": SEED,
+    "optimizer": "1271fbd24df771e9",
+    "loss": "9e4b2dcd249aaf99",
+}
+
+
+class RunDirectory:
+    """The output directory, kept sound: one run at a time (run.lock), how each run started and
+    ended (runs.jsonl), checkpoints of one training setup only (checkpoints/setup.json) and
+    saved whole, and the logged values (TensorBoard's logs/, metrics.jsonl).
+    """
+
+    def __init__(self, args):
+        self.args, self.path = args, args.output_dir
+        self.checkpoints = os.path.join(self.path, "checkpoints")
+        self.run = self.resumed_from = self.init_from = self.saved = None
+        self.writers, self.preempted = {}, False
+
+    def lock(self):
+        """Takes the directory's lock, or stops: two runs writing one directory would overwrite
+        each other's checkpoints. An flock: the OS drops it when the process ends, even by
+        SIGKILL. run.lock names the run that holds it."""
+        os.makedirs(self.path, exist_ok=True)
+        if self.args.no_lock:
+            return print(
+                f"Not locking {self.path} (--no-lock): no other run may use it."
+            )
+        self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
+        try:
+            fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.lock_file.seek(0)
+            holder = self.lock_file.read().strip() or "it has not written its pid yet"
+            raise SystemExit(
+                f"{self.path} is in use by another run ({holder}). Wait for it to end, or "
+                "pass another --output-dir."
+            ) from None
+        except (
+            OSError
+        ) as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+            raise SystemExit(
+                f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
+                f"not support locks; if no other run uses {self.path}, run again with --no-lock."
+            ) from None
+        self.lock_file.truncate(0)
+        self.lock_file.write(
+            f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
+        )
+        self.lock_file.flush()
+
+    def restore(self, checkpoint, **networks):
+        """Resumes from the newest checkpoint that restores (a damaged one is reported and the
+        one before it used), if setup.json says they are this setup's: SETUP, and the network's
+        weights (a hand edit of build_model). A new run records its setup there, and may start
+        from the weights of another run (--init-from)."""
+        setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
+        setup_path = os.path.join(self.checkpoints, "setup.json")
+        self.manager = tf.train.CheckpointManager(
+            checkpoint, self.checkpoints, KEEP_CHECKPOINTS
+        )
+        paths = self.manager.checkpoints
+        if not paths:
+            if self.args.init_from:
+                self.init_from = load_weights(self.args.init_from, **networks)
+            os.makedirs(self.checkpoints, exist_ok=True)
+            with open(setup_path, "w") as f:
+                return json.dump(setup, f, indent=2)
+        if self.args.init_from:
+            raise SystemExit(
+                f"--init-from {self.args.init_from}: {self.checkpoints} already holds this run's "
+                "checkpoints. Run without --init-from to resume it, or pass a new --output-dir."
+            )
+        with open(setup_path) as f:
+            saved = json.load(f)
+        differences = [
+            f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
+            for key in {**setup, **saved}
+            if saved.get(key) != setup.get(key)
+        ]
+        if differences:
+            raise SystemExit(
+                f"Refusing to resume from {self.checkpoints}: its checkpoints come from another "
+                "training setup (SETUP in this script; weights: the names, shapes and dtypes "
+                "of the network's variables). What differs:\n"
+                + "\n".join(differences)
+                + "\n"
+                "Undo the change, or train in a new --output-dir (with --init-from "
+                f"{self.path} to start from those weights)."
+            )
+        for path in reversed(paths):
+            try:
+                checkpoint.restore(path).assert_existing_objects_matched()
+            except Exception as error:  # damaged files raise OpError, IndexError, ...
+                print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+                continue
+            self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
+            return print(f"Resumed from {path} at step {self.saved}")
+        raise SystemExit(
+            f"None of the checkpoints in {self.checkpoints} restores (see the errors above). "
+            "Move them away (or pass another --output-dir) to start from scratch."
+        )
+
+    def start(self, step, nonfinite_step, strategy):
+        """Writes the run's start record to runs.jsonl (main() writes its end record)."""
+        self.step, self.nonfinite_step = step, nonfinite_step
+        # Schedulers (Slurm, Kubernetes, spot VMs) preempt with SIGTERM, then SIGKILL after a
+        # grace period: the loop ends its train_loop call, saves a checkpoint and exits.
+        signal.signal(
+            signal.SIGTERM, lambda signum, frame: setattr(self, "preempted", True)
+        )
+        rendered, current = script_checksums()
+        self.run = os.urandom(4).hex()
+        # fmt: off
+        self.append("runs.jsonl", {
+            "event": "start", "run": self.run, "time": now(), **RENDERED_FROM,
+            "script": os.path.abspath(__file__), "script_sha256": current,
+            "script_edited": current != rendered, "command": sys.argv, "flags": vars(self.args),
+            "python": sys.version.split()[0], "tensorflow": tf.__version__,
+            "keras": keras.__version__, "host": socket.gethostname(), "pid": os.getpid(),
+            "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync,
+            "devices": [device.name for device in tf.config.list_logical_devices()],
+            "resumed_from": self.resumed_from, "init_from": self.init_from, "step": int(step.numpy()),
+        })
+        # fmt: on
+
+    def writer(self, split):
+        """The TensorBoard writer of logs/<split>: tensorboard --logdir <output-dir>/logs."""
+        if split not in self.writers:
+            logdir = os.path.join(self.path, "logs", split)
+            self.writers[split] = tf.summary.create_file_writer(logdir)
+        return self.writers[split]
+
+    def log(self, split, step, epoch, values):
+        """Writes logged values: to TensorBoard, and to metrics.jsonl with the
+        validation values named apart (val_loss, val_...)."""
+        with self.writer(split).as_default(step=step):
+            for name, value in values.items():
+                tf.summary.scalar(name, value)
+        prefix = "val_" if split == "validation" else ""
+        values = {prefix + name: value for name, value in values.items()}
+        record = {"step": step, "epoch": epoch + 1, **values}
+        self.append("metrics.jsonl", record)
+
+    def stop_if_diverged(self):
+        """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
+        if int(self.nonfinite_step.numpy()) >= 0:
+            raise SystemExit(
+                f"The loss became NaN or Inf at step {int(self.nonfinite_step.numpy())}: stopped without"
+                f" saving (newest checkpoint: {self.manager.latest_checkpoint or 'none yet'})."
+                " Lower the learning rate, clip the gradients, or look for NaN in the data."
+            )
+
+    def save(self, step):
+        """Saves a checkpoint. One the disk cannot hold whole is removed again: the newest
+        checkpoint on disk always restores."""
+        self.stop_if_diverged()
+        try:
+            self.manager.save(checkpoint_number=step)
+        except BaseException:
+            for path in glob.glob(
+                os.path.join(self.manager.directory, f"ckpt-{step}[._]*")
+            ):
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+            raise
+        self.saved = step
+
+    def finish(self, step):
+        """Saves where training stopped, if no checkpoint is there yet (mid-epoch after
+        --max-steps or a SIGTERM, or off the cadence), so that the next run continues from there; after a SIGTERM, exits.
+        """
+        if self.saved != step:
+            self.save(step)
+        if self.preempted:
+            print(
+                f"Stopped by SIGTERM at step {step}; saved {self.manager.latest_checkpoint}."
+            )
+            raise SystemExit(128 + signal.SIGTERM)  # the status of a SIGTERM death
+
+    def end(self, error=None):
+        """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
+        A run killed outright leaves a start record without an end."""
+        if self.run is None:
+            return  # never started: refused, or stopped before training
+        record = {
+            "event": "end",
+            "run": self.run,
+            "time": now(),
+            "step": int(self.step.numpy()),
+        }
+        if error is None:
+            record["exit"] = "finished"
+        elif isinstance(error, SystemExit) and error.code == 128 + signal.SIGTERM:
+            record["exit"] = "sigterm"
+        elif int(self.nonfinite_step.numpy()) >= 0:
+            record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
+        else:
+            record.update(exit="error", error=f"{type(error).__name__}: {error}")
+            record["traceback"] = "".join(traceback.format_exception(error))
+        try:
+            self.append("runs.jsonl", record)
+        except OSError as failure:  # the disk that ended the run may refuse this too
+            print(
+                f"Cannot write the end record to runs.jsonl: {failure}", file=sys.stderr
+            )
+
+    def append(self, name, record):
+        with open(os.path.join(self.path, name), "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+def now():
+    """Local time with its UTC offset, to the second: 2026-11-23T14:05:09+0100."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def script_checksums():
+    """The checksum the header records (loopgen's render) and that of the text now, computed
+    as loopgen does (the field zeroed): they differ once the script is edited by hand.
+    """
+    with open(__file__, encoding="utf-8") as f:
+        text = f.read()
+    found = re.search(r"script sha256 ([0-9a-f]{16})", text)
+    if found:
+        text = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
+    return found and found.group(1), hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def weights_fingerprint(*networks):
+    """sha256 of the name, shape and dtype of every weight: a hand edit of the network in this
+    script changes it, where the spec sections in SETUP cannot see one."""
+    weights = [
+        [w.name, list(w.shape), str(w.dtype)] for net in networks for w in net.weights
+    ]
+    return hashlib.sha256(json.dumps(weights).encode()).hexdigest()[:16]
+
+
+def load_weights(source, **networks):
+    """--init-from: the networks' weights from the newest checkpoint in `source` (another run's
+    output directory), not its optimizer, step or data position. Returns its path."""
+    path = tf.train.latest_checkpoint(os.path.join(source, "checkpoints"))
+    path = path or tf.train.latest_checkpoint(source)  # the checkpoints folder itself
+    if path is None:
+        raise SystemExit(
+            f"--init-from {source}: no checkpoint in {os.path.join(source, 'checkpoints')}. "
+            "Give the --output-dir of a run that saved one."
+        )
     try:
-        train(args, run_log)
+        status = tf.train.Checkpoint(**networks).restore(path)
+        status.assert_existing_objects_matched().expect_partial()
+    except Exception as error:  # another network: ValueError, AssertionError, ...
+        raise SystemExit(
+            f"--init-from {source}: cannot load {path} into this network "
+            f"({type(error).__name__}: {error}). Both runs need the same network."
+        ) from None
+    print(f"Starting from the weights of {path}")
+    return path
+
+
+def main(argv=None):
+    """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
+    a NaN loss, or an error."""
+    args = parse_args(argv)
+    run = RunDirectory(args)
+    try:
+        train(args, run)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
-        run_log.end(error)
+        run.end(error)
         raise
-    run_log.end()
+    run.end()
 
 
 if __name__ == "__main__":
