@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 a4bf510dea9d0494, script sha256 a11d5329cab35be4).
+(spec sha256 a4bf510dea9d0494, script sha256 8d24cfb786f2bfc1).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -9,6 +9,8 @@ Run it again to resume from the latest checkpoint.
 """
 
 import argparse
+import contextlib
+import errno
 import fcntl
 import glob
 import hashlib
@@ -214,6 +216,13 @@ def results(metrics):
     return {metric.name: float(metric.result()) for metric in metrics}
 
 
+def export(generator, directory):
+    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
+    out. A SavedModel, which loads without this script's classes."""
+    with written_whole(directory) as partial:
+        generator.export(os.path.join(partial, "generator"), verbose=False)
+
+
 def train(args, run):
     """The run, from the seeds to the export; main() records how it ends."""
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
@@ -253,6 +262,13 @@ def train(args, run):
     noise = tf.random.Generator.from_seed(SEED)
     # Fixed noise for the sample images: the same points every epoch show the progress.
     sample_noise = tf.random.stateless_normal((NUM_SAMPLES, LATENT_DIM), seed=[SEED, 0])
+    # What the loop logs, in order.
+    train_values = [
+        train_discriminator_loss,
+        train_generator_loss,
+        train_real_score,
+        train_fake_score,
+    ]
     # Counts train steps. The checkpoint saves it, so a resumed run continues
     # counting (and with it the epoch, the data position and the cadences).
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
@@ -306,10 +322,9 @@ def train(args, run):
         )
         train_generator_loss.update_state(generator_loss, sample_weight=batch_size)
 
-    # Traced once: num_steps is a tensor (each new Python int would trace again), and the
-    # batches' first dimension is unknown (None), so the smaller last batch of an epoch does
-    # not retrace either. A call runs num_steps steps, so Python pays its overhead once per
-    # call, not once per step.
+    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
+    # another count nor the smaller last batch of an epoch traces it again. A call runs
+    # num_steps steps: Python's overhead is paid per call, not per step.
     @tf.function
     def train_loop(iterator, num_steps):
         # The next batch is taken while the current step computes (nothing orders the two),
@@ -350,55 +365,24 @@ def train(args, run):
     # One iterator for the whole run, from the current step on.
     train_iterator = iter(training_batches(train_examples, start_step=global_step))
 
-    def steps_to_run(global_step, epoch_end):
-        """Steps in the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
-        point or epoch end: each of them then happens at its exact step."""
-        return min(
-            STEPS_PER_LOOP,
-            epoch_end - global_step,
-            LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
-        )
-
     for epoch in range(first_epoch, epochs):
-        print(f"Epoch {epoch + 1}/{epochs}")
         epoch_start = epoch * steps_per_epoch
         epoch_end = min(epoch_start + steps_per_epoch, total_steps)
-        # The logged values are already running means: "stateful", so the bar shows them as
-        # they are instead of averaging them again.
-        progbar = keras.utils.Progbar(
-            epoch_end - epoch_start,
-            stateful_metrics=[
-                "discriminator_loss",
-                "generator_loss",
-                "real_score",
-                "fake_score",
-                "generator_learning_rate",
-                "discriminator_learning_rate",
-                "steps_per_second",
-            ],
-        )
-        for metric in [
-            train_discriminator_loss,
-            train_generator_loss,
-            train_real_score,
-            train_fake_score,
-        ]:
+        run.start_epoch(epoch, epochs, epoch_start, epoch_end)
+        for metric in train_values:
             metric.reset_state()
-        # Throughput is timed from log point to log point (validation is not counted).
-        timer_start, timer_step = time.perf_counter(), global_step
         while global_step < epoch_end and not run.preempted:
-            num_steps = steps_to_run(global_step, epoch_end)
+            # STEPS_PER_LOOP steps, or fewer to stop at the next log point or epoch end:
+            # each of them then happens at its exact step.
+            num_steps = min(
+                STEPS_PER_LOOP,
+                epoch_end - global_step,
+                LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+            )
             train_loop(train_iterator, tf.constant(num_steps))
             global_step += num_steps
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
-                logs = results(
-                    [
-                        train_discriminator_loss,
-                        train_generator_loss,
-                        train_real_score,
-                        train_fake_score,
-                    ]
-                )
+                logs = results(train_values)
                 for name, network_optimizer in (
                     ("generator", generator_optimizer),
                     ("discriminator", discriminator_optimizer),
@@ -406,13 +390,6 @@ def train(args, run):
                     logs[f"{name}_learning_rate"] = float(
                         network_optimizer.learning_rate.numpy()
                     )
-                # Timed after results(), which waited for the device.
-                now = time.perf_counter()
-                logs["steps_per_second"] = (global_step - timer_step) / (
-                    now - timer_start
-                )
-                timer_start, timer_step = now, global_step
-                progbar.update(global_step - epoch_start, list(logs.items()))
                 run.log("train", global_step, epoch, logs)
                 run.stop_if_diverged()
         if run.preempted:
@@ -423,17 +400,14 @@ def train(args, run):
         with run.writer("train").as_default(step=global_step):
             tf.summary.image("samples", (samples + 1) / 2, max_outputs=NUM_SAMPLES)
         if (
-            (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
-            and global_step == epoch_start + steps_per_epoch
-        ):
+            epoch + 1
+        ) % CHECKPOINT_EVERY_EPOCHS == 0:  # (a cut last epoch: run.finish saves)
             run.save(global_step)
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
     export_dir = os.path.join(args.output_dir, "export")
-    # The generator is what a GAN is trained for: noise vectors (LATENT_DIM) in, images out.
-    # A SavedModel, loaded without this script's classes.
-    generator.export(os.path.join(export_dir, "generator"), verbose=False)
+    export(generator, export_dir)
 
 
 # --- The run directory ------------------------------------------------------------------
@@ -458,6 +432,19 @@ SETUP = {
     "gan.generator_optimizer": "d9e1df48737db7db",
     "gan.discriminator_optimizer": "d9e1df48737db7db",
     "gan.label_smoothing": 0.1,
+}
+
+
+# The system's reasons for failing a write that no fix of this script would help, and what to do.
+MACHINE_FAULTS = {
+    errno.ENOSPC: "The disk is full: free some space",
+    errno.EDQUOT: "The disk quota is used up: free some space",
+    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
+    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
+    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
+    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
+    errno.EEXIST: "--output-dir names a file: pass a directory",
+    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
 }
 
 
@@ -516,6 +503,7 @@ class RunDirectory:
             checkpoint, self.checkpoints, KEEP_CHECKPOINTS
         )
         paths = self.manager.checkpoints
+        self.remove_partial_checkpoints(self.manager.directory)
         if not paths:
             if self.args.init_from:
                 self.init_from = load_weights(self.args.init_from, **networks)
@@ -553,7 +541,7 @@ class RunDirectory:
             self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
             return print(f"Resumed from {path} at step {self.saved}")
         raise SystemExit(
-            f"None of the checkpoints in {self.checkpoints} restores (see the errors above). "
+            f"None of the checkpoints restores ({', '.join(paths)}): see the errors above. "
             "Move them away (or pass another --output-dir) to start from scratch."
         )
 
@@ -587,9 +575,24 @@ class RunDirectory:
             self.writers[split] = tf.summary.create_file_writer(logdir)
         return self.writers[split]
 
+    def start_epoch(self, epoch, epochs, first_step, end_step):
+        """Starts an epoch's progress bar, and the throughput timer (validation and checkpoints
+        are not counted: it runs from log point to log point)."""
+        print(f"Epoch {epoch + 1}/{epochs}")
+        # The logged values are running means already: all shown as they are, none averaged.
+        steps = end_step - first_step
+        self.progbar = keras.utils.Progbar(steps, stateless_metrics=())
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl with the
-        validation values named apart (val_loss, val_...)."""
+        validation values named apart (val_loss, val_...), which are also printed."""
+        if split == "train":
+            # Timed after the values were read, which waited for the device.
+            start, start_step = self.timer
+            self.timer = time.perf_counter(), step
+            values["steps_per_second"] = (step - start_step) / (self.timer[0] - start)
+            self.progbar.update(step - self.epoch_start, list(values.items()))
         with self.writer(split).as_default(step=step):
             for name, value in values.items():
                 tf.summary.scalar(name, value)
@@ -614,12 +617,22 @@ class RunDirectory:
         try:
             self.manager.save(checkpoint_number=step)
         except BaseException:
-            for path in glob.glob(
-                os.path.join(self.manager.directory, f"ckpt-{step}[._]*")
-            ):
-                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+            self.remove_partial_checkpoints(self.manager.directory)
             raise
         self.saved = step
+
+    def remove_partial_checkpoints(self, directory):
+        """Removes what a save cut short left behind (a full disk, a kill): its _temp directory,
+        and the files of a checkpoint that the `checkpoint` file does not list."""
+        state = tf.train.get_checkpoint_state(directory)
+        listed = (
+            [os.path.basename(path) for path in state.all_model_checkpoint_paths]
+            if state
+            else []
+        )
+        for path in glob.glob(os.path.join(directory, "ckpt-*")):
+            if re.match(r"ckpt-\d+", os.path.basename(path)).group(0) not in listed:
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 
     def finish(self, step):
         """Saves where training stopped, if no checkpoint is there yet (mid-epoch after
@@ -661,8 +674,54 @@ class RunDirectory:
             )
 
     def append(self, name, record):
+        """Appends a JSON line, whole or not at all (a full disk would leave part of it)."""
         with open(os.path.join(self.path, name), "a") as f:
-            f.write(json.dumps(record) + "\n")
+            end = f.tell()
+            try:
+                f.write(json.dumps(record) + "\n")
+                f.flush()
+            except OSError:
+                f.truncate(end)
+                raise
+
+    def fault(self, error):
+        """What to say when the machine failed the run: a full disk, a directory it may not
+        write, a path that is not what it should be. None for other errors (their traceback,
+        on stderr, says more)."""
+        if isinstance(error, OSError) and error.errno in MACHINE_FAULTS:
+            path, code = error.filename, error.errno
+        else:  # TensorFlow's file errors say "<path>; <the system's words> [Op:...]"
+            words = {os.strerror(code): code for code in MACHINE_FAULTS}
+            found = isinstance(error, tf.errors.OpError) and re.search(
+                r"([^\s;{}]+); (" + "|".join(words) + ")", error.message
+            )
+            if not found:
+                return None
+            # The file being written, not TensorFlow's temporary name for it.
+            path = re.sub(
+                r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
+            )
+            code = words[found.group(2)]
+        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
+        when = (
+            "once there is room, "
+            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+            else ""
+        )
+        state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
+            self.checkpoints
+        )
+        if state:
+            newest = state.model_checkpoint_path
+            return (
+                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
+                f"is intact: {when}run the script again with the same --output-dir to resume."
+            )
+        if self.run:
+            return (
+                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+            )
+        return message
 
 
 def now():
@@ -680,6 +739,22 @@ def script_checksums():
     if found:
         text = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
     return found and found.group(1), hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def written_whole(directory):
+    """A directory written whole or not at all: the files go into <directory>.partial, which
+    replaces `directory` once all are written (a full disk leaves no half export behind).
+    """
+    partial = directory + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    shutil.rmtree(directory, ignore_errors=True)
+    os.rename(partial, directory)
 
 
 def weights_fingerprint(*networks):
@@ -715,14 +790,18 @@ def load_weights(source, **networks):
 
 def main(argv=None):
     """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
-    a NaN loss, or an error."""
+    a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
+    lines: the traceback is in runs.jsonl."""
     args = parse_args(argv)
     run = RunDirectory(args)
     try:
         train(args, run)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
         run.end(error)
-        raise
+        message = run.fault(error)
+        if message is None:
+            raise
+        raise SystemExit(message) from None
     run.end()
 
 

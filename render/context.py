@@ -326,18 +326,20 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     stdlib = {"import argparse", "import math", "import os", "import time"}
     # The output directory's lock, runs.jsonl and its tracebacks (run_dir.jinja).
     stdlib |= {"import fcntl", "import hashlib", "import json", "import re", "import socket"}
-    stdlib |= {"import sys", "import traceback"}
+    stdlib |= {"import errno", "import sys", "import traceback"}
     if spec.logging.csv:
         stdlib.add("import csv")
-    if spec.checkpoint:  # a checkpoint the disk could not hold whole is removed
+    if spec.checkpoint or spec.best_model:  # a checkpoint the disk could not hold is removed
         stdlib |= {"import glob", "import shutil"}
-    if spec.distribute.kind == "multi_worker" and (spec.export.saved_model or spec.export.keras):
-        stdlib.add("import shutil")
+    if spec.export.saved_model or spec.export.keras:  # written whole or not at all
+        stdlib |= {"import contextlib", "import shutil"}
     if preemptible(spec):
         stdlib.add("import signal")
     third_party = {"import keras", "import tensorflow as tf"}
     if kinds & {"npz", "shapes", "image_directory"}:
         third_party.add("import numpy as np")
+    if "npz" in kinds:  # a damaged .npz file is named
+        stdlib.add("import zipfile")
     if "tfds" in kinds:
         third_party.add("import tensorflow_datasets as tfds")
     if "tfrecord" in kinds:

@@ -40,8 +40,7 @@ EPOCHS = 3
 STEPS = 20 * EPOCHS
 
 
-@pytest.fixture
-def script(render, tmp_path):
+def mlp_script(render, tmp_path: Path, *overrides: str) -> Path:
     return render(
         "mnist_mlp",
         f"data.train={npz(classification_npz(tmp_path / 'train.npz', 320, (28, 28)))}",
@@ -50,7 +49,13 @@ def script(render, tmp_path):
         "optimizer.momentum=0.9",
         "loop.log_every_steps=1",
         'checkpoint={"every_steps": 7, "keep": 3}',
+        *overrides,
     )
+
+
+@pytest.fixture
+def script(render, tmp_path):
+    return mlp_script(render, tmp_path)
 
 
 def run(script: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -290,3 +295,175 @@ def test_sigkill_then_resume_is_exact_for_every_source(source, variant, render, 
                       str(killed / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert result["same_keys"] and result["step"] == steps, result
     assert result["max_diff"] == 0.0, (source, variant, at, result)
+
+
+# --- The machine fails the run: a full disk, a file-size limit, a read-only mount, an
+# --output-dir that is a file, a damaged data file. Each is produced for real: a tmpfs of a
+# few hundred KiB in a private mount namespace (unshare -m, as root) fills up like a disk.
+
+
+def in_namespace(tmp_path: Path, shell: str) -> None:
+    """Runs `shell` (sh) in a private mount namespace: its mounts vanish with it."""
+    proc = subprocess.run(["unshare", "-m", "sh", "-ec", shell], cwd=tmp_path, env=script_env(),
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
+def script_command(script: Path, out: Path, name: str, *args: str) -> str:
+    """The shell command of one run into `out`, its exit status and output kept in tmp_path."""
+    words = " ".join([sys.executable, str(script), "--epochs", str(EPOCHS), "--deterministic",
+                      "--output-dir", str(out), *args])  # fmt: skip
+    folder = script.parent
+    output = f"> {folder}/{name}.out 2> {folder}/{name}.err"
+    return f"{{ {words} {output} && echo 0 || echo $?; }} > {folder}/{name}.rc"
+
+
+def outcome(tmp_path: Path, name: str) -> tuple[int, str, str]:
+    return (int((tmp_path / f"{name}.rc").read_text()), (tmp_path / f"{name}.out").read_text(),
+            (tmp_path / f"{name}.err").read_text())  # fmt: skip
+
+
+def stopped_by_the_machine(tmp_path: Path, name: str, *phrases: str) -> str:
+    """The run `name` stopped with exit 1 and a few lines naming what happened, no traceback."""
+    code, _, stderr = outcome(tmp_path, name)
+    message = stderr[stderr.index("Stopped: ") :] if "Stopped: " in stderr else stderr[-3000:]
+    assert code == 1 and "Traceback" not in stderr, (code, stderr[-3000:])
+    assert len(message.splitlines()) <= 3, message
+    for phrase in phrases:
+        assert phrase in message, (phrase, message)
+    return message
+
+
+def pages(folder: Path, skip: str = "") -> int:
+    """KiB that the files under `folder` take on a tmpfs (whole 4 KiB pages)."""
+    return sum(-(-p.stat().st_size // 4096) * 4 for p in folder.rglob("*")
+               if p.is_file() and not (skip and skip in p.parts))  # fmt: skip
+
+
+def test_a_full_disk_stops_the_run_with_a_message_and_the_next_run_resumes_exactly(
+    script, tmp_path
+):
+    straight, probe, mnt = tmp_path / "straight", tmp_path / "probe", tmp_path / "mnt"
+    run(script, straight)
+    run(script, probe, "--max-steps", "14")  # what the run holds after its second checkpoint
+    checkpoint_size = pages(probe / "checkpoints") // 2
+    # Room for two checkpoints and the logs, and half of a third: the save at step 21 fails.
+    size = pages(probe, skip="export") + checkpoint_size // 2
+    mnt.mkdir()
+    out = mnt / "run"
+    commands = f"""
+        mount -t tmpfs -o size={size}k tmpfs {mnt}
+        {script_command(script, out, "full")}
+        find {out} | sort > {tmp_path}/after_full.txt
+        cp -a {out} {tmp_path}/after_full
+        mount -o remount,size=64m {mnt}
+        {script_command(script, out, "resumed")}
+        cp -a {out} {tmp_path}/resumed
+    """
+    in_namespace(tmp_path, commands)
+    checkpoints = out / "checkpoints"
+    stopped_by_the_machine(
+        tmp_path, "full", f"cannot write {checkpoints / 'ckpt-21'} (No space left on device)",
+        "The disk is full", f"The newest checkpoint, {checkpoints / 'ckpt-14'} (step 14)",
+        "is intact: once there is room, run the script again with the same --output-dir",
+    )  # fmt: skip
+    # Nothing half-written: no temporary directory, no file of the checkpoint that failed;
+    # the older checkpoints are whole.
+    left = (tmp_path / "after_full.txt").read_text()
+    assert "_temp" not in left and "ckpt-21" not in left and "ckpt-14.index" in left, left
+    after_full = tmp_path / "after_full"
+    end = json.loads((after_full / "runs.jsonl").read_text().splitlines()[-1])
+    assert end["exit"] == "error" and end["step"] == 21
+    assert "Traceback" in end["traceback"] and "No space left on device" in end["traceback"]
+    logged = (after_full / "metrics.jsonl").read_text().splitlines()
+    assert all(line.endswith("}") for line in logged)
+
+    code, stdout, _ = outcome(tmp_path, "resumed")
+    assert code == 0 and f"Resumed from {checkpoints / 'ckpt-14'} at step 14" in stdout
+    assert same_weights(straight, tmp_path / "resumed")["max_diff"] == 0.0
+
+
+def test_an_export_that_does_not_fit_leaves_no_part_of_it_and_is_written_by_the_next_run(
+    render, tmp_path
+):
+    # The SavedModel and the .keras file: twice a checkpoint's weights.
+    script = mlp_script(render, tmp_path, "export.keras=true")
+    straight, mnt = tmp_path / "straight", tmp_path / "mnt"
+    run(script, straight)
+    # Room for the training (a save writes its checkpoint before the oldest of the three kept
+    # goes), not for the export.
+    checkpoint_size = pages(straight / "checkpoints") // 3
+    size = pages(straight, skip="export") + checkpoint_size + 8
+    assert pages(straight / "export") > checkpoint_size + 8
+    mnt.mkdir()
+    out = mnt / "run"
+    commands = f"""
+        mount -t tmpfs -o size={size}k tmpfs {mnt}
+        {script_command(script, out, "full")}
+        find {out} | sort > {tmp_path}/after_full.txt
+        mount -o remount,size=64m {mnt}
+        {script_command(script, out, "again")}
+        find {out}/export | sort > {tmp_path}/export.txt
+    """
+    in_namespace(tmp_path, commands)
+    stopped_by_the_machine(tmp_path, "full", f"cannot write {out / 'export.partial'}",
+                           "No space left on device", "(step 60), is intact")  # fmt: skip
+    assert f"{out}/export" not in (tmp_path / "after_full.txt").read_text()  # nor export.partial
+    code, stdout, _ = outcome(tmp_path, "again")
+    assert code == 0 and "nothing left to train" in stdout
+    assert f"{out}/export/saved_model/saved_model.pb" in (tmp_path / "export.txt").read_text()
+
+
+def test_a_file_size_limit_stops_the_first_save_and_leaves_no_checkpoint_behind(script, tmp_path):
+    out = tmp_path / "run"
+    # 100 KiB: more than the logs write, less than a checkpoint (about 200 KiB).
+    in_namespace(tmp_path, f"( ulimit -f 100; {script_command(script, out, 'limited')} )")
+    stopped_by_the_machine(
+        tmp_path, "limited", f"cannot write {out / 'checkpoints' / 'ckpt-7'}", "File too large",
+        "ulimit -f", "No checkpoint was saved yet",
+    )  # fmt: skip
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["setup.json"]
+
+
+def test_a_read_only_output_directory_is_named_for_a_new_run_and_for_a_resumed_one(
+    script, tmp_path
+):
+    trained, mnt = tmp_path / "trained", tmp_path / "mnt"
+    run(script, trained, "--max-steps", "7")
+    mnt.mkdir()
+    commands = f"""
+        mount -t tmpfs -o size=4m tmpfs {mnt}
+        cp -a {trained} {mnt}/trained
+        mount -o remount,ro {mnt}
+        {script_command(script, mnt / "new", "new")}
+        {script_command(script, mnt / "trained", "resumed")}
+    """
+    in_namespace(tmp_path, commands)
+    stopped_by_the_machine(tmp_path, "new", f"cannot write {mnt / 'new'} (Read-only file system)",
+                           "pass an --output-dir on a writable one")  # fmt: skip
+    stopped_by_the_machine(tmp_path, "resumed", f"cannot write {mnt / 'trained' / 'run.lock'}",
+                           "Read-only file system", "ckpt-7 (step 7), is intact")  # fmt: skip
+
+
+def test_an_output_dir_that_is_a_file_is_named(script, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory")
+    in_namespace(tmp_path, script_command(script, afile, "file") + "; "
+                 + script_command(script, afile / "run", "below"))  # fmt: skip
+    stopped_by_the_machine(tmp_path, "file", f"cannot write {afile} (File exists)",
+                           "--output-dir names a file")  # fmt: skip
+    stopped_by_the_machine(tmp_path, "below", f"cannot write {afile / 'run'} (Not a directory)",
+                           "A part of --output-dir is a file")  # fmt: skip
+    assert afile.read_text() == "not a directory"
+
+
+def test_a_truncated_npz_stops_the_script_naming_the_field_and_the_file(render, tmp_path):
+    path = Path(classification_npz(tmp_path / "train.npz", 64, (28, 28)))
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    script = render("mnist_mlp", f"data.train={npz(str(path))}")
+    proc = subprocess.run([sys.executable, str(script), "--output-dir", str(tmp_path / "run")],
+                          cwd=tmp_path, env=script_env(), capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"data.train.path: cannot read {path} as an .npz file" in proc.stderr
+    assert not (tmp_path / "run" / "runs.jsonl").exists()

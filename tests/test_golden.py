@@ -92,13 +92,13 @@ def test_script_imports_only_what_it_needs(golden):
             modules |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             modules.add(node.module.split(".")[0])
-    # time: the logged steps_per_second. fcntl, hashlib, re, socket, sys: the output
-    # directory's lock and runs.jsonl.
+    # time: the logged steps_per_second. fcntl, hashlib, re, socket, sys, traceback: the
+    # output directory's lock and runs.jsonl. errno: the machine faults it names. glob,
+    # shutil, contextlib: checkpoints and exports written whole or removed.
     allowed = {"argparse", "json", "math", "os", "time", "keras", "numpy", "tensorflow"}
-    allowed |= {"fcntl", "hashlib", "re", "socket", "sys"}
-    if golden.startswith("multi_worker/"):  # non-chief workers delete their scratch exports
-        allowed.add("shutil")
-    allowed |= {"signal", "threading"}  # a checkpoint on SIGTERM (preemption)
+    allowed |= {"fcntl", "hashlib", "re", "socket", "sys", "traceback", "errno"}
+    allowed |= {"glob", "shutil", "contextlib"}
+    allowed.add("signal")  # a checkpoint on SIGTERM (preemption)
     if name == "pets_unet":  # the spec asks for a TFDS dataset
         allowed.add("tensorflow_datasets")
     if name == "mnist_onecycle":  # the spec logs to Comet
@@ -132,9 +132,13 @@ def test_sections_come_in_reading_order(golden):
     source = (GENERATED / f"{golden}.py").read_text()
     distributed = "strategy = " in source
     gan = "def build_generator(" in source
+    # What it trains (constants, flags: parsed before TensorFlow is imported), the data, the
+    # model, then train(): the steps and the loop; the run directory's machinery after it.
     order = [
         "\nimport ",
         "\nSEED = ",
+        "\ndef parse_args(",
+        "\nimport tensorflow as tf",
         "\ndef load_examples(",
         "\ndef build_generator(" if gan else "\ndef build_model(",
         "\ndef train(",
@@ -147,12 +151,13 @@ def test_sections_come_in_reading_order(golden):
         "    def train_loop(",
         "    checkpoint = tf.train.Checkpoint(",
         "    for epoch in range(",
+        "        run.start_epoch(",
+        '                run.log("train", ',
+        "    export(",
+        "\n# --- The run directory",
+        "\nclass RunDirectory:",
         "keras.utils.Progbar(",
         "tf.summary.scalar(",
-        next(
-            (m for m in ("    model.export(", "    generator.export(") if m in source),
-            "    for epoch in range(",
-        ),
         "\ndef main(",  # around train(): how the run ended, in runs.jsonl
     ]
     positions = [source.index(marker) for marker in order]
@@ -167,3 +172,38 @@ def test_spec_change_changes_hash():
     hash_of = lambda text: re.search(r"spec sha256 ([0-9a-f]+)", text).group(1)  # noqa: E731
     assert hash_of(a.stdout) != hash_of(b.stdout)
     assert "Rendered with: --set data.batch_size=32" in b.stdout
+
+
+FLAGS_WITHOUT_TENSORFLOW = """
+import runpy, sys
+
+class NoTensorFlow:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "keras", "numpy"):
+            raise ImportError(f"{name} was imported before the flags were answered")
+
+sys.meta_path.insert(0, NoTensorFlow())
+codes = {}
+for script in sys.argv[2:]:
+    sys.argv = [script, sys.argv[1]]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exit:
+        codes[script] = exit.code
+print(codes)
+"""
+
+
+@pytest.mark.parametrize(
+    ("flag", "code", "said"), [("--help", 0, "usage: "), ("--epocs", 2, "unrecognized arguments")]
+)
+def test_flags_are_answered_before_tensorflow_is_imported(flag, code, said):
+    """--help answers, and a mistyped flag is refused, without importing TensorFlow (which takes
+    seconds): an import hook fails any import of it, in every golden script."""
+    scripts = sorted(str(GENERATED / f"{golden}.py") for golden in GOLDEN)
+    proc = subprocess.run([sys.executable, "-c", FLAGS_WITHOUT_TENSORFLOW, flag, *scripts],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    codes = ast.literal_eval(proc.stdout.strip().splitlines()[-1])
+    assert codes == dict.fromkeys(scripts, code), proc.stderr[-3000:]
+    assert proc.stdout.count("usage: ") + proc.stderr.count(said) >= len(scripts)

@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 c70e78ebd27d24a3, script sha256 32f8aa39f6957c8f).
+(spec sha256 c70e78ebd27d24a3, script sha256 98af22b150d0afed).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -11,7 +11,9 @@ Run it again to resume from the latest checkpoint (written by any variant).
 """
 
 import argparse
+import contextlib
 import csv
+import errno
 import fcntl
 import glob
 import hashlib
@@ -267,6 +269,22 @@ class ValidationMonitor(tf.Module):
         return improved
 
 
+def make_metrics():
+    """The values logged of a split, training or validation: its loss and metrics."""
+    loss = keras.metrics.Mean(name="loss")
+    metrics = [
+        keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+    ]
+    return loss, metrics
+
+
+def export(model, directory):
+    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
+    without this script's classes."""
+    with written_whole(directory) as partial:
+        model.export(os.path.join(partial, "saved_model"), verbose=False)
+
+
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -313,10 +331,7 @@ def train(args, run):
         # step, which would trace it twice and leave a restored checkpoint nothing to fill.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
-        train_loss = keras.metrics.Mean(name="loss")
-        train_metrics = [
-            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
-        ]
+        train_loss, train_metrics = make_metrics()
         # The global norm of the gradients before clipping, averaged between log points.
         train_gradient_norm = keras.metrics.Mean(name="gradient_norm")
         # The last step's gradient norm of each weight, for the histograms.
@@ -326,10 +341,10 @@ def train(args, run):
             # Every replica computes the same norms (of the summed gradients): keep the first's.
             aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
         )
-        validation_loss = keras.metrics.Mean(name="loss")
-        validation_metrics = [
-            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
-        ]
+        validation_loss, validation_metrics = make_metrics()
+        # What the loop logs, in order.
+        train_values = [train_loss, *train_metrics, train_gradient_norm]
+        validation_values = [validation_loss, *validation_metrics]
         # Counts train steps. The checkpoint saves it, so a resumed run continues
         # counting (and with it the epoch, the data position and the cadences).
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
@@ -399,10 +414,9 @@ def train(args, run):
         if nonfinite_step < 0 and not tf.math.is_finite(loss):
             nonfinite_step.assign(step)
 
-    # Traced once: num_steps is a tensor (each new Python int would trace again), and the
-    # batches' first dimension is unknown (None), so the smaller last batch of an epoch does
-    # not retrace either. A call runs num_steps steps, so Python pays its overhead once per
-    # call, not once per step.
+    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
+    # another count nor the smaller last batch of an epoch traces it again. A call runs
+    # num_steps steps: Python's overhead is paid per call, not per step.
     @tf.function
     def train_loop(iterator, num_steps):
         # The next batch is taken while the current step computes (nothing orders the two),
@@ -456,9 +470,7 @@ def train(args, run):
         print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
         first_epoch = epochs
     if early_stopping.waited >= EARLY_STOPPING_PATIENCE:
-        print(
-            "This run already stopped early; train in a new --output-dir to start again."
-        )
+        print("This run already stopped early: a new --output-dir starts over.")
         first_epoch = epochs
     # One iterator for the whole run, from the current step on. Each input pipeline (one per
     # worker) reads only the slices of each global batch that its replicas train on.
@@ -470,114 +482,65 @@ def train(args, run):
         )
     )
 
-    def steps_to_run(global_step, epoch_end):
-        """Steps in the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
-        point or epoch end: each of them then happens at its exact step."""
-        return min(
-            STEPS_PER_LOOP,
-            epoch_end - global_step,
-            LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
-        )
-
     for epoch in range(first_epoch, epochs):
-        print(f"Epoch {epoch + 1}/{epochs}")
         epoch_start = epoch * steps_per_epoch
         epoch_end = min(epoch_start + steps_per_epoch, total_steps)
-        # The logged values are already running means: "stateful", so the bar shows them as
-        # they are instead of averaging them again.
-        progbar = keras.utils.Progbar(
-            epoch_end - epoch_start,
-            stateful_metrics=[
-                "loss",
-                "accuracy",
-                "gradient_norm",
-                "learning_rate",
-                "steps_per_second",
-            ],
-        )
-        for metric in [train_loss, *train_metrics, train_gradient_norm]:
+        run.start_epoch(epoch, epochs, epoch_start, epoch_end)
+        for metric in train_values:
             metric.reset_state()
-        # Throughput is timed from log point to log point (validation is not counted).
-        timer_start, timer_step = time.perf_counter(), global_step
         while global_step < epoch_end and not run.preempted:
-            num_steps = steps_to_run(global_step, epoch_end)
+            # STEPS_PER_LOOP steps, or fewer to stop at the next log point or epoch end:
+            # each of them then happens at its exact step.
+            num_steps = min(
+                STEPS_PER_LOOP,
+                epoch_end - global_step,
+                LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+            )
             train_loop(train_iterator, tf.constant(num_steps))
             global_step += num_steps
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
-                logs = results([train_loss, *train_metrics, train_gradient_norm])
+                logs = results(train_values)
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
-                # Timed after results(), which waited for the device.
-                now = time.perf_counter()
-                logs["steps_per_second"] = (global_step - timer_step) / (
-                    now - timer_start
-                )
-                timer_start, timer_step = now, global_step
-                progbar.update(global_step - epoch_start, list(logs.items()))
                 run.log("train", global_step, epoch, logs)
-                # Each weight's values, and the norm of its gradient in the last step: which
-                # layers learn, and where gradients vanish or explode.
-                with run.writer("train").as_default(step=global_step):
-                    norms = gradient_norms.numpy()
-                    for variable, norm in zip(model.trainable_variables, norms):
-                        tf.summary.histogram(variable.path, variable)
-                        tf.summary.scalar(f"gradient_norm/{variable.path}", norm)
+                run.log_weights(global_step, model.trainable_variables, gradient_norms)
                 run.stop_if_diverged()
         if run.preempted:
             break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
-            for metric in [validation_loss, *validation_metrics]:
+            for metric in validation_values:
                 metric.reset_state()
             validation_pass(validation_iterator, tf.constant(validation_steps))
-            validation_logs = results([validation_loss, *validation_metrics])
-            print(
-                "  ".join(
-                    f"val_{name}: {value:.4f}"
-                    for name, value in validation_logs.items()
-                )
-            )
+            validation_logs = results(validation_values)
             run.log("validation", global_step, epoch, validation_logs)
             if best.update(validation_logs["accuracy"]):
-                run.best.save(checkpoint_number=global_step)
-                print(f"  best val_accuracy so far: saved {run.best.latest_checkpoint}")
-            if (
-                not plateau.update(validation_logs["loss"])
-                and plateau.waited >= PLATEAU_PATIENCE
-            ):
+                print(f"  best val_accuracy so far: saved {run.save_best(global_step)}")
+            plateau.update(validation_logs["loss"])
+            if plateau.waited >= PLATEAU_PATIENCE:
                 # The rate is a variable of the optimizer (saved in checkpoints): lower it.
-                rate = max(
-                    float(optimizer.learning_rate.numpy()) * PLATEAU_FACTOR,
-                    MIN_LEARNING_RATE,
-                )
-                optimizer.learning_rate = rate
+                rate = float(optimizer.learning_rate.numpy()) * PLATEAU_FACTOR
+                optimizer.learning_rate = rate = max(rate, MIN_LEARNING_RATE)
                 plateau.waited.assign(0)
                 print(f"  val_loss on a plateau: learning rate lowered to {rate:.3g}")
-            if (
-                not early_stopping.update(validation_logs["loss"])
-                and early_stopping.waited >= EARLY_STOPPING_PATIENCE
-            ):
+            early_stopping.update(validation_logs["loss"])
+            if early_stopping.waited >= EARLY_STOPPING_PATIENCE:
                 print(
                     f"Stopping early: no better val_loss in {EARLY_STOPPING_PATIENCE} validations."
                 )
                 break
         if (
-            (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
-            and global_step == epoch_start + steps_per_epoch
-        ):
+            epoch + 1
+        ) % CHECKPOINT_EVERY_EPOCHS == 0:  # (a cut last epoch: run.finish saves)
             run.save(global_step)
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
     export_dir = os.path.join(args.output_dir, "export")
-    # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
-    # classes of this script to load, nor a strategy.
-    model.export(os.path.join(export_dir, "saved_model"), verbose=False)
-    # The weights of the best validation (val_accuracy), exported beside the last ones.
-    if run.best.latest_checkpoint:
-        run.best.checkpoint.restore(
-            run.best.latest_checkpoint
-        ).assert_existing_objects_matched()
-        model.export(os.path.join(export_dir, "best", "saved_model"), verbose=False)
+    export(model, export_dir)
+    if (
+        run.restore_best()
+    ):  # the best val_accuracy's weights, exported beside the last ones
+        export(model, os.path.join(export_dir, "best"))
 
 
 # --- The run directory ------------------------------------------------------------------
@@ -612,6 +575,19 @@ CSV_COLUMNS = [
     "val_loss",
     "val_accuracy",
 ]
+
+
+# The system's reasons for failing a write that no fix of this script would help, and what to do.
+MACHINE_FAULTS = {
+    errno.ENOSPC: "The disk is full: free some space",
+    errno.EDQUOT: "The disk quota is used up: free some space",
+    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
+    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
+    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
+    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
+    errno.EEXIST: "--output-dir names a file: pass a directory",
+    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
+}
 
 
 class RunDirectory:
@@ -669,6 +645,7 @@ class RunDirectory:
             checkpoint, self.checkpoints, KEEP_CHECKPOINTS
         )
         paths = self.manager.checkpoints
+        self.remove_partial_checkpoints(self.manager.directory)
         if not paths:
             if self.args.init_from:
                 self.init_from = load_weights(self.args.init_from, **networks)
@@ -706,7 +683,7 @@ class RunDirectory:
             self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
             return print(f"Resumed from {path} at step {self.saved}")
         raise SystemExit(
-            f"None of the checkpoints in {self.checkpoints} restores (see the errors above). "
+            f"None of the checkpoints restores ({', '.join(paths)}): see the errors above. "
             "Move them away (or pass another --output-dir) to start from scratch."
         )
 
@@ -717,6 +694,22 @@ class RunDirectory:
         self.best = tf.train.CheckpointManager(
             tf.train.Checkpoint(**networks), directory, 1
         )
+
+    def save_best(self, step):
+        """Saves the weights of the best validation so far; returns where."""
+        try:
+            return self.best.save(checkpoint_number=step)
+        except BaseException:
+            self.remove_partial_checkpoints(self.best.directory)
+            raise
+
+    def restore_best(self):
+        """Restores the weights of the best validation; False when none was saved."""
+        if self.best.latest_checkpoint:
+            self.best.checkpoint.restore(
+                self.best.latest_checkpoint
+            ).assert_existing_objects_matched()
+        return self.best.latest_checkpoint is not None
 
     def start(self, step, nonfinite_step, strategy):
         """Writes the run's start record to runs.jsonl (main() writes its end record)."""
@@ -735,7 +728,8 @@ class RunDirectory:
             "script_edited": current != rendered, "command": sys.argv, "flags": vars(self.args),
             "python": sys.version.split()[0], "tensorflow": tf.__version__,
             "keras": keras.__version__, "host": socket.gethostname(), "pid": os.getpid(),
-            "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync,
+            "strategy": 'MirroredStrategy',
+            "replicas": strategy.num_replicas_in_sync,
             "devices": [device.name for device in tf.config.list_logical_devices()],
             "resumed_from": self.resumed_from, "init_from": self.init_from, "step": int(step.numpy()),
         })
@@ -748,14 +742,31 @@ class RunDirectory:
             self.writers[split] = tf.summary.create_file_writer(logdir)
         return self.writers[split]
 
+    def start_epoch(self, epoch, epochs, first_step, end_step):
+        """Starts an epoch's progress bar, and the throughput timer (validation and checkpoints
+        are not counted: it runs from log point to log point)."""
+        print(f"Epoch {epoch + 1}/{epochs}")
+        # The logged values are running means already: all shown as they are, none averaged.
+        steps = end_step - first_step
+        self.progbar = keras.utils.Progbar(steps, stateless_metrics=())
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl, metrics.csv with the
-        validation values named apart (val_loss, val_...)."""
+        validation values named apart (val_loss, val_...), which are also printed."""
+        if split == "train":
+            # Timed after the values were read, which waited for the device.
+            start, start_step = self.timer
+            self.timer = time.perf_counter(), step
+            values["steps_per_second"] = (step - start_step) / (self.timer[0] - start)
+            self.progbar.update(step - self.epoch_start, list(values.items()))
         with self.writer(split).as_default(step=step):
             for name, value in values.items():
                 tf.summary.scalar(name, value)
         prefix = "val_" if split == "validation" else ""
         values = {prefix + name: value for name, value in values.items()}
+        if split == "validation":
+            print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
         record = {"step": step, "epoch": epoch + 1, **values}
         self.append("metrics.jsonl", record)
         path = os.path.join(self.path, "metrics.csv")
@@ -766,6 +777,14 @@ class RunDirectory:
             if new:
                 writer.writeheader()
             writer.writerow(record)
+
+    def log_weights(self, step, variables, gradient_norms):
+        """Each weight's values as a histogram, and the norm of its gradient in the last step:
+        which layers learn, and where gradients vanish or explode."""
+        with self.writer("train").as_default(step=step):
+            for variable, norm in zip(variables, gradient_norms.numpy()):
+                tf.summary.histogram(variable.path, variable)
+                tf.summary.scalar(f"gradient_norm/{variable.path}", norm)
 
     def stop_if_diverged(self):
         """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
@@ -783,12 +802,22 @@ class RunDirectory:
         try:
             self.manager.save(checkpoint_number=step)
         except BaseException:
-            for path in glob.glob(
-                os.path.join(self.manager.directory, f"ckpt-{step}[._]*")
-            ):
-                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+            self.remove_partial_checkpoints(self.manager.directory)
             raise
         self.saved = step
+
+    def remove_partial_checkpoints(self, directory):
+        """Removes what a save cut short left behind (a full disk, a kill): its _temp directory,
+        and the files of a checkpoint that the `checkpoint` file does not list."""
+        state = tf.train.get_checkpoint_state(directory)
+        listed = (
+            [os.path.basename(path) for path in state.all_model_checkpoint_paths]
+            if state
+            else []
+        )
+        for path in glob.glob(os.path.join(directory, "ckpt-*")):
+            if re.match(r"ckpt-\d+", os.path.basename(path)).group(0) not in listed:
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 
     def finish(self, step):
         """Saves where training stopped, if no checkpoint is there yet (mid-epoch after
@@ -830,8 +859,54 @@ class RunDirectory:
             )
 
     def append(self, name, record):
+        """Appends a JSON line, whole or not at all (a full disk would leave part of it)."""
         with open(os.path.join(self.path, name), "a") as f:
-            f.write(json.dumps(record) + "\n")
+            end = f.tell()
+            try:
+                f.write(json.dumps(record) + "\n")
+                f.flush()
+            except OSError:
+                f.truncate(end)
+                raise
+
+    def fault(self, error):
+        """What to say when the machine failed the run: a full disk, a directory it may not
+        write, a path that is not what it should be. None for other errors (their traceback,
+        on stderr, says more)."""
+        if isinstance(error, OSError) and error.errno in MACHINE_FAULTS:
+            path, code = error.filename, error.errno
+        else:  # TensorFlow's file errors say "<path>; <the system's words> [Op:...]"
+            words = {os.strerror(code): code for code in MACHINE_FAULTS}
+            found = isinstance(error, tf.errors.OpError) and re.search(
+                r"([^\s;{}]+); (" + "|".join(words) + ")", error.message
+            )
+            if not found:
+                return None
+            # The file being written, not TensorFlow's temporary name for it.
+            path = re.sub(
+                r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
+            )
+            code = words[found.group(2)]
+        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
+        when = (
+            "once there is room, "
+            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+            else ""
+        )
+        state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
+            self.checkpoints
+        )
+        if state:
+            newest = state.model_checkpoint_path
+            return (
+                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
+                f"is intact: {when}run the script again with the same --output-dir to resume."
+            )
+        if self.run:
+            return (
+                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+            )
+        return message
 
 
 def now():
@@ -849,6 +924,22 @@ def script_checksums():
     if found:
         text = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
     return found and found.group(1), hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def written_whole(directory):
+    """A directory written whole or not at all: the files go into <directory>.partial, which
+    replaces `directory` once all are written (a full disk leaves no half export behind).
+    """
+    partial = directory + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    shutil.rmtree(directory, ignore_errors=True)
+    os.rename(partial, directory)
 
 
 def weights_fingerprint(*networks):
@@ -884,14 +975,18 @@ def load_weights(source, **networks):
 
 def main(argv=None):
     """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
-    a NaN loss, or an error."""
+    a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
+    lines: the traceback is in runs.jsonl."""
     args = parse_args(argv)
     run = RunDirectory(args)
     try:
         train(args, run)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
         run.end(error)
-        raise
+        message = run.fault(error)
+        if message is None:
+            raise
+        raise SystemExit(message) from None
     run.end()
 
 

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 cb6e55d25382b8e4, script sha256 5b1508352aab38d9).
+(spec sha256 cb6e55d25382b8e4, script sha256 4d0627564472812b).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -11,6 +11,8 @@ Run it again to resume from the latest checkpoint (written by any variant).
 """
 
 import argparse
+import contextlib
+import errno
 import fcntl
 import glob
 import hashlib
@@ -187,6 +189,13 @@ def results(metrics):
     return {metric.name: float(metric.result()) for metric in metrics}
 
 
+def export(model, directory):
+    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
+    without this script's classes."""
+    with written_whole(directory) as partial:
+        model.export(os.path.join(partial, "saved_model"), verbose=False)
+
+
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -235,6 +244,8 @@ def train(args, run):
         train_metrics = [
             keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
         ]
+        # What the loop logs, in order.
+        train_values = [train_loss, *train_metrics]
         # Counts train steps. The checkpoint saves it, so a resumed run continues
         # counting (and with it the epoch, the data position and the cadences).
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
@@ -334,59 +345,38 @@ def train(args, run):
         )
     )
 
-    def steps_to_run(global_step, epoch_end):
-        """Steps in the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
-        point or epoch end: each of them then happens at its exact step."""
-        return min(
-            STEPS_PER_LOOP,
-            epoch_end - global_step,
-            LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
-        )
-
     for epoch in range(first_epoch, epochs):
-        print(f"Epoch {epoch + 1}/{epochs}")
         epoch_start = epoch * steps_per_epoch
         epoch_end = min(epoch_start + steps_per_epoch, total_steps)
-        # The logged values are already running means: "stateful", so the bar shows them as
-        # they are instead of averaging them again.
-        progbar = keras.utils.Progbar(
-            epoch_end - epoch_start,
-            stateful_metrics=["loss", "accuracy", "learning_rate", "steps_per_second"],
-        )
-        for metric in [train_loss, *train_metrics]:
+        run.start_epoch(epoch, epochs, epoch_start, epoch_end)
+        for metric in train_values:
             metric.reset_state()
-        # Throughput is timed from log point to log point (validation is not counted).
-        timer_start, timer_step = time.perf_counter(), global_step
         while global_step < epoch_end and not run.preempted:
-            num_steps = steps_to_run(global_step, epoch_end)
+            # STEPS_PER_LOOP steps, or fewer to stop at the next log point or epoch end:
+            # each of them then happens at its exact step.
+            num_steps = min(
+                STEPS_PER_LOOP,
+                epoch_end - global_step,
+                LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+            )
             train_loop(train_iterator, tf.constant(num_steps))
             global_step += num_steps
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
-                logs = results([train_loss, *train_metrics])
+                logs = results(train_values)
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
-                # Timed after results(), which waited for the device.
-                now = time.perf_counter()
-                logs["steps_per_second"] = (global_step - timer_step) / (
-                    now - timer_start
-                )
-                timer_start, timer_step = now, global_step
-                progbar.update(global_step - epoch_start, list(logs.items()))
                 run.log("train", global_step, epoch, logs)
                 run.stop_if_diverged()
         if run.preempted:
             break
         if (
-            (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0
-            and global_step == epoch_start + steps_per_epoch
-        ):
+            epoch + 1
+        ) % CHECKPOINT_EVERY_EPOCHS == 0:  # (a cut last epoch: run.finish saves)
             run.save(global_step)
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
     export_dir = os.path.join(args.output_dir, "export")
-    # SavedModel for serving (TF Serving, tf.saved_model.load): it does not need the Python
-    # classes of this script to load, nor a strategy.
-    model.export(os.path.join(export_dir, "saved_model"), verbose=False)
+    export(model, export_dir)
 
 
 # --- The run directory ------------------------------------------------------------------
@@ -409,6 +399,19 @@ SETUP = {
     "seed": SEED,
     "optimizer": "388397b85f44c0e5",
     "loss": "071318bbec99592d",
+}
+
+
+# The system's reasons for failing a write that no fix of this script would help, and what to do.
+MACHINE_FAULTS = {
+    errno.ENOSPC: "The disk is full: free some space",
+    errno.EDQUOT: "The disk quota is used up: free some space",
+    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
+    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
+    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
+    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
+    errno.EEXIST: "--output-dir names a file: pass a directory",
+    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
 }
 
 
@@ -467,6 +470,7 @@ class RunDirectory:
             checkpoint, self.checkpoints, KEEP_CHECKPOINTS
         )
         paths = self.manager.checkpoints
+        self.remove_partial_checkpoints(self.manager.directory)
         if not paths:
             if self.args.init_from:
                 self.init_from = load_weights(self.args.init_from, **networks)
@@ -504,7 +508,7 @@ class RunDirectory:
             self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
             return print(f"Resumed from {path} at step {self.saved}")
         raise SystemExit(
-            f"None of the checkpoints in {self.checkpoints} restores (see the errors above). "
+            f"None of the checkpoints restores ({', '.join(paths)}): see the errors above. "
             "Move them away (or pass another --output-dir) to start from scratch."
         )
 
@@ -525,7 +529,8 @@ class RunDirectory:
             "script_edited": current != rendered, "command": sys.argv, "flags": vars(self.args),
             "python": sys.version.split()[0], "tensorflow": tf.__version__,
             "keras": keras.__version__, "host": socket.gethostname(), "pid": os.getpid(),
-            "strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync,
+            "strategy": 'TPUStrategy',
+            "replicas": strategy.num_replicas_in_sync,
             "devices": [device.name for device in tf.config.list_logical_devices()],
             "resumed_from": self.resumed_from, "init_from": self.init_from, "step": int(step.numpy()),
         })
@@ -538,9 +543,24 @@ class RunDirectory:
             self.writers[split] = tf.summary.create_file_writer(logdir)
         return self.writers[split]
 
+    def start_epoch(self, epoch, epochs, first_step, end_step):
+        """Starts an epoch's progress bar, and the throughput timer (validation and checkpoints
+        are not counted: it runs from log point to log point)."""
+        print(f"Epoch {epoch + 1}/{epochs}")
+        # The logged values are running means already: all shown as they are, none averaged.
+        steps = end_step - first_step
+        self.progbar = keras.utils.Progbar(steps, stateless_metrics=())
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl with the
-        validation values named apart (val_loss, val_...)."""
+        validation values named apart (val_loss, val_...), which are also printed."""
+        if split == "train":
+            # Timed after the values were read, which waited for the device.
+            start, start_step = self.timer
+            self.timer = time.perf_counter(), step
+            values["steps_per_second"] = (step - start_step) / (self.timer[0] - start)
+            self.progbar.update(step - self.epoch_start, list(values.items()))
         with self.writer(split).as_default(step=step):
             for name, value in values.items():
                 tf.summary.scalar(name, value)
@@ -565,12 +585,22 @@ class RunDirectory:
         try:
             self.manager.save(checkpoint_number=step)
         except BaseException:
-            for path in glob.glob(
-                os.path.join(self.manager.directory, f"ckpt-{step}[._]*")
-            ):
-                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+            self.remove_partial_checkpoints(self.manager.directory)
             raise
         self.saved = step
+
+    def remove_partial_checkpoints(self, directory):
+        """Removes what a save cut short left behind (a full disk, a kill): its _temp directory,
+        and the files of a checkpoint that the `checkpoint` file does not list."""
+        state = tf.train.get_checkpoint_state(directory)
+        listed = (
+            [os.path.basename(path) for path in state.all_model_checkpoint_paths]
+            if state
+            else []
+        )
+        for path in glob.glob(os.path.join(directory, "ckpt-*")):
+            if re.match(r"ckpt-\d+", os.path.basename(path)).group(0) not in listed:
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 
     def finish(self, step):
         """Saves where training stopped, if no checkpoint is there yet (mid-epoch after
@@ -612,8 +642,54 @@ class RunDirectory:
             )
 
     def append(self, name, record):
+        """Appends a JSON line, whole or not at all (a full disk would leave part of it)."""
         with open(os.path.join(self.path, name), "a") as f:
-            f.write(json.dumps(record) + "\n")
+            end = f.tell()
+            try:
+                f.write(json.dumps(record) + "\n")
+                f.flush()
+            except OSError:
+                f.truncate(end)
+                raise
+
+    def fault(self, error):
+        """What to say when the machine failed the run: a full disk, a directory it may not
+        write, a path that is not what it should be. None for other errors (their traceback,
+        on stderr, says more)."""
+        if isinstance(error, OSError) and error.errno in MACHINE_FAULTS:
+            path, code = error.filename, error.errno
+        else:  # TensorFlow's file errors say "<path>; <the system's words> [Op:...]"
+            words = {os.strerror(code): code for code in MACHINE_FAULTS}
+            found = isinstance(error, tf.errors.OpError) and re.search(
+                r"([^\s;{}]+); (" + "|".join(words) + ")", error.message
+            )
+            if not found:
+                return None
+            # The file being written, not TensorFlow's temporary name for it.
+            path = re.sub(
+                r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
+            )
+            code = words[found.group(2)]
+        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
+        when = (
+            "once there is room, "
+            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+            else ""
+        )
+        state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
+            self.checkpoints
+        )
+        if state:
+            newest = state.model_checkpoint_path
+            return (
+                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
+                f"is intact: {when}run the script again with the same --output-dir to resume."
+            )
+        if self.run:
+            return (
+                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+            )
+        return message
 
 
 def now():
@@ -631,6 +707,22 @@ def script_checksums():
     if found:
         text = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
     return found and found.group(1), hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def written_whole(directory):
+    """A directory written whole or not at all: the files go into <directory>.partial, which
+    replaces `directory` once all are written (a full disk leaves no half export behind).
+    """
+    partial = directory + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    shutil.rmtree(directory, ignore_errors=True)
+    os.rename(partial, directory)
 
 
 def weights_fingerprint(*networks):
@@ -666,14 +758,18 @@ def load_weights(source, **networks):
 
 def main(argv=None):
     """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
-    a NaN loss, or an error."""
+    a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
+    lines: the traceback is in runs.jsonl."""
     args = parse_args(argv)
     run = RunDirectory(args)
     try:
         train(args, run)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
         run.end(error)
-        raise
+        message = run.fault(error)
+        if message is None:
+            raise
+        raise SystemExit(message) from None
     run.end()
 
 
