@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 38b177ddbc467766, script sha256 6b9e396765806b7c).
+(spec sha256 38b177ddbc467766, script sha256 d98e5abbe2c1b440).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -314,6 +314,35 @@ def make_metrics():
     return loss, metrics
 
 
+def make_train_loop(train_step):
+    """Several train steps per call, as Orbit's create_loop_fn and Keras' steps_per_execution:
+    Python runs once per call, not once per step."""
+
+    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
+    # another count nor the smaller last batch of an epoch traces it again.
+    @tf.function
+    def train_loop(iterator, num_steps):
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
+        batch = next(iterator)
+        for _ in tf.range(num_steps - 1):
+            train_step(*batch)
+            batch = next(iterator)
+        train_step(*batch)
+
+    return train_loop
+
+
+def steps_in_call(global_step, epoch_end):
+    """The steps of the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+    point or epoch end: each of them then happens at its exact step."""
+    return min(
+        STEPS_PER_LOOP,
+        epoch_end - global_step,
+        LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+    )
+
+
 def export(model, directory):
     """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
     without this script's classes."""
@@ -338,8 +367,7 @@ def train(args, run):
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(num_examples(train_examples) / BATCH_SIZE)
     validation_steps = math.ceil(num_examples(validation_examples) / BATCH_SIZE)
-    # One iterator for every validation pass: creating and deleting one per pass can stall
-    # tf.data's autotuner for seconds.
+    # One iterator for all passes: one per pass can stall tf.data's autotuner for seconds.
     validation_iterator = iter(validation_batches(validation_examples))
 
     # --- Model, loss, optimizer, metrics ----------------------------------------------
@@ -354,25 +382,21 @@ def train(args, run):
     optimizer = keras.optimizers.SGD(
         learning_rate=learning_rate, momentum=0.9, nesterov=True
     )
-    # Create the slot variables (momentum, moments) now, not in the first traced
-    # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+    # The slot variables (momentum, moments) now, not in the first traced step, which would
+    # trace it twice and leave a restored checkpoint nothing to fill.
     optimizer.build(model.trainable_variables)
     train_loss, train_metrics = make_metrics()
     validation_loss, validation_metrics = make_metrics()
-    # What the loop logs, in order.
     train_values = [train_loss, *train_metrics]
     validation_values = [validation_loss, *validation_metrics]
-    # Counts train steps. The checkpoint saves it, so a resumed run continues
-    # counting (and with it the epoch, the data position and the cadences).
+    # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    # The first step whose loss was NaN or Inf (-1: none so far). Not
-    # checkpointed: a run that stops on it restarts from the last good checkpoint.
+    # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
     nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
     # --- Train and eval steps ---------------------------------------------------------
     @tf.function
     def train_step(images, labels):
-        """One optimizer step on one batch."""
         with tf.GradientTape() as tape:
             predictions = model(images, training=True)
             loss = loss_fn(labels, predictions)
@@ -391,18 +415,7 @@ def train(args, run):
         for metric in train_metrics:
             metric.update_state(labels, predictions)
 
-    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
-    # another count nor the smaller last batch of an epoch traces it again. A call runs
-    # num_steps steps: Python's overhead is paid per call, not per step.
-    @tf.function
-    def train_loop(iterator, num_steps):
-        # The next batch is taken while the current step computes (nothing orders the two),
-        # and the last step takes none: the iterator stops exactly after num_steps batches.
-        batch = next(iterator)
-        for _ in tf.range(num_steps - 1):
-            train_step(*batch)
-            batch = next(iterator)
-        train_step(*batch)
+    train_loop = make_train_loop(train_step)
 
     @tf.function
     def validation_pass(iterator, num_steps):
@@ -432,8 +445,7 @@ def train(args, run):
     if args.max_steps is not None:
         total_steps = min(total_steps, args.max_steps)
     epochs = math.ceil(total_steps / steps_per_epoch)
-    # A Python copy of the step counter: reading the variable every step would wait for the
-    # device each time.
+    # A Python copy of the step: reading the variable would wait for the device each time.
     global_step = int(step.numpy())
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
@@ -443,19 +455,10 @@ def train(args, run):
     train_iterator = iter(training_batches(train_examples, start_step=global_step))
 
     for epoch in range(first_epoch, epochs):
-        epoch_start = epoch * steps_per_epoch
-        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
-        run.start_epoch(epoch, epochs, epoch_start, epoch_end)
-        for metric in train_values:
-            metric.reset_state()
+        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
+        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
         while global_step < epoch_end and not run.preempted:
-            # STEPS_PER_LOOP steps, or fewer to stop at the next log point or epoch end:
-            # each of them then happens at its exact step.
-            num_steps = min(
-                STEPS_PER_LOOP,
-                epoch_end - global_step,
-                LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
-            )
+            num_steps = steps_in_call(global_step, epoch_end)
             train_loop(train_iterator, tf.constant(num_steps))
             global_step += num_steps
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
@@ -472,15 +475,12 @@ def train(args, run):
             validation_pass(validation_iterator, tf.constant(validation_steps))
             validation_logs = results(validation_values)
             run.log("validation", global_step, epoch, validation_logs)
-        if (
-            epoch + 1
-        ) % CHECKPOINT_EVERY_EPOCHS == 0:  # (a cut last epoch: run.finish saves)
+        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
             run.save(global_step)
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
-    export_dir = os.path.join(args.output_dir, "export")
-    export(model, export_dir)
+    export(model, os.path.join(args.output_dir, "export"))
 
 
 # --- The run directory ------------------------------------------------------------------
@@ -649,9 +649,12 @@ class RunDirectory:
             self.writers[split] = tf.summary.create_file_writer(logdir)
         return self.writers[split]
 
-    def start_epoch(self, epoch, epochs, first_step, end_step):
-        """Starts an epoch's progress bar, and the throughput timer (validation and checkpoints
-        are not counted: it runs from log point to log point)."""
+    def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
+        """Starts an epoch: its running means from zero, its progress bar, and the throughput
+        timer (validation and checkpoints are not counted: it runs from log point to log
+        point)."""
+        for metric in metrics:
+            metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step

@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 665dcbe52b9f96bd, script sha256 45efea6036e242aa).
+(spec sha256 665dcbe52b9f96bd, script sha256 ea559618fbc3e84f).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -225,23 +225,34 @@ class ValidationMonitor(tf.Module):
     A tf.Module: its variables go into the checkpoint with the rest of the run's state.
     """
 
-    def __init__(self, mode, min_delta=0.0):
+    def __init__(self, monitored, mode, min_delta=0.0, patience=None, restart=False):
         super().__init__()
+        self.monitored, self.min_delta, self.patience = monitored, min_delta, patience
+        self.restart = restart  # whether the patience starts over once it has run out
         # The best value times `sign`, so that lower is better in both modes.
         self.sign = 1.0 if mode == "min" else -1.0
-        self.min_delta = min_delta
         self.best = tf.Variable(math.inf, trainable=False)
         self.waited = tf.Variable(0, trainable=False)
 
-    def update(self, value):
+    def update(self, logs):
         """Records a validation's value; returns whether it beat the best by min_delta."""
-        improved = self.sign * value < float(self.best.numpy()) - self.min_delta
+        value = self.sign * logs[self.monitored]
+        improved = value < float(self.best.numpy()) - self.min_delta
         if improved:
-            self.best.assign(self.sign * value)
+            self.best.assign(value)
             self.waited.assign(0)
         else:
             self.waited.assign_add(1)
         return improved
+
+    def stalled(self, logs):
+        """Records a validation's value; returns whether `patience` validations in a row
+        have not improved it."""
+        if self.update(logs) or int(self.waited.numpy()) < self.patience:
+            return False
+        if self.restart:
+            self.waited.assign(0)
+        return True
 
 
 def make_metrics():
@@ -251,6 +262,35 @@ def make_metrics():
         keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
     ]
     return loss, metrics
+
+
+def make_train_loop(train_step):
+    """Several train steps per call, as Orbit's create_loop_fn and Keras' steps_per_execution:
+    Python runs once per call, not once per step."""
+
+    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
+    # another count nor the smaller last batch of an epoch traces it again.
+    @tf.function
+    def train_loop(iterator, num_steps):
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
+        batch = next(iterator)
+        for _ in tf.range(num_steps - 1):
+            train_step(*batch)
+            batch = next(iterator)
+        train_step(*batch)
+
+    return train_loop
+
+
+def steps_in_call(global_step, epoch_end):
+    """The steps of the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+    point or epoch end: each of them then happens at its exact step."""
+    return min(
+        STEPS_PER_LOOP,
+        epoch_end - global_step,
+        LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+    )
 
 
 def export(model, directory):
@@ -274,8 +314,7 @@ def train(args, run):
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(num_examples(train_examples) / BATCH_SIZE)
     validation_steps = math.ceil(num_examples(validation_examples) / BATCH_SIZE)
-    # One iterator for every validation pass: creating and deleting one per pass can stall
-    # tf.data's autotuner for seconds.
+    # One iterator for all passes: one per pass can stall tf.data's autotuner for seconds.
     validation_iterator = iter(validation_batches(validation_examples))
 
     # --- Model, loss, optimizer, metrics ----------------------------------------------
@@ -283,37 +322,31 @@ def train(args, run):
     model.summary()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     optimizer = keras.optimizers.Adam(learning_rate=0.003)
-    # Create the slot variables (momentum, moments) now, not in the first traced
-    # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+    # The slot variables (momentum, moments) now, not in the first traced step, which would
+    # trace it twice and leave a restored checkpoint nothing to fill.
     optimizer.build(model.trainable_variables)
     train_loss, train_metrics = make_metrics()
     # The global norm of the gradients before clipping, averaged between log points.
     train_gradient_norm = keras.metrics.Mean(name="gradient_norm")
     # The last step's gradient norm of each weight, for the histograms.
     gradient_norms = tf.Variable(
-        tf.zeros(len(model.trainable_variables)), trainable=False
+        tf.zeros(len(model.trainable_weights)), trainable=False
     )
     validation_loss, validation_metrics = make_metrics()
-    # What the loop logs, in order.
     train_values = [train_loss, *train_metrics, train_gradient_norm]
     validation_values = [validation_loss, *validation_metrics]
-    # Counts train steps. The checkpoint saves it, so a resumed run continues
-    # counting (and with it the epoch, the data position and the cadences).
+    # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    # The first step whose loss was NaN or Inf (-1: none so far). Not
-    # checkpointed: a run that stops on it restarts from the last good checkpoint.
+    # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
     nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
-    # Decisions on validation values, each with the best value so far and the validations
-    # since it improved (checkpointed, so a resumed run keeps counting).
-    best = ValidationMonitor("max", min_delta=0.0)  # on val_accuracy
-    plateau = ValidationMonitor("min", min_delta=0.0)  # on val_loss
-    early_stopping = ValidationMonitor("min", min_delta=0.001)  # on val_loss
+    best = ValidationMonitor("accuracy", "max", 0.0)
+    plateau = ValidationMonitor("loss", "min", 0.0, PLATEAU_PATIENCE, restart=True)
+    early_stopping = ValidationMonitor("loss", "min", 0.001, EARLY_STOPPING_PATIENCE)
 
     # --- Train and eval steps ---------------------------------------------------------
     @tf.function
     def train_step(images, labels):
-        """One optimizer step on one batch."""
         with tf.GradientTape() as tape:
             predictions = model(images, training=True)
             loss = loss_fn(labels, predictions)
@@ -334,18 +367,7 @@ def train(args, run):
         for metric in train_metrics:
             metric.update_state(labels, predictions)
 
-    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
-    # another count nor the smaller last batch of an epoch traces it again. A call runs
-    # num_steps steps: Python's overhead is paid per call, not per step.
-    @tf.function
-    def train_loop(iterator, num_steps):
-        # The next batch is taken while the current step computes (nothing orders the two),
-        # and the last step takes none: the iterator stops exactly after num_steps batches.
-        batch = next(iterator)
-        for _ in tf.range(num_steps - 1):
-            train_step(*batch)
-            batch = next(iterator)
-        train_step(*batch)
+    train_loop = make_train_loop(train_step)
 
     @tf.function
     def validation_pass(iterator, num_steps):
@@ -372,7 +394,6 @@ def train(args, run):
         early_stopping=early_stopping,
     )
     run.restore(checkpoint, model=model)
-    run.keep_best(model=model)
     run.start(step, nonfinite_step)
 
     # --- Training loop ----------------------------------------------------------------
@@ -380,8 +401,7 @@ def train(args, run):
     if args.max_steps is not None:
         total_steps = min(total_steps, args.max_steps)
     epochs = math.ceil(total_steps / steps_per_epoch)
-    # A Python copy of the step counter: reading the variable every step would wait for the
-    # device each time.
+    # A Python copy of the step: reading the variable would wait for the device each time.
     global_step = int(step.numpy())
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
@@ -394,19 +414,10 @@ def train(args, run):
     train_iterator = iter(training_batches(train_examples, start_step=global_step))
 
     for epoch in range(first_epoch, epochs):
-        epoch_start = epoch * steps_per_epoch
-        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
-        run.start_epoch(epoch, epochs, epoch_start, epoch_end)
-        for metric in train_values:
-            metric.reset_state()
+        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
+        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
         while global_step < epoch_end and not run.preempted:
-            # STEPS_PER_LOOP steps, or fewer to stop at the next log point or epoch end:
-            # each of them then happens at its exact step.
-            num_steps = min(
-                STEPS_PER_LOOP,
-                epoch_end - global_step,
-                LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
-            )
+            num_steps = steps_in_call(global_step, epoch_end)
             train_loop(train_iterator, tf.constant(num_steps))
             global_step += num_steps
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
@@ -424,34 +435,27 @@ def train(args, run):
             validation_pass(validation_iterator, tf.constant(validation_steps))
             validation_logs = results(validation_values)
             run.log("validation", global_step, epoch, validation_logs)
-            if best.update(validation_logs["accuracy"]):
+            if best.update(validation_logs):
                 print(f"  best val_accuracy so far: saved {run.save_best(global_step)}")
-            plateau.update(validation_logs["loss"])
-            if plateau.waited >= PLATEAU_PATIENCE:
+            if plateau.stalled(validation_logs):
                 # The rate is a variable of the optimizer (saved in checkpoints): lower it.
                 rate = float(optimizer.learning_rate.numpy()) * PLATEAU_FACTOR
                 optimizer.learning_rate = rate = max(rate, MIN_LEARNING_RATE)
-                plateau.waited.assign(0)
                 print(f"  val_loss on a plateau: learning rate lowered to {rate:.3g}")
-            early_stopping.update(validation_logs["loss"])
-            if early_stopping.waited >= EARLY_STOPPING_PATIENCE:
+            if early_stopping.stalled(validation_logs):
                 print(
                     f"Stopping early: no better val_loss in {EARLY_STOPPING_PATIENCE} validations."
                 )
                 break
-        if (
-            epoch + 1
-        ) % CHECKPOINT_EVERY_EPOCHS == 0:  # (a cut last epoch: run.finish saves)
+        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
             run.save(global_step)
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
-    export_dir = os.path.join(args.output_dir, "export")
-    export(model, export_dir)
-    if (
-        run.restore_best()
-    ):  # the best val_accuracy's weights, exported beside the last ones
-        export(model, os.path.join(export_dir, "best"))
+    export(model, os.path.join(args.output_dir, "export"))
+    # The weights of the best val_accuracy, exported beside the last ones.
+    if run.restore_best():
+        export(model, os.path.join(args.output_dir, "export", "best"))
 
 
 # --- The run directory ------------------------------------------------------------------
@@ -552,6 +556,7 @@ class RunDirectory:
         from the weights of another run (--init-from)."""
         setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
         setup_path = os.path.join(self.checkpoints, "setup.json")
+        self.keep_best(**networks)
         self.manager = tf.train.CheckpointManager(
             checkpoint, self.checkpoints, KEEP_CHECKPOINTS
         )
@@ -652,9 +657,12 @@ class RunDirectory:
             self.writers[split] = tf.summary.create_file_writer(logdir)
         return self.writers[split]
 
-    def start_epoch(self, epoch, epochs, first_step, end_step):
-        """Starts an epoch's progress bar, and the throughput timer (validation and checkpoints
-        are not counted: it runs from log point to log point)."""
+    def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
+        """Starts an epoch: its running means from zero, its progress bar, and the throughput
+        timer (validation and checkpoints are not counted: it runs from log point to log
+        point)."""
+        for metric in metrics:
+            metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step

@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 bacbed6570608914, script sha256 f67f8e3ab9c4db23).
+(spec sha256 bacbed6570608914, script sha256 a622c9497e0740b4).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -225,6 +225,35 @@ def results(metrics):
     return {metric.name: float(metric.result()) for metric in metrics}
 
 
+def make_train_loop(train_step):
+    """Several train steps per call, as Orbit's create_loop_fn and Keras' steps_per_execution:
+    Python runs once per call, not once per step."""
+
+    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
+    # another count nor the smaller last batch of an epoch traces it again.
+    @tf.function
+    def train_loop(iterator, num_steps):
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
+        batch = next(iterator)
+        for _ in tf.range(num_steps - 1):
+            train_step(*batch)
+            batch = next(iterator)
+        train_step(*batch)
+
+    return train_loop
+
+
+def steps_in_call(global_step, epoch_end):
+    """The steps of the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+    point or epoch end: each of them then happens at its exact step."""
+    return min(
+        STEPS_PER_LOOP,
+        epoch_end - global_step,
+        LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+    )
+
+
 def export(model, directory):
     """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
     without this script's classes."""
@@ -251,26 +280,22 @@ def train(args, run):
     model.summary()
     loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
     optimizer = keras.optimizers.Adam(learning_rate=0.001)
-    # Create the slot variables (momentum, moments) now, not in the first traced
-    # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+    # The slot variables (momentum, moments) now, not in the first traced step, which would
+    # trace it twice and leave a restored checkpoint nothing to fill.
     optimizer.build(model.trainable_variables)
     train_loss = keras.metrics.Mean(name="loss")
     train_metrics = [
         keras.metrics.BinaryAccuracy(name="accuracy", threshold=0.0),
     ]
-    # What the loop logs, in order.
     train_values = [train_loss, *train_metrics]
-    # Counts train steps. The checkpoint saves it, so a resumed run continues
-    # counting (and with it the epoch, the data position and the cadences).
+    # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    # The first step whose loss was NaN or Inf (-1: none so far). Not
-    # checkpointed: a run that stops on it restarts from the last good checkpoint.
+    # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
     nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
     # --- Train and eval steps ---------------------------------------------------------
     @tf.function
     def train_step(features, labels):
-        """One optimizer step on one batch."""
         with tf.GradientTape() as tape:
             predictions = model(features, training=True)
             loss = loss_fn(labels, predictions)
@@ -286,18 +311,7 @@ def train(args, run):
         for metric in train_metrics:
             metric.update_state(labels, predictions)
 
-    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
-    # another count nor the smaller last batch of an epoch traces it again. A call runs
-    # num_steps steps: Python's overhead is paid per call, not per step.
-    @tf.function
-    def train_loop(iterator, num_steps):
-        # The next batch is taken while the current step computes (nothing orders the two),
-        # and the last step takes none: the iterator stops exactly after num_steps batches.
-        batch = next(iterator)
-        for _ in tf.range(num_steps - 1):
-            train_step(*batch)
-            batch = next(iterator)
-        train_step(*batch)
+    train_loop = make_train_loop(train_step)
 
     # --- Checkpoints: everything a resumed run needs to continue exactly --------------
     checkpoint = tf.train.Checkpoint(
@@ -315,8 +329,7 @@ def train(args, run):
     if args.max_steps is not None:
         total_steps = min(total_steps, args.max_steps)
     epochs = math.ceil(total_steps / steps_per_epoch)
-    # A Python copy of the step counter: reading the variable every step would wait for the
-    # device each time.
+    # A Python copy of the step: reading the variable would wait for the device each time.
     global_step = int(step.numpy())
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
@@ -326,19 +339,10 @@ def train(args, run):
     train_iterator = iter(training_batches(train_examples, start_step=global_step))
 
     for epoch in range(first_epoch, epochs):
-        epoch_start = epoch * steps_per_epoch
-        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
-        run.start_epoch(epoch, epochs, epoch_start, epoch_end)
-        for metric in train_values:
-            metric.reset_state()
+        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
+        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
         while global_step < epoch_end and not run.preempted:
-            # STEPS_PER_LOOP steps, or fewer to stop at the next log point or epoch end:
-            # each of them then happens at its exact step.
-            num_steps = min(
-                STEPS_PER_LOOP,
-                epoch_end - global_step,
-                LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
-            )
+            num_steps = steps_in_call(global_step, epoch_end)
             train_loop(train_iterator, tf.constant(num_steps))
             global_step += num_steps
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
@@ -348,15 +352,12 @@ def train(args, run):
                 run.stop_if_diverged()
         if run.preempted:
             break
-        if (
-            epoch + 1
-        ) % CHECKPOINT_EVERY_EPOCHS == 0:  # (a cut last epoch: run.finish saves)
+        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
             run.save(global_step)
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
-    export_dir = os.path.join(args.output_dir, "export")
-    export(model, export_dir)
+    export(model, os.path.join(args.output_dir, "export"))
 
 
 # --- The run directory ------------------------------------------------------------------
@@ -521,9 +522,12 @@ class RunDirectory:
             self.writers[split] = tf.summary.create_file_writer(logdir)
         return self.writers[split]
 
-    def start_epoch(self, epoch, epochs, first_step, end_step):
-        """Starts an epoch's progress bar, and the throughput timer (validation and checkpoints
-        are not counted: it runs from log point to log point)."""
+    def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
+        """Starts an epoch: its running means from zero, its progress bar, and the throughput
+        timer (validation and checkpoints are not counted: it runs from log point to log
+        point)."""
+        for metric in metrics:
+            metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step

@@ -141,6 +141,7 @@ def test_sections_come_in_reading_order(golden):
         "\nimport tensorflow as tf",
         "\ndef load_examples(",
         "\ndef build_generator(" if gan else "\ndef build_model(",
+        "\ndef make_train_loop(",  # several steps per call (Orbit's create_loop_fn)
         "\ndef train(",
         *(["    strategy = ", "    with strategy.scope():"] if distributed else []),
         # One loss, one per task, or a GAN's cross-entropy.
@@ -148,7 +149,7 @@ def test_sections_come_in_reading_order(golden):
         " generator_optimizer = " if gan else " optimizer = ",
         "    def replica_train_step(" if distributed else "    def train_step(",
         "tf.GradientTape()",
-        "    def train_loop(",
+        "    train_loop = make_train_loop(",
         "    checkpoint = tf.train.Checkpoint(",
         "    for epoch in range(",
         "        run.start_epoch(",

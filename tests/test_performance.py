@@ -74,7 +74,7 @@ def test_precision_renders_policy_and_loss_scaling_only_where_needed():
 def test_loop_calls_stop_at_every_cadence():
     source = rendered("mnist_mlp", "checkpoint.every_epochs=null", "checkpoint.every_steps=30")
     assert "STEPS_PER_LOOP = 50" in source
-    helper = source[source.index("num_steps = min(") : source.index("train_loop(train_iterator")]
+    helper = source[source.index("def steps_in_call(") : source.index("\ndef train(")]
     for bound in ("STEPS_PER_LOOP", "epoch_end - global_step",
                   "LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS",
                   "CHECKPOINT_EVERY_STEPS - global_step % CHECKPOINT_EVERY_STEPS"):  # fmt: skip

@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 58cc0b372ca066d6, script sha256 642153ad0a17e76e).
+(spec sha256 58cc0b372ca066d6, script sha256 22bc81cbba27c401).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -267,6 +267,48 @@ def make_metrics():
     return loss, metrics
 
 
+def per_example(loss_fn):
+    """The loss of each example (the Keras loss with reduction=None): averaged over any further
+    axes (a mask's pixels), as a mean over the batch averages over all of them."""
+
+    def losses(labels, predictions):
+        losses = loss_fn(labels, predictions)
+        return tf.reduce_mean(losses, axis=list(range(1, losses.shape.rank)))
+
+    return losses
+
+
+def make_train_loop(train_step):
+    """Several train steps per call, as Orbit's create_loop_fn and Keras' steps_per_execution:
+    Python runs once per call, not once per step."""
+
+    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
+    # another count nor the smaller last batch of an epoch traces it again.
+    @tf.function
+    def train_loop(iterator, num_steps):
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
+        batch = next(iterator)
+        for _ in tf.range(num_steps - 1):
+            train_step(*batch)
+            batch = next(iterator)
+        train_step(*batch)
+
+    return train_loop
+
+
+def steps_in_call(global_step, epoch_end, smaller_last_batch):
+    """The steps of the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+    point or epoch end: each of them then happens at its exact step."""
+    return min(
+        STEPS_PER_LOOP,
+        epoch_end - global_step,
+        LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+        # Sparse gradients need one batch size per call: the smaller last batch goes alone.
+        (epoch_end - 1 - global_step or 1) if smaller_last_batch else STEPS_PER_LOOP,
+    )
+
+
 def export(model, directory):
     """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
     without this script's classes."""
@@ -299,8 +341,7 @@ def train(args, run):
     # train_loop call: the smaller last batch of an epoch gets a call of its own.
     smaller_last_batch = num_examples(train_examples) % GLOBAL_BATCH_SIZE != 0
     validation_steps = math.ceil(num_examples(validation_examples) / GLOBAL_BATCH_SIZE)
-    # One iterator for every validation pass: creating and deleting one per pass can stall
-    # tf.data's autotuner for seconds.
+    # One iterator for all passes: one per pass can stall tf.data's autotuner for seconds.
     # Each input pipeline (one per worker) reads only its replicas' slices of each batch.
     validation_iterator = iter(
         strategy.distribute_datasets_from_function(
@@ -317,33 +358,24 @@ def train(args, run):
         # same on every run, and on every worker.
         model.get_layer("tokens").adapt(training_inputs(train_examples))
         model.summary()
-        # reduction=None: one loss per example. The replica step sums them and divides
-        # by the global batch size; a mean per replica would be num_replicas times off.
-        loss_fn = keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction=None
+        # One loss per example (see per_example). The replica step sums them and divides by
+        # the global batch size; a mean per replica would be num_replicas times off.
+        loss_fn = per_example(
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         )
         optimizer = keras.optimizers.Adam(learning_rate=0.003)
-        # Create the slot variables (momentum, moments) now, not in the first traced
-        # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+        # The slot variables (momentum, moments) now, not in the first traced step, which would
+        # trace it twice and leave a restored checkpoint nothing to fill.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss, train_metrics = make_metrics()
         validation_loss, validation_metrics = make_metrics()
-        # What the loop logs, in order.
         train_values = [train_loss, *train_metrics]
         validation_values = [validation_loss, *validation_metrics]
-        # Counts train steps. The checkpoint saves it, so a resumed run continues
-        # counting (and with it the epoch, the data position and the cadences).
+        # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-        # The first step whose loss was NaN or Inf (-1: none so far). Not
-        # checkpointed: a run that stops on it restarts from the last good checkpoint.
+        # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
         nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
-
-    def per_example_loss(labels, predictions):
-        """One loss value per example: averaged over any further axes (a mask's pixels), as
-        the single-device loss averages over all of them."""
-        losses = loss_fn(labels, predictions)
-        return tf.reduce_mean(losses, axis=list(range(1, losses.shape.rank)))
 
     # --- Train and eval steps ---------------------------------------------------------
     def replica_train_step(features, labels):
@@ -359,8 +391,7 @@ def train(args, run):
             # Divided by the global batch size, not this replica's: apply_gradients sums the
             # replicas' gradients, and the sum is then the gradient of the global batch's mean.
             loss = tf.nn.compute_average_loss(
-                per_example_loss(labels, predictions),
-                global_batch_size=global_batch_size,
+                loss_fn(labels, predictions), global_batch_size=global_batch_size
             )
         gradients = tape.gradient(loss, model.trainable_variables)
         # Sums the gradients over all replicas, then applies the same update on each.
@@ -384,23 +415,12 @@ def train(args, run):
         if nonfinite_step < 0 and not tf.math.is_finite(loss):
             nonfinite_step.assign(step)
 
-    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
-    # another count nor the smaller last batch of an epoch traces it again. A call runs
-    # num_steps steps: Python's overhead is paid per call, not per step.
-    @tf.function
-    def train_loop(iterator, num_steps):
-        # The next batch is taken while the current step computes (nothing orders the two),
-        # and the last step takes none: the iterator stops exactly after num_steps batches.
-        batch = next(iterator)
-        for _ in tf.range(num_steps - 1):
-            train_step(*batch)
-            batch = next(iterator)
-        train_step(*batch)
+    train_loop = make_train_loop(train_step)
 
     def replica_eval_step(features, labels):
         predictions = model(features, training=False)
         # The data loss only: weight penalties say nothing about generalization.
-        validation_loss.update_state(per_example_loss(labels, predictions))
+        validation_loss.update_state(loss_fn(labels, predictions))
         for metric in validation_metrics:
             metric.update_state(labels, predictions)
 
@@ -427,8 +447,7 @@ def train(args, run):
     if args.max_steps is not None:
         total_steps = min(total_steps, args.max_steps)
     epochs = math.ceil(total_steps / steps_per_epoch)
-    # A Python copy of the step counter: reading the variable every step would wait for the
-    # device each time.
+    # A Python copy of the step: reading the variable would wait for the device each time.
     global_step = int(step.numpy())
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
@@ -445,24 +464,10 @@ def train(args, run):
     )
 
     for epoch in range(first_epoch, epochs):
-        epoch_start = epoch * steps_per_epoch
-        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
-        run.start_epoch(epoch, epochs, epoch_start, epoch_end)
-        for metric in train_values:
-            metric.reset_state()
+        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
+        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
         while global_step < epoch_end and not run.preempted:
-            # STEPS_PER_LOOP steps, or fewer to stop at the next log point or epoch end:
-            # each of them then happens at its exact step.
-            num_steps = min(
-                STEPS_PER_LOOP,
-                epoch_end - global_step,
-                LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
-                (
-                    (epoch_end - 1 - global_step or 1)
-                    if smaller_last_batch
-                    else STEPS_PER_LOOP
-                ),
-            )
+            num_steps = steps_in_call(global_step, epoch_end, smaller_last_batch)
             train_loop(train_iterator, tf.constant(num_steps))
             global_step += num_steps
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
@@ -479,15 +484,12 @@ def train(args, run):
             validation_pass(validation_iterator, tf.constant(validation_steps))
             validation_logs = results(validation_values)
             run.log("validation", global_step, epoch, validation_logs)
-        if (
-            epoch + 1
-        ) % CHECKPOINT_EVERY_EPOCHS == 0:  # (a cut last epoch: run.finish saves)
+        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
             run.save(global_step)
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
-    export_dir = os.path.join(args.output_dir, "export")
-    export(model, export_dir)
+    export(model, os.path.join(args.output_dir, "export"))
 
 
 # --- The run directory ------------------------------------------------------------------
@@ -654,9 +656,12 @@ class RunDirectory:
             self.writers[split] = tf.summary.create_file_writer(logdir)
         return self.writers[split]
 
-    def start_epoch(self, epoch, epochs, first_step, end_step):
-        """Starts an epoch's progress bar, and the throughput timer (validation and checkpoints
-        are not counted: it runs from log point to log point)."""
+    def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
+        """Starts an epoch: its running means from zero, its progress bar, and the throughput
+        timer (validation and checkpoints are not counted: it runs from log point to log
+        point)."""
+        for metric in metrics:
+            metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 15828609d80a6f3c, script sha256 55bf816fbb324016).
+(spec sha256 15828609d80a6f3c, script sha256 a432ee746e5fef7d).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -242,6 +242,39 @@ def results(metrics):
     return {metric.name: float(metric.result()) for metric in metrics}
 
 
+def make_train_loop(train_step, strategy):
+    """Several train steps per call, as Orbit's create_loop_fn and Keras' steps_per_execution:
+    Python runs once per call, not once per step."""
+
+    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
+    # another count nor the smaller last batch of an epoch traces it again.
+    @tf.function
+    def train_loop(iterator, num_steps, stop_requested):
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
+        batch = next(iterator)
+        for _ in tf.range(num_steps - 1):
+            train_step(batch)
+            batch = next(iterator)
+        train_step(batch)
+        # Preemption: each worker says whether it got SIGTERM; every worker gets the sum, so
+        # all of them stop after the same call (checkpointing is collective).
+        votes = strategy.run(tf.identity, args=(stop_requested,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, votes, axis=None)
+
+    return train_loop
+
+
+def steps_in_call(global_step, epoch_end):
+    """The steps of the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+    point or epoch end: each of them then happens at its exact step."""
+    return min(
+        STEPS_PER_LOOP,
+        epoch_end - global_step,
+        LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+    )
+
+
 def export(generator, directory):
     """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
     out. A SavedModel, which loads without this script's classes."""
@@ -320,18 +353,15 @@ def train(args, run):
         sample_noise = tf.random.stateless_normal(
             (NUM_SAMPLES, LATENT_DIM), seed=[SEED, 0]
         )
-        # What the loop logs, in order.
         train_values = [
             train_discriminator_loss,
             train_generator_loss,
             train_real_score,
             train_fake_score,
         ]
-        # Counts train steps. The checkpoint saves it, so a resumed run continues
-        # counting (and with it the epoch, the data position and the cadences).
+        # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-        # The first step whose loss was NaN or Inf (-1: none so far). Not
-        # checkpointed: a run that stops on it restarts from the last good checkpoint.
+        # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
         nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
     # --- Train and eval steps ---------------------------------------------------------
@@ -402,22 +432,7 @@ def train(args, run):
         ):
             nonfinite_step.assign(step)
 
-    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
-    # another count nor the smaller last batch of an epoch traces it again. A call runs
-    # num_steps steps: Python's overhead is paid per call, not per step.
-    @tf.function
-    def train_loop(iterator, num_steps, stop_requested):
-        # The next batch is taken while the current step computes (nothing orders the two),
-        # and the last step takes none: the iterator stops exactly after num_steps batches.
-        batch = next(iterator)
-        for _ in tf.range(num_steps - 1):
-            train_step(batch)
-            batch = next(iterator)
-        train_step(batch)
-        # Preemption: each worker says whether it got SIGTERM; every worker gets the sum, so
-        # all of them stop after the same call (checkpointing is collective).
-        votes = strategy.run(tf.identity, args=(stop_requested,))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, votes, axis=None)
+    train_loop = make_train_loop(train_step, strategy)
 
     # --- Checkpoints: everything a resumed run needs to continue exactly --------------
     checkpoint = tf.train.Checkpoint(
@@ -450,8 +465,7 @@ def train(args, run):
     if args.max_steps is not None:
         total_steps = min(total_steps, args.max_steps)
     epochs = math.ceil(total_steps / steps_per_epoch)
-    # A Python copy of the step counter: reading the variable every step would wait for the
-    # device each time.
+    # A Python copy of the step: reading the variable would wait for the device each time.
     global_step = int(step.numpy())
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
@@ -468,19 +482,10 @@ def train(args, run):
     )
 
     for epoch in range(first_epoch, epochs):
-        epoch_start = epoch * steps_per_epoch
-        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
-        run.start_epoch(epoch, epochs, epoch_start, epoch_end)
-        for metric in train_values:
-            metric.reset_state()
+        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
+        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
         while global_step < epoch_end and not run.preempted:
-            # STEPS_PER_LOOP steps, or fewer to stop at the next log point or epoch end:
-            # each of them then happens at its exact step.
-            num_steps = min(
-                STEPS_PER_LOOP,
-                epoch_end - global_step,
-                LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
-            )
+            num_steps = steps_in_call(global_step, epoch_end)
             votes = train_loop(
                 train_iterator, tf.constant(num_steps), tf.constant(float(run.sigterm))
             )
@@ -505,9 +510,7 @@ def train(args, run):
         samples = generator(sample_noise, training=False)
         with run.writer("train").as_default(step=global_step):
             tf.summary.image("samples", (samples + 1) / 2, max_outputs=NUM_SAMPLES)
-        if (
-            epoch + 1
-        ) % CHECKPOINT_EVERY_EPOCHS == 0:  # (a cut last epoch: run.finish saves)
+        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
             run.save(global_step)
     run.finish(global_step)
 
@@ -709,9 +712,12 @@ class RunDirectory:
             self.writers[split] = writer or tf.summary.create_noop_writer()
         return self.writers[split]
 
-    def start_epoch(self, epoch, epochs, first_step, end_step):
-        """Starts an epoch's progress bar, and the throughput timer (validation and checkpoints
-        are not counted: it runs from log point to log point)."""
+    def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
+        """Starts an epoch: its running means from zero, its progress bar, and the throughput
+        timer (validation and checkpoints are not counted: it runs from log point to log
+        point)."""
+        for metric in metrics:
+            metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step

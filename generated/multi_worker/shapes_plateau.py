@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 ddbfcd4f616f0556, script sha256 46357af698ad7b4a).
+(spec sha256 ddbfcd4f616f0556, script sha256 21ae74b6b521e5bc).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -252,23 +252,34 @@ class ValidationMonitor(tf.Module):
     A tf.Module: its variables go into the checkpoint with the rest of the run's state.
     """
 
-    def __init__(self, mode, min_delta=0.0):
+    def __init__(self, monitored, mode, min_delta=0.0, patience=None, restart=False):
         super().__init__()
+        self.monitored, self.min_delta, self.patience = monitored, min_delta, patience
+        self.restart = restart  # whether the patience starts over once it has run out
         # The best value times `sign`, so that lower is better in both modes.
         self.sign = 1.0 if mode == "min" else -1.0
-        self.min_delta = min_delta
         self.best = tf.Variable(math.inf, trainable=False)
         self.waited = tf.Variable(0, trainable=False)
 
-    def update(self, value):
+    def update(self, logs):
         """Records a validation's value; returns whether it beat the best by min_delta."""
-        improved = self.sign * value < float(self.best.numpy()) - self.min_delta
+        value = self.sign * logs[self.monitored]
+        improved = value < float(self.best.numpy()) - self.min_delta
         if improved:
-            self.best.assign(self.sign * value)
+            self.best.assign(value)
             self.waited.assign(0)
         else:
             self.waited.assign_add(1)
         return improved
+
+    def stalled(self, logs):
+        """Records a validation's value; returns whether `patience` validations in a row
+        have not improved it."""
+        if self.update(logs) or int(self.waited.numpy()) < self.patience:
+            return False
+        if self.restart:
+            self.waited.assign(0)
+        return True
 
 
 def make_metrics():
@@ -278,6 +289,50 @@ def make_metrics():
         keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
     ]
     return loss, metrics
+
+
+def per_example(loss_fn):
+    """The loss of each example (the Keras loss with reduction=None): averaged over any further
+    axes (a mask's pixels), as a mean over the batch averages over all of them."""
+
+    def losses(labels, predictions):
+        losses = loss_fn(labels, predictions)
+        return tf.reduce_mean(losses, axis=list(range(1, losses.shape.rank)))
+
+    return losses
+
+
+def make_train_loop(train_step, strategy):
+    """Several train steps per call, as Orbit's create_loop_fn and Keras' steps_per_execution:
+    Python runs once per call, not once per step."""
+
+    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
+    # another count nor the smaller last batch of an epoch traces it again.
+    @tf.function
+    def train_loop(iterator, num_steps, stop_requested):
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
+        batch = next(iterator)
+        for _ in tf.range(num_steps - 1):
+            train_step(*batch)
+            batch = next(iterator)
+        train_step(*batch)
+        # Preemption: each worker says whether it got SIGTERM; every worker gets the sum, so
+        # all of them stop after the same call (checkpointing is collective).
+        votes = strategy.run(tf.identity, args=(stop_requested,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, votes, axis=None)
+
+    return train_loop
+
+
+def steps_in_call(global_step, epoch_end):
+    """The steps of the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+    point or epoch end: each of them then happens at its exact step."""
+    return min(
+        STEPS_PER_LOOP,
+        epoch_end - global_step,
+        LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+    )
 
 
 def export(model, directory):
@@ -321,8 +376,7 @@ def train(args, run):
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(num_examples(train_examples) / GLOBAL_BATCH_SIZE)
     validation_steps = math.ceil(num_examples(validation_examples) / GLOBAL_BATCH_SIZE)
-    # One iterator for every validation pass: creating and deleting one per pass can stall
-    # tf.data's autotuner for seconds.
+    # One iterator for all passes: one per pass can stall tf.data's autotuner for seconds.
     # Each input pipeline (one per worker) reads only its replicas' slices of each batch.
     validation_iterator = iter(
         strategy.distribute_datasets_from_function(
@@ -336,14 +390,14 @@ def train(args, run):
     with strategy.scope():
         model = build_model()
         model.summary()
-        # reduction=None: one loss per example. The replica step sums them and divides
-        # by the global batch size; a mean per replica would be num_replicas times off.
-        loss_fn = keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction=None
+        # One loss per example (see per_example). The replica step sums them and divides by
+        # the global batch size; a mean per replica would be num_replicas times off.
+        loss_fn = per_example(
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         )
         optimizer = keras.optimizers.Adam(learning_rate=0.003)
-        # Create the slot variables (momentum, moments) now, not in the first traced
-        # step, which would trace it twice and leave a restored checkpoint nothing to fill.
+        # The slot variables (momentum, moments) now, not in the first traced step, which would
+        # trace it twice and leave a restored checkpoint nothing to fill.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss, train_metrics = make_metrics()
@@ -357,27 +411,16 @@ def train(args, run):
             aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
         )
         validation_loss, validation_metrics = make_metrics()
-        # What the loop logs, in order.
         train_values = [train_loss, *train_metrics, train_gradient_norm]
         validation_values = [validation_loss, *validation_metrics]
-        # Counts train steps. The checkpoint saves it, so a resumed run continues
-        # counting (and with it the epoch, the data position and the cadences).
+        # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-        # The first step whose loss was NaN or Inf (-1: none so far). Not
-        # checkpointed: a run that stops on it restarts from the last good checkpoint.
+        # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
         nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
-    # Decisions on validation values, each with the best value so far and the validations
-    # since it improved (checkpointed, so a resumed run keeps counting).
-    best = ValidationMonitor("max", min_delta=0.0)  # on val_accuracy
-    plateau = ValidationMonitor("min", min_delta=0.0)  # on val_loss
-    early_stopping = ValidationMonitor("min", min_delta=0.001)  # on val_loss
-
-    def per_example_loss(labels, predictions):
-        """One loss value per example: averaged over any further axes (a mask's pixels), as
-        the single-device loss averages over all of them."""
-        losses = loss_fn(labels, predictions)
-        return tf.reduce_mean(losses, axis=list(range(1, losses.shape.rank)))
+    best = ValidationMonitor("accuracy", "max", 0.0)
+    plateau = ValidationMonitor("loss", "min", 0.0, PLATEAU_PATIENCE, restart=True)
+    early_stopping = ValidationMonitor("loss", "min", 0.001, EARLY_STOPPING_PATIENCE)
 
     # --- Train and eval steps ---------------------------------------------------------
     def replica_train_step(images, labels):
@@ -393,8 +436,7 @@ def train(args, run):
             # Divided by the global batch size, not this replica's: apply_gradients sums the
             # replicas' gradients, and the sum is then the gradient of the global batch's mean.
             loss = tf.nn.compute_average_loss(
-                per_example_loss(labels, predictions),
-                global_batch_size=global_batch_size,
+                loss_fn(labels, predictions), global_batch_size=global_batch_size
             )
         gradients = tape.gradient(loss, model.trainable_variables)
         # The norms below are of the global batch's gradient: sum the replicas' gradients
@@ -429,27 +471,12 @@ def train(args, run):
         if nonfinite_step < 0 and not tf.math.is_finite(loss):
             nonfinite_step.assign(step)
 
-    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
-    # another count nor the smaller last batch of an epoch traces it again. A call runs
-    # num_steps steps: Python's overhead is paid per call, not per step.
-    @tf.function
-    def train_loop(iterator, num_steps, stop_requested):
-        # The next batch is taken while the current step computes (nothing orders the two),
-        # and the last step takes none: the iterator stops exactly after num_steps batches.
-        batch = next(iterator)
-        for _ in tf.range(num_steps - 1):
-            train_step(*batch)
-            batch = next(iterator)
-        train_step(*batch)
-        # Preemption: each worker says whether it got SIGTERM; every worker gets the sum, so
-        # all of them stop after the same call (checkpointing is collective).
-        votes = strategy.run(tf.identity, args=(stop_requested,))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, votes, axis=None)
+    train_loop = make_train_loop(train_step, strategy)
 
     def replica_eval_step(images, labels):
         predictions = model(images, training=False)
         # The data loss only: weight penalties say nothing about generalization.
-        validation_loss.update_state(per_example_loss(labels, predictions))
+        validation_loss.update_state(loss_fn(labels, predictions))
         for metric in validation_metrics:
             metric.update_state(labels, predictions)
 
@@ -483,7 +510,6 @@ def train(args, run):
             f"the same step: give every worker the same --output-dir, on storage all of them "
             f"read (found {run.resumed_from or 'no checkpoint'} in {run.checkpoints})"
         )
-    run.keep_best(model=model)
     run.start(step, nonfinite_step, strategy)
 
     # --- Training loop ----------------------------------------------------------------
@@ -491,8 +517,7 @@ def train(args, run):
     if args.max_steps is not None:
         total_steps = min(total_steps, args.max_steps)
     epochs = math.ceil(total_steps / steps_per_epoch)
-    # A Python copy of the step counter: reading the variable every step would wait for the
-    # device each time.
+    # A Python copy of the step: reading the variable would wait for the device each time.
     global_step = int(step.numpy())
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:
@@ -512,19 +537,10 @@ def train(args, run):
     )
 
     for epoch in range(first_epoch, epochs):
-        epoch_start = epoch * steps_per_epoch
-        epoch_end = min(epoch_start + steps_per_epoch, total_steps)
-        run.start_epoch(epoch, epochs, epoch_start, epoch_end)
-        for metric in train_values:
-            metric.reset_state()
+        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
+        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
         while global_step < epoch_end and not run.preempted:
-            # STEPS_PER_LOOP steps, or fewer to stop at the next log point or epoch end:
-            # each of them then happens at its exact step.
-            num_steps = min(
-                STEPS_PER_LOOP,
-                epoch_end - global_step,
-                LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
-            )
+            num_steps = steps_in_call(global_step, epoch_end)
             votes = train_loop(
                 train_iterator, tf.constant(num_steps), tf.constant(float(run.sigterm))
             )
@@ -546,24 +562,19 @@ def train(args, run):
             validation_pass(validation_iterator, tf.constant(validation_steps))
             validation_logs = results(validation_values)
             run.log("validation", global_step, epoch, validation_logs)
-            if best.update(validation_logs["accuracy"]):
+            if best.update(validation_logs):
                 print(f"  best val_accuracy so far: saved {run.save_best(global_step)}")
-            plateau.update(validation_logs["loss"])
-            if plateau.waited >= PLATEAU_PATIENCE:
+            if plateau.stalled(validation_logs):
                 # The rate is a variable of the optimizer (saved in checkpoints): lower it.
                 rate = float(optimizer.learning_rate.numpy()) * PLATEAU_FACTOR
                 optimizer.learning_rate = rate = max(rate, MIN_LEARNING_RATE)
-                plateau.waited.assign(0)
                 print(f"  val_loss on a plateau: learning rate lowered to {rate:.3g}")
-            early_stopping.update(validation_logs["loss"])
-            if early_stopping.waited >= EARLY_STOPPING_PATIENCE:
+            if early_stopping.stalled(validation_logs):
                 print(
                     f"Stopping early: no better val_loss in {EARLY_STOPPING_PATIENCE} validations."
                 )
                 break
-        if (
-            epoch + 1
-        ) % CHECKPOINT_EVERY_EPOCHS == 0:  # (a cut last epoch: run.finish saves)
+        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
             run.save(global_step)
     run.finish(global_step)
 
@@ -572,9 +583,8 @@ def train(args, run):
     # copy is kept: the others write into their scratch directory and delete it.
     export_dir = os.path.join(args.output_dir if chief else run.scratch, "export")
     export(model, export_dir)
-    if (
-        run.restore_best()
-    ):  # the best val_accuracy's weights, exported beside the last ones
+    # The weights of the best val_accuracy, exported beside the last ones.
+    if run.restore_best():
         export(model, os.path.join(export_dir, "best"))
     if not chief:
         shutil.rmtree(export_dir)
@@ -684,6 +694,7 @@ class RunDirectory:
         from the weights of another run (--init-from)."""
         setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
         setup_path = os.path.join(self.checkpoints, "setup.json")
+        self.keep_best(**networks)
         # Saving is collective: every worker calls save(), but only the chief's are kept.
         directory = (
             self.checkpoints
@@ -804,9 +815,12 @@ class RunDirectory:
             self.writers[split] = writer or tf.summary.create_noop_writer()
         return self.writers[split]
 
-    def start_epoch(self, epoch, epochs, first_step, end_step):
-        """Starts an epoch's progress bar, and the throughput timer (validation and checkpoints
-        are not counted: it runs from log point to log point)."""
+    def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
+        """Starts an epoch: its running means from zero, its progress bar, and the throughput
+        timer (validation and checkpoints are not counted: it runs from log point to log
+        point)."""
+        for metric in metrics:
+            metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step
