@@ -888,12 +888,28 @@ def test_binary_accuracy_on_logits_needs_threshold_zero(tmp_path):
     assert accept(data)
 
 
-def test_split_of_an_image_directory_is_rejected(tmp_path):
-    data = dumped("cifar10_vgg")
-    data["data"]["train"] = {"kind": "image_directory", "path": "imgs", "image_size": [32, 32]}
+@pytest.mark.parametrize(
+    ("example", "source"),
+    [
+        ("cifar10_vgg", {"kind": "image_directory", "path": "imgs", "image_size": [32, 32]}),
+        ("reviews_text", {"kind": "text_directory", "path": "texts"}),
+    ],
+)
+def test_split_of_a_directory_is_per_class_and_seeded(example, source):
+    data = dumped(example)
+    data["data"]["train"] = source
+    data["data"]["validation"] = {"kind": "split", "fraction": 0.2, "seed": 1337}
+    assert accept(data).data.validation.seed == 1337
     data["data"]["validation"] = {"kind": "split", "fraction": 0.2}
+    assert accept(data).data.validation.seed is None  # the spec's seed
+
+
+def test_split_of_arrays_takes_no_seed(tmp_path):
+    data = dumped("mnist_mlp")
+    data["data"]["validation"] = {"kind": "split", "fraction": 0.2, "seed": 1337}
     line = line_for(reject(tmp_path, data), "spec")
-    assert "hold out whole classes" in line and "its own source" in line
+    assert "data.validation.seed is set but data.train is a keras_dataset source" in line
+    assert "its last examples" in line and "Remove the seed" in line
 
 
 def test_imported_package_must_not_shadow_script_names_but_keras_is_fine(tmp_path):

@@ -652,6 +652,18 @@ def class_ids(script: str) -> dict:
     return {"validation": np.asarray(labels).tolist()}
 
 
+def split_files(script: str) -> dict:
+    """The files and labels of the training and validation examples that the script's
+    load_examples() gives (an image or text directory split into both)."""
+    (train_paths, train_labels), (paths, labels) = load_script(script).load_examples()
+    return {
+        "train": [p.decode() if isinstance(p, bytes) else str(p) for p in train_paths],
+        "train_labels": np.asarray(train_labels).tolist(),
+        "validation": [p.decode() if isinstance(p, bytes) else str(p) for p in paths],
+        "validation_labels": np.asarray(labels).tolist(),
+    }
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))
