@@ -61,6 +61,8 @@ VARIANTS = {
     "image_directory_split_cached": ("cifar10_vgg", [
         'data.train={"kind": "image_directory", "path": "imgs", "image_size": [32, 32]}',
         'data.validation={"kind": "split", "fraction": 0.2}', "data.cache=true"]),
+    "fine_tune_top_layers": ("flowers_finetune", [
+        "fine_tune.from_layer=null", "fine_tune.top_layers=20"]),
     "text_directory_split": ("reviews_text", [
         'data.train={"kind": "text_directory", "path": "texts"}',
         'data.validation={"kind": "split", "fraction": 0.25}']),
@@ -126,6 +128,18 @@ def test_a_split_of_a_directory_holds_out_files_of_every_class():
     assert "lambda indices: read_text_files(examples, indices)" in text
     arrays = rendered("split_validation_schedule")
     assert "split_by_class" not in arrays and "held_out = int(total * 0.25)" in arrays
+
+
+def test_fine_tune_top_layers_unfreezes_the_last_layers():
+    """`FineTune(top_layers=20)`: the last 20 of the backbone's layers, counted from its top,
+    are the ones that unfreeze; a layer name is not involved."""
+    source = rendered("fine_tune_top_layers")
+    assert "UNFREEZE_TOP_LAYERS = 20  # the last 20 layers train" in source
+    assert "for layer in backbone.layers[:-UNFREEZE_TOP_LAYERS]:" in source
+    assert "if isinstance(layer, layers.BatchNormalization):" in source
+    assert "UNFREEZE_FROM" not in source
+    by_name = render_script(load_spec(EXAMPLES / "flowers_finetune.py"), spec_file="spec.py")
+    assert "UNFREEZE_FROM = " in by_name and "UNFREEZE_TOP_LAYERS" not in by_name
 
 
 HOSTILE = [

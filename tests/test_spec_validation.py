@@ -912,6 +912,21 @@ def test_split_of_arrays_takes_no_seed(tmp_path):
     assert "its last examples" in line and "Remove the seed" in line
 
 
+def test_fine_tune_top_layers_is_a_positive_count_instead_of_from_layer(tmp_path):
+    data = dumped("flowers_finetune")
+    data["fine_tune"]["top_layers"] = 20
+    line = line_for(reject(tmp_path, data), "spec.fine_tune")
+    assert "from_layer='block_13_expand' and fine_tune.top_layers=20 both say" in line
+    data["fine_tune"]["from_layer"] = None
+    assert accept(data).fine_tune.top_layers == 20
+    data["fine_tune"]["top_layers"] = 0
+    assert "greater than 0" in line_for(reject(tmp_path, data), "spec.fine_tune.top_layers")
+    data["fine_tune"]["top_layers"] = None
+    data["fine_tune"]["from_layer"] = 20
+    line = line_for(reject(tmp_path, data), "spec.fine_tune.from_layer")
+    assert "20 is not a layer's name" in line and "set top_layers=20 instead" in line
+
+
 def test_imported_package_must_not_shadow_script_names_but_keras_is_fine(tmp_path):
     data = dumped("mnist_mlp")
     data["model"] = {"kind": "import", "target": "layers.zoo:build"}

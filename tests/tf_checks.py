@@ -210,6 +210,32 @@ def backbone_state(script: str, checkpoint: str, backbone: str, from_layer: str)
     return {name: moved(pairs) for name, pairs in groups.items()}
 
 
+def unfrozen_layers(script: str, backbone: str) -> dict:
+    """The backbone's layers after the script's unfreeze(): all, in order, which are
+    BatchNormalization, which are trainable and which have trainable weights; and the message
+    of an unfreeze of more layers than the backbone has."""
+    import keras
+
+    module = load_script(script)
+    model = module.build_model()
+    layer = model.get_layer(backbone)
+    module.unfreeze(layer)
+    found = {
+        "names": [x.name for x in layer.layers],
+        "batch_norm": [
+            x.name for x in layer.layers if isinstance(x, keras.layers.BatchNormalization)
+        ],
+        "trainable": [x.name for x in layer.layers if x.trainable],
+        "with_trainable_weights": [x.name for x in layer.layers if x.trainable_weights],
+    }
+    module.UNFREEZE_TOP_LAYERS = len(layer.layers) + 1
+    try:
+        module.unfreeze(layer)
+    except SystemExit as stop:
+        found["too_many"] = str(stop)
+    return found
+
+
 def augmented_batches(script: str) -> dict:
     """The pipeline's augmentation: reproducible (the same batches twice, and from a resumed
     step), different from the unaugmented images, different from one epoch to the next, and
