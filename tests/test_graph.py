@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 from data import small_data_overrides
-from helpers import run_cli, run_python, tf_check
+from helpers import EXAMPLES, run_cli, run_python, tf_check
 from loopgen.dsl import (
     SGD,
     Activation,
@@ -377,6 +377,43 @@ def test_the_rendered_graph_builds_and_trains(tmp_path):
     assert built["inbound"]["project"] == 2
     assert {"city_vector", "joined", "price", "demand"} <= set(built["layers"])
     assert sorted(built["outputs"]) == ["demand", "price"]
+
+
+def resnet20_parameters() -> int:
+    """cifar10_resnet's parameters counted by hand: 3x3 convolutions without bias, 4 values per
+    channel of each BatchNormalization (gamma, beta, moving mean and variance), a 1x1
+    projection only in the two blocks that halve the resolution (the seven others add their
+    input itself), and the Dense head."""
+
+    def conv(size: int, channels: int, filters: int) -> int:
+        return size * size * channels * filters
+
+    total = conv(3, 3, 16) + 4 * 16  # the stem
+    channels = 16
+    for filters, strides in zip([16] * 3 + [32] * 3 + [64] * 3, [1, 1, 1, 2, 1, 1, 2, 1, 1],
+                                strict=True):  # fmt: skip
+        total += conv(3, channels, filters) + 4 * filters + conv(3, filters, filters) + 4 * filters
+        if strides != 1:
+            total += conv(1, channels, filters)
+        channels = filters
+    return total + 64 * 10 + 10
+
+
+@pytest.mark.slow
+def test_resnet_blocks_project_only_where_the_shapes_change(tmp_path):
+    """cifar10_resnet: Keras builds the identity blocks without projection weights, and the
+    model, from the script and from `validate --build`, has the hand-counted parameters."""
+    assert resnet20_parameters() == 273_658  # ResNet-20's 0.27M
+    script = tmp_path / "train.py"
+    script.write_text(render_script(load_spec(EXAMPLES / "cifar10_resnet.py"), spec_file="s.py"))
+    built = tf_check("model_layers", str(script), cwd=tmp_path)
+    assert built["parameters"] == resnet20_parameters()
+    assert [n for n in built["layers"] if n.endswith("_shortcut")] == [
+        "stages_4_shortcut", "stages_7_shortcut"
+    ]  # fmt: skip
+    proc = run_cli("validate", str(EXAMPLES / "cifar10_resnet.py"), "--build")
+    assert proc.returncode == 0, proc.stderr
+    assert f"Keras built it: {resnet20_parameters():,} parameters" in proc.stdout
 
 
 @pytest.mark.slow

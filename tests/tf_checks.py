@@ -90,11 +90,13 @@ def output_shape(script: str) -> dict:
 
 
 def model_layers(script: str) -> dict:
-    """The layers `build_model()` makes: names, how many times each is applied, output names."""
+    """The layers `build_model()` makes: names, how many times each is applied, output names;
+    and the model's parameters."""
     model = load_script(script).build_model()
     outputs = model.output if isinstance(model.output, dict) else {}
     return {
         "layers": [layer.name for layer in model.layers],
+        "parameters": model.count_params(),
         "inbound": {layer.name: len(layer._inbound_nodes) for layer in model.layers},
         "outputs": list(outputs),
         "output_shapes": {k: list(v.shape[1:]) for k, v in outputs.items()},
