@@ -125,12 +125,24 @@ class Shapes(StrictModel):
 
 
 class Split(StrictModel):
-    """Validation data split off the end of the (unshuffled) training data, like Keras'
-    `validation_split`."""
+    """Validation data held out of the training data, like Keras' `validation_split`.
+
+    Arrays (npz, keras.datasets, shapes, the lines of a text file) give their last examples,
+    before any shuffling, as `model.fit(validation_split=...)` does. Image and text
+    directories are listed class by class, so their last files would be whole classes: they
+    give `fraction` of each class's files, picked by a permutation drawn from `seed` alone, as
+    `image_dataset_from_directory(validation_split=..., seed=...)` does but class by class:
+    every class is in both parts, and the parts are the same on every run. Streams (TFRecord,
+    CSV, TFDS, a generator) cannot be split: give them their own validation files."""
 
     kind: Literal["split"] = "split"
     fraction: Annotated[float, Field(gt=0, lt=1)] = 0.1
-    """Fraction of the training examples held out for validation."""
+    """Fraction of the training examples held out for validation (of each class's files, for
+    a directory: rounded, at least one and never all of them)."""
+    seed: int | None = None
+    """Image and text directories: the seed of the permutation that picks each class's
+    validation files (Keras' `seed`); None uses the spec's `seed`. Arrays are split at their
+    end and take no seed."""
 
 
 Source = Annotated[

@@ -1,6 +1,8 @@
 """Fine-tuning: a frozen pretrained backbone that starts to train part-way through the run."""
 
-from pydantic import model_validator
+from typing import Any
+
+from pydantic import field_validator, model_validator
 
 from .base import Identifier, PositiveFloat, PositiveInt, StrictModel
 
@@ -21,10 +23,35 @@ class FineTune(StrictModel):
     """Unfreeze after this many steps instead."""
     from_layer: str | None = None
     """Unfreeze the backbone's layers from this one on, by its name in the application (e.g.
-    `block_13_expand` in MobileNetV2), the earlier ones stay frozen; None unfreezes all."""
+    `block_13_expand` in MobileNetV2), the earlier ones stay frozen; None (and no top_layers)
+    unfreezes all."""
+    top_layers: PositiveInt | None = None
+    """Unfreeze the backbone's last this many layers, counted from its top (the Keras guide's
+    "unfreeze the top 20 layers"), the earlier ones stay frozen; instead of from_layer."""
     learning_rate: PositiveFloat | None = None
     """The optimizer's learning rate from the unfreeze on (the Keras guide: about ten times
     lower); None keeps the rate. Needs a constant optimizer.learning_rate."""
+
+    @field_validator("from_layer", mode="before")
+    @classmethod
+    def _a_name(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            count = value if value > 0 else "N"
+            raise ValueError(
+                f"{value} is not a layer's name: from_layer names the first layer to unfreeze "
+                f"(e.g. 'block_13_expand'); to unfreeze the backbone's last {count} layers, "
+                f"set top_layers={count} instead"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _which_layers(self) -> "FineTune":
+        if self.from_layer is not None and self.top_layers is not None:
+            raise ValueError(
+                f"fine_tune.from_layer={self.from_layer!r} and fine_tune.top_layers="
+                f"{self.top_layers} both say which layers unfreeze; keep one"
+            )
+        return self
 
     @model_validator(mode="after")
     def _when(self) -> "FineTune":

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from . import conditions
 from .base import Identifier, PositiveInt, StrictModel
 from .layers import Layer, Scalar, Var
 
@@ -68,6 +69,12 @@ class Node(StrictModel):
     times: PositiveInt | None = None
     """Repeat the block this many times with the same arguments, each call on the previous one's
     output (e.g. a Transformer's N encoder blocks)."""
+    when: str | None = None
+    """Inside a block: the node exists only in the calls whose arguments make this condition
+    on the block's parameters true, e.g. `"strides != 1"` (an `if` in the block's function);
+    in the other calls it passes its one input on, as a ResNet block's shortcut is the
+    identity where the shapes already match. The block's parameters and constants, compared
+    (`==`, `!=`, `<`, `<=`, `>`, `>=`, `in`, `not in`) and joined with `and`, `or`, `not`."""
     adapt: bool = False
     """The layer learns its state from the training data before training (`layer.adapt`):
     TextVectorization's vocabulary, Normalization's mean and variance, a lookup's vocabulary.
@@ -80,6 +87,17 @@ class Node(StrictModel):
     @classmethod
     def _one_input_as_a_list(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @field_validator("when")
+    @classmethod
+    def _a_condition(cls, value: str | None) -> str | None:
+        if value is not None:
+            conditions.parse(value)  # raises, saying what does not fit the grammar
+        return value
+
+    def exists(self, params: dict[str, Any]) -> bool:
+        """Whether the node is built in a block call with these arguments."""
+        return self.when is None or conditions.holds(self.when, params)
 
     @model_validator(mode="after")
     def _one_thing_to_apply(self) -> "Node":

@@ -467,7 +467,10 @@ def _node(graph, node, here, shapes, env, classes, root) -> Shape | None:
     for bound, steps in block_calls(graph, node, here, args, root):
         local = dict(zip(block.inputs, inputs, strict=True))
         for inner, where in steps:
-            local[inner.name] = _node(graph, inner, where, local, bound, classes, root)
+            if inner.exists(bound):
+                local[inner.name] = _node(graph, inner, where, local, bound, classes, root)
+            else:  # this call leaves the node out: its name is its input
+                local[inner.name] = local[inner.inputs[0]]
         inputs = [local[block.output]]
     return inputs[0]
 
@@ -475,7 +478,8 @@ def _node(graph, node, here, shapes, env, classes, root) -> Shape | None:
 def block_calls(graph: Any, node: Any, here: str, args: dict[str, Any], root: str = "model"):
     """What a node that calls a block does, repetition after repetition: yields the block's
     arguments for that repetition (`args`, with the `over` values of it) and its nodes in build
-    order, each with its spec path."""
+    order, each with its spec path (a node whose `when` these arguments do not meet is left out
+    of that call: `inner.exists(args)`)."""
     from .rules.graph import topological
 
     b = next(i for i, x in enumerate(graph.blocks) if x.name == node.block)

@@ -3,7 +3,7 @@ or your own functions and classes (`ImportedLoss`, `ImportedMetric`)."""
 
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import Discriminator, Tag, field_validator
+from pydantic import BeforeValidator, Discriminator, Tag, field_validator
 
 from . import catalog
 from .base import Identifier, StrictModel, check_target
@@ -240,9 +240,43 @@ def _tag(value: Any) -> str:
     return "import" if kind == "import" else "keras"
 
 
+def _in_section(section: str) -> Any:
+    """A validator that refuses a Keras loss where a metric goes, and a metric where a loss
+    goes, naming the one that fits: `from loopgen.dsl import *` binds the names Keras gives
+    both a loss and a metric (`MeanAbsoluteError`, ...) to the loss, so `metrics=
+    [MeanAbsoluteError()]` is an easy slip, and pydantic alone would only say that a loss is
+    not a `KerasMetric`."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, KerasLoss | KerasMetric) and value.section != section:
+            raise ValueError(_wrong_section(value, section))
+        return value
+
+    return BeforeValidator(check)
+
+
+def _wrong_section(value: KerasLoss | KerasMetric, section: str) -> str:
+    name, given = value.keras_class, value.section
+    what = {"losses": "loss", "metrics": "metric"}
+    if catalog.lookup(section, value.kind) is None:
+        return (
+            f"{name}() is a {what[given]} (keras.{given}.{name}), not a {what[section]}; "
+            f"Keras has no {what[section]} of that name"
+        )
+    # The name is both: the plain name is the loss, the metric is `metrics.<Name>`.
+    written, fix = (f"{name}()", f"metrics.{name}()")
+    if given == "metrics":
+        written, fix = fix, written
+    return (
+        f"{written} is the {what[given]} of that name (keras.{given}.{name}); "
+        f"the {what[section]} is {fix}"
+    )
+
+
 Loss = Annotated[
     Union[Annotated[KerasLoss, Tag("keras")], Annotated[ImportedLoss, Tag("import")]],  # noqa: UP007
     Discriminator(_tag),
+    _in_section("losses"),
 ]
 """The training objective: a Keras loss or your own function; the layers' weight penalties are
 added to it."""
@@ -250,6 +284,7 @@ added to it."""
 Metric = Annotated[
     Union[Annotated[KerasMetric, Tag("keras")], Annotated[ImportedMetric, Tag("import")]],  # noqa: UP007
     Discriminator(_tag),
+    _in_section("metrics"),
 ]
 """A metric computed on training batches and on the validation data."""
 

@@ -2,8 +2,8 @@
 horizontal flips, SGD with momentum, weight decay and a cosine schedule.
 
 A ResNet-20-style network (He et al., 2016) written as a graph: the residual block is a
-function of the script, repeated over three stages by one loop, the shortcut projected where a
-stage halves the resolution.
+function of the script, repeated over three stages by one loop, the shortcut the identity but
+where a stage halves the resolution (and doubles the width): there a 1x1 projection.
 """
 
 from loopgen.dsl import (
@@ -54,7 +54,13 @@ residual_block = Block(
         Node(name="relu1", layer=Activation("relu"), inputs="bn1"),
         Node(name="conv2", layer=conv(var("filters"), 3), inputs="relu1"),
         Node(name="bn2", layer=BatchNormalization(), inputs="conv2"),
-        Node(name="shortcut", layer=conv(var("filters"), 1, strides=var("strides")), inputs="x"),
+        # Here the width doubles exactly where the resolution halves: strides tells both.
+        Node(
+            name="shortcut",
+            layer=conv(var("filters"), 1, strides=var("strides")),
+            inputs="x",
+            when="strides != 1",
+        ),
         Node(name="added", layer=Add(), inputs=["bn2", "shortcut"]),
         Node(name="out", layer=Activation("relu"), inputs="added"),
     ],

@@ -11,6 +11,7 @@ from ..dsl.base import Var
 from ..dsl.layers import Custom, CustomLayerClass
 from ..dsl.loader import spec_hash
 from ..dsl.model import Imported
+from ..dsl.rules.data import SPLIT_BY_CLASS
 from ..dsl.schedules import Warmup
 from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
@@ -41,6 +42,8 @@ def build_context(
     features = spec.data.feature_names
     sources = [spec.data.train, spec.data.validation]
     real_sources = [s for s in sources if s is not None and s.kind != "split"]
+    split = getattr(spec.data.validation, "kind", None) == "split"
+    split_by_class = split and spec.data.train.kind in SPLIT_BY_CLASS
     shapes = [s for s in sources if s is not None and s.kind == "shapes"]
     distributed = spec.distribute.kind != "single_device"
     batch_size = "GLOBAL_BATCH_SIZE" if distributed else "BATCH_SIZE"
@@ -107,6 +110,10 @@ def build_context(
         **source_context(real_sources),
         "train_streaming": spec.data.train.kind in STREAMING,
         "validation_streaming": getattr(spec.data.validation, "kind", None) in STREAMING,
+        # A split of an image or text directory: some files of each class held out.
+        "split_by_class": split_by_class,
+        # The source whose examples the validation batches read (the training data's, split).
+        "validation_source": spec.data.train if split else spec.data.validation,
         "array_reader": any(
             s.kind not in STREAMING and (s.kind != "image_directory" or spec.data.cache)
             for s in real_sources

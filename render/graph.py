@@ -5,8 +5,10 @@ spec and a Keras error names the node it came from."""
 
 from __future__ import annotations
 
+from itertools import groupby
 from typing import Any
 
+from ..dsl import conditions
 from ..dsl.graph import Block, Graph, Node
 from ..dsl.layers import Custom, KerasLayer
 from ..dsl.rules.graph import topological
@@ -98,20 +100,59 @@ def node_lines(
     shapes: dict[str, Any] | None = None,
 ) -> list[str]:
     lines: list[str] = []
-    for node in nodes:
-        target = code.identifier(node.name)
-        # Top-level layers take the node's name; a block's, the caller's name as a prefix.
-        name = code.literal(node.name) if block is None else f'f"{{name}}_{node.name}"'
-        call_inputs = _inputs(graph, node, renamed or {})
-        if getattr(node.layer, "kind", None) == "backbone":
-            lines += _backbone(graph, node, name, call_inputs, (shapes or {}).get(node.inputs[0]))
-        elif node.layer is not None:
-            lines.append(f"{target} = {layer_expression(node.layer, name)}({call_inputs})")
-        elif node.shared is not None:
-            lines.append(f"{target} = {code.identifier(node.shared)}({call_inputs})")
+    # Consecutive nodes of a block with the same condition share one `if`.
+    for when, run in groupby(nodes, key=lambda node: node.when):
+        group = list(run)
+        body = [
+            line
+            for node in group
+            for line in _node_lines(graph, node, block, renamed or {}, shapes or {})
+        ]
+        if when is None or block is None:
+            lines += body
         else:
-            lines += _block_call(node, name, call_inputs, block)
+            lines += _conditional(when, group, nodes, block, body)
     return lines
+
+
+def _node_lines(
+    graph: Graph, node: Node, block: Block | None, renamed: dict[str, str], shapes: dict
+) -> list[str]:
+    target = code.identifier(node.name)
+    # Top-level layers take the node's name; a block's, the caller's name as a prefix.
+    name = code.literal(node.name) if block is None else f'f"{{name}}_{node.name}"'
+    call_inputs = _inputs(graph, node, renamed)
+    if getattr(node.layer, "kind", None) == "backbone":
+        return _backbone(graph, node, name, call_inputs, shapes.get(node.inputs[0]))
+    if node.layer is not None:
+        return [f"{target} = {layer_expression(node.layer, name)}({call_inputs})"]
+    if node.shared is not None:
+        return [f"{target} = {code.identifier(node.shared)}({call_inputs})"]
+    return _block_call(node, name, call_inputs, block)
+
+
+def _conditional(
+    when: str, group: list[Node], nodes: list[Node], block: Block, body: list[str]
+) -> list[str]:
+    """`if <when>:` the group's nodes; `else:` the names used after the group stand for the
+    tensor the absent nodes pass on, as keras.applications writes a ResNet shortcut
+    (`shortcut = x`)."""
+    members = {node.name for node in group}
+    used_later = {name for n in nodes if n.name not in members for name in n.inputs}
+    passed: dict[str, str] = {}
+    for node in group:  # in build order: a node's input is resolved before the node
+        passed[node.name] = passed.get(node.inputs[0], node.inputs[0])
+    otherwise = [
+        f"{code.identifier(node.name)} = {code.identifier(passed[node.name])}"
+        for node in group
+        if node.name in used_later or node.name == block.output
+    ]
+    return [
+        f"if {conditions.code(when)}:",
+        *(f"    {line}" for line in body),
+        "else:",
+        *(f"    {line}" for line in otherwise),
+    ]
 
 
 def _backbone(graph: Graph, node: Node, name: str, call_inputs: str, shape: Any) -> list[str]:

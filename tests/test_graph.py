@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 from data import small_data_overrides
-from helpers import run_cli, run_python, tf_check
+from helpers import EXAMPLES, run_cli, run_python, tf_check
 from loopgen.dsl import (
     SGD,
     Activation,
@@ -253,6 +253,105 @@ def test_json_graph_errors_carry_the_spec_path(tmp_path):
         load_spec(path)
 
 
+# --- nodes that exist only where a condition on the block's parameters holds ------------------
+
+
+def conditional(*shortcut: Node) -> Block:
+    """RESIDUAL with its shortcut replaced by `shortcut` nodes (the last one named shortcut)."""
+    nodes = [*RESIDUAL.nodes[:4], *shortcut, RESIDUAL.nodes[5]]
+    return RESIDUAL.model_copy(update={"nodes": nodes})
+
+
+PROJECTION = Node(name="shortcut", layer=Conv2D(var("filters"), 1, strides=var("strides")),
+                  inputs="x", when="strides != 1")  # fmt: skip
+
+
+def test_a_conditional_node_becomes_an_if_with_the_identity_otherwise():
+    source = render_script(spec_of(resnet(blocks=[conditional(PROJECTION)])), spec_file="s.py")
+    block = next(
+        f for f in ast.parse(source).body
+        if isinstance(f, ast.FunctionDef) and f.name == "residual_block"
+    )  # fmt: skip
+    (branch,) = [s for s in block.body if isinstance(s, ast.If)]
+    assert ast.unparse(branch.test) == "strides != 1"
+    assert "name=f'{name}_shortcut')(x)" in ast.unparse(branch.body)
+    assert ast.unparse(branch.orelse) == "shortcut = x"
+    assert "layers.Add(name=f'{name}_added')([conv2, shortcut])" in ast.unparse(block)
+    # Nodes that share a condition share the `if`; `else` names only what is used after it.
+    two = conditional(
+        Node(name="projected", layer=Conv2D(var("filters"), 1, strides=var("strides")),
+             inputs="x", when="strides != 1"),
+        Node(name="shortcut", layer=BatchNormalization(), inputs="projected",
+             when="strides != 1"),
+    )  # fmt: skip
+    source = render_script(spec_of(resnet(blocks=[two])), spec_file="s.py")
+    assert source.count("if strides != 1:") == 1
+    assert "    else:\n        shortcut = x\n    added = " in source
+
+
+def test_the_shapes_are_checked_for_each_call_s_branch():
+    # Where the condition leaves the identity, the shortcut must already fit: here the second
+    # stage doubles the width without a stride, and the condition looks at the stride alone.
+    stages = Node(name="stages", block="residual_block", inputs="stem",
+                  over={"filters": [8, 16], "strides": [1, 1]})  # fmt: skip
+    graph = resnet(blocks=[conditional(PROJECTION)])
+    graph["nodes"][1] = stages
+    with pytest.raises(ValidationError) as info:
+        spec_of(graph)
+    text = str(info.value)
+    assert "model.blocks[0].nodes[5] (called by model.nodes[1], repetition 2)" in text
+    assert "gets shapes (16, 16, 16) and (16, 16, 8)" in text
+    # Reading the width too, it projects there and the spec holds.
+    wider = PROJECTION.model_copy(update={"when": "strides != 1 or filters != 8"})
+    assert spec_of({**graph, "blocks": [conditional(wider)]})
+
+
+def test_the_build_plan_leaves_the_node_out_of_the_calls_that_do_not_meet_its_condition():
+    from loopgen.dsl.build import plan
+
+    steps = plan(spec_of(resnet(blocks=[conditional(PROJECTION)])))["steps"]
+    shortcuts = [s["path"] for s in steps if s["path"].startswith("model.blocks[0].nodes[4]")]
+    assert shortcuts == ["model.blocks[0].nodes[4] (called by model.nodes[1], repetition 2)"]
+    added = [s for s in steps if s["path"].startswith("model.blocks[0].nodes[5]")]
+    stem = next(s["out"] for s in steps if s["path"] == "model.nodes[0]")
+    assert added[0]["in"][1] == stem  # repetition 1 adds its input itself
+
+
+@pytest.mark.parametrize(
+    ("when", "expected"),
+    [
+        ("stride != 1", "when='stride != 1' reads 'stride', which is not a parameter of block "
+                        "residual_block (its params: ['filters', 'strides']); did you mean "
+                        "'strides'?"),
+        ("strides = 2", "'strides = 2' is not an expression Python can read (invalid syntax; "
+                        "compare with ==, not =)"),
+        ('__import__("os").system("id") == 0', "has no place in a condition"),
+        ("strides is None", "'is' has no place in a condition"),
+        ("filters * 2 > 16", "'filters * 2' has no place in a condition"),
+    ],
+)  # fmt: skip
+def test_a_bad_condition_is_refused_naming_the_field(when, expected):
+    with pytest.raises(ValidationError) as info:
+        Graph(**resnet(blocks=[conditional(PROJECTION.model_copy(update={"when": when}))]))
+    assert expected in str(info.value)
+    # The same through the constructor, where the field's own check runs.
+    if "Python can read" in expected or "no place" in expected:
+        with pytest.raises(ValidationError) as info:
+            Node(name="s", layer=Dense(1), inputs="x", when=when)
+        assert "when\n" in str(info.value) and expected in str(info.value)
+
+
+def test_a_condition_belongs_to_a_block_s_node_with_one_input():
+    graph = resnet()
+    graph["nodes"][2] = Node(name="pool", layer=GlobalAveragePooling2D(), inputs="stages",
+                             when="1 == 1")  # fmt: skip
+    assert "nodes[2].when is set, but a condition reads a block's parameters" in message(graph)
+    added = Node(name="added", layer=Add(), inputs=["conv2", "shortcut"], when="strides == 1")
+    block = RESIDUAL.model_copy(update={"nodes": [*RESIDUAL.nodes[:5], added]})
+    text = message(resnet(blocks=[block]))
+    assert "blocks[0].nodes[5] ('added') has a condition and 2 inputs" in text
+
+
 # --- Keras builds the model the spec describes -------------------------------------------------
 
 
@@ -278,6 +377,43 @@ def test_the_rendered_graph_builds_and_trains(tmp_path):
     assert built["inbound"]["project"] == 2
     assert {"city_vector", "joined", "price", "demand"} <= set(built["layers"])
     assert sorted(built["outputs"]) == ["demand", "price"]
+
+
+def resnet20_parameters() -> int:
+    """cifar10_resnet's parameters counted by hand: 3x3 convolutions without bias, 4 values per
+    channel of each BatchNormalization (gamma, beta, moving mean and variance), a 1x1
+    projection only in the two blocks that halve the resolution (the seven others add their
+    input itself), and the Dense head."""
+
+    def conv(size: int, channels: int, filters: int) -> int:
+        return size * size * channels * filters
+
+    total = conv(3, 3, 16) + 4 * 16  # the stem
+    channels = 16
+    for filters, strides in zip([16] * 3 + [32] * 3 + [64] * 3, [1, 1, 1, 2, 1, 1, 2, 1, 1],
+                                strict=True):  # fmt: skip
+        total += conv(3, channels, filters) + 4 * filters + conv(3, filters, filters) + 4 * filters
+        if strides != 1:
+            total += conv(1, channels, filters)
+        channels = filters
+    return total + 64 * 10 + 10
+
+
+@pytest.mark.slow
+def test_resnet_blocks_project_only_where_the_shapes_change(tmp_path):
+    """cifar10_resnet: Keras builds the identity blocks without projection weights, and the
+    model, from the script and from `validate --build`, has the hand-counted parameters."""
+    assert resnet20_parameters() == 273_658  # ResNet-20's 0.27M
+    script = tmp_path / "train.py"
+    script.write_text(render_script(load_spec(EXAMPLES / "cifar10_resnet.py"), spec_file="s.py"))
+    built = tf_check("model_layers", str(script), cwd=tmp_path)
+    assert built["parameters"] == resnet20_parameters()
+    assert [n for n in built["layers"] if n.endswith("_shortcut")] == [
+        "stages_4_shortcut", "stages_7_shortcut"
+    ]  # fmt: skip
+    proc = run_cli("validate", str(EXAMPLES / "cifar10_resnet.py"), "--build")
+    assert proc.returncode == 0, proc.stderr
+    assert f"Keras built it: {resnet20_parameters():,} parameters" in proc.stdout
 
 
 @pytest.mark.slow

@@ -60,6 +60,26 @@ def test_a_frozen_backbone_and_its_statistics_stay_put_until_it_unfreezes(finetu
     assert rates[5] == pytest.approx(1e-3) and rates[7] == pytest.approx(1e-4)
 
 
+def test_top_layers_unfreezes_the_backbone_s_last_layers_but_batch_normalization(render, tmp_path):
+    """`FineTune(top_layers=20)`, the Keras guide's "unfreeze the top 20 layers": after the
+    unfreeze exactly the backbone's last 20 layers train, BatchNormalization ones excepted."""
+    script = render(
+        "flowers_finetune", *data.small_data_overrides("flowers_finetune", tmp_path),
+        "fine_tune.from_layer=null", "fine_tune.top_layers=20",
+    )  # fmt: skip
+    found = tf_check("unfrozen_layers", str(script), "features", cwd=tmp_path)
+    top = found["names"][-20:]
+    expected = [name for name in top if name not in found["batch_norm"]]
+    assert found["trainable"] == expected and len(expected) == 13, found
+    assert set(found["with_trainable_weights"]) <= set(expected), found
+    assert "Conv_1" in found["with_trainable_weights"], found
+    names = len(found["names"])
+    assert found["too_many"] == (
+        f"fine_tune.top_layers={names + 1} but features has {names} layers; unfreeze fewer, "
+        "or all (no top_layers)"
+    )
+
+
 @pytest.mark.parametrize("stop", [4, 8], ids=["before-unfreeze", "after-unfreeze"])
 def test_a_run_resumed_on_either_side_of_the_unfreeze_is_exact(finetune, stop, tmp_path):
     flags = ["--epochs", "4", "--deterministic"]

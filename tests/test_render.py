@@ -55,6 +55,17 @@ VARIANTS = {
     "image_directory_cached": ("cifar10_vgg", [
         'data.train={"kind": "image_directory", "path": "imgs", "image_size": [32, 32]}',
         "data.cache=true", "data.shuffle_buffer=0"]),
+    "image_directory_split": ("cifar10_vgg", [
+        'data.train={"kind": "image_directory", "path": "imgs", "image_size": [32, 32]}',
+        'data.validation={"kind": "split", "fraction": 0.2, "seed": 1337}']),
+    "image_directory_split_cached": ("cifar10_vgg", [
+        'data.train={"kind": "image_directory", "path": "imgs", "image_size": [32, 32]}',
+        'data.validation={"kind": "split", "fraction": 0.2}', "data.cache=true"]),
+    "fine_tune_top_layers": ("flowers_finetune", [
+        "fine_tune.from_layer=null", "fine_tune.top_layers=20"]),
+    "text_directory_split": ("reviews_text", [
+        'data.train={"kind": "text_directory", "path": "texts"}',
+        'data.validation={"kind": "split", "fraction": 0.25}']),
 }  # fmt: skip
 
 
@@ -97,6 +108,38 @@ def test_only_the_code_the_spec_needs():
     assert "from keras import layers" not in imported
     assert "returned a model without weights yet" in imported  # no input_shape to build it
     assert "rng_states=" in imported  # unknown model: its dropout state is saved just in case
+
+
+def test_a_split_of_a_directory_holds_out_files_of_every_class():
+    """A class-by-class listing is split per class by a seeded permutation of each class's
+    files, not at its end (its last files would be whole classes)."""
+    seeded = rendered("image_directory_split")
+    assert "def split_by_class(examples, fraction, seed):" in seeded
+    assert "split_by_class(train_examples,fraction=0.2,seed=1337)" in re.sub(r"\s", "", seeded)
+    assert "tf.random.experimental.index_shuffle(" in seeded
+    assert "held_out = int(total" not in seeded  # not the arrays' split at the end
+    # Validation reads the training files the way training does: decoded when picked.
+    assert "lambda indices: read_images(examples, indices)" in seeded
+    cached = rendered("image_directory_split_cached")
+    assert "split_by_class(train_examples,fraction=0.2,seed=SEED)" in re.sub(r"\s", "", cached)
+    # Split first, then both parts decoded once.
+    assert cached.index("= split_by_class(") < cached.index("validation_examples = read_images(")
+    text = rendered("text_directory_split")
+    assert "lambda indices: read_text_files(examples, indices)" in text
+    arrays = rendered("split_validation_schedule")
+    assert "split_by_class" not in arrays and "held_out = int(total * 0.25)" in arrays
+
+
+def test_fine_tune_top_layers_unfreezes_the_last_layers():
+    """`FineTune(top_layers=20)`: the last 20 of the backbone's layers, counted from its top,
+    are the ones that unfreeze; a layer name is not involved."""
+    source = rendered("fine_tune_top_layers")
+    assert "UNFREEZE_TOP_LAYERS = 20  # the last 20 layers train" in source
+    assert "for layer in backbone.layers[:-UNFREEZE_TOP_LAYERS]:" in source
+    assert "if isinstance(layer, layers.BatchNormalization):" in source
+    assert "UNFREEZE_FROM" not in source
+    by_name = render_script(load_spec(EXAMPLES / "flowers_finetune.py"), spec_file="spec.py")
+    assert "UNFREEZE_FROM = " in by_name and "UNFREEZE_TOP_LAYERS" not in by_name
 
 
 HOSTILE = [

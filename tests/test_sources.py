@@ -15,7 +15,7 @@ from pathlib import Path
 
 import data
 import pytest
-from helpers import finish_workers, launch_workers, run_python, script_env, tf_check
+from helpers import finish_workers, launch_workers, records, run_python, script_env, tf_check
 
 pytestmark = pytest.mark.slow
 
@@ -227,6 +227,37 @@ def test_validation_classes_keep_the_training_data_s_ids(render, tmp_path):
     images = render("cifar10_vgg", f"data.train={json.dumps(sources[0])}",
                     f"data.validation={json.dumps(sources[1])}", name="images.py")  # fmt: skip
     assert tf_check("class_ids", str(images), cwd=tmp_path)["validation"] == [1, 1, 2, 2]
+
+
+def test_a_split_image_directory_holds_out_each_class_the_same_files_every_run(render, tmp_path):
+    """data.validation=Split(...) of an image directory: each class gives its share of files,
+    picked by a permutation of the seed alone; every file is in exactly one part, and two runs
+    (two processes) hold out the same files and validate on the same values."""
+    images = data.image_directory(tmp_path / "images", per_class=10, size=8, classes=2)
+    script = render(
+        "mnist_mlp",
+        f'data.train={{"kind": "image_directory", "path": "{images}", "image_size": [8, 8]}}',
+        'data.validation={"kind": "split", "fraction": 0.2, "seed": 1337}',
+        "model.input_shape=[8, 8, 3]", "data.batch_size=4",
+    )  # fmt: skip
+    first = tf_check("split_files", str(script), cwd=tmp_path)
+    assert tf_check("split_files", str(script), cwd=tmp_path) == first
+    train, validation = set(first["train"]), set(first["validation"])
+    assert train | validation == {str(p) for p in Path(images).rglob("*.png")}
+    assert not train & validation and len(validation) == 4  # 20% of each class's 10
+    assert sorted(first["validation_labels"]) == [0, 0, 1, 1]
+    assert sorted(set(first["train_labels"])) == [0, 1]
+    for path, label in zip(first["validation"], first["validation_labels"], strict=True):
+        assert Path(path).parent.name == f"class_{label}"
+
+    validations = []
+    for run in ("a", "b"):
+        run_python(script, "--epochs", "2", "--deterministic", "--output-dir",
+                   str(tmp_path / run), cwd=tmp_path)  # fmt: skip
+        logged = [r for r in records(tmp_path / run) if "val_loss" in r]
+        assert len(logged) == 2, logged
+        validations.append(logged)
+    assert validations[0] == validations[1]
 
 
 def test_a_keras_text_dataset_reaches_the_model_as_word_ids_of_its_length(render, tmp_path):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from helpers import EXAMPLES, run_cli
+from loopgen import dsl
 from loopgen.dsl import Spec
 from loopgen.dsl.loader import apply_override, load_spec
 from loopgen.errors import SpecError
@@ -660,6 +661,70 @@ def test_distinct_metric_names_are_fine():
     assert [m.metric_name for m in accept(data).metrics] == ["accuracy", "acc2", "top_k_accuracy"]
 
 
+# Keras gives these names to a loss and to a metric; `from loopgen.dsl import *` binds the loss.
+SHARED_NAMES = [name for name in dsl.losses.__all__ if hasattr(dsl.metrics, name)]
+
+
+def test_the_names_of_both_a_loss_and_a_metric_are_known():
+    assert "MeanAbsoluteError" in SHARED_NAMES and "MeanSquaredError" in SHARED_NAMES
+    assert "Huber" not in SHARED_NAMES and "AUC" not in SHARED_NAMES
+
+
+def _regression_spec(tmp_path: Path, loss: str, metric: str) -> Path:
+    path = tmp_path / "spec.py"
+    path.write_text(
+        "from loopgen.dsl import *\n\n"
+        "spec = Spec(\n"
+        '    name="regression",\n'
+        '    data=Data(train=Npz(path="train.npz"), batch_size=32),\n'
+        "    model=Sequential(input_shape=(8,), layers=[Dense(1)]),\n"
+        f"    loss={loss},\n"
+        "    optimizer=Adam(),\n"
+        f"    metrics=[{metric}],\n"
+        "    loop=Loop(epochs=1),\n"
+        ")\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize("name", SHARED_NAMES)
+def test_the_loss_of_a_metric_name_given_as_a_metric_names_the_metric(tmp_path, name):
+    path = _regression_spec(tmp_path, "MeanSquaredError()", f"{name}()")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    line = line_for(str(info.value), "spec.metrics[0]")
+    assert f"{name}() is the loss of that name (keras.losses.{name})" in line
+    assert line.endswith(f"the metric is metrics.{name}()"), line
+
+
+@pytest.mark.parametrize("name", SHARED_NAMES)
+def test_the_metric_of_a_loss_name_given_as_the_loss_names_the_loss(tmp_path, name):
+    path = _regression_spec(tmp_path, f"metrics.{name}()", "metrics.MeanAbsoluteError()")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    line = line_for(str(info.value), "spec.loss")
+    assert f"metrics.{name}() is the metric of that name (keras.metrics.{name})" in line
+    assert line.endswith(f"the loss is {name}()"), line
+
+
+def test_a_loss_or_metric_of_the_other_section_only(tmp_path):
+    path = _regression_spec(tmp_path, "AUC()", "Huber()")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    message = str(info.value)
+    assert "AUC() is a metric (keras.metrics.AUC), not a loss" in line_for(message, "spec.loss")
+    assert "Huber() is a loss (keras.losses.Huber), not a metric" in line_for(
+        message, "spec.metrics[0]"
+    )
+
+
+def test_the_metric_of_a_shared_name_is_metrics_dot_name(tmp_path):
+    spec = load_spec(
+        _regression_spec(tmp_path, "MeanSquaredError()", "metrics.MeanAbsoluteError()")
+    )
+    assert spec.metrics[0].section == "metrics" and spec.metrics[0].kind == "mean_absolute_error"
+
+
 # --- several problems at once, and --set paths ------------------------------------------------
 
 
@@ -823,12 +888,43 @@ def test_binary_accuracy_on_logits_needs_threshold_zero(tmp_path):
     assert accept(data)
 
 
-def test_split_of_an_image_directory_is_rejected(tmp_path):
-    data = dumped("cifar10_vgg")
-    data["data"]["train"] = {"kind": "image_directory", "path": "imgs", "image_size": [32, 32]}
+@pytest.mark.parametrize(
+    ("example", "source"),
+    [
+        ("cifar10_vgg", {"kind": "image_directory", "path": "imgs", "image_size": [32, 32]}),
+        ("reviews_text", {"kind": "text_directory", "path": "texts"}),
+    ],
+)
+def test_split_of_a_directory_is_per_class_and_seeded(example, source):
+    data = dumped(example)
+    data["data"]["train"] = source
+    data["data"]["validation"] = {"kind": "split", "fraction": 0.2, "seed": 1337}
+    assert accept(data).data.validation.seed == 1337
     data["data"]["validation"] = {"kind": "split", "fraction": 0.2}
+    assert accept(data).data.validation.seed is None  # the spec's seed
+
+
+def test_split_of_arrays_takes_no_seed(tmp_path):
+    data = dumped("mnist_mlp")
+    data["data"]["validation"] = {"kind": "split", "fraction": 0.2, "seed": 1337}
     line = line_for(reject(tmp_path, data), "spec")
-    assert "hold out whole classes" in line and "its own source" in line
+    assert "data.validation.seed is set but data.train is a keras_dataset source" in line
+    assert "its last examples" in line and "Remove the seed" in line
+
+
+def test_fine_tune_top_layers_is_a_positive_count_instead_of_from_layer(tmp_path):
+    data = dumped("flowers_finetune")
+    data["fine_tune"]["top_layers"] = 20
+    line = line_for(reject(tmp_path, data), "spec.fine_tune")
+    assert "from_layer='block_13_expand' and fine_tune.top_layers=20 both say" in line
+    data["fine_tune"]["from_layer"] = None
+    assert accept(data).fine_tune.top_layers == 20
+    data["fine_tune"]["top_layers"] = 0
+    assert "greater than 0" in line_for(reject(tmp_path, data), "spec.fine_tune.top_layers")
+    data["fine_tune"]["top_layers"] = None
+    data["fine_tune"]["from_layer"] = 20
+    line = line_for(reject(tmp_path, data), "spec.fine_tune.from_layer")
+    assert "20 is not a layer's name" in line and "set top_layers=20 instead" in line
 
 
 def test_imported_package_must_not_shadow_script_names_but_keras_is_fine(tmp_path):

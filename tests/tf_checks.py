@@ -90,11 +90,13 @@ def output_shape(script: str) -> dict:
 
 
 def model_layers(script: str) -> dict:
-    """The layers `build_model()` makes: names, how many times each is applied, output names."""
+    """The layers `build_model()` makes: names, how many times each is applied, output names;
+    and the model's parameters."""
     model = load_script(script).build_model()
     outputs = model.output if isinstance(model.output, dict) else {}
     return {
         "layers": [layer.name for layer in model.layers],
+        "parameters": model.count_params(),
         "inbound": {layer.name: len(layer._inbound_nodes) for layer in model.layers},
         "outputs": list(outputs),
         "output_shapes": {k: list(v.shape[1:]) for k, v in outputs.items()},
@@ -208,6 +210,32 @@ def backbone_state(script: str, checkpoint: str, backbone: str, from_layer: str)
         if a.name != backbone:
             groups["head"] += list(zip(a.weights, b.weights, strict=True))
     return {name: moved(pairs) for name, pairs in groups.items()}
+
+
+def unfrozen_layers(script: str, backbone: str) -> dict:
+    """The backbone's layers after the script's unfreeze(): all, in order, which are
+    BatchNormalization, which are trainable and which have trainable weights; and the message
+    of an unfreeze of more layers than the backbone has."""
+    import keras
+
+    module = load_script(script)
+    model = module.build_model()
+    layer = model.get_layer(backbone)
+    module.unfreeze(layer)
+    found = {
+        "names": [x.name for x in layer.layers],
+        "batch_norm": [
+            x.name for x in layer.layers if isinstance(x, keras.layers.BatchNormalization)
+        ],
+        "trainable": [x.name for x in layer.layers if x.trainable],
+        "with_trainable_weights": [x.name for x in layer.layers if x.trainable_weights],
+    }
+    module.UNFREEZE_TOP_LAYERS = len(layer.layers) + 1
+    try:
+        module.unfreeze(layer)
+    except SystemExit as stop:
+        found["too_many"] = str(stop)
+    return found
 
 
 def augmented_batches(script: str) -> dict:
@@ -650,6 +678,18 @@ def class_ids(script: str) -> dict:
     whose labels are class names or class sub-directories)."""
     _, (_, labels) = load_script(script).load_examples()
     return {"validation": np.asarray(labels).tolist()}
+
+
+def split_files(script: str) -> dict:
+    """The files and labels of the training and validation examples that the script's
+    load_examples() gives (an image or text directory split into both)."""
+    (train_paths, train_labels), (paths, labels) = load_script(script).load_examples()
+    return {
+        "train": [p.decode() if isinstance(p, bytes) else str(p) for p in train_paths],
+        "train_labels": np.asarray(train_labels).tolist(),
+        "validation": [p.decode() if isinstance(p, bytes) else str(p) for p in paths],
+        "validation_labels": np.asarray(labels).tolist(),
+    }
 
 
 if __name__ == "__main__":

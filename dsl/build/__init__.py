@@ -141,7 +141,10 @@ class _Planner:
         for bound, steps in block_calls(graph, node, here, args):
             local = dict(zip(block.inputs, tensor, strict=True))
             for inner, where in steps:
-                local[inner.name] = self.node(graph, inner, where, local, bound)
+                if inner.exists(bound):
+                    local[inner.name] = self.node(graph, inner, where, local, bound)
+                else:  # this call leaves the node out: its name is its input
+                    local[inner.name] = local[inner.inputs[0]]
             tensor = [local[block.output]]
         return tensor[0]
 

@@ -11,6 +11,9 @@ if TYPE_CHECKING:
 
 SPLITTABLE = ("npz", "keras_dataset", "shapes", "text")
 """Sources held in memory as arrays, whose last examples a Split can hold out."""
+SPLIT_BY_CLASS = ("image_directory", "text_directory")
+"""Sources listed class by class, whose files a Split picks from each class by a seeded
+permutation."""
 
 
 def check_split(spec: Spec) -> None:
@@ -18,13 +21,13 @@ def check_split(spec: Spec) -> None:
     if validation is None or validation.kind != "split":
         return
     kind = spec.data.train.kind
-    if kind in ("image_directory", "text_directory"):
+    if kind in SPLITTABLE and validation.seed is not None:
         raise ValueError(
-            f"data.validation is a split of data.train, a {kind}: its files "
-            "load class by class, so the split would hold out whole classes. Give "
-            "data.validation its own source instead"
+            f"data.validation.seed is set but data.train is a {kind} source, whose split is its "
+            "last examples, as model.fit's validation_split: nothing is drawn at random. "
+            "Remove the seed"
         )
-    if kind not in SPLITTABLE:
+    if kind not in SPLITTABLE + SPLIT_BY_CLASS:
         raise ValueError(
             f"data.validation is a split of data.train, a {kind} source, which is streamed: "
             "there is no end of it to hold out. Give data.validation its own files instead"

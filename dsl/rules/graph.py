@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import catalog
+from .. import catalog, conditions
 from ..base import RESERVED_NAMES
 from ..layers import KerasLayer, referenced_vars
 
@@ -35,6 +35,8 @@ def check_graph(graph: Graph, root: str) -> None:
         check_cycles(block.nodes, f"{path}.nodes")
         check_used(block.nodes, block.inputs, [block.output], f"{path}.nodes", f"{path}.inputs")
         check_block_vars(block, path)
+        check_conditions(block, path)
+    check_no_conditions(graph, root)
     check_references(graph, graph.nodes, [*graph.inputs], f"{root}nodes", None)
     check_python_names(graph, root)
     outputs = list(graph.output_names.values()) or [graph.outputs]
@@ -265,6 +267,37 @@ def check_block_vars(block: Block, path: str) -> None:
             f"{path}.output={block.output!r} is not a node or input of block {block.name}"
             + _suggestion(block.output, names)
         )
+
+
+def check_conditions(block: Block, path: str) -> None:
+    """A conditional node reads only the block's parameters, and takes one input: the tensor
+    its name stands for in the calls where it does not exist."""
+    for i, node in enumerate(block.nodes):
+        if node.when is None:
+            continue
+        here = f"{path}.nodes[{i}]"
+        for name in conditions.names(node.when):
+            if name not in block.params:
+                raise ValueError(
+                    f"{here}.when={node.when!r} reads {name!r}, which is not a parameter of "
+                    f"block {block.name} (its params: {sorted(block.params) or 'none'})"
+                    + _suggestion(name, set(block.params))
+                )
+        if len(node.inputs) != 1:
+            raise ValueError(
+                f"{here} ({node.name!r}) has a condition and {len(node.inputs)} inputs: where "
+                "the condition is false the node passes its input on, so it takes exactly one"
+            )
+
+
+def check_no_conditions(graph: Graph, root: str) -> None:
+    """The graph's own nodes have no parameters to test: each is built once."""
+    for i, node in enumerate(graph.nodes):
+        if node.when is not None:
+            raise ValueError(
+                f"{root}nodes[{i}].when is set, but a condition reads a block's parameters and "
+                f"{node.name!r} is a node of the graph itself; put it in a block, or remove when"
+            )
 
 
 def check_block_recursion(graph: Graph, root: str) -> None:

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 784f054fc4a86b7d, script sha256 ede7371ba989ca6e).
+(spec sha256 bdd22d4f93025586, script sha256 45d8ea6efac45889).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -290,16 +290,19 @@ def residual_block(x, filters=16, strides=1, *, name):
         name=f"{name}_conv2",
     )(relu1)
     bn2 = layers.BatchNormalization(name=f"{name}_bn2")(conv2)
-    shortcut = layers.Conv2D(
-        filters,
-        1,
-        strides=strides,
-        padding="same",
-        use_bias=False,
-        kernel_initializer="he_normal",
-        kernel_regularizer=keras.regularizers.L2(0.0001),
-        name=f"{name}_shortcut",
-    )(x)
+    if strides != 1:
+        shortcut = layers.Conv2D(
+            filters,
+            1,
+            strides=strides,
+            padding="same",
+            use_bias=False,
+            kernel_initializer="he_normal",
+            kernel_regularizer=keras.regularizers.L2(0.0001),
+            name=f"{name}_shortcut",
+        )(x)
+    else:
+        shortcut = x
     added = layers.Add(name=f"{name}_added")([bn2, shortcut])
     out = layers.Activation("relu", name=f"{name}_out")(added)
     return out
@@ -614,14 +617,14 @@ def train(args, run):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "cifar10_resnet",
-    "spec_sha256": "784f054fc4a86b7d",
+    "spec_sha256": "bdd22d4f93025586",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
 # means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
 # longer run, other cadences, performance options or another strategy are the same setup.
 SETUP = {
-    "model": "1711586deddf1528",
+    "model": "af480ac54c99dcb6",
     "data.train": "3ce754e29913e2ce",
     "data.validation": "85e3016c6bd8b1a1",
     "data.batch_size": GLOBAL_BATCH_SIZE,
