@@ -8,8 +8,10 @@ workload.py) and trains, each in a fresh process:
   loop, plain      one step per call, no XLA: model.fit's defaults
   fit, matched     compile(steps_per_execution=steps_per_loop, jit_compile=the loop's choice)
   fit, defaults    compile() as most people call it
-and prints samples/s (median over --rounds interleaved rounds of the epochs after the first,
-which traces and compiles) and the ratios.
+and prints samples/s (median over --rounds rounds of the epochs after the first, which traces
+and compiles) and the ratios: each round runs the four in a new order, and a ratio is the
+median of the rounds' own ratios (loop ÷ fit of the same round), so that a slow spell of a
+shared machine, which a round's runs share, cancels out of it.
 render: times `loopgen render` of every example in examples/ (a new process each time, loopgen's
 modules compiled to bytecode first, as an installed package has them), each run beside a
 process that only imports the stack (STACK), and checks that TensorFlow was never imported.
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import subprocess
 import sys
 import tempfile
@@ -137,12 +140,15 @@ def bench_example(name: str, args: argparse.Namespace, folder: Path) -> dict:
             work, default_script, "defaults", args.epochs, folder
         ),
     }
-    # Rounds interleave the four runs, so that a slow spell of a shared machine hits all of
-    # them rather than one.
+    # Each round runs the four in a new order (the same one on every machine): a run that
+    # always followed another would always meet that one's after-effects (caches, the
+    # scheduler), and one always first a machine just woken up.
     seconds: dict[str, list[list[float]]] = {run: [] for run in runs}
-    for _ in range(args.rounds):
-        for run, measure in runs.items():
-            seconds[run].append(measure())
+    for index in range(args.rounds):
+        order = list(runs)
+        random.Random(index).shuffle(order)
+        for run in order:
+            seconds[run].append(runs[run]())
     throughput = {}
     for run, rounds in seconds.items():
         measured = [s for epochs in rounds for s in epochs[1:]]  # the first epoch compiles
@@ -173,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--examples", nargs="+", default=list(STEPS_PER_EPOCH))
     parser.add_argument("--epochs", type=int, default=4, help="1 warm-up + the measured ones")
     parser.add_argument("--steps-per-epoch", type=int, default=None, help="instead of the table")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved repetitions")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds of the four runs")
     parser.add_argument("--render-repeats", type=int, default=5)
     parser.add_argument("--data-repeats", type=int, default=3, help="fresh processes per seek")
     parser.add_argument("--data-images", type=int, default=2000, help="images the data part uses")

@@ -9,14 +9,28 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+PAIRS = {
+    "matched": ("loop_defaults", "fit_matched"),
+    "defaults": ("loop_defaults", "fit_defaults"),
+    "plain": ("loop_plain", "fit_defaults"),
+}
+"""Loop ÷ fit: at matched settings, at each tool's defaults, and with the loop at fit's
+defaults (one step per call, no XLA)."""
+
+
 def ratios(throughput: dict[str, dict]) -> dict[str, float]:
-    """Loop ÷ fit samples/s: at matched settings, at each tool's defaults, and with the loop
-    at fit's defaults (one step per call, no XLA)."""
-    speed = {run: t["samples_per_second"] for run, t in throughput.items()}
+    """Each ratio of PAIRS as the median of the rounds' own ratios: the loop's epoch time over
+    fit's in the same round (the median of its epochs after the first), so that what slows a
+    whole round slows both and cancels."""
+
+    def round_medians(run: str) -> list[float]:
+        return [median(epochs[1:]) for epochs in throughput[run]["epoch_seconds"]]
+
     return {
-        "matched": speed["loop_defaults"] / speed["fit_matched"],
-        "defaults": speed["loop_defaults"] / speed["fit_defaults"],
-        "plain": speed["loop_plain"] / speed["fit_defaults"],
+        name: median(
+            [f / lo for lo, f in zip(round_medians(loop), round_medians(fit), strict=True)]
+        )
+        for name, (loop, fit) in PAIRS.items()
     }
 
 
@@ -44,8 +58,9 @@ def readme_table(results: dict) -> str:
     return (
         f"Measured {fit['date']} by `python -m bench` on {machine['cpus']} CPUs "
         f"(Python {machine['python']}): samples/s, median of {fit['epochs'] - 1} epochs "
-        f"after a warm-up epoch, in each of {fit['rounds']} interleaved rounds; K = steps "
-        "per call.\n\n" + table(fit["examples"])
+        f"after a warm-up epoch in each of {fit['rounds']} rounds (the four runs in a new order "
+        "each round); a ratio is the median of the rounds' own ratios; K = steps per "
+        "call.\n\n" + table(fit["examples"])
     )
 
 

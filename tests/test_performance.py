@@ -270,3 +270,21 @@ def test_every_validation_pass_covers_the_validation_set_once(render, tmp_path):
         assert expected["count"] == 50
         assert logged == pytest.approx(expected["loss"], rel=1e-5, abs=1e-6)
     assert len([r for r in records(out) if "val_loss" in r]) == 3
+
+
+def test_bench_ratios_pair_each_round_with_itself(monkeypatch):
+    """A slow spell that slows a whole round (both tools) cancels out of the ratio: each
+    round's loop is compared with that round's fit, and the rounds' ratios give the median."""
+    monkeypatch.syspath_prepend(str(ROOT))  # bench/ runs as `python -m bench` from there
+    from bench.report import ratios
+
+    def run(*rounds):
+        return {"epoch_seconds": [[9.0, *[seconds] * 3] for seconds in rounds]}  # + a warm-up
+
+    # The loop is 3% faster; round 3 is slowed twofold for both, round 2 for the loop alone.
+    fit, loop = run(1.0, 1.0, 2.0), run(0.97, 1.94, 1.94)
+    throughput = {"loop_defaults": loop, "loop_plain": loop}
+    throughput |= {"fit_matched": fit, "fit_defaults": fit}
+    assert ratios(throughput)["matched"] == pytest.approx(1 / 0.97)
+    # Pooling each tool's epochs first would compare the loop's slow rounds with fit's fast
+    # ones: 1.0 / 1.94.
