@@ -10,7 +10,6 @@ from .base import Var, var
 from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data, ImageDirectory, KerasDataset, Npz, Shapes, Split, Tfds
 from .finetune import FineTune
-from .gan import GAN
 from .graph import Block, Graph, Input, Node
 from .layers import (
     L1,
@@ -47,7 +46,6 @@ from .spec import (
     SingleDevice,
     Spec,
 )
-from .tasks import Task
 from .training import ImportedLoss, ImportedMetric, KerasLoss, KerasMetric, KerasOptimizer
 from .vocabulary import layers as _layers
 from .vocabulary import losses, metrics, optimizers
@@ -55,6 +53,7 @@ from .vocabulary.layers import *  # noqa: F403
 from .vocabulary.losses import *  # noqa: F403
 from .vocabulary.metrics import *  # noqa: F403
 from .vocabulary.optimizers import *  # noqa: F403
+from .ways import GAN, MultiTask, Supervised, Task
 
 __all__ = [
     "GAN",
@@ -95,6 +94,7 @@ __all__ = [
     "Logging",
     "Loop",
     "Mirrored",
+    "MultiTask",
     "MultiWorker",
     "Node",
     "Npz",
@@ -110,6 +110,7 @@ __all__ = [
     "SingleDevice",
     "Spec",
     "Split",
+    "Supervised",
     "TFRecord",
     "Task",
     "Text",

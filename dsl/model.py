@@ -99,7 +99,7 @@ class Functional(_Stack):
     heads: dict[Identifier, list[Item]] = {}
     """Output heads, by name: each a list of layers applied to the output of `layers`, giving
     the model one output per head (a dict). Each needs a task of the same name in
-    `Spec.tasks`. Empty: the model has the single output of `layers`."""
+    `training.tasks`. Empty: the model has the single output of `layers`."""
 
     @model_validator(mode="after")
     def _plain_heads(self) -> "Functional":

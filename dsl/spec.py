@@ -1,7 +1,7 @@
 """The top-level `Spec` of a training run, its run-time sections and cross-field rules."""
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -10,12 +10,11 @@ from .base import Identifier, PositiveInt, StrictModel
 from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data
 from .finetune import FineTune
-from .gan import GAN
 from .layers import CustomLayerClass, KerasLayer
 from .model import Imported, Model
 from .performance import Performance
-from .tasks import Task
 from .training import Loss, Metric, Optimizer
+from .ways import GAN, Supervised, Task, Training
 
 
 class Loop(StrictModel):
@@ -181,16 +180,15 @@ class Spec(StrictModel):
     """The input pipeline."""
     custom_layers: list[CustomLayerClass] = []
     """Custom layer classes, written into the script as `keras.layers.Layer` subclasses."""
+    training: Training = Supervised()
+    """How a step trains: `Supervised()` (the default), `MultiTask(tasks=...)`, `GAN(...)`, ..."""
     model: Model | None = None
-    """The network (for a GAN, set `gan` instead)."""
+    """The network (a GAN has its networks in `training`)."""
     loss: Loss | None = None
-    """The objective (for a multi-task model, set `tasks` instead)."""
-    tasks: dict[Identifier, Task] = {}
-    """Multi-task: a loss, weight and metrics per output head (`model.heads`), by name."""
+    """The objective (a multi-task model has one per task, in `training.tasks`)."""
     optimizer: Optimizer | None = None
-    """The optimizer and its learning-rate schedule (for a GAN, in `gan`)."""
-    gan: GAN | None = None
-    """A generative adversarial network instead of `model`, `loss` and `optimizer`."""
+    """The optimizer and its learning-rate schedule (a GAN has one per network, in
+    `training`)."""
     gradients: Gradients = Gradients()
     """Gradient clipping and accumulation."""
     metrics: list[Metric] = []
@@ -218,6 +216,26 @@ class Spec(StrictModel):
     fine_tune: FineTune | None = None
     """Unfreeze a frozen backbone part-way through training."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_sections(cls, data: Any) -> Any:
+        # Earlier specs named these ways of training at the top level.
+        moved = {"gan": "training=GAN(...)", "tasks": "training=MultiTask(tasks={...})"}
+        for field, now in moved.items():
+            if isinstance(data, dict) and field in data:
+                raise ValueError(f"{field}= is now {now}: move it into the training section")
+        return data
+
+    @property
+    def gan(self) -> GAN | None:
+        """The GAN, when that is the way of training."""
+        return self.training if isinstance(self.training, GAN) else None
+
+    @property
+    def tasks(self) -> dict[str, Task]:
+        """The tasks of a multi-task model, by name ({} for every other way of training)."""
+        return getattr(self.training, "tasks", {})
+
     @model_validator(mode="after")
     def _cross_field(self) -> "Spec":
         # The rules that relate several sections live in dsl/rules/, one small function each.
@@ -242,8 +260,8 @@ class Spec(StrictModel):
             return [("loss", self.loss, "metrics", self.metrics, f"model.{path}", last)]
         outputs = {name: (path, layer) for name, path, layer in self.model.head_outputs()}
         return [
-            (f"tasks.{name}.loss", task.loss, f"tasks.{name}.metrics", task.metrics,
-             f"model.{outputs[name][0]}", outputs[name][1])
+            (f"training.tasks.{name}.loss", task.loss, f"training.tasks.{name}.metrics",
+             task.metrics, f"model.{outputs[name][0]}", outputs[name][1])
             for name, task in self.tasks.items()
         ]  # fmt: skip
 
@@ -309,7 +327,7 @@ class Spec(StrictModel):
     def optimizers(self) -> dict[str, Optimizer]:
         """Every optimizer of the run, by field path."""
         if self.gan is not None:
-            return {f"gan.{name}_optimizer": o for name, o in self.gan.optimizers().items()}
+            return {f"training.{name}_optimizer": o for name, o in self.gan.optimizers().items()}
         return {"optimizer": self.optimizer} if self.optimizer else {}
 
     @property
@@ -331,7 +349,7 @@ class Spec(StrictModel):
         found = []
         if self.gan is not None:
             for name, network in self.gan.networks().items():
-                found += [(f"gan.{name}.{path}", item) for path, item in network.flat_items()]
+                found += [(f"training.{name}.{path}", item) for path, item in network.flat_items()]
         elif not isinstance(self.model, Imported):
             found = [(f"model.{path}", item) for path, item in self.model.flat_items()]
         for i, cls in enumerate(self.custom_layers):

@@ -35,7 +35,7 @@ spec = Spec(
         batch_size=64,
         shuffle_buffer=2000,
     ),
-    gan=GAN(
+    training=GAN(
         latent_dim=32,
         # Noise -> 4x4x64 -> 8x8x32 -> 16x16x3 in [-1, 1].
         generator=Sequential(

@@ -18,6 +18,7 @@ from loopgen.dsl import (
     Loop,
     MaxPooling2D,
     MeanIoU,
+    MultiTask,
     Shapes,
     SparseCategoricalAccuracy,
     SparseCategoricalCrossentropy,
@@ -55,17 +56,19 @@ spec = Spec(
             ],
         },
     ),
-    tasks={
-        "mask": Task(
-            loss=SparseCategoricalCrossentropy(from_logits=True),
-            metrics=[MeanIoU(num_classes=4)],
-        ),
-        "shape": Task(
-            loss=SparseCategoricalCrossentropy(from_logits=True),
-            weight=0.5,
-            metrics=[SparseCategoricalAccuracy()],
-        ),
-    },
+    training=MultiTask(
+        tasks={
+            "mask": Task(
+                loss=SparseCategoricalCrossentropy(from_logits=True),
+                metrics=[MeanIoU(num_classes=4)],
+            ),
+            "shape": Task(
+                loss=SparseCategoricalCrossentropy(from_logits=True),
+                weight=0.5,
+                metrics=[SparseCategoricalAccuracy()],
+            ),
+        },
+    ),
     optimizer=Adam(learning_rate=2e-3),
     loop=Loop(epochs=10, log_every_steps=10),
     checkpoint=Checkpoint(every_epochs=1, keep=2),

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 a4bf510dea9d0494, script sha256 9208bdb0c6903e25).
+(spec sha256 8e0bc193c0f6cd38, script sha256 a53a9f735a0b23e4).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -416,24 +416,24 @@ def train(args, run):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "shapes_dcgan",
-    "spec_sha256": "a4bf510dea9d0494",
+    "spec_sha256": "8e0bc193c0f6cd38",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
 # means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
 # longer run, other cadences, performance options or another strategy are the same setup.
 SETUP = {
-    "gan.generator": "8bdf0e08f782a35e",
-    "gan.discriminator": "204e1b8be0ac657a",
-    "gan.latent_dim": LATENT_DIM,
+    "training.generator": "8bdf0e08f782a35e",
+    "training.discriminator": "204e1b8be0ac657a",
+    "training.latent_dim": LATENT_DIM,
     "data.train": "5d026731d41f36bb",
     "data.batch_size": BATCH_SIZE,
     "data.shuffle_buffer": 2000,
     "data.labels": "sparse",
     "seed": SEED,
-    "gan.generator_optimizer": "d9e1df48737db7db",
-    "gan.discriminator_optimizer": "d9e1df48737db7db",
-    "gan.label_smoothing": 0.1,
+    "training.generator_optimizer": "d9e1df48737db7db",
+    "training.discriminator_optimizer": "d9e1df48737db7db",
+    "training.label_smoothing": 0.1,
 }
 
 

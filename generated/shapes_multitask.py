@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 93db0f45309f15fd, script sha256 0dfd42f23ccdf284).
+(spec sha256 92cc046ca48bc8f1, script sha256 a2708542036d51f9).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -484,7 +484,7 @@ def train(args, run):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "shapes_multitask",
-    "spec_sha256": "93db0f45309f15fd",
+    "spec_sha256": "92cc046ca48bc8f1",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
@@ -499,7 +499,7 @@ SETUP = {
     "data.labels": "sparse",
     "seed": SEED,
     "optimizer": "2f42b2f7ff184104",
-    "tasks": "2adf0fcbd52214c5",
+    "training.tasks": "2adf0fcbd52214c5",
 }
 
 

@@ -39,9 +39,9 @@ def setup_entries(spec: Spec, batch_size: str) -> list[tuple[str, str]]:
     entries: list[tuple[str, str]] = []
     if spec.gan is not None:
         entries += [
-            ("gan.generator", _hash(spec.gan.generator)),
-            ("gan.discriminator", _hash(spec.gan.discriminator)),
-            ("gan.latent_dim", "LATENT_DIM"),
+            ("training.generator", _hash(spec.gan.generator)),
+            ("training.discriminator", _hash(spec.gan.discriminator)),
+            ("training.latent_dim", "LATENT_DIM"),
         ]
     else:
         entries.append(("model", _hash(spec.model)))
@@ -66,14 +66,14 @@ def setup_entries(spec: Spec, batch_size: str) -> list[tuple[str, str]]:
     entries.append(("seed", "SEED"))
     if spec.gan is not None:
         entries += [
-            ("gan.generator_optimizer", _hash(spec.gan.generator_optimizer)),
-            ("gan.discriminator_optimizer", _hash(spec.gan.discriminator_optimizer)),
-            ("gan.label_smoothing", code.literal(spec.gan.label_smoothing)),
+            ("training.generator_optimizer", _hash(spec.gan.generator_optimizer)),
+            ("training.discriminator_optimizer", _hash(spec.gan.discriminator_optimizer)),
+            ("training.label_smoothing", code.literal(spec.gan.label_smoothing)),
         ]
     else:
         entries.append(("optimizer", _hash(spec.optimizer)))
         if spec.tasks:
-            entries.append(("tasks", _hash(spec.tasks)))
+            entries.append(("training.tasks", _hash(spec.tasks)))
         else:
             entries.append(("loss", _hash(spec.loss)))
     if spec.fine_tune is not None:  # which weights train when, and at which rate

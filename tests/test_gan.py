@@ -15,17 +15,21 @@ from test_spec_validation import reject_set
 @pytest.mark.parametrize(
     ("overrides", "phrases"),
     [
-        (['loss={"kind": "mean_squared_error"}'], ["gan is set, and so is loss", "remove loss"]),
+        (['loss={"kind": "mean_squared_error"}'],
+         ["training is a GAN, and loss is set", "remove loss"]),
         (['data.validation={"kind": "split"}'], ["data.validation is set for a GAN"]),
-        (["gan.latent_dim=64"], ["gan.generator.input_shape=(32,)", "gan.latent_dim=64"]),
-        (["gan.generator.layers[7].activation=relu"],
-         ["gan.generator.layers[7]", "tanh", "sigmoid"]),
-        (["gan.discriminator.layers[5].units=2"], ["gan.discriminator outputs shape (2,)"]),
+        (["training.latent_dim=64"],
+         ["training.generator.input_shape=(32,)", "training.latent_dim=64"]),
+        (["training.generator.layers[7].activation=relu"],
+         ["training.generator.layers[7]", "tanh", "sigmoid"]),
+        (["training.discriminator.layers[5].units=2"],
+         ["training.discriminator outputs shape (2,)"]),
         (["data.train.image_size=32"], ["(16, 16, 3)", "(32, 32, 3)", "data.train.image_size"]),
         (["gradients.clip_norm=1.0"], ["gradients is set for a GAN"]),
         (["performance.xla=on"], ["performance.xla='on' for a GAN"]),
-        (["gan.generator.layers[4].strides=1"],
-         ["gan.generator makes images of shape (8, 8, 3)", "gan.discriminator.input_shape"]),
+        (["training.generator.layers[4].strides=1"],
+         ["training.generator makes images of shape (8, 8, 3)",
+          "training.discriminator.input_shape"]),
     ],
 )  # fmt: skip
 def test_gan_mistakes_are_named(overrides, phrases):
@@ -41,7 +45,7 @@ def small(tmp_path) -> list[str]:
 @pytest.mark.slow
 def test_the_alternating_step_is_dcgans(render, tmp_path):
     sgd = '{"kind": "sgd", "learning_rate": 0.05}'
-    optimizers = [f"gan.generator_optimizer={sgd}", f"gan.discriminator_optimizer={sgd}"]
+    optimizers = [f"training.generator_optimizer={sgd}", f"training.discriminator_optimizer={sgd}"]
     script = render("shapes_dcgan", *small(tmp_path), *optimizers, 'checkpoint={"every_steps": 1}')
     out = tmp_path / "run"
     run_python(script, "--max-steps", "0", "--output-dir", str(out), cwd=tmp_path)

@@ -142,7 +142,8 @@ def test_several_inputs_shared_layers_and_outputs():
         data=Data(train=Npz(path="t.npz", x_key={"numeric": "x", "city": "c"},
                             y_key={"price": "p", "demand": "d"}), batch_size=8),
         loss=None,
-        tasks={"price": {"loss": MeanSquaredError()}, "demand": {"loss": MeanSquaredError()}},
+        training={"kind": "multi_task", "tasks": {"price": {"loss": MeanSquaredError()},
+                                                  "demand": {"loss": MeanSquaredError()}}},
     )  # fmt: skip
     build = ast.unparse(
         next(f for f in ast.parse(render_script(spec, spec_file="s.py")).body
@@ -366,7 +367,8 @@ def test_the_rendered_graph_builds_and_trains(tmp_path):
         data=Data(train=Npz(path="t.npz", x_key={"numeric": "x", "city": "c"},
                             y_key={"price": "p", "demand": "d"}), batch_size=8),
         loss=None,
-        tasks={"price": {"loss": MeanSquaredError()}, "demand": {"loss": MeanSquaredError()}},
+        training={"kind": "multi_task", "tasks": {"price": {"loss": MeanSquaredError()},
+                                                  "demand": {"loss": MeanSquaredError()}}},
     )  # fmt: skip
     script = tmp_path / "train.py"
     script.write_text(render_script(spec, spec_file="spec.py"))

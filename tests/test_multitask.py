@@ -17,17 +17,17 @@ from test_spec_validation import reject_set
 @pytest.mark.parametrize(
     ("overrides", "phrases"),
     [
-        (['loss={"kind": "mean_squared_error"}'], ["loss and tasks are both set"]),
+        (['loss={"kind": "mean_squared_error"}'], ["loss is set and training is MultiTask"]),
         (['model.heads={"mask": [{"kind": "conv2d", "filters": 4, "kernel_size": 1}]}'],
-         ["tasks ['mask', 'shape'] and model.heads ['mask'] differ"]),
-        (['metrics=[{"kind": "sparse_categorical_accuracy"}]'], ["tasks.<name>.metrics"]),
+         ["training.tasks ['mask', 'shape'] and model.heads ['mask'] differ"]),
+        (['metrics=[{"kind": "sparse_categorical_accuracy"}]'], ["training.tasks.<name>.metrics"]),
         (["data.train.task=segmentation", "data.validation.task=segmentation"],
-         ["tasks ['mask', 'shape'] need one label each", "one label per example"]),
+         ["training.tasks ['mask', 'shape'] need one label each", "one label per example"]),
         (["data.validation.task=segmentation"], ["data.validation", "data.train"]),
         (['best_model.monitor="val_shape_iou"'],
          ["val_shape_iou", "val_mask_loss", "val_shape_accuracy"]),
-        (["tasks.shape.loss.from_logits=false"],
-         ["tasks.shape.loss.from_logits=False", "model.heads.shape[4]"]),
+        (["training.tasks.shape.loss.from_logits=false"],
+         ["training.tasks.shape.loss.from_logits=False", "model.heads.shape[4]"]),
     ],
 )  # fmt: skip
 def test_multitask_mistakes_are_named(overrides, phrases):
@@ -63,7 +63,7 @@ def test_the_step_follows_the_weighted_sum_and_every_task_is_logged(render, tmp_
         "shapes_multitask",
         *multitask_overrides(tmp_path),
         'optimizer={"kind": "sgd", "learning_rate": 0.5}',
-        "tasks.shape.weight=3.0",
+        "training.tasks.shape.weight=3.0",
         'checkpoint={"every_steps": 1, "keep": 10}',
     )
     out = tmp_path / "run"

@@ -29,7 +29,7 @@ def plan(spec: Any) -> dict[str, Any]:
     planner = _Planner(spec)
     if spec.gan is not None:
         for name, network in spec.gan.networks().items():
-            planner.chain(network, f"gan.{name}", prefix=f"{name}_")
+            planner.chain(network, f"training.{name}", prefix=f"{name}_")
     elif spec.model.kind == "graph":
         planner.graph(spec.model)
     elif spec.model.kind != "import":

@@ -56,26 +56,26 @@ def check_gan_shapes(spec: Spec) -> None:
     assert gan is not None
     classes = {c.name: c for c in spec.custom_layers}
     image = shapes.check_shapes(
-        gan.generator.input_shape, gan.generator.layers, classes, path="gan.generator.layers"
+        gan.generator.input_shape, gan.generator.layers, classes, path="training.generator.layers"
     )
     if tuple(gan.discriminator.input_shape) != tuple(image):
         raise ValueError(
-            f"gan.generator makes images of shape {image} but gan.discriminator.input_shape="
-            f"{gan.discriminator.input_shape}; make them equal"
+            f"training.generator makes images of shape {image} but "
+            f"training.discriminator.input_shape={gan.discriminator.input_shape}; make them equal"
         )
     train = spec.data.train
     if train.kind == "shapes" and tuple(image) != (train.image_size, train.image_size, 3):
         raise ValueError(
-            f"gan.generator makes images of shape {image} but data.train has images of "
+            f"training.generator makes images of shape {image} but data.train has images of "
             f"({train.image_size}, {train.image_size}, 3); change the generator's layers or "
             "data.train.image_size"
         )
     logits = shapes.check_shapes(
-        image, gan.discriminator.layers, classes, path="gan.discriminator.layers"
+        image, gan.discriminator.layers, classes, path="training.discriminator.layers"
     )
     if tuple(logits) != (1,):
         raise ValueError(
-            f"gan.discriminator outputs shape {logits}; it must output one logit per image "
+            f"training.discriminator outputs shape {logits}; it must output one logit per image "
             "(end it in Dense(units=1) without activation)"
         )
 

@@ -27,47 +27,49 @@ def check_objective(spec: Spec) -> None:
     for field in ("model", "optimizer"):
         if getattr(spec, field) is None:
             raise ValueError(
-                f"{field} is missing: set it (or gan, for a generative adversarial network)"
+                f"{field} is missing: set it (or training=GAN(...), for a generative "
+                "adversarial network)"
             )
     if spec.loss is None and not spec.tasks:
         raise ValueError(
-            "loss is missing: set loss (the objective), or tasks for a multi-task model (one "
-            "loss per head of model.heads)"
+            "loss is missing: set loss (the objective), or training=MultiTask(tasks=...) for a "
+            "multi-task model (one loss per head of model.heads)"
         )
     if spec.loss is not None and spec.tasks:
         raise ValueError(
-            "loss and tasks are both set: a multi-task model has one loss per task; remove "
-            "loss (or tasks, for a single output)"
+            "loss is set and training is MultiTask: a multi-task model has one loss per task; "
+            "remove loss (or use training=Supervised(), for a single output)"
         )
     heads = list(getattr(spec.model, "heads", {}))
     field = "model.outputs" if spec.model.kind == "graph" else "model.heads"
     if not spec.tasks:
         if heads:
             raise ValueError(
-                f"{field} has {heads} but tasks is empty: give each head its loss in "
-                "tasks (and drop loss)"
+                f"{field} has {heads} but training is not MultiTask: give each head its loss "
+                "in training=MultiTask(tasks={...}) (and drop loss)"
             )
         if spec.data.label_names:
             raise ValueError(
                 f"data gives one label per task ({spec.data.label_names}) but the model has "
-                "one output; add model.heads and tasks for them, or use single labels"
+                "one output; add model.heads and training=MultiTask(tasks=...) for them, or use "
+                "single labels"
             )
         return
     if sorted(heads) != sorted(spec.tasks):
         raise ValueError(
-            f"tasks {sorted(spec.tasks)} and {field} {sorted(heads)} differ: a multi-task "
+            f"training.tasks {sorted(spec.tasks)} and {field} {sorted(heads)} differ: a multi-task "
             "model (a Functional model's heads, a Graph's outputs) needs one head per task, "
             "with the same names"
         )
     if spec.metrics:
         raise ValueError(
             "metrics is set for a multi-task model: put each metric in its task's "
-            "tasks.<name>.metrics"
+            "training.tasks.<name>.metrics"
         )
     labels = spec.data.label_names
     if labels is None or sorted(labels) != sorted(spec.tasks):
         raise ValueError(
-            f"tasks {sorted(spec.tasks)} need one label each, but data.train gives "
+            f"training.tasks {sorted(spec.tasks)} need one label each, but data.train gives "
             f"{sorted(labels) if labels else 'one label per example'}: use an Npz source "
             'with y_key={"<task>": "<array name>", ...} or Shapes(task="multitask")'
         )
@@ -82,11 +84,12 @@ def check_gan(spec: Spec) -> None:
     gan = spec.gan
     assert gan is not None
     taken = [f for f in ("model", "optimizer", "loss") if getattr(spec, f) is not None]
-    taken += [f for f in ("tasks", "metrics") if getattr(spec, f)]
+    taken += ["metrics"] if spec.metrics else []
     if taken:
         raise ValueError(
-            f"gan is set, and so is {taken[0]}: a GAN's networks, losses and optimizers are "
-            f"all in gan (gan.generator, gan.discriminator, gan.*_optimizer); remove {taken[0]}"
+            f"training is a GAN, and {taken[0]} is set: a GAN's networks, losses and "
+            "optimizers are all in training (training.generator, training.discriminator, "
+            f"training.*_optimizer); remove {taken[0]}"
         )
     if spec.data.validation is not None:
         raise ValueError(
@@ -107,14 +110,14 @@ def check_gan(spec: Spec) -> None:
             )
     if gan.generator.input_shape != (gan.latent_dim,):
         raise ValueError(
-            f"gan.generator.input_shape={gan.generator.input_shape} but gan.latent_dim="
+            f"training.generator.input_shape={gan.generator.input_shape} but training.latent_dim="
             f"{gan.latent_dim}: the generator takes the noise vector; set input_shape="
             f"({gan.latent_dim},)"
         )
     path, last = gan.generator.last_layer()
     if output_activation(last) not in ("tanh", "sigmoid"):
         raise ValueError(
-            f"gan.generator.{path} must end the generator in activation='tanh' (images in "
+            f"training.generator.{path} must end the generator in activation='tanh' (images in "
             "[-1, 1], the DCGAN choice) or 'sigmoid' ([0, 1]): the script scales the real "
             "images to the same range"
         )

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 b6158e252027ff79, script sha256 2df0ae838eb2466d).
+(spec sha256 a4dce22ab84d4a5e, script sha256 e0bdf7a41646f8e8).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -576,7 +576,7 @@ def train(args, run):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "shapes_multitask",
-    "spec_sha256": "b6158e252027ff79",
+    "spec_sha256": "a4dce22ab84d4a5e",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
@@ -591,7 +591,7 @@ SETUP = {
     "data.labels": "sparse",
     "seed": SEED,
     "optimizer": "2f42b2f7ff184104",
-    "tasks": "2adf0fcbd52214c5",
+    "training.tasks": "2adf0fcbd52214c5",
 }
 
 

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 13b17214dfd67ba4, script sha256 926017b3aa80b91e).
+(spec sha256 337cd6f19686936e, script sha256 c7e63929bae8499c).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -614,7 +614,7 @@ def train(args, run):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "shapes_multitask",
-    "spec_sha256": "13b17214dfd67ba4",
+    "spec_sha256": "337cd6f19686936e",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
@@ -629,7 +629,7 @@ SETUP = {
     "data.labels": "sparse",
     "seed": SEED,
     "optimizer": "2f42b2f7ff184104",
-    "tasks": "2adf0fcbd52214c5",
+    "training.tasks": "2adf0fcbd52214c5",
 }
 
 

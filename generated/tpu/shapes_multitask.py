@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 5fdef13d2a3af905, script sha256 1d48e6edf0a954ab).
+(spec sha256 98ef260b6fd967a7, script sha256 cb0edd8716dfa588).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -586,7 +586,7 @@ def train(args, run):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "shapes_multitask",
-    "spec_sha256": "5fdef13d2a3af905",
+    "spec_sha256": "98ef260b6fd967a7",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
@@ -601,7 +601,7 @@ SETUP = {
     "data.labels": "sparse",
     "seed": SEED,
     "optimizer": "2f42b2f7ff184104",
-    "tasks": "2adf0fcbd52214c5",
+    "training.tasks": "2adf0fcbd52214c5",
 }
 
 

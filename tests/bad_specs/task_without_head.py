@@ -31,17 +31,19 @@ spec = Spec(
             ],
         },
     ),
-    tasks={
-        "mask": Task(
-            loss=SparseCategoricalCrossentropy(from_logits=True),
-            metrics=[MeanIoU(num_classes=4)],
-        ),
-        "label": Task(
-            loss=SparseCategoricalCrossentropy(from_logits=True),
-            weight=0.5,
-            metrics=[SparseCategoricalAccuracy()],
-        ),
-    },
+    training=MultiTask(
+        tasks={
+            "mask": Task(
+                loss=SparseCategoricalCrossentropy(from_logits=True),
+                metrics=[MeanIoU(num_classes=4)],
+            ),
+            "label": Task(
+                loss=SparseCategoricalCrossentropy(from_logits=True),
+                weight=0.5,
+                metrics=[SparseCategoricalAccuracy()],
+            ),
+        },
+    ),
     optimizer=Adam(learning_rate=2e-3),
     loop=Loop(epochs=10, log_every_steps=10),
     checkpoint=Checkpoint(every_epochs=1, keep=2),

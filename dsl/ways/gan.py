@@ -1,13 +1,13 @@
 """Generative adversarial networks: two models trained against each other, each with its own
 optimizer, in an alternating step that the script writes out."""
 
-from typing import Annotated
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from .base import PositiveInt, Probability, StrictModel
-from .model import Functional, Sequential
-from .training import Optimizer
+from ..base import PositiveInt, Probability, StrictModel
+from ..model import Functional, Sequential
+from ..training import Optimizer
 
 Network = Annotated[Sequential | Functional, Field(discriminator="kind")]
 
@@ -17,7 +17,10 @@ class GAN(StrictModel):
     the discriminator on a real batch and as many generated images (real towards 1, generated
     towards 0), then the generator through the updated discriminator (its images towards 1, the
     non-saturating loss of Goodfellow et al.). Both losses are binary cross-entropies on the
-    discriminator's logits."""
+    discriminator's logits. Set it instead of `model`, `loss` and `optimizer`."""
+
+    kind: Literal["gan"] = "gan"
+    template: ClassVar[str] = "gan"
 
     latent_dim: PositiveInt = 100
     """Size of the noise vector the generator maps to an image."""

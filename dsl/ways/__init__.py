@@ -1,0 +1,15 @@
+"""Ways of training: the `training` section says what a train step does with the networks, a
+batch and the losses. Each kind is rendered by a partial of its own (`template`), with its
+GradientTapes written out."""
+
+from typing import Annotated
+
+from pydantic import Field
+
+from .gan import GAN
+from .supervised import MultiTask, Supervised, Task
+
+Training = Annotated[Supervised | MultiTask | GAN, Field(discriminator="kind")]
+"""How the script trains: supervised (the default), multi-task, a GAN, ..."""
+
+__all__ = ["GAN", "MultiTask", "Supervised", "Task", "Training"]
