@@ -16,6 +16,7 @@ from ..dsl.schedules import Warmup
 from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
 from . import code, fingerprint, graph, stamp
+from .ways import way_context
 
 IMAGE_SOURCES = {"keras_dataset", "image_directory", "shapes"}
 STREAMING = {"tfds", "tfrecord", "csv", "generator"}
@@ -61,6 +62,7 @@ def build_context(
         "steps_per_second",
     ]
     return {
+        **way_context(spec),
         "spec": spec,
         "variant": spec.distribute.kind,
         # Multi-device strategies: mirrored, multi_worker, tpu. Their steps run per replica.
