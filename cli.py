@@ -169,12 +169,7 @@ def validate(
     built = ""
     if build:
         built = _build(spec, spec_file)
-    if spec.gan is not None:
-        summary = "a GAN"
-    else:
-        objective = f"{spec.loss.kind} loss" if spec.loss else f"tasks {', '.join(spec.tasks)}"
-        summary = f"{spec.model.kind} model, {objective}"
-    typer.echo(f"{spec_file}: ok ({spec.name}: {summary}){built}")
+    typer.echo(f"{spec_file}: ok ({spec.name}: {spec.training.describe(spec)}){built}")
 
 
 def _build(spec, spec_file: Path) -> str:

@@ -46,14 +46,21 @@ from .spec import (
     SingleDevice,
     Spec,
 )
-from .training import ImportedLoss, ImportedMetric, KerasLoss, KerasMetric, KerasOptimizer
+from .training import (
+    ImportedLoss,
+    ImportedMetric,
+    ImportedOptimizer,
+    KerasLoss,
+    KerasMetric,
+    KerasOptimizer,
+)
 from .vocabulary import layers as _layers
 from .vocabulary import losses, metrics, optimizers
 from .vocabulary.layers import *  # noqa: F403
 from .vocabulary.losses import *  # noqa: F403
 from .vocabulary.metrics import *  # noqa: F403
 from .vocabulary.optimizers import *  # noqa: F403
-from .ways import GAN, MultiTask, Supervised, Task
+from .ways import GAN, MultiTask, OwnStep, Supervised, Task
 
 __all__ = [
     "GAN",
@@ -85,6 +92,7 @@ __all__ = [
     "Imported",
     "ImportedLoss",
     "ImportedMetric",
+    "ImportedOptimizer",
     "Input",
     "KerasDataset",
     "KerasLayer",
@@ -98,6 +106,7 @@ __all__ = [
     "MultiWorker",
     "Node",
     "Npz",
+    "OwnStep",
     "OneCycle",
     "Performance",
     "PositionEmbedding",

@@ -251,8 +251,8 @@ class Spec(StrictModel):
     def objectives(self) -> list[tuple[str, Loss, str, list[Metric], str, object]]:
         """(field path of the loss, the loss, field path of its metrics, the metrics, path of
         the output layer, that layer) for the one loss, or for each task (none for a GAN)."""
-        if self.gan is not None:
-            return []
+        if self.gan is not None or self.training.kind == "own_step":
+            return []  # a GAN's losses are its own; an own step's are yours
         if isinstance(self.model, Imported):
             return [("loss", self.loss, "metrics", self.metrics, "", None)]
         if not self.tasks:
@@ -269,6 +269,10 @@ class Spec(StrictModel):
         """The names of the logged losses and metrics (prefixed `val_` for validation)."""
         if self.gan is not None:
             return ["discriminator_loss", "generator_loss", "real_score", "fake_score"]
+        if self.training.kind == "own_step":
+            parts = self.training.losses if len(self.training.losses) > 1 else []
+            extras = self.training.extras
+            return ["loss", *parts, *extras, *(m.metric_name for m in self.metrics)]
         if not self.tasks:
             return ["loss", *(m.metric_name for m in self.metrics)]
         return [
@@ -295,6 +299,10 @@ class Spec(StrictModel):
         xla = self.performance.xla
         if self.gan is not None:
             return False
+        if xla != "auto" or self.distribute.kind != "single_device":
+            return xla == "on" and self.distribute.kind == "single_device"
+        if self.training.kind not in ("supervised", "multi_task"):
+            return False  # code of yours (an own step) XLA may not compile
         if xla != "auto" or self.distribute.kind != "single_device":
             return xla == "on" and self.distribute.kind == "single_device"
         if isinstance(self.model, Imported) or self.gradients.accumulate_steps > 1:

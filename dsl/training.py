@@ -235,6 +235,28 @@ class ImportedMetric(_Imported):
         return self.name
 
 
+class ImportedOptimizer(_Imported):
+    """Your own optimizer class, imported by the script: a `keras.optimizers.Optimizer`
+    subclass (its `build` creates the slots, its `update_step` applies a gradient), constructed
+    as `Class(learning_rate=..., **kwargs)`. Its variables are checkpointed like Keras's own;
+    under `mixed_float16` it is wrapped in a LossScaleOptimizer."""
+
+    imports: ClassVar[str] = "class"
+    learning_rate: LearningRate = 0.01
+    """A constant rate or a schedule, passed as `learning_rate`."""
+
+    @property
+    def rate(self) -> Any:
+        return self.learning_rate
+
+    @property
+    def schedule(self) -> Any:
+        return None if isinstance(self.rate, float | int) else self.rate
+
+    def arguments(self) -> list[tuple[str, Any]]:
+        return [("learning_rate", self.rate), *self.kwargs.items()]
+
+
 def _tag(value: Any) -> str:
     kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
     return "import" if kind == "import" else "keras"
@@ -288,5 +310,9 @@ Metric = Annotated[
 ]
 """A metric computed on training batches and on the validation data."""
 
-Optimizer = KerasOptimizer
-"""The optimizer; its iteration counter drives the schedule and is checkpointed."""
+Optimizer = Annotated[
+    Union[Annotated[KerasOptimizer, Tag("keras")], Annotated[ImportedOptimizer, Tag("import")]],  # noqa: UP007
+    Discriminator(_tag),
+]
+"""The optimizer, Keras's or your own class; its iteration counter drives the schedule and is
+checkpointed."""

@@ -315,7 +315,7 @@ def comet_parameters(spec: Spec, batch_size: str) -> str:
     rate = code.literal(optimizer.learning_rate if schedule is None else schedule.kind)
     length = '"epochs": self.args.epochs' if spec.loop.epochs else '"steps": self.args.steps'
     items = [
-        f'"optimizer": {code.literal(optimizer.kind)}',
+        f'"optimizer": {code.literal(getattr(optimizer, "target", optimizer.kind))}',
         f'"learning_rate": {rate}',
         f'"loss": {code.literal(spec.loss.kind if spec.loss else "gan" if spec.gan else "tasks")}',
         f'"batch_size": {batch_size}',
@@ -361,10 +361,11 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     if not isinstance(spec.model, Imported) or spec.custom_layers:
         from_imports.add("from keras import layers")
     user = [f"import {spec.model.module}"] if isinstance(spec.model, Imported) else []
-    objectives = [spec.loss, *spec.metrics]
+    objectives = [spec.loss, *spec.metrics, *spec.optimizers().values()]
     for task in spec.tasks.values():
         objectives += [task.loss, *task.metrics]
     user += [f"import {o.module}" for o in objectives if o is not None and o.kind == "import"]
+    user += [f"import {spec.training.module}"] if spec.training.kind == "own_step" else []
     user += [
         f"import {s.module}"
         for s in (spec.data.train, spec.data.validation)
@@ -417,7 +418,14 @@ def metric_list(spec: Spec, split: str, extra: list[str]) -> str:
     if spec.gan is not None:
         return "[" + ", ".join(f"{split}_{name}" for name in spec.log_names()) + "]"
     objects = [f"{split}_loss"]
-    if spec.tasks:
+    if spec.training.kind == "own_step":
+        if len(spec.training.losses) > 1:
+            objects.append(f"*{split}_losses.values()")
+        if spec.training.extras:
+            objects.append(f"*{split}_extras.values()")
+        if spec.metrics:
+            objects.append(f"*{split}_metrics")
+    elif spec.tasks:
         objects.append(f"*{split}_task_losses.values()")
         objects += [
             f"*{split}_metrics[{code.literal(n)}]" for n, t in spec.tasks.items() if t.metrics
@@ -457,7 +465,10 @@ def optimizer_expression(spec: Spec, optimizer: Any = None, inline_schedule: boo
     constructor)."""
     optimizer = optimizer or spec.optimizer
     args = optimizer.arguments()
-    callee = f"keras.optimizers.{optimizer.keras_class}"
+    if optimizer.kind == "import":  # your class
+        callee = f"{optimizer.module}.{code.identifier(optimizer.attribute)}"
+    else:
+        callee = f"keras.optimizers.{optimizer.keras_class}"
     if optimizer.schedule is None:
         return code.call(callee, args)
     if inline_schedule:

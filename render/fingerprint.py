@@ -74,7 +74,9 @@ def setup_entries(spec: Spec, batch_size: str) -> list[tuple[str, str]]:
         entries.append(("optimizer", _hash(spec.optimizer)))
         if spec.tasks:
             entries.append(("training.tasks", _hash(spec.tasks)))
-        else:
+        elif spec.training.kind != "supervised":  # how the step trains: the whole section
+            entries.append(("training", _hash(spec.training)))
+        if spec.loss is not None:
             entries.append(("loss", _hash(spec.loss)))
     if spec.fine_tune is not None:  # which weights train when, and at which rate
         entries.append(("fine_tune", _hash(spec.fine_tune)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import struct
@@ -9,7 +10,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from helpers import npz
+from helpers import ROOT, npz
 
 
 def classification_npz(
@@ -142,6 +143,13 @@ def signals_module(folder: Path) -> None:
     (folder / "signals.py").write_text(SIGNALS)
 
 
+def example_module(example: str, name: str, folder: Path) -> None:
+    """The module of yours an example imports (`name`.py), in `folder`: the code its docstring
+    shows, so that what the example tells users to write is what the tests run."""
+    docstring = ast.get_docstring(ast.parse((ROOT / "examples" / f"{example}.py").read_text()))
+    (folder / f"{name}.py").write_text(docstring.split("```python\n")[1].split("```")[0])
+
+
 BACKBONE_ARGS = '{"alpha": 0.35}'
 """flowers_finetune's MobileNetV2 in the tests: the smallest one."""
 
@@ -231,6 +239,13 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
         ]
     if example == "reviews_text":
         return [f"data.train.path={reviews_tsv(tmp / 'reviews.tsv', 120)}"]
+    if example == "mnist_own_step":
+        example_module(example, "own_steps", tmp)
+        return [
+            f"data.train={npz(classification_npz(tmp / 'train.npz', 96, (28, 28)))}",
+            f"data.validation={npz(classification_npz(tmp / 'v.npz', 40, (28, 28), seed=1))}",
+            "data.batch_size=32",
+        ]
     if example == "signals_generator":
         signals_module(tmp)
         return [

@@ -156,7 +156,7 @@ def test_distributed_step_scales_losses_for_replicas():
     )
     assert "tf.nn.scale_regularization_loss(tf.add_n(model.losses))" in source  # the VGG has L2
     assert re.search(r"strategy\.run\(\s*replica_train_step", source)
-    assert "strategy.reduce(tf.distribute.ReduceOp.SUM, losses" in source
+    assert "strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses" in source
     assert "with strategy.scope():" in source
     plain = run_cli("render", "examples/mnist_mlp.py", "--variant", "mirrored").stdout
     assert "scale_regularization_loss" not in plain  # no penalties, no penalty code
@@ -415,12 +415,12 @@ SYNCHRONIZED = [
             9,
             1e-5,
         ),
+        # Your own step's losses, averaged over the global batch by loopgen; your optimizer.
+        ("mnist_own_step", [], 6, 1e-5),
     ],
-    ids=["cifar10_resnet", "imdb_transformer"],
+    ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step"],
 )  # fmt: skip
-def test_mirrored_equals_single_device_on_graph_models(
-    example, overrides, steps, tolerance, render, tmp_path
-):
+def test_mirrored_equals_single_device(example, overrides, steps, tolerance, render, tmp_path):
     common = [*data.small_data_overrides(example, tmp_path), "data.validation=null",
               "data.batch_size=16", "loop.log_every_steps=1", *overrides]  # fmt: skip
     single = data.runnable(example, render(example, *common))

@@ -252,26 +252,29 @@ def test_sigterm_to_one_worker_stops_every_worker_after_the_same_step(render, tm
     assert result["step"] == STEPS and result["max_diff"] <= 1e-5, result
 
 
-# --- every source, on one device and on two replicas -------------------------------------------
+# --- every source and every way of training, on one device and on two replicas ----------------
 
-SOURCE_RUNS = {
-    # source: (example, epochs, extra overrides); checkpoints every 2 steps, a log line a step.
+RESUME_RUNS = {
+    # source or way: (example, epochs, extra overrides); checkpoints every 2 steps, a log line
+    # a step.
     "image_directory": ("cifar10_vgg", 3, ["data.validation=null", "data.batch_size=8"]),
     "tfrecord": ("flowers_finetune", 4, ["data.validation=null", "fine_tune.at_epoch=3"]),
     "csv": ("houses_tabular", 4, ["data.validation=null", "data.batch_size=16"]),
     "text": ("reviews_text", 3, ["data.validation=null", "data.batch_size=16"]),
     "generator": ("signals_generator", 3, ["data.batch_size=16"]),
     "tfds": ("pets_unet", 3, ["data.validation=null"]),
+    "own_step": ("mnist_own_step", 3, ["data.validation=null"]),
 }
 
 
 @pytest.mark.parametrize("variant", ["single_device", "mirrored"])
-@pytest.mark.parametrize("source", sorted(SOURCE_RUNS))
-def test_sigkill_then_resume_is_exact_for_every_source(source, variant, render, tmp_path):
+@pytest.mark.parametrize("source", sorted(RESUME_RUNS))
+def test_sigkill_then_resume_is_exact_for_every_source_and_way(source, variant, render, tmp_path):
     """The data position is a function of the step for every source (index-shuffled arrays and
-    files, streamed records, a generator, TFDS): a run killed at a random step and resumed ends
-    with exactly the weights of one that never stopped, on one device and on two replicas."""
-    example, epochs, extra = SOURCE_RUNS[source]
+    files, streamed records, a generator, TFDS), and every way of training checkpoints all its
+    state: a run killed at a random step and resumed ends with exactly the weights of one that
+    never stopped, on one device and on two replicas."""
+    example, epochs, extra = RESUME_RUNS[source]
     overrides = [*data.small_data_overrides(example, tmp_path), *extra,
                  "loop.log_every_steps=1", 'checkpoint={"every_steps": 2, "keep": 3}']  # fmt: skip
     if variant == "mirrored":

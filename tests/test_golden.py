@@ -109,6 +109,8 @@ def test_script_imports_only_what_it_needs(golden):
         allowed |= {"re", "struct"}
     if name == "houses_tabular":  # CSV: the row of a parse error
         allowed.add("re")
+    if name == "mnist_own_step":  # your step and optimizer, from your module
+        allowed.add("own_steps")
     if name == "signals_generator":  # the spec's generator, from the user's module
         allowed.add("signals")
     assert "loopgen" not in modules
@@ -144,8 +146,11 @@ def test_sections_come_in_reading_order(golden):
         "\ndef make_train_loop(",  # several steps per call (Orbit's create_loop_fn)
         "\ndef train(",
         *(["    strategy = ", "    with strategy.scope():"] if distributed else []),
-        # One loss, one per task, or a GAN's cross-entropy.
-        next(m for m in (" loss_fn = ", " loss_fns = ", " cross_entropy = ") if m in source),
+        # One loss, one per task, or a GAN's cross-entropy (an own step has yours).
+        next(
+            (m for m in (" loss_fn = ", " loss_fns = ", " cross_entropy = ") if m in source),
+            "    model = build_model()",
+        ),
         " generator_optimizer = " if gan else " optimizer = ",
         "    def replica_train_step(" if distributed else "    def train_step(",
         "tf.GradientTape()",

@@ -438,6 +438,22 @@ def weight_delta_norm(checkpoint_a: str, checkpoint_b: str) -> dict:
     return {"norm": float(np.sqrt(sum(squares))), "count": len(names)}
 
 
+def weight_steps(checkpoint_a: str, checkpoint_b: str) -> dict:
+    """How far each element of the model's weights moved between two checkpoint files: the
+    distinct sizes of the moves, rounded to 1e-7, float32's rounding of the weights (sign
+    descent moves each by the rate, or 0)."""
+    a, b = tf.train.load_checkpoint(checkpoint_a), tf.train.load_checkpoint(checkpoint_b)
+    names = [
+        name
+        for name, dtype in a.get_variable_to_dtype_map().items()
+        if "_trainable_variables/" in name and dtype == tf.float32
+    ]
+    moves = np.concatenate(
+        [np.abs(a.get_tensor(n).astype(np.float64) - b.get_tensor(n)).ravel() for n in names]
+    )
+    return {"sizes": sorted({round(float(m), 7) for m in moves}), "count": int(moves.size)}
+
+
 def summary_plugins(logdir: str) -> dict:
     """The plugin (scalars, histograms, ...) of every summary tag in an event directory."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

@@ -24,13 +24,18 @@ def check_objective(spec: Spec) -> None:
     if spec.gan is not None:
         check_gan(spec)
         return
+    if spec.training.kind == "own_step" and spec.loss is not None:
+        raise ValueError(
+            f"loss is set, and training is your own step ({spec.training.target}), which "
+            "returns the losses: remove loss"
+        )
     for field in ("model", "optimizer"):
         if getattr(spec, field) is None:
             raise ValueError(
                 f"{field} is missing: set it (or training=GAN(...), for a generative "
                 "adversarial network)"
             )
-    if spec.loss is None and not spec.tasks:
+    if spec.loss is None and not spec.tasks and spec.training.kind != "own_step":
         raise ValueError(
             "loss is missing: set loss (the objective), or training=MultiTask(tasks=...) for a "
             "multi-task model (one loss per head of model.heads)"
@@ -40,6 +45,8 @@ def check_objective(spec: Spec) -> None:
             "loss is set and training is MultiTask: a multi-task model has one loss per task; "
             "remove loss (or use training=Supervised(), for a single output)"
         )
+    if spec.training.kind == "own_step":
+        return  # your step reads the model's outputs and the labels as they are
     heads = list(getattr(spec.model, "heads", {}))
     field = "model.outputs" if spec.model.kind == "graph" else "model.heads"
     if not spec.tasks:

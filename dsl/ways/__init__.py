@@ -7,9 +7,10 @@ from typing import Annotated
 from pydantic import Field
 
 from .gan import GAN
+from .own_step import OwnStep
 from .supervised import MultiTask, Supervised, Task
 
-Training = Annotated[Supervised | MultiTask | GAN, Field(discriminator="kind")]
+Training = Annotated[Supervised | MultiTask | GAN | OwnStep, Field(discriminator="kind")]
 """How the script trains: supervised (the default), multi-task, a GAN, ..."""
 
-__all__ = ["GAN", "MultiTask", "Supervised", "Task", "Training"]
+__all__ = ["GAN", "MultiTask", "OwnStep", "Supervised", "Task", "Training"]

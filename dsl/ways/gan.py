@@ -41,6 +41,9 @@ class GAN(StrictModel):
     """Generated images written to TensorBoard after every epoch, always from the same noise,
     so that they show the generator's progress."""
 
+    def describe(self, spec: object) -> str:
+        return "a GAN"
+
     def networks(self) -> dict[str, Sequential | Functional]:
         return {"generator": self.generator, "discriminator": self.discriminator}
 

@@ -1,7 +1,7 @@
 """Supervised training: the model's predictions against the labels, by one loss, or by one loss
 per output head (multi-task)."""
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from ..base import Identifier, PositiveFloat, StrictModel
 from ..training import Loss, Metric
@@ -13,6 +13,9 @@ class Supervised(StrictModel):
 
     kind: Literal["supervised"] = "supervised"
     template: ClassVar[str] = "supervised"
+
+    def describe(self, spec: Any) -> str:
+        return f"{spec.model.kind} model, {spec.loss.kind} loss"
 
 
 class Task(StrictModel):
@@ -37,3 +40,6 @@ class MultiTask(StrictModel):
     template: ClassVar[str] = "supervised"
     tasks: dict[Identifier, Task]
     """A loss, weight and metrics per output head, by the head's name."""
+
+    def describe(self, spec: Any) -> str:
+        return f"{spec.model.kind} model, tasks {', '.join(self.tasks)}"

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 92c48771bf1c6e3a, script sha256 ee32eddb4d963d49).
+(spec sha256 92c48771bf1c6e3a, script sha256 3969d7fbf09ff2d4).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -401,9 +401,11 @@ def train(args, run):
     @tf.function
     def train_step(images, labels):
         """One train step on every replica."""
-        losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
+        replica_losses, batch_sizes = strategy.run(
+            replica_train_step, args=(images, labels)
+        )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 8da611d4ccc5fbd9, script sha256 bd0b27b782f04587).
+(spec sha256 8da611d4ccc5fbd9, script sha256 335c82085b09d40d).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -532,9 +532,11 @@ def train(args, run):
     @tf.function
     def train_step(features, labels):
         """One train step on every replica."""
-        losses, batch_sizes = strategy.run(replica_train_step, args=(features, labels))
+        replica_losses, batch_sizes = strategy.run(
+            replica_train_step, args=(features, labels)
+        )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)

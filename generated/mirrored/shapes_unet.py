@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 25d0e7ca0cddac47, script sha256 1fb8c83aac553d5d).
+(spec sha256 25d0e7ca0cddac47, script sha256 d6647137fe886f38).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -433,9 +433,11 @@ def train(args, run):
     @tf.function
     def train_step(images, labels):
         """One train step on every replica."""
-        losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
+        replica_losses, batch_sizes = strategy.run(
+            replica_train_step, args=(images, labels)
+        )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)

@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 6618a71dabe18f46, script sha256 1490b9564270d712).
+(spec sha256 6618a71dabe18f46, script sha256 35d8f2875dbfa313).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -534,9 +534,11 @@ def train(args, run):
     @tf.function
     def train_step(features, labels):
         """One train step on every replica."""
-        losses, batch_sizes = strategy.run(replica_train_step, args=(features, labels))
+        replica_losses, batch_sizes = strategy.run(
+            replica_train_step, args=(features, labels)
+        )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)

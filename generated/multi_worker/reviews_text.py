@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 19ce263853920159, script sha256 c9cf37a57d6c10de).
+(spec sha256 19ce263853920159, script sha256 aa3aac600ecbfd0d).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -423,9 +423,11 @@ def train(args, run):
     @tf.function
     def train_step(features, labels):
         """One train step on every replica."""
-        losses, batch_sizes = strategy.run(replica_train_step, args=(features, labels))
+        replica_losses, batch_sizes = strategy.run(
+            replica_train_step, args=(features, labels)
+        )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)

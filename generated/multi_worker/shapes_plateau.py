@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 ddbfcd4f616f0556, script sha256 21ae74b6b521e5bc).
+(spec sha256 ddbfcd4f616f0556, script sha256 938b0c81b4c05a1b).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -460,9 +460,11 @@ def train(args, run):
     @tf.function
     def train_step(images, labels):
         """One train step on every replica."""
-        losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
+        replica_losses, batch_sizes = strategy.run(
+            replica_train_step, args=(images, labels)
+        )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 9d299bd28b9f0c4f, script sha256 270207d63cd63cd6).
+(spec sha256 9d299bd28b9f0c4f, script sha256 77668ffac90ec30f).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -420,9 +420,11 @@ def train(args, run):
     @tf.function
     def train_step(images, labels):
         """One train step on every replica."""
-        losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
+        replica_losses, batch_sizes = strategy.run(
+            replica_train_step, args=(images, labels)
+        )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)

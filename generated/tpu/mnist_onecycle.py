@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 ccad76cc5cb8ded7, script sha256 34d9f38ae4b53766).
+(spec sha256 ccad76cc5cb8ded7, script sha256 439ce538889b5930).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -413,9 +413,11 @@ def train(args, run):
     @tf.function
     def train_step(images, labels):
         """One train step on every replica."""
-        losses, batch_sizes = strategy.run(replica_train_step, args=(images, labels))
+        replica_losses, batch_sizes = strategy.run(
+            replica_train_step, args=(images, labels)
+        )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)

@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 e269e592d0feab68, script sha256 7270c08ca68df9b4).
+(spec sha256 e269e592d0feab68, script sha256 11cc392040c9fc45).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -408,9 +408,11 @@ def train(args, run):
     @tf.function
     def train_step(features, labels):
         """One train step on every replica."""
-        losses, batch_sizes = strategy.run(replica_train_step, args=(features, labels))
+        replica_losses, batch_sizes = strategy.run(
+            replica_train_step, args=(features, labels)
+        )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 98ef260b6fd967a7, script sha256 cb0edd8716dfa588).
+(spec sha256 98ef260b6fd967a7, script sha256 d4c2c72b0f2d1c9c).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -469,11 +469,11 @@ def train(args, run):
     @tf.function
     def train_step(images, labels):
         """One train step on every replica."""
-        losses, task_losses, batch_sizes = strategy.run(
+        replica_losses, task_losses, batch_sizes = strategy.run(
             replica_train_step, args=(images, labels)
         )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         for task, task_loss in task_losses.items():

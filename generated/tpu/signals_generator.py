@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 026eb7f3387b5118, script sha256 8d576deefc0444c3).
+(spec sha256 026eb7f3387b5118, script sha256 d42193a9f3d0a83d).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -380,9 +380,11 @@ def train(args, run):
     @tf.function
     def train_step(features, labels):
         """One train step on every replica."""
-        losses, batch_sizes = strategy.run(replica_train_step, args=(features, labels))
+        replica_losses, batch_sizes = strategy.run(
+            replica_train_step, args=(features, labels)
+        )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)
