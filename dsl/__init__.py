@@ -60,7 +60,17 @@ from .vocabulary.layers import *  # noqa: F403
 from .vocabulary.losses import *  # noqa: F403
 from .vocabulary.metrics import *  # noqa: F403
 from .vocabulary.optimizers import *  # noqa: F403
-from .ways import GAN, MultiTask, OwnStep, Supervised, Task
+from .ways import (
+    GAN,
+    Distillation,
+    ExportedModel,
+    KerasFile,
+    MultiTask,
+    OwnStep,
+    Supervised,
+    Task,
+    TrainedModel,
+)
 
 __all__ = [
     "GAN",
@@ -79,9 +89,11 @@ __all__ = [
     "CustomLayerClass",
     "Cyclical",
     "Data",
+    "Distillation",
     "EarlyStopping",
     "ExponentialDecay",
     "Export",
+    "ExportedModel",
     "Feature",
     "FineTune",
     "Functional",
@@ -95,6 +107,7 @@ __all__ = [
     "ImportedOptimizer",
     "Input",
     "KerasDataset",
+    "KerasFile",
     "KerasLayer",
     "KerasLoss",
     "KerasMetric",
@@ -123,6 +136,7 @@ __all__ = [
     "TFRecord",
     "Task",
     "Text",
+    "TrainedModel",
     "TextDirectory",
     "Tfds",
     "Var",

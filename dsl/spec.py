@@ -281,6 +281,13 @@ class Spec(StrictModel):
             *(f"{name}_{m.metric_name}" for name, task in self.tasks.items() for m in task.metrics),
         ]
 
+    def train_parts(self) -> list[str]:
+        """The parts of the training loss that a way of training logs after `loss`, and that
+        validation does not compute (a distillation's loss on the teacher)."""
+        if self.training.kind == "distillation":
+            return ["student_loss", "distillation_loss"]
+        return []
+
     def monitors(self) -> dict[str, EarlyStopping | ReduceOnPlateau | BestModel]:
         """The decisions taken on validation values, by field name."""
         # In the order the script takes them: the best weights are saved and the rate lowered

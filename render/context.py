@@ -56,7 +56,9 @@ def build_context(
     schedules = [s for o in spec.optimizers().values() for s in schedule_chain(o.schedule)]
     rates = [f"{name}_learning_rate" for name in spec.gan.optimizers()] if spec.gan else []
     train_log_names = [
-        *validation_names,
+        validation_names[0],
+        *spec.train_parts(),
+        *validation_names[1:],
         *(["gradient_norm"] if gradient_norm else []),
         *(rates or ["learning_rate"]),
         "steps_per_second",
@@ -418,6 +420,8 @@ def metric_list(spec: Spec, split: str, extra: list[str]) -> str:
     if spec.gan is not None:
         return "[" + ", ".join(f"{split}_{name}" for name in spec.log_names()) + "]"
     objects = [f"{split}_loss"]
+    if split == "train" and spec.train_parts():
+        objects.append(f"*{split}_losses.values()")
     if spec.training.kind == "own_step":
         if len(spec.training.losses) > 1:
             objects.append(f"*{split}_losses.values()")

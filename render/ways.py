@@ -1,17 +1,45 @@
 """What the partial of the way of training (templates/partials/ways/) and the sections around
-it need: the networks a checkpoint holds and a run restores."""
+it need, one small builder per kind that needs more than the spec: the networks a checkpoint
+holds and a run restores, and a teacher's network."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
+from . import graph
 
 
 def way_context(spec: Spec) -> dict[str, Any]:
     networks = ["generator", "discriminator"] if spec.training.kind == "gan" else ["model"]
-    return {
+    context = {
         # The networks whose weights the checkpoint keeps, by name (--init-from loads them).
         "networks": networks,
         "network_args": ", ".join(f"{name}={name}" for name in networks),
+        "teacher_build": None,
+        "teacher_blocks": [],
     }
+    builder = BUILDERS.get(spec.training.kind)
+    return {**context, **(builder(spec) if builder else {})}
+
+
+def distillation(spec: Spec) -> dict[str, Any]:
+    """A teacher whose network the spec describes is built by the script (build_teacher)."""
+    teacher = spec.training.teacher
+    if teacher.kind != "trained":
+        return {}
+    network = teacher.model
+    if network.kind != "graph":
+        return {"teacher_build": []}
+    classes = {c.name: c for c in spec.custom_layers}
+    shapes = check_graph_shapes(network, classes, "training.teacher.model")
+    return {
+        "teacher_build": graph.build_lines(
+            network, "teacher", spec.performance.precision, [], shapes
+        ),
+        "teacher_blocks": [graph.block_function(network, block) for block in network.blocks],
+    }
+
+
+BUILDERS = {"distillation": distillation}

@@ -150,6 +150,14 @@ def example_module(example: str, name: str, folder: Path) -> None:
     (folder / f"{name}.py").write_text(docstring.split("```python\n")[1].split("```")[0])
 
 
+def teacher_weights(script: Path) -> str:
+    """Trains the teacher of a distillation script (its build_teacher(), on its own training
+    data, with fit) and saves its weights where the script reads them (TEACHER_WEIGHTS); once."""
+    from helpers import tf_check
+
+    return tf_check("train_teacher", str(script), cwd=script.parent)["path"]
+
+
 BACKBONE_ARGS = '{"alpha": 0.35}'
 """flowers_finetune's MobileNetV2 in the tests: the smallest one."""
 
@@ -239,6 +247,17 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
         ]
     if example == "reviews_text":
         return [f"data.train.path={reviews_tsv(tmp / 'reviews.tsv', 120)}"]
+    if example == "mnist_distillation":
+        # Three classes, which a few steps learn. The teacher's weights are written by
+        # `runnable` (it needs the rendered script).
+        train = classification_npz(tmp / "train.npz", 96, (28, 28), classes=3)
+        validation = classification_npz(tmp / "v.npz", 40, (28, 28), classes=3, seed=1)
+        return [
+            f"data.train={npz(train)}",
+            f"data.validation={npz(validation)}",
+            "data.batch_size=16",
+            f"training.teacher.weights={tmp / 'teacher.weights.h5'}",
+        ]
     if example == "mnist_own_step":
         example_module(example, "own_steps", tmp)
         return [
@@ -268,7 +287,10 @@ def runnable(example: str, script: Path) -> Path:
     """The file a test runs for `example`'s rendered script: the script itself, or for an
     example whose source downloads (DOWNLOAD_DOUBLES) a launcher next to it that runs the
     script with that download served by a test double, through the source's real loading
-    code."""
+    code. A distillation's teacher is trained first (a few epochs of fit on the script's own
+    training data), its weights saved where the script reads them."""
+    if example == "mnist_distillation":
+        teacher_weights(script)
     double = DOWNLOAD_DOUBLES.get(example)
     if double is None:
         return script

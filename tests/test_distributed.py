@@ -417,8 +417,10 @@ SYNCHRONIZED = [
         ),
         # Your own step's losses, averaged over the global batch by loopgen; your optimizer.
         ("mnist_own_step", [], 6, 1e-5),
+        # A frozen teacher on every replica, the student's two losses over the global batch.
+        ("mnist_distillation", [], 6, 1e-5),
     ],
-    ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step"],
+    ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation"],
 )  # fmt: skip
 def test_mirrored_equals_single_device(example, overrides, steps, tolerance, render, tmp_path):
     common = [*data.small_data_overrides(example, tmp_path), "data.validation=null",

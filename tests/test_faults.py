@@ -264,6 +264,7 @@ RESUME_RUNS = {
     "generator": ("signals_generator", 3, ["data.batch_size=16"]),
     "tfds": ("pets_unet", 3, ["data.validation=null"]),
     "own_step": ("mnist_own_step", 3, ["data.validation=null"]),
+    "distillation": ("mnist_distillation", 3, ["data.validation=null"]),
 }
 
 

@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -452,6 +453,74 @@ def weight_steps(checkpoint_a: str, checkpoint_b: str) -> dict:
         [np.abs(a.get_tensor(n).astype(np.float64) - b.get_tensor(n)).ravel() for n in names]
     )
     return {"sizes": sorted({round(float(m), 7) for m in moves}), "count": int(moves.size)}
+
+
+def train_teacher(script: str) -> dict:
+    """A distillation script's teacher, trained briefly by fit on the script's own training
+    data (its pipeline, its first epoch) and saved to TEACHER_WEIGHTS, unless it is there."""
+    import os
+
+    module = load_script(script)
+    if not os.path.exists(module.TEACHER_WEIGHTS):
+        teacher = module.build_teacher()
+        teacher.compile(
+            optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
+        examples = training_examples(module)
+        import inspect
+
+        # A distributed script's pipeline takes an input context: one pipeline, one replica.
+        context = {"context": tf.distribute.InputContext()}
+        if "context" not in inspect.signature(module.training_batches).parameters:
+            context = {}
+        batches = module.training_batches(examples, start_step=0, **context)
+        batch_size = getattr(module, "BATCH_SIZE", None) or module.GLOBAL_BATCH_SIZE
+        steps = -(-module.num_examples(examples) // batch_size)
+        teacher.fit(batches, epochs=15, steps_per_epoch=steps, verbose=0)
+        teacher.save_weights(module.TEACHER_WEIGHTS)
+    return {"path": module.TEACHER_WEIGHTS}
+
+
+def frozen_teacher(script: str, output_dir: str, *argv: str) -> dict:
+    """Runs a distillation script's main() here, keeping the teacher load_teacher() gives it:
+    how far its weights (BatchNormalization statistics included) moved during training."""
+    module = load_script(script)
+    loaded = {}
+
+    def load_teacher():
+        teacher = loaded["teacher"] = original()
+        loaded["before"] = {v.path: v.numpy().copy() for v in teacher.weights}
+        # Every call's `training`, as the steps are traced.
+        called = loaded["training"] = []
+        cls = type(teacher)
+
+        def watched(self, *args, **kwargs):
+            called.append(kwargs.get("training", "not given"))
+            return cls.__call__(self, *args, **kwargs)
+
+        teacher.__class__ = type(cls.__name__, (cls,), {"__call__": watched})
+        return teacher
+
+    original, module.load_teacher = module.load_teacher, load_teacher
+    module.main(["--output-dir", output_dir, *argv])
+    after = {v.path: v.numpy() for v in loaded["teacher"].weights}
+    moved = {path: float(np.max(np.abs(after[path] - before)))
+             for path, before in loaded["before"].items()}  # fmt: skip
+    statistics = [path for path in moved if "moving_" in path]
+    return {"max_moved": max(moved.values()), "count": len(moved), "statistics": statistics,
+            "training": loaded["training"]}  # fmt: skip
+
+
+def save_teacher(script: str, keras_file: str, saved_model: str) -> dict:
+    """A distillation script's teacher (its weights from TEACHER_WEIGHTS) saved whole as a
+    .keras file and exported as a SavedModel: the other two ways to give a teacher."""
+    module = load_script(script)
+    teacher = module.build_teacher()
+    teacher.load_weights(module.TEACHER_WEIGHTS)
+    teacher.save(keras_file)
+    teacher.export(saved_model, verbose=False)
+    return {"keras_file": keras_file, "saved_model": saved_model}
 
 
 def summary_plugins(logdir: str) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import augmentation, data, logging, model, objective, strategy, training
+from . import augmentation, data, logging, model, objective, strategy, training, ways
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -24,6 +24,7 @@ RULES = [
     objective.check_logits,
     training.check_schedule,
     objective.check_thresholds,
+    ways.check_way,
     data.check_split,
     data.check_sources_agree,
     data.check_features,

@@ -6,11 +6,25 @@ from typing import Annotated
 
 from pydantic import Field
 
+from .distillation import Distillation, ExportedModel, KerasFile, TrainedModel
 from .gan import GAN
 from .own_step import OwnStep
 from .supervised import MultiTask, Supervised, Task
 
-Training = Annotated[Supervised | MultiTask | GAN | OwnStep, Field(discriminator="kind")]
+Training = Annotated[
+    Supervised | MultiTask | GAN | Distillation | OwnStep, Field(discriminator="kind")
+]
 """How the script trains: supervised (the default), multi-task, a GAN, ..."""
 
-__all__ = ["GAN", "MultiTask", "OwnStep", "Supervised", "Task", "Training"]
+__all__ = [
+    "GAN",
+    "Distillation",
+    "ExportedModel",
+    "KerasFile",
+    "MultiTask",
+    "OwnStep",
+    "Supervised",
+    "Task",
+    "TrainedModel",
+    "Training",
+]

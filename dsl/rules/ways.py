@@ -1,0 +1,62 @@
+"""Rules that tie a way of training (the `training` section) to the rest of the spec: what each
+kind needs of the model, the loss, the data and the strategy."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import shapes
+from ..model import Imported
+
+if TYPE_CHECKING:
+    from ..spec import Spec
+
+
+def check_way(spec: Spec) -> None:
+    check = CHECKS.get(spec.training.kind)
+    if check is not None:
+        check(spec)
+
+
+def output_shape(network: Any, spec: Spec, root: str) -> tuple | None:
+    """A network's output shape (without the batch dimension), None where it is not visible
+    (an imported model, several outputs)."""
+    classes = {c.name: c for c in spec.custom_layers}
+    if isinstance(network, Imported) or getattr(network, "heads", None):
+        return None
+    if network.kind == "graph":
+        if not isinstance(network.outputs, str):
+            return None
+        return shapes.check_graph_shapes(network, classes, root)[network.outputs]
+    return shapes.check_shapes(network.input_shape, network.layers, classes, f"{root}.layers")
+
+
+def check_distillation(spec: Spec) -> None:
+    way = spec.training
+    if getattr(spec.model, "heads", None) or (
+        spec.model.kind == "graph" and not isinstance(spec.model.outputs, str)
+    ):
+        raise ValueError(
+            "training is distillation, but the model has several outputs: distillation needs "
+            "one output of logits, the teacher's shape"
+        )
+    if spec.loss.probabilistic and not spec.loss.from_logits:
+        raise ValueError(
+            "training is distillation and loss.from_logits=False: the student must output "
+            "logits, which the distillation loss softens by the temperature; set "
+            "loss.from_logits=True (and end the model without a softmax)"
+        )
+    if way.teacher.kind != "trained":
+        return  # a saved teacher's shape is checked when the script loads it
+    student = output_shape(spec.model, spec, "model")
+    teacher = output_shape(way.teacher.model, spec, "training.teacher.model")
+    if None not in (student, teacher) and tuple(student) != tuple(teacher):
+        raise ValueError(
+            f"training.teacher.model outputs shape {tuple(teacher)} but the model (the "
+            f"student) outputs {tuple(student)}: the student learns the teacher's predictions "
+            "class by class, so both need the same output shape"
+        )
+
+
+CHECKS = {"distillation": check_distillation}
+"""The rules of each kind that has some, by kind."""

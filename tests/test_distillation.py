@@ -1,0 +1,101 @@
+"""Knowledge distillation: the spec rules, and real runs where the student learns from the
+labels and a frozen teacher. With alpha = 1 it trains exactly what the supervised loop trains;
+the teacher's weights and BatchNormalization statistics never change; a teacher saved as a
+.keras file or exported as a SavedModel teaches what its weights teach."""
+
+from __future__ import annotations
+
+import json
+
+import data
+import pytest
+from helpers import records, run_python, tf_check
+from test_spec_validation import reject_set
+
+
+@pytest.mark.parametrize(
+    ("overrides", "phrases"),
+    [
+        (["training.teacher.model.layers[3].units=5"],
+         ["training.teacher.model outputs shape (5,)", "the student) outputs (10,)"]),
+        (["loss.from_logits=false"], ["loss.from_logits=False", "from_logits=True"]),
+        (["training.temperature=0"], ["training.temperature", "greater than 0"]),
+        (["training.alpha=1.5"], ["training.alpha", "less than or equal to 1"]),
+        (['training.teacher={"kind": "saved_model"}'], ["training.teacher.path: required"]),
+    ],
+)  # fmt: skip
+def test_distillation_mistakes_are_named(overrides, phrases):
+    message = reject_set("mnist_distillation", *overrides, errors=0)
+    for phrase in phrases:
+        assert phrase in message, message
+
+
+# The teacher with BatchNormalization and Dropout: in training mode the first would update its
+# statistics and the second drop units at random. (Momentum 0.5: the few steps that train it
+# give it statistics of its data.)
+TEACHER = [
+    {"kind": "flatten"},
+    {"kind": "dense", "units": 64},
+    {"kind": "batch_normalization", "momentum": 0.5},
+    {"kind": "activation", "activation": "relu"},
+    {"kind": "dropout", "rate": 0.5},
+    {"kind": "dense", "units": 10},
+]
+
+
+@pytest.mark.slow
+def test_the_teacher_stays_frozen_in_inference_mode_while_the_student_learns(render, tmp_path):
+    small = data.small_data_overrides("mnist_distillation", tmp_path)
+    teacher = f"training.teacher.model.layers={json.dumps(TEACHER)}"
+    script = render("mnist_distillation", *small, teacher, "optimizer.learning_rate=0.01")
+    data.runnable("mnist_distillation", script)  # trains the teacher
+    out = tmp_path / "run"
+    result = tf_check("frozen_teacher", str(script), str(out), "--epochs", "10", cwd=tmp_path)
+    assert len(result["statistics"]) == 2 and result["count"] == 8, result
+    assert result["max_moved"] == 0.0, result
+    # Called in inference mode, every time: its Dropout off, its statistics its own.
+    assert result["training"] and set(result["training"]) == {False}, result
+    # The student comes closer to the teacher, and its validation accuracy rises.
+    distances = [r["distillation_loss"] for r in records(out) if "distillation_loss" in r]
+    assert all(d >= 0 for d in distances) and distances[-1] < 0.5 * distances[0], distances
+    validated = [r["val_accuracy"] for r in records(out) if "val_accuracy" in r]
+    assert validated[-1] > validated[0] + 0.2, validated
+
+
+@pytest.mark.slow
+def test_distillation_with_alpha_1_trains_what_the_supervised_loop_trains(render, tmp_path):
+    small = data.small_data_overrides("mnist_distillation", tmp_path)
+    distilled = render("mnist_distillation", *small, "training.alpha=1.0", name="distil.py")
+    data.runnable("mnist_distillation", distilled)
+    supervised = render("mnist_distillation", *small, 'training={"kind": "supervised"}',
+                        name="supervised.py")  # fmt: skip
+    for script in (distilled, supervised):
+        run_python(script, "--epochs", "2", "--deterministic", "--output-dir",
+                   str(tmp_path / script.stem), cwd=tmp_path)  # fmt: skip
+    result = tf_check("compare_checkpoints", str(tmp_path / "distil" / "checkpoints"),
+                      str(tmp_path / "supervised" / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["same_keys"] and result["step"] == 12 and result["max_diff"] <= 1e-6, result
+
+
+@pytest.mark.slow
+def test_a_teacher_file_or_export_teaches_what_its_weights_teach(render, tmp_path):
+    small = [*data.small_data_overrides("mnist_distillation", tmp_path), "loop.log_every_steps=1"]
+    trained = render("mnist_distillation", *small, name="trained.py")
+    data.runnable("mnist_distillation", trained)
+    saved = tf_check("save_teacher", str(trained), str(tmp_path / "teacher.keras"),
+                     str(tmp_path / "teacher_export"), cwd=tmp_path)  # fmt: skip
+    teachers = {
+        "keras_file": {"kind": "keras_file", "path": saved["keras_file"]},
+        "saved_model": {"kind": "saved_model", "path": saved["saved_model"]},
+    }
+    first = {}
+    for name, script in {"trained": trained, **{
+        kind: render("mnist_distillation", *small, f"training.teacher={json.dumps(teacher)}",
+                     name=f"{kind}.py")
+        for kind, teacher in teachers.items()
+    }}.items():  # fmt: skip
+        out = tmp_path / name
+        run_python(script, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path)
+        first[name] = records(out)[0]["distillation_loss"]
+    assert first["keras_file"] == pytest.approx(first["trained"], abs=1e-6), first
+    assert first["saved_model"] == pytest.approx(first["trained"], abs=1e-5), first
