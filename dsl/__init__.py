@@ -61,7 +61,10 @@ from .vocabulary.losses import *  # noqa: F403
 from .vocabulary.metrics import *  # noqa: F403
 from .vocabulary.optimizers import *  # noqa: F403
 from .ways import (
+    FGSM,
     GAN,
+    PGD,
+    Adversarial,
     Distillation,
     ExportedModel,
     KerasFile,
@@ -73,7 +76,10 @@ from .ways import (
 )
 
 __all__ = [
+    "FGSM",
     "GAN",
+    "PGD",
+    "Adversarial",
     "L1",
     "L1L2",
     "L2",

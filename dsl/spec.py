@@ -274,7 +274,7 @@ class Spec(StrictModel):
             extras = self.training.extras
             return ["loss", *parts, *extras, *(m.metric_name for m in self.metrics)]
         if not self.tasks:
-            return ["loss", *(m.metric_name for m in self.metrics)]
+            return ["loss", *(m.metric_name for m in self.metrics), *self.validation_extras()]
         return [
             "loss",
             *(f"{name}_loss" for name in self.tasks),
@@ -286,6 +286,15 @@ class Spec(StrictModel):
         validation does not compute (a distillation's loss on the teacher)."""
         if self.training.kind == "distillation":
             return ["student_loss", "distillation_loss"]
+        if self.training.kind == "adversarial" and self.training.train_on == "both":
+            return ["clean_loss", "adversarial_loss"]
+        return []
+
+    def validation_extras(self) -> list[str]:
+        """What validation logs beyond the training's values (the end of `log_names`): the
+        loss and metrics on attacked examples, for adversarial training."""
+        if self.training.kind == "adversarial":
+            return ["robust_loss", *(f"robust_{m.metric_name}" for m in self.metrics)]
         return []
 
     def monitors(self) -> dict[str, EarlyStopping | ReduceOnPlateau | BestModel]:

@@ -52,13 +52,14 @@ def build_context(
     # The global norm of the gradients, logged: wanted when clipping by it or histograms.
     gradient_norm = spec.gradients.clip_norm is not None or spec.logging.histograms
     validation_names = spec.log_names()
+    logged = [name for name in validation_names if name not in spec.validation_extras()]
     # Every schedule of every optimizer, a Warmup's `after` included.
     schedules = [s for o in spec.optimizers().values() for s in schedule_chain(o.schedule)]
     rates = [f"{name}_learning_rate" for name in spec.gan.optimizers()] if spec.gan else []
     train_log_names = [
-        validation_names[0],
+        logged[0],
         *spec.train_parts(),
-        *validation_names[1:],
+        *logged[1:],
         *(["gradient_norm"] if gradient_norm else []),
         *(rates or ["learning_rate"]),
         "steps_per_second",
@@ -436,6 +437,9 @@ def metric_list(spec: Spec, split: str, extra: list[str]) -> str:
         ]
     elif spec.metrics:
         objects.append(f"*{split}_metrics")
+    if split == "validation" and spec.validation_extras():
+        objects += ["validation_robust_loss"]
+        objects += ["*validation_robust_metrics"] if spec.metrics else []
     return "[" + ", ".join([*objects, *extra]) + "]"
 
 

@@ -258,6 +258,11 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
             "data.batch_size=16",
             f"training.teacher.weights={tmp / 'teacher.weights.h5'}",
         ]
+    if example == "mnist_adversarial":
+        train = classification_npz(tmp / "train.npz", 96, (28, 28), classes=3)
+        validation = classification_npz(tmp / "v.npz", 40, (28, 28), classes=3, seed=1)
+        return [f"data.train={npz(train)}", f"data.validation={npz(validation)}",
+                "data.batch_size=16"]  # fmt: skip
     if example == "mnist_own_step":
         example_module(example, "own_steps", tmp)
         return [

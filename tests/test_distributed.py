@@ -419,8 +419,11 @@ SYNCHRONIZED = [
         ("mnist_own_step", [], 6, 1e-5),
         # A frozen teacher on every replica, the student's two losses over the global batch.
         ("mnist_distillation", [], 6, 1e-5),
+        # PGD's random start: each replica draws its examples' part of one device's noise.
+        ("mnist_adversarial", ["best_model=null"], 6, 1e-5),
     ],
-    ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation"],
+    ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation",
+         "mnist_adversarial"],
 )  # fmt: skip
 def test_mirrored_equals_single_device(example, overrides, steps, tolerance, render, tmp_path):
     common = [*data.small_data_overrides(example, tmp_path), "data.validation=null",

@@ -265,6 +265,8 @@ RESUME_RUNS = {
     "tfds": ("pets_unet", 3, ["data.validation=null"]),
     "own_step": ("mnist_own_step", 3, ["data.validation=null"]),
     "distillation": ("mnist_distillation", 3, ["data.validation=null"]),
+    # PGD's random starts, drawn from (seed, step, position): the same after a resume.
+    "adversarial": ("mnist_adversarial", 3, ["data.validation=null", "best_model=null"]),
 }
 
 

@@ -273,10 +273,14 @@ def augmented_batches(script: str) -> dict:
     }
 
 
-def restored_model(module, checkpoint_dir: str):
+def restored_model(module, checkpoint: str):
+    """build_model() with the weights of a checkpoint: the newest in a folder, or a path."""
+    import os
+
     model = module.build_model()
-    checkpoint = tf.train.Checkpoint(model=model)
-    checkpoint.restore(tf.train.latest_checkpoint(checkpoint_dir)).expect_partial()
+    if os.path.isdir(checkpoint):
+        checkpoint = tf.train.latest_checkpoint(checkpoint)
+    tf.train.Checkpoint(model=model).restore(checkpoint).expect_partial()
     return model
 
 
@@ -521,6 +525,58 @@ def save_teacher(script: str, keras_file: str, saved_model: str) -> dict:
     teacher.save(keras_file)
     teacher.export(saved_model, verbose=False)
     return {"keras_file": keras_file, "saved_model": saved_model}
+
+
+def attack_reference(script: str, checkpoint_dir: str) -> dict:
+    """The script's perturb() and random_start() on its first training batch, against the
+    attack written out here (PGD from the same start: sign steps, each projected back within
+    EPSILON, then into INPUT_RANGE), with the checkpointed model; and how far it moved."""
+    module = load_script(script)
+    model = restored_model(module, checkpoint_dir)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    inputs, labels = next(iter(module.training_batches(training_examples(module), 0)))
+    seed = tf.constant([module.SEED, 0], tf.int64)
+    start = module.random_start(seed, inputs)
+    attacked = module.perturb(model, loss_fn, inputs, labels, start)
+    expected = inputs + start
+    for _ in range(module.ATTACK_STEPS):
+        with tf.GradientTape() as tape:
+            tape.watch(expected)
+            loss = tf.reduce_sum(loss_fn(labels, model(expected, training=False)))
+        expected = expected + module.STEP_SIZE * tf.sign(tape.gradient(loss, expected))
+        expected = tf.minimum(
+            tf.maximum(expected, inputs - module.EPSILON), inputs + module.EPSILON
+        )
+    expected = tf.minimum(tf.maximum(expected, module.INPUT_RANGE[0]), module.INPUT_RANGE[1])
+    moved = tf.reduce_max(tf.abs(attacked - inputs))
+    return {
+        "max_diff": float(tf.reduce_max(tf.abs(attacked - expected))),
+        "moved": float(moved),
+        "loss_before": float(loss_fn(labels, model(inputs, training=False))),
+        "loss_after": float(loss_fn(labels, model(attacked, training=False))),
+    }
+
+
+def attack_statistics(script: str, before: str, after: str) -> dict:
+    """BatchNormalization statistics after one adversarial step, against one training-mode pass
+    over the attacked batch from the statistics before it: the attack's own passes over the
+    model must leave them alone."""
+    module = load_script(script)
+    inputs, labels = next(iter(module.training_batches(training_examples(module), 0)))
+    start = module.random_start(tf.constant([module.SEED, 0], tf.int64), inputs)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    # The attack on a copy of the model, which it may not change; the step's one training
+    # pass on the model itself, from the statistics before the step.
+    attacked = module.perturb(restored_model(module, before), loss_fn, inputs, labels, start)
+    model = restored_model(module, before)
+    model(attacked, training=True)
+    expected = [v.numpy() for v in model.non_trainable_variables if "moving" in v.path]
+    stepped = restored_model(module, after)
+    found = [v.numpy() for v in stepped.non_trainable_variables if "moving" in v.path]
+    return {
+        "count": len(expected),
+        "max_diff": max(float(np.max(np.abs(f - e))) for f, e in zip(found, expected, strict=True)),
+    }
 
 
 def summary_plugins(logdir: str) -> dict:

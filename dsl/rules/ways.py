@@ -58,5 +58,40 @@ def check_distillation(spec: Spec) -> None:
         )
 
 
-CHECKS = {"distillation": check_distillation}
+def reads_ids(spec: Spec) -> bool:
+    """Whether the model reads text or integer ids (tokens) rather than float values."""
+    sources = {spec.data.train.kind, getattr(spec.data.validation, "kind", None)}
+    if sources & {"text", "text_directory"} or getattr(spec.data.train, "num_words", None):
+        return True
+    if spec.model.kind == "graph":
+        return any(not i.dtype.startswith("float") for i in spec.model.inputs.values())
+    if isinstance(spec.model, Imported):
+        return False
+    first = spec.model.flat_items()[0][1]
+    return getattr(first, "kind", None) == "embedding"
+
+
+def check_adversarial(spec: Spec) -> None:
+    if reads_ids(spec):
+        raise ValueError(
+            "training is adversarial, but the model reads text or integer ids: the attack moves "
+            "inputs along their gradient, which token ids do not have; train on float inputs "
+            "(images, measurements)"
+        )
+    if spec.gradients.accumulate_steps > 1:
+        raise ValueError(
+            "gradients.accumulate_steps is set for adversarial training, whose step loopgen "
+            "writes for whole batches (the attack's random start is drawn per batch); remove "
+            "it, or lower data.batch_size"
+        )
+    if getattr(spec.model, "heads", None) or (
+        spec.model.kind == "graph" and not isinstance(spec.model.outputs, str)
+    ):
+        raise ValueError(
+            "training is adversarial, but the model has several outputs: the attack raises one "
+            "loss; use a model with one output"
+        )
+
+
+CHECKS = {"distillation": check_distillation, "adversarial": check_adversarial}
 """The rules of each kind that has some, by kind."""

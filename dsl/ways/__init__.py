@@ -6,18 +6,23 @@ from typing import Annotated
 
 from pydantic import Field
 
+from .adversarial import FGSM, PGD, Adversarial
 from .distillation import Distillation, ExportedModel, KerasFile, TrainedModel
 from .gan import GAN
 from .own_step import OwnStep
 from .supervised import MultiTask, Supervised, Task
 
 Training = Annotated[
-    Supervised | MultiTask | GAN | Distillation | OwnStep, Field(discriminator="kind")
+    Supervised | MultiTask | GAN | Distillation | Adversarial | OwnStep,
+    Field(discriminator="kind"),
 ]
 """How the script trains: supervised (the default), multi-task, a GAN, ..."""
 
 __all__ = [
+    "FGSM",
     "GAN",
+    "PGD",
+    "Adversarial",
     "Distillation",
     "ExportedModel",
     "KerasFile",
