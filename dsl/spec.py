@@ -268,7 +268,7 @@ class Spec(StrictModel):
     def log_names(self) -> list[str]:
         """The names of the logged losses and metrics (prefixed `val_` for validation)."""
         if self.gan is not None:
-            return ["discriminator_loss", "generator_loss", "real_score", "fake_score"]
+            return self.gan.log_names()
         if self.training.kind == "own_step":
             parts = self.training.losses if len(self.training.losses) > 1 else []
             extras = self.training.extras

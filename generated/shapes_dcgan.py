@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 8e0bc193c0f6cd38, script sha256 a53a9f735a0b23e4).
+(spec sha256 8e0bc193c0f6cd38, script sha256 c20e709838146153).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -216,6 +216,16 @@ def results(metrics):
     return {metric.name: float(metric.result()) for metric in metrics}
 
 
+def draw(sample, seed, use, shape, first=0, count=None):
+    """`sample` (a stateless random op) of `shape` for examples first, first + 1, ... of a
+    batch of `count` (by default shape[0]): drawn for the whole batch from (seed, use), so
+    that a resumed run draws what an uninterrupted one did, as replicas do."""
+    count = shape[0] if count is None else count
+    seed = tf.random.experimental.stateless_fold_in(seed, use)
+    values = sample(tf.concat([[count], shape[1:]], axis=0), seed)
+    return values[first : first + shape[0]]
+
+
 def make_train_loop(train_step):
     """Several train steps per call, as Orbit's create_loop_fn and Keras' steps_per_execution:
     Python runs once per call, not once per step."""
@@ -286,9 +296,6 @@ def train(args, run):
     # ones are: 1 and 0 when it wins outright, both near 0.5 when the generator fools it.
     train_real_score = keras.metrics.Mean(name="real_score")
     train_fake_score = keras.metrics.Mean(name="fake_score")
-    # The noise comes from a generator whose state is a variable: the checkpoint saves it,
-    # so a resumed run draws the noise an uninterrupted run would have drawn.
-    noise = tf.random.Generator.from_seed(SEED)
     # Fixed noise for the sample images: the same points every epoch show the progress.
     sample_noise = tf.random.stateless_normal((NUM_SAMPLES, LATENT_DIM), seed=[SEED, 0])
     train_values = [
@@ -307,15 +314,18 @@ def train(args, run):
     def train_step(images):
         """One GAN step: the discriminator, then the generator, each on fresh noise."""
         batch_size = tf.shape(images)[0]
+        # Every random draw is a function of (SEED, step, use, position in the global batch).
+        seed = tf.stack([tf.constant(SEED, tf.int64), step])
         # 1. The discriminator learns to tell the real batch from as many generated images.
+        noise = draw(tf.random.stateless_normal, seed, 0, (batch_size, LATENT_DIM))
         with tf.GradientTape() as tape:
-            generated = generator(noise.normal((batch_size, LATENT_DIM)), training=True)
-            real_logits = discriminator(images, training=True)
-            fake_logits = discriminator(generated, training=True)
+            generated = generator(noise, training=True)
+            real_scores = discriminator(images, training=True)
+            fake_scores = discriminator(generated, training=True)
             # Real images are labelled REAL_LABEL, not 1 (one-sided label smoothing).
-            real_labels = tf.fill(tf.shape(real_logits), REAL_LABEL)
-            real_loss = cross_entropy(real_labels, real_logits)
-            fake_loss = cross_entropy(tf.zeros_like(fake_logits), fake_logits)
+            real_labels = tf.fill(tf.shape(real_scores), REAL_LABEL)
+            real_loss = cross_entropy(real_labels, real_scores)
+            fake_loss = cross_entropy(tf.zeros_like(fake_scores), fake_scores)
             discriminator_loss = real_loss + fake_loss
         gradients = tape.gradient(discriminator_loss, discriminator.trainable_variables)
         discriminator_optimizer.apply_gradients(
@@ -325,16 +335,16 @@ def train(args, run):
         # 2. The generator learns to make the updated discriminator call its images real:
         # the non-saturating loss, -log D(G(z)), which still has a gradient when the
         # discriminator wins easily (log(1 - D(G(z))) then has none).
+        noise = draw(tf.random.stateless_normal, seed, 1, (batch_size, LATENT_DIM))
         with tf.GradientTape() as tape:
-            generated = generator(noise.normal((batch_size, LATENT_DIM)), training=True)
-            logits = discriminator(generated, training=True)
-            generator_loss = cross_entropy(tf.ones_like(logits), logits)
+            scores = discriminator(generator(noise, training=True), training=True)
+            generator_loss = cross_entropy(tf.ones_like(scores), scores)
         gradients = tape.gradient(generator_loss, generator.trainable_variables)
         generator_optimizer.apply_gradients(
             zip(gradients, generator.trainable_variables)
         )
-        train_real_score.update_state(tf.sigmoid(real_logits))
-        train_fake_score.update_state(tf.sigmoid(fake_logits))
+        train_real_score.update_state(tf.sigmoid(real_scores))
+        train_fake_score.update_state(tf.sigmoid(fake_scores))
         step.assign_add(1)
         # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
         # loop stops before a checkpoint saves them.
@@ -357,8 +367,6 @@ def train(args, run):
         discriminator=discriminator,
         generator_optimizer=generator_optimizer,
         discriminator_optimizer=discriminator_optimizer,
-        # The noise generator's state: a resumed run continues its random stream.
-        noise=noise,
         # The step also fixes the position in the data: see training_batches().
         step=step,
     )

@@ -199,7 +199,7 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
             "model.input_shape=[32, 32, 3]",
             "data.batch_size=4",
         ]
-    if example == "shapes_dcgan":
+    if example in ("shapes_dcgan", "shapes_wgan_gp"):
         return ["data.train.count=96", "data.batch_size=32"]
     if example in ("shapes_unet", "shapes_plateau", "shapes_multitask"):
         # Its own generated data, made smaller.

@@ -181,12 +181,13 @@ def test_mirrored_variant_of_each_example_trains_on_two_devices(example, render,
     assert "Training on 2 replica(s)" in proc.stdout
     assert "Epoch 2/2" in proc.stdout
     assert list((out / "checkpoints").glob("ckpt-*.index"))
-    gan = example.endswith("gan")  # a GAN exports its generator, and has two losses
+    gan = "gan" in example  # a GAN exports its generator, and has two losses
     assert (out / "export" / ("generator" if gan else "saved_model") / "saved_model.pb").is_file()
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     loss = "generator_loss" if gan else "loss"
     losses = [r[loss] for r in records if loss in r]
-    assert losses and all(0 < loss < 100 for loss in losses), losses
+    low = -100 if "wgan" in example else 0  # a Wasserstein generator's loss is -its score
+    assert losses and all(low < loss < 100 for loss in losses), losses
 
 
 def mnist_overrides(tmp_path: Path) -> list[str]:
@@ -213,7 +214,8 @@ def compare(a: Path, b: Path, cwd: Path) -> dict:
 
 
 def logged_losses(out: Path) -> dict[int, float]:
-    return {r["step"]: r["loss"] for r in records(out) if "loss" in r}
+    name = "discriminator_loss"  # a GAN's
+    return {r["step"]: r.get("loss", r.get(name)) for r in records(out) if "loss" in r or name in r}
 
 
 @pytest.mark.slow
@@ -421,9 +423,12 @@ SYNCHRONIZED = [
         ("mnist_distillation", [], 6, 1e-5),
         # PGD's random start: each replica draws its examples' part of one device's noise.
         ("mnist_adversarial", ["best_model=null"], 6, 1e-5),
+        # WGAN-GP: noise and penalty points drawn for the global batch, sliced per replica;
+        # the critic's steps and its nested tape, the losses over the global batch.
+        ("shapes_wgan_gp", ["training.critic_steps=2"], 4, 1e-5),
     ],
     ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation",
-         "mnist_adversarial"],
+         "mnist_adversarial", "shapes_wgan_gp"],
 )  # fmt: skip
 def test_mirrored_equals_single_device(example, overrides, steps, tolerance, render, tmp_path):
     common = [*data.small_data_overrides(example, tmp_path), "data.validation=null",
@@ -437,7 +442,9 @@ def test_mirrored_equals_single_device(example, overrides, steps, tolerance, ren
     run_python(mirrored, *flags, "--output-dir", str(twin), cwd=tmp_path)
     result = compare(straight, twin, tmp_path)
     assert result["same_keys"] and result["step"] == steps, result
-    assert result["max_diff"] <= tolerance, result
+    assert result["max_scaled_diff"] <= tolerance, result
     expected, logged = logged_losses(straight), logged_losses(twin)
     assert sorted(logged) == sorted(expected)
-    assert max(abs(expected[s] - logged[s]) for s in expected) <= tolerance
+    assert (
+        max(abs(expected[s] - logged[s]) / max(1, abs(expected[s])) for s in expected) <= tolerance
+    )

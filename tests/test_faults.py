@@ -267,6 +267,8 @@ RESUME_RUNS = {
     "distillation": ("mnist_distillation", 3, ["data.validation=null"]),
     # PGD's random starts, drawn from (seed, step, position): the same after a resume.
     "adversarial": ("mnist_adversarial", 3, ["data.validation=null", "best_model=null"]),
+    # The critic's steps inside a step; noise and penalty points from (seed, step, position).
+    "gan_penalty": ("shapes_wgan_gp", 3, ["training.critic_steps=2"]),
 }
 
 

@@ -1,7 +1,9 @@
-"""GANs: the spec rules, and real runs where the alternating step is the one DCGAN describes
-(checked against a step computed by hand), the checkpoint holds both networks, both optimizers
-and the noise (a resumed run ends bit-exactly where an uninterrupted one does), and the
-generator is exported and samples its images to TensorBoard."""
+"""GANs: the spec rules, and real runs where the alternating step is the one DCGAN (or WGAN-GP,
+with its nested tape and critic steps, also under mixed_float16 loss scaling) describes,
+checked against a step computed by hand; the checkpoint holds both networks and both
+optimizers (the noise is a function of the step: a resumed run ends bit-exactly where an
+uninterrupted one does), and the generator is exported and samples its images to
+TensorBoard."""
 
 from __future__ import annotations
 
@@ -38,20 +40,61 @@ def test_gan_mistakes_are_named(overrides, phrases):
         assert phrase in message, message
 
 
-def small(tmp_path) -> list[str]:
-    return [*data.small_data_overrides("shapes_dcgan", tmp_path), "loop.log_every_steps=1"]
+@pytest.mark.parametrize(
+    ("overrides", "phrases"),
+    [
+        (["training.penalty=null"], ["training.loss='wasserstein' without training.penalty",
+                                     "GradientPenalty"]),
+        (["training.loss=cross_entropy"], ["GradientPenalty() with training.loss='cross_entropy'",
+                                           "R1()"]),
+        (["training.label_smoothing=0.1"], ["training.label_smoothing is set"]),
+        (['training.discriminator.layers[3]={"kind": "batch_normalization"}'],
+         ["training.discriminator.layers[3] is a BatchNormalization", "LayerNormalization"]),
+    ],
+)  # fmt: skip
+def test_wgan_gp_mistakes_are_named(overrides, phrases):
+    message = reject_set("shapes_wgan_gp", *overrides, errors=0)
+    for phrase in phrases:
+        assert phrase in message, message
+
+
+def small(tmp_path, example="shapes_dcgan") -> list[str]:
+    return [*data.small_data_overrides(example, tmp_path), "loop.log_every_steps=1"]
 
 
 @pytest.mark.slow
-def test_the_alternating_step_is_dcgans(render, tmp_path):
+@pytest.mark.parametrize(
+    ("example", "precision", "steps", "tolerance"),
+    [
+        ("shapes_dcgan", "float32", 1, 1e-5),
+        ("shapes_wgan_gp", "float32", 2, 1e-6),
+    ],
+)
+def test_the_alternating_step_is_the_papers(example, precision, steps, tolerance, render, tmp_path):
     sgd = '{"kind": "sgd", "learning_rate": 0.05}'
     optimizers = [f"training.generator_optimizer={sgd}", f"training.discriminator_optimizer={sgd}"]
-    script = render("shapes_dcgan", *small(tmp_path), *optimizers, 'checkpoint={"every_steps": 1}')
+    critic = ["training.critic_steps=2"] if example == "shapes_wgan_gp" else []
+    every_step = 'checkpoint={"every_steps": 1, "keep": 5}'
+    script = render(example, *small(tmp_path, example), *optimizers, *critic, every_step,
+                    f"performance.precision={precision}")  # fmt: skip
     out = tmp_path / "run"
     run_python(script, "--max-steps", "0", "--output-dir", str(out), cwd=tmp_path)
-    run_python(script, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path)
-    result = tf_check("gan_first_step", str(script), str(out), "0.05", cwd=tmp_path)
-    assert result["count"] >= 16 and result["max_diff"] <= 1e-5, result
+    run_python(script, "--max-steps", str(steps), "--output-dir", str(out), cwd=tmp_path)
+    result = tf_check("gan_steps", str(script), str(out), "0.05", precision, str(steps),
+                      cwd=tmp_path)  # fmt: skip
+    assert result["count"] >= 12 and result["max_diff"] <= tolerance, result
+    assert result["updates"]["discriminator"] >= 1 and result["updates"]["generator"] >= 1
+    assert result["moved"] > 100 * tolerance, result  # the step did train
+
+
+@pytest.mark.slow
+def test_the_gradient_penalty_is_scaled_under_mixed_precision(render, tmp_path):
+    """The penalty's inner tape differentiates the critic's scores scaled by the loss scale:
+    unscaled, the float16 gradients of a young critic's small scores underflow."""
+    script = render("shapes_wgan_gp", "performance.precision=mixed_float16")
+    result = tf_check("penalty_under_loss_scaling", str(script), cwd=tmp_path)
+    assert result["penalty_diff"] <= 1e-6 and result["gradient_diff"] <= 1e-6, result
+    assert result["unscaled_gradient_diff"] > 1e-3, result  # what the scaling prevents
 
 
 @pytest.mark.slow
@@ -89,3 +132,16 @@ def test_gan_resumes_exactly_and_exports_its_generator(render, tmp_path):
     shape, low, high = proc.stdout.strip().rsplit(" ", 2)
     assert shape.endswith("(5, 16, 16, 3)") and -1 <= float(low) < float(high) <= 1
     assert np.isfinite([float(low), float(high)]).all()
+
+
+@pytest.mark.slow
+def test_r1_penalty_trains_a_cross_entropy_gan(render, tmp_path):
+    """R1 on the DCGAN: the penalty on the real images' gradients is logged, positive and
+    finite, and equals a hand-computed ||grad D(x)||^2 / 2 for the script's discriminator."""
+    script = render("shapes_dcgan", *small(tmp_path), 'training.penalty={"kind": "r1"}')
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "3", "--output-dir", str(out), cwd=tmp_path)
+    logged = [r["r1_penalty"] for r in records(out) if "r1_penalty" in r]
+    assert len(logged) == 3 and all(0 < p < 1e6 for p in logged), logged
+    result = tf_check("r1_reference", str(script), cwd=tmp_path)
+    assert result["max_diff"] <= 1e-6 and result["penalty"] > 0, result

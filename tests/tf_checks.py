@@ -63,10 +63,14 @@ def compare_checkpoints(dir_a: str, dir_b: str) -> dict:
     }
     diffs.update({k: float("inf") for k in numeric if a[k].shape != b[k].shape})
     step = [v for k, v in a.items() if k.startswith("step/")]
+    # Relative where a value is larger than 1 (an Adam slot of a gradient penalty's squared
+    # gradients reaches thousands, whose float32 rounding alone is 1e-4).
+    sizes = {k: max(1.0, float(np.max(np.abs(a[k])))) if a[k].size else 1.0 for k in diffs}
     return {
         "same_keys": sorted(a) == sorted(b),
         "count": len(numeric),
         "max_diff": max(diffs.values()),
+        "max_scaled_diff": max(d / sizes[k] for k, d in diffs.items()),
         "worst": max(diffs, key=diffs.get),
         "step": int(step[0]) if step else None,
     }
@@ -654,18 +658,24 @@ def multitask_first_step(script: str, output_dir: str, learning_rate: str) -> di
     return {"max_diff": diff, "moved": moved, "weights": dict(module.LOSS_WEIGHTS)}
 
 
-def gan_first_step(script: str, output_dir: str, learning_rate: str) -> dict:
-    """Recomputes the first step of a GAN script trained by plain SGD, by hand, from ckpt-0:
-    the discriminator's step on the first real batch and generated images (real labelled
-    REAL_LABEL), then the generator's through the updated discriminator, with the next noise.
-    Returns how far every variable of both networks in ckpt-1 is from that."""
+def gan_steps(script: str, output_dir: str, learning_rate: str, precision: str, steps: str) -> dict:
+    """Recomputes the first `steps` steps of a GAN script trained by plain SGD, by hand, from
+    ckpt-0: each CRITIC_STEPS discriminator steps on the step's real batch and generated images
+    (DCGAN: cross-entropies, real labelled REAL_LABEL; WGAN-GP: the Wasserstein loss plus the
+    gradient penalty by a nested tape), then the generator's through the updated discriminator.
+    The noise and penalty points are drawn as the docs say: stateless, from (SEED, step, use).
+    Under mixed_float16 the losses (and the penalty's inner scores) are scaled, and a step whose
+    gradients overflow is skipped, as Keras' LossScaleOptimizer does. Returns how far every
+    variable of both networks in ckpt-<steps> is from that."""
+    import itertools
     import os
 
     import keras
 
     module = load_script(script)
     keras.utils.set_random_seed(module.SEED)
-    images = next(iter(module.training_batches(training_examples(module), start_step=0)))
+    keras.mixed_precision.set_global_policy(precision)
+    batches = module.training_batches(training_examples(module), start_step=0)
     checkpoints = os.path.join(output_dir, "checkpoints")
 
     def restored(path):
@@ -673,40 +683,159 @@ def gan_first_step(script: str, output_dir: str, learning_rate: str) -> dict:
             "generator": module.build_generator(),
             "discriminator": module.build_discriminator(),
         }
-        noise = tf.random.Generator.from_seed(0)
-        tf.train.Checkpoint(noise=noise, **nets).restore(path).expect_partial()
-        return nets["generator"], nets["discriminator"], noise
+        tf.train.Checkpoint(**nets).restore(path).expect_partial()
+        return nets["generator"], nets["discriminator"]
 
-    generator, discriminator, noise = restored(os.path.join(checkpoints, "ckpt-0"))
+    generator, discriminator = restored(os.path.join(checkpoints, "ckpt-0"))
     cross_entropy = keras.losses.BinaryCrossentropy(from_logits=True)
-    rate, batch = float(learning_rate), images.shape[0]
-    real_label = getattr(module, "REAL_LABEL", 1.0)
-    with tf.GradientTape() as tape:
-        generated = generator(noise.normal((batch, module.LATENT_DIM)), training=True)
-        real = discriminator(images, training=True)
-        fake = discriminator(generated, training=True)
-        loss = cross_entropy(tf.fill(tf.shape(real), real_label), real) + cross_entropy(
-            tf.zeros_like(fake), fake
-        )
-    weights = discriminator.trainable_variables
-    for v, g in zip(weights, tape.gradient(loss, weights), strict=True):
-        v.assign_sub(rate * g)
-    with tf.GradientTape() as tape:
-        logits = discriminator(generator(noise.normal((batch, module.LATENT_DIM)), training=True),
-                               training=True)  # fmt: skip
-        loss = cross_entropy(tf.ones_like(logits), logits)
-    weights = generator.trainable_variables
-    for v, g in zip(weights, tape.gradient(loss, weights), strict=True):
-        v.assign_sub(rate * g)
+    rate = float(learning_rate)
+    critic_steps = getattr(module, "CRITIC_STEPS", 1)
+    wasserstein = hasattr(module, "gradient_penalty")
+    # Keras' LossScaleOptimizer: each network's scale starts at 2**15, and a step whose
+    # gradients overflow is skipped and halves it.
+    mixed = precision == "mixed_float16"
+    scales = {"generator": 2.0**15 if mixed else 1.0, "discriminator": 2.0**15 if mixed else 1.0}
+    updates = {"generator": 0, "discriminator": 0}
 
-    trained_generator, trained_discriminator, _ = restored(os.path.join(checkpoints, "ckpt-1"))
-    pairs = [
-        *zip(generator.variables, trained_generator.variables, strict=True),
-        *zip(discriminator.variables, trained_discriminator.variables, strict=True),
-    ]
+    def sgd(scaled_loss, tape, network):
+        weights = network.trainable_variables
+        gradients = tape.gradient(scaled_loss, weights)
+        if not all(bool(tf.reduce_all(tf.math.is_finite(g))) for g in gradients):
+            scales[network.name] /= 2
+            return
+        updates[network.name] += 1
+        for v, g in zip(weights, gradients, strict=True):
+            v.assign_sub(rate * (g / scales[network.name]))
+
+    for step, images in enumerate(itertools.islice(batches, int(steps))):
+        batch = images.shape[0]
+        seed = tf.constant([module.SEED, step], tf.int64)
+
+        def draw(sample, use, shape, seed=seed):
+            return sample(shape, tf.random.experimental.stateless_fold_in(seed, use))
+
+        for k in range(critic_steps):
+            z = draw(tf.random.stateless_normal, k, (batch, module.LATENT_DIM))
+            with tf.GradientTape() as tape:
+                generated = generator(z, training=True)
+                real = discriminator(images, training=True)
+                fake = discriminator(generated, training=True)
+                if wasserstein:
+                    loss = tf.reduce_mean(fake - real)
+                    epsilon = draw(tf.random.stateless_uniform, critic_steps + 1 + k,
+                                   (batch, 1, 1, 1))  # fmt: skip
+                    points = generated + epsilon * (images - generated)
+                    with tf.GradientTape() as inner:
+                        inner.watch(points)
+                        scores = discriminator(points, training=True) * scales["discriminator"]
+                    gradients = inner.gradient(scores, points) / scales["discriminator"]
+                    norms = tf.sqrt(tf.reduce_sum(tf.square(gradients), axis=[1, 2, 3]))
+                    loss += module.PENALTY_WEIGHT * tf.reduce_mean(tf.square(norms - 1.0))
+                else:
+                    real_label = getattr(module, "REAL_LABEL", 1.0)
+                    loss = cross_entropy(tf.fill(tf.shape(real), real_label), real)
+                    loss += cross_entropy(tf.zeros_like(fake), fake)
+                scaled_loss = loss * scales["discriminator"]
+            sgd(scaled_loss, tape, discriminator)
+        with tf.GradientTape() as tape:
+            z = draw(tf.random.stateless_normal, critic_steps, (batch, module.LATENT_DIM))
+            scores = discriminator(generator(z, training=True), training=True)
+            if wasserstein:
+                loss = -tf.reduce_mean(scores)
+            else:
+                loss = cross_entropy(tf.ones_like(scores), scores)
+            scaled_loss = loss * scales["generator"]
+        sgd(scaled_loss, tape, generator)
+
+    trained = restored(os.path.join(checkpoints, f"ckpt-{steps}"))
+    first = restored(os.path.join(checkpoints, "ckpt-0"))
+
+    def gap(networks, others):
+        return max(
+            float(np.max(np.abs(a - b)))
+            for net, other in zip(networks, others, strict=True)
+            for a, b in zip(net.variables, other.variables, strict=True)
+        )
+
     return {
-        "max_diff": max(float(np.max(np.abs(a - b))) for a, b in pairs),
-        "count": len(pairs),
+        "max_diff": gap((generator, discriminator), trained),
+        "moved": gap(first, trained),
+        "updates": updates,
+        "count": len(generator.variables) + len(discriminator.variables),
+    }
+
+
+def r1_reference(script: str) -> dict:
+    """The script's r1_penalty() on a fixed batch against ||grad D(x)||^2 / 2 per image, the
+    gradient taken by hand, image by image."""
+    import keras
+
+    module = load_script(script)
+    keras.utils.set_random_seed(module.SEED)
+    critic = module.build_discriminator()
+    real = tf.random.stateless_uniform((4, *critic.input_shape[1:]), [1, 2], -1.0, 1.0)
+    penalty = module.r1_penalty(critic, real).numpy()
+    expected = []
+    for image in tf.unstack(real):
+        image = image[None]
+        with tf.GradientTape() as tape:
+            tape.watch(image)
+            score = critic(image, training=True)[0, 0]
+        expected.append(float(tf.reduce_sum(tape.gradient(score, image) ** 2)) / 2)
+    return {
+        "max_diff": float(np.max(np.abs(penalty - np.array(expected)))),
+        "penalty": float(np.mean(expected)),
+    }
+
+
+def penalty_under_loss_scaling(script: str) -> dict:
+    """The script's gradient_penalty() under mixed_float16, on a fixed batch, for a critic whose
+    scores are small (its last kernel times 1e-6, as a young critic's can be): the penalty and
+    its gradients for the critic's weights, against a hand-written nested-tape reference that
+    scales the inner scores by the loss scale, and against one that does not (float16
+    gradients of small scores underflow: what the scaling guards against)."""
+    import keras
+
+    module = load_script(script)
+    keras.utils.set_random_seed(module.SEED)
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    critic = module.build_discriminator()
+    last = (
+        critic.layers[-2] if critic.layers[-1].name.startswith("activation") else critic.layers[-1]
+    )
+    last.kernel.assign(last.kernel * 1e-6)
+    shape = (8, *critic.input_shape[1:])
+    real = tf.random.stateless_uniform(shape, [1, 2], -1.0, 1.0)
+    generated = tf.random.stateless_uniform(shape, [3, 4], -1.0, 1.0)
+    epsilon = tf.random.stateless_uniform((8, 1, 1, 1), [5, 6])
+    scale = tf.constant(2.0**15)
+
+    def reference(inner_scale):
+        with tf.GradientTape() as outer:
+            points = generated + epsilon * (real - generated)
+            with tf.GradientTape() as inner:
+                inner.watch(points)
+                scores = critic(points, training=True) * inner_scale
+            gradients = inner.gradient(scores, points) / inner_scale
+            norms = tf.sqrt(tf.reduce_sum(tf.square(gradients), axis=[1, 2, 3]))
+            penalty = tf.reduce_mean(tf.square(norms - 1.0))
+        return penalty, outer.gradient(penalty, critic.trainable_variables)
+
+    with tf.GradientTape() as tape:
+        penalty = tf.reduce_mean(module.gradient_penalty(critic, real, generated, epsilon, scale))
+    gradients = tape.gradient(penalty, critic.trainable_variables)
+    expected, expected_gradients = reference(scale)
+    _, unscaled_gradients = reference(tf.constant(1.0))
+
+    def gap(a, b):
+        # None: a variable the penalty does not depend on (the last bias), in both or neither.
+        pairs = [(x, y) for x, y in zip(a, b, strict=True) if not (x is None and y is None)]
+        return max(float(np.max(np.abs(np.nan_to_num(x - y, nan=np.inf)))) for x, y in pairs)
+
+    return {
+        "penalty_diff": abs(float(penalty - expected)),
+        "gradient_diff": gap(gradients, expected_gradients),
+        "unscaled_gradient_diff": gap(unscaled_gradients, expected_gradients),
     }
 
 

@@ -106,7 +106,6 @@ def check_gan(spec: Spec) -> None:
     unsupported = {
         "gradients": spec.gradients.clipped or spec.gradients.accumulate_steps > 1,
         "logging.histograms": spec.logging.histograms,
-        "performance.precision": spec.performance.precision != "float32",
         "data.labels": spec.data.labels != "sparse" or bool(spec.data.label_names),
     }
     for field, used in unsupported.items():
@@ -115,6 +114,7 @@ def check_gan(spec: Spec) -> None:
                 f"{field} is set for a GAN, whose step loopgen writes without it (only the "
                 f"supervised step has it); remove {field} or hand-edit the GAN step"
             )
+    check_gan_objective(spec)
     if gan.generator.input_shape != (gan.latent_dim,):
         raise ValueError(
             f"training.generator.input_shape={gan.generator.input_shape} but training.latent_dim="
@@ -128,6 +128,41 @@ def check_gan(spec: Spec) -> None:
             "[-1, 1], the DCGAN choice) or 'sigmoid' ([0, 1]): the script scales the real "
             "images to the same range"
         )
+
+
+def check_gan_objective(spec: Spec) -> None:
+    """The loss, its penalty and the critic that they need."""
+    gan = spec.gan
+    assert gan is not None
+    if gan.loss == "wasserstein" and gan.label_smoothing:
+        raise ValueError(
+            "training.label_smoothing is set with training.loss='wasserstein': a critic scores "
+            "images, it has no labels to smooth; remove training.label_smoothing"
+        )
+    if gan.loss == "wasserstein" and gan.penalty is None:
+        raise ValueError(
+            "training.loss='wasserstein' without training.penalty: nothing keeps the critic "
+            "1-Lipschitz, and its scores grow without bound; set "
+            "training.penalty=GradientPenalty(weight=10.0) (WGAN-GP)"
+        )
+    if gan.penalty is not None and gan.penalty.kind == "gradient_penalty":
+        if gan.loss != "wasserstein":
+            raise ValueError(
+                "training.penalty=GradientPenalty() with training.loss='cross_entropy': the "
+                "gradient penalty keeps a Wasserstein critic 1-Lipschitz; set "
+                "training.loss='wasserstein', or use training.penalty=R1() for a "
+                "cross-entropy discriminator"
+            )
+    if gan.penalty is not None:
+        layers = gan.discriminator.flat_items()
+        for path, item in layers:
+            if getattr(item, "kind", "") == "batch_normalization":
+                raise ValueError(
+                    f"training.discriminator.{path} is a BatchNormalization, and training."
+                    f"penalty is set: the penalty is on each image's own gradient, which batch "
+                    "statistics tie to the other images of the batch; use "
+                    "LayerNormalization() in the discriminator (as WGAN-GP does)"
+                )
 
 
 def check_labels(spec: Spec) -> None:

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from .adversarial import FGSM, PGD, Adversarial
 from .distillation import Distillation, ExportedModel, KerasFile, TrainedModel
-from .gan import GAN
+from .gan import GAN, R1, GradientPenalty
 from .own_step import OwnStep
 from .supervised import MultiTask, Supervised, Task
 
@@ -22,9 +22,11 @@ __all__ = [
     "FGSM",
     "GAN",
     "PGD",
+    "R1",
     "Adversarial",
     "Distillation",
     "ExportedModel",
+    "GradientPenalty",
     "KerasFile",
     "MultiTask",
     "OwnStep",

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 bbeaa9276c295612, script sha256 a7bfcd419a3d7f0f).
+(spec sha256 bbeaa9276c295612, script sha256 414aae54a5cdeb30).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -242,6 +242,15 @@ def results(metrics):
     return {metric.name: float(metric.result()) for metric in metrics}
 
 
+def draw(sample, seed, use, shape, first, count):
+    """`sample` (a stateless random op) of `shape` for examples first, first + 1, ... of a
+    global batch of `count`: drawn for the whole global batch from (seed, use), so that a
+    replica draws for its examples what one device draws for them."""
+    seed = tf.random.experimental.stateless_fold_in(seed, use)
+    values = sample(tf.concat([[count], shape[1:]], axis=0), seed)
+    return values[first : first + shape[0]]
+
+
 def make_train_loop(train_step, strategy):
     """Several train steps per call, as Orbit's create_loop_fn and Keras' steps_per_execution:
     Python runs once per call, not once per step."""
@@ -346,9 +355,6 @@ def train(args, run):
         # ones are: 1 and 0 when it wins outright, both near 0.5 when the generator fools it.
         train_real_score = keras.metrics.Mean(name="real_score")
         train_fake_score = keras.metrics.Mean(name="fake_score")
-        # The noise comes from a generator whose state is a variable: the checkpoint saves it,
-        # so a resumed run draws the noise an uninterrupted run would have drawn.
-        noise = tf.random.Generator.from_seed(SEED)
         # Fixed noise for the sample images: the same points every epoch show the progress.
         sample_noise = tf.random.stateless_normal(
             (NUM_SAMPLES, LATENT_DIM), seed=[SEED, 0]
@@ -371,19 +377,32 @@ def train(args, run):
         global_batch_size = tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, batch_size
         )
+        first = tf.distribute.get_replica_context().replica_id_in_sync_group * (
+            global_batch_size // strategy.num_replicas_in_sync
+        )
+        # Every random draw is a function of (SEED, step, use, position in the global batch).
+        seed = tf.stack([tf.constant(SEED, tf.int64), step])
         # 1. The discriminator learns to tell the real batch from as many generated images.
+        noise = draw(
+            tf.random.stateless_normal,
+            seed,
+            0,
+            (batch_size, LATENT_DIM),
+            first,
+            global_batch_size,
+        )
         with tf.GradientTape() as tape:
-            generated = generator(noise.normal((batch_size, LATENT_DIM)), training=True)
-            real_logits = discriminator(images, training=True)
-            fake_logits = discriminator(generated, training=True)
+            generated = generator(noise, training=True)
+            real_scores = discriminator(images, training=True)
+            fake_scores = discriminator(generated, training=True)
             # Real images are labelled REAL_LABEL, not 1 (one-sided label smoothing).
-            real_labels = tf.fill(tf.shape(real_logits), REAL_LABEL)
+            real_labels = tf.fill(tf.shape(real_scores), REAL_LABEL)
             real_loss = tf.nn.compute_average_loss(
-                cross_entropy(real_labels, real_logits),
+                cross_entropy(real_labels, real_scores),
                 global_batch_size=global_batch_size,
             )
             fake_loss = tf.nn.compute_average_loss(
-                cross_entropy(tf.zeros_like(fake_logits), fake_logits),
+                cross_entropy(tf.zeros_like(fake_scores), fake_scores),
                 global_batch_size=global_batch_size,
             )
             discriminator_loss = real_loss + fake_loss
@@ -395,11 +414,18 @@ def train(args, run):
         # 2. The generator learns to make the updated discriminator call its images real:
         # the non-saturating loss, -log D(G(z)), which still has a gradient when the
         # discriminator wins easily (log(1 - D(G(z))) then has none).
+        noise = draw(
+            tf.random.stateless_normal,
+            seed,
+            1,
+            (batch_size, LATENT_DIM),
+            first,
+            global_batch_size,
+        )
         with tf.GradientTape() as tape:
-            generated = generator(noise.normal((batch_size, LATENT_DIM)), training=True)
-            logits = discriminator(generated, training=True)
+            scores = discriminator(generator(noise, training=True), training=True)
             generator_loss = tf.nn.compute_average_loss(
-                cross_entropy(tf.ones_like(logits), logits),
+                cross_entropy(tf.ones_like(scores), scores),
                 global_batch_size=global_batch_size,
             )
         gradients = tape.gradient(generator_loss, generator.trainable_variables)
@@ -407,18 +433,18 @@ def train(args, run):
             zip(gradients, generator.trainable_variables)
         )
         # Scores accumulate on each replica; reading them averages over all images.
-        train_real_score.update_state(tf.sigmoid(real_logits))
-        train_fake_score.update_state(tf.sigmoid(fake_logits))
+        train_real_score.update_state(tf.sigmoid(real_scores))
+        train_fake_score.update_state(tf.sigmoid(fake_scores))
         return discriminator_loss, generator_loss, batch_size
 
     @tf.function
     def train_step(images):
         """One GAN step on every replica."""
-        losses = strategy.run(replica_train_step, args=(images,))
+        values = strategy.run(replica_train_step, args=(images,))
         # Each replica's losses are its shares of the global batch's: their sums are the means.
         discriminator_loss, generator_loss, batch_size = [
             strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
-            for value in losses
+            for value in values
         ]
         train_discriminator_loss.update_state(
             discriminator_loss, sample_weight=batch_size
@@ -441,8 +467,6 @@ def train(args, run):
         discriminator=discriminator,
         generator_optimizer=generator_optimizer,
         discriminator_optimizer=discriminator_optimizer,
-        # The noise generator's state: a resumed run continues its random stream.
-        noise=noise,
         # The step also fixes the position in the data: see training_batches().
         step=step,
     )

@@ -1,0 +1,941 @@
+"""Generate drawn shapes with a small WGAN-GP (offline demo images).
+
+Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
+(spec sha256 3ded78973361e1ce, script sha256 85dddd0fca49b47b).
+Rendered with: --variant tpu
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
+Strategy: TPUStrategy; run it on a Cloud TPU VM. data.batch_size is the global batch.
+Run it again to resume from the latest checkpoint (written by any variant).
+"""
+
+import argparse
+import contextlib
+import errno
+import fcntl
+import glob
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import sys
+import time
+import traceback
+
+SEED = 13
+GLOBAL_BATCH_SIZE = 64  # over all replicas: each takes a slice
+EPOCHS = 20
+LATENT_DIM = 32  # size of the generator's noise vectors
+CRITIC_STEPS = 5  # discriminator updates per generator update
+PENALTY_WEIGHT = 10.0  # lambda of WGAN-GP's gradient penalty
+NUM_SAMPLES = 16  # generated images written to TensorBoard each epoch
+LOG_EVERY_STEPS = 10
+# Train steps per call of the compiled train_loop: Python runs once per call, not per step.
+STEPS_PER_LOOP = 50
+CHECKPOINT_EVERY_EPOCHS = 1
+KEEP_CHECKPOINTS = 2
+OUTPUT_DIR = "runs/shapes_wgan_gp"
+TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
+    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
+    parser.add_argument(
+        "--init-from",
+        metavar="DIR",
+        help="start a new run from the weights of the newest checkpoint in DIR (another "
+        "run's --output-dir)",
+    )
+    parser.add_argument(
+        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
+    )
+    parser.add_argument(
+        "--no-lock",
+        action="store_true",
+        help="do not lock the output directory (for file systems without locks)",
+    )
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    # Before TensorFlow loads, which takes seconds: --help answers at once, and a mistyped
+    # flag stops the script at once.
+    parse_args()
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import layers
+
+
+def draw_shapes(count, image_size, seed):
+    """Draws `count` random circles, squares and triangles on noisy backgrounds.
+
+    Deterministic for a seed and made in about a second, so the run needs no download.
+    Returns float32 images in [0, 1] and int32 labels: 0 circle, 1 square, 2 triangle.
+    """
+    rng = np.random.default_rng(seed)
+    shape_class = rng.integers(0, 3, size=count)
+    radius = rng.uniform(0.12, 0.35, size=count) * image_size
+    center = rng.uniform(radius[:, None], image_size - radius[:, None], size=(count, 2))
+    # Colours overlap the background's range: the shape, not the colour, tells the class.
+    color = rng.uniform(0.3, 1.0, size=(count, 1, 1, 3))
+    rows, cols = np.mgrid[:image_size, :image_size].astype(np.float32)
+    dy = rows[None] - center[:, 0, None, None]
+    dx = cols[None] - center[:, 1, None, None]
+    r = radius[:, None, None]
+    circle = dx**2 + dy**2 <= r**2
+    square = (np.abs(dx) <= 0.8 * r) & (np.abs(dy) <= 0.8 * r)
+    triangle = (dy <= 0.8 * r) & (np.abs(dx) <= (dy + r) * 0.6)
+    inside = np.select(
+        [shape_class[:, None, None] == k for k in range(3)], [circle, square, triangle]
+    )
+    background = rng.uniform(0.0, 0.6, size=(count, image_size, image_size, 3))
+    images = np.where(inside[..., None], color, background).astype(np.float32)
+    return images, shape_class.astype(np.int32)
+
+
+def load_examples():
+    """Training examples: (images, labels) arrays held in
+    memory, from which the batches pick theirs by index."""
+    train_examples = draw_shapes(count=2000, image_size=16, seed=31)
+    return train_examples
+
+
+def num_examples(examples):
+    """How many examples a source holds (the length of its arrays, or its stream's)."""
+    return len(tf.nest.flatten(examples)[0])
+
+
+def read_arrays(examples, indices):
+    """The examples at `indices`, gathered from arrays held in memory."""
+    return tf.nest.map_structure(lambda array: tf.gather(array, indices), examples)
+
+
+def as_tensors(examples):
+    """Arrays as tensors: a dataset function then captures them by reference, where NumPy
+    arrays would be copied into its graph (which cannot exceed 2 GB)."""
+    return tf.nest.map_structure(tf.convert_to_tensor, examples)
+
+
+def preprocess(images, labels):
+    """Prepares a batch, inside the tf.data pipeline: the images alone (a GAN does not use the
+    labels), in the generator's range [-1, 1]."""
+    images = tf.cast(images, tf.float32)
+    # From [0, 1] to [-1, 1], the range of the generator's tanh output.
+    images = images * 2.0 - 1.0
+    return images
+
+
+def epoch_order(epoch, num_examples):
+    """The order of the examples in `epoch`: a permutation that depends on (SEED, epoch) alone,
+    computed without touching the examples, so any step's examples are known without reading
+    the others (a true shuffle of the whole set, with no buffer to fill)."""
+    positions = tf.range(num_examples, dtype=tf.int64)
+    return tf.random.experimental.index_shuffle(
+        positions,
+        seed=tf.stack([tf.constant(SEED, tf.int64), epoch]),
+        max_index=num_examples - 1,
+    )
+
+
+def replica_slices(batch, context):
+    """This input pipeline's share of a global batch: one slice per replica it feeds, the batch
+    cut into num_replicas_in_sync contiguous, near-equal parts. The workers together read
+    exactly the global batch a single device trains on, and each only its own part of it (the
+    smaller last batch of an epoch may leave a replica an empty slice)."""
+    replicas = context.num_replicas_in_sync
+    local = replicas // context.num_input_pipelines
+    first = context.input_pipeline_id * local
+    size = tf.shape(tf.nest.flatten(batch)[0], out_type=tf.int64)[0]
+    bounds = tf.range(replicas + 1, dtype=tf.int64) * size // replicas
+    return tf.data.Dataset.range(first, first + local).map(
+        lambda replica: tf.nest.map_structure(
+            lambda part: part[bounds[replica] : bounds[replica + 1]], batch
+        )
+    )
+
+
+def training_batches(examples, start_step, context):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The batches are a function of the step alone: epoch e takes the examples in
+    the order epoch_order(e) gives, GLOBAL_BATCH_SIZE at a time, and only then are they read.
+    A resumed run starts inside its epoch by slicing that order: it reads nothing of the steps
+    already done, however many they are.
+    Each global batch is cut into one slice per replica; this input pipeline (one per worker)
+    reads only its replicas' slices.
+    """
+    examples = as_tensors(examples)
+    count = num_examples(examples)
+    # TPUs compile for fixed shapes: the smaller last batch of an epoch is dropped.
+    steps_per_epoch = count // GLOBAL_BATCH_SIZE
+    first_epoch, first_step = divmod(start_step, steps_per_epoch)
+
+    def epoch_batches(epoch):
+        order = epoch_order(epoch, count)
+        # A resumed run's first epoch starts at its step.
+        start = tf.where(
+            epoch == first_epoch,
+            tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
+            0,
+        )
+        order = order[start : steps_per_epoch * GLOBAL_BATCH_SIZE]
+        return tf.data.Dataset.from_tensor_slices(order).batch(GLOBAL_BATCH_SIZE)
+
+    batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)
+    batches = batches.flat_map(lambda batch: replica_slices(batch, context))
+    return (
+        batches.map(
+            lambda indices: read_arrays(examples, indices),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def build_generator():
+    """Noise vectors (LATENT_DIM) to images."""
+    return keras.Sequential(
+        [
+            keras.Input(shape=(32,)),
+            layers.Dense(1024),
+            layers.Activation("leaky_relu"),
+            layers.Reshape((4, 4, 64)),
+            layers.Conv2DTranspose(32, 4, strides=2, padding="same"),
+            layers.Activation("leaky_relu"),
+            layers.Conv2DTranspose(3, 4, strides=2, padding="same", activation="tanh"),
+        ],
+        name="generator",
+    )
+
+
+def build_discriminator():
+    """The critic: images to one score each, high for real, low for generated."""
+    return keras.Sequential(
+        [
+            keras.Input(shape=(16, 16, 3)),
+            layers.Conv2D(32, 4, strides=2, padding="same"),
+            layers.Activation("leaky_relu"),
+            layers.Conv2D(64, 4, strides=2, padding="same"),
+            layers.LayerNormalization(),
+            layers.Activation("leaky_relu"),
+            layers.Flatten(),
+            layers.Dense(1),
+        ],
+        name="discriminator",
+    )
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device)."""
+    return {metric.name: float(metric.result()) for metric in metrics}
+
+
+def draw(sample, seed, use, shape, first, count):
+    """`sample` (a stateless random op) of `shape` for examples first, first + 1, ... of a
+    global batch of `count`: drawn for the whole global batch from (seed, use), so that a
+    replica draws for its examples what one device draws for them."""
+    seed = tf.random.experimental.stateless_fold_in(seed, use)
+    values = sample(tf.concat([[count], shape[1:]], axis=0), seed)
+    return values[first : first + shape[0]]
+
+
+def gradient_penalty(discriminator, real, generated, epsilon):
+    """WGAN-GP's penalty (Gulrajani et al., 2017), one per image: (||grad D(x)|| - 1)^2 at x,
+    `epsilon` of the way from the generated image to the real one."""
+    points = generated + epsilon * (real - generated)
+    # A tape inside the step's: its gradient is part of the loss, and is differentiated again.
+    with tf.GradientTape() as tape:
+        tape.watch(points)
+        scores = discriminator(points, training=True)
+    gradients = tape.gradient(scores, points)
+    norms = tf.sqrt(tf.reduce_sum(tf.square(gradients), axis=[1, 2, 3]))
+    return tf.square(norms - 1.0)
+
+
+def make_train_loop(train_step):
+    """Several train steps per call, as Orbit's create_loop_fn and Keras' steps_per_execution:
+    Python runs once per call, not once per step."""
+
+    # Traced once: num_steps is a tensor (each new Python int would trace again), and the
+    # batches all have one shape.
+    @tf.function
+    def train_loop(iterator, num_steps):
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
+        batch = next(iterator)
+        for _ in tf.range(num_steps - 1):
+            train_step(batch)
+            batch = next(iterator)
+        train_step(batch)
+
+    return train_loop
+
+
+def steps_in_call(global_step, epoch_end):
+    """The steps of the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+    point or epoch end: each of them then happens at its exact step."""
+    return min(
+        STEPS_PER_LOOP,
+        epoch_end - global_step,
+        LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+    )
+
+
+def export(generator, directory):
+    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
+    out. A SavedModel, which loads without this script's classes."""
+    with written_whole(directory) as partial:
+        generator.export(os.path.join(partial, "generator"), verbose=False)
+
+
+def train(args, run):
+    """The run, from the strategy to the export; main() records how it ends."""
+    # --- Strategy -----------------------------------------------------------------------
+    # Connect to the TPU and initialize it before anything else runs on it.
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=TPU)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, tf.errors.OpError) as error:
+        raise SystemExit(
+            f"No TPU to train on ({error}). Run this script on a Cloud TPU VM (or set TPU in "
+            "the spec's distribute.tpu), or render another variant: loopgen render --variant"
+        ) from None
+    strategy = tf.distribute.TPUStrategy(resolver)
+    print(f"Training on {strategy.num_replicas_in_sync} TPU core(s)")
+
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    run.lock()  # one run at a time in the output directory
+
+    # --- Data -------------------------------------------------------------------------
+    train_examples = load_examples()
+    # An epoch is counted in steps of whole batches (the smaller last batch is dropped).
+    steps_per_epoch = num_examples(train_examples) // GLOBAL_BATCH_SIZE
+
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
+    # Everything that owns variables is created under the strategy's scope: its variables
+    # are then mirrored on every replica and kept in sync.
+    with strategy.scope():
+        generator = build_generator()
+        discriminator = build_discriminator()
+        generator.summary()
+        discriminator.summary()
+        # Two optimizers: each network has its own steps, slots and learning rate.
+        generator_optimizer = keras.optimizers.Adam(
+            learning_rate=0.0001, beta_1=0.5, beta_2=0.9
+        )
+        discriminator_optimizer = keras.optimizers.Adam(
+            learning_rate=0.0001, beta_1=0.5, beta_2=0.9
+        )
+        # Create the slot variables now, not in the first traced step.
+        generator_optimizer.build(generator.trainable_variables)
+        discriminator_optimizer.build(discriminator.trainable_variables)
+        # Metrics are summed over replicas when read.
+        train_discriminator_loss = keras.metrics.Mean(name="discriminator_loss")
+        train_generator_loss = keras.metrics.Mean(name="generator_loss")
+        # The critic's mean scores of real and of generated images: their gap is the estimated
+        # distance the generator closes.
+        train_real_score = keras.metrics.Mean(name="real_score")
+        train_fake_score = keras.metrics.Mean(name="fake_score")
+        train_gradient_penalty = keras.metrics.Mean(name="gradient_penalty")
+        # Fixed noise for the sample images: the same points every epoch show the progress.
+        sample_noise = tf.random.stateless_normal(
+            (NUM_SAMPLES, LATENT_DIM), seed=[SEED, 0]
+        )
+        train_values = [
+            train_discriminator_loss,
+            train_generator_loss,
+            train_real_score,
+            train_fake_score,
+            train_gradient_penalty,
+        ]
+        # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
+        nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    # --- Train and eval steps ---------------------------------------------------------
+    def replica_train_step(images):
+        """One replica's part of a GAN step, on its slice of the global batch."""
+        batch_size = tf.shape(images)[0]
+        global_batch_size = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, batch_size
+        )
+        first = tf.distribute.get_replica_context().replica_id_in_sync_group * (
+            global_batch_size // strategy.num_replicas_in_sync
+        )
+        # Every random draw is a function of (SEED, step, use, position in the global batch).
+        seed = tf.stack([tf.constant(SEED, tf.int64), step])
+        # 1. The discriminator learns CRITIC_STEPS times on this batch, each time against new
+        # generated images.
+        for critic_step in range(CRITIC_STEPS):
+            noise = draw(
+                tf.random.stateless_normal,
+                seed,
+                critic_step,
+                (batch_size, LATENT_DIM),
+                first,
+                global_batch_size,
+            )
+            with tf.GradientTape() as tape:
+                generated = generator(noise, training=True)
+                real_scores = discriminator(images, training=True)
+                fake_scores = discriminator(generated, training=True)
+                # The critic scores real images high, generated ones low: the gap
+                # of its means estimates the Wasserstein distance between the two.
+                discriminator_loss = tf.nn.compute_average_loss(
+                    fake_scores - real_scores, global_batch_size=global_batch_size
+                )
+                # The penalty's points: each a random fraction of the way from a
+                # generated image to its real one.
+                epsilon = draw(
+                    tf.random.stateless_uniform,
+                    seed,
+                    CRITIC_STEPS + 1 + critic_step,
+                    (batch_size, 1, 1, 1),
+                    first,
+                    global_batch_size,
+                )
+                penalty = tf.nn.compute_average_loss(
+                    gradient_penalty(discriminator, images, generated, epsilon),
+                    global_batch_size=global_batch_size,
+                )
+                discriminator_loss += PENALTY_WEIGHT * penalty
+            gradients = tape.gradient(
+                discriminator_loss, discriminator.trainable_variables
+            )
+            discriminator_optimizer.apply_gradients(
+                zip(gradients, discriminator.trainable_variables)
+            )
+
+        # 2. The generator learns to make the updated discriminator score its images high.
+        noise = draw(
+            tf.random.stateless_normal,
+            seed,
+            CRITIC_STEPS,
+            (batch_size, LATENT_DIM),
+            first,
+            global_batch_size,
+        )
+        with tf.GradientTape() as tape:
+            scores = discriminator(generator(noise, training=True), training=True)
+            generator_loss = -tf.nn.compute_average_loss(
+                scores, global_batch_size=global_batch_size
+            )
+        gradients = tape.gradient(generator_loss, generator.trainable_variables)
+        generator_optimizer.apply_gradients(
+            zip(gradients, generator.trainable_variables)
+        )
+        # Scores accumulate on each replica; reading them averages over all images.
+        train_real_score.update_state(real_scores)
+        train_fake_score.update_state(fake_scores)
+        return discriminator_loss, generator_loss, penalty, batch_size
+
+    @tf.function
+    def train_step(images):
+        """One GAN step on every replica."""
+        values = strategy.run(replica_train_step, args=(images,))
+        # Each replica's losses are its shares of the global batch's: their sums are the means.
+        discriminator_loss, generator_loss, penalty, batch_size = [
+            strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+            for value in values
+        ]
+        train_discriminator_loss.update_state(
+            discriminator_loss, sample_weight=batch_size
+        )
+        train_generator_loss.update_state(generator_loss, sample_weight=batch_size)
+        train_gradient_penalty.update_state(penalty, sample_weight=batch_size)
+        step.assign_add(1)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(
+            discriminator_loss + generator_loss
+        ):
+            nonfinite_step.assign(step)
+
+    train_loop = make_train_loop(train_step)
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        # Both networks and both optimizers (slots, iterations).
+        generator=generator,
+        discriminator=discriminator,
+        generator_optimizer=generator_optimizer,
+        discriminator_optimizer=discriminator_optimizer,
+        # The step also fixes the position in the data: see training_batches().
+        step=step,
+    )
+    # Checkpoints do not depend on the strategy: they may come from any variant.
+    run.restore(checkpoint, generator=generator, discriminator=discriminator)
+    run.start(step, nonfinite_step, strategy)
+
+    # --- Training loop ----------------------------------------------------------------
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step: reading the variable would wait for the device each time.
+    global_step = int(step.numpy())
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
+    # One iterator for the whole run, from the current step on. Each input pipeline (one per
+    # worker) reads only the slices of each global batch that its replicas train on.
+    train_iterator = iter(
+        strategy.distribute_datasets_from_function(
+            lambda context: training_batches(
+                train_examples, start_step=global_step, context=context
+            )
+        )
+    )
+
+    for epoch in range(first_epoch, epochs):
+        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
+        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
+        while global_step < epoch_end and not run.preempted:
+            num_steps = steps_in_call(global_step, epoch_end)
+            train_loop(train_iterator, tf.constant(num_steps))
+            global_step += num_steps
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results(train_values)
+                for name, network_optimizer in (
+                    ("generator", generator_optimizer),
+                    ("discriminator", discriminator_optimizer),
+                ):
+                    logs[f"{name}_learning_rate"] = float(
+                        network_optimizer.learning_rate.numpy()
+                    )
+                run.log("train", global_step, epoch, logs)
+                run.stop_if_diverged()
+        if run.preempted:
+            break
+
+        # Samples from the same noise every epoch: the generator's progress at a glance.
+        samples = generator(sample_noise, training=False)
+        with run.writer("train").as_default(step=global_step):
+            tf.summary.image("samples", (samples + 1) / 2, max_outputs=NUM_SAMPLES)
+        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
+            run.save(global_step)
+    run.finish(global_step)
+
+    # --- Export -----------------------------------------------------------------------
+    export(generator, os.path.join(args.output_dir, "export"))
+
+
+# --- The run directory ------------------------------------------------------------------
+# What this script was rendered from (its header says the same): runs.jsonl records it.
+RENDERED_FROM = {
+    "spec": "shapes_wgan_gp",
+    "spec_sha256": "3ded78973361e1ce",
+    "loopgen": "0.1.0",
+}
+# The training setup the checkpoints belong to: each spec field that decides what a checkpoint
+# means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
+# longer run, other cadences, performance options or another strategy are the same setup.
+SETUP = {
+    "training.generator": "0ff3f8212f9d4741",
+    "training.discriminator": "a2c6e37e65330ac6",
+    "training.latent_dim": LATENT_DIM,
+    "data.train": "5d026731d41f36bb",
+    "data.batch_size": GLOBAL_BATCH_SIZE,
+    "data.shuffle_buffer": 2000,
+    "data.labels": "sparse",
+    "seed": SEED,
+    "training.generator_optimizer": "f8d58bf1f71b7a5b",
+    "training.discriminator_optimizer": "f8d58bf1f71b7a5b",
+    "training.label_smoothing": 0.0,
+}
+
+
+# The system's reasons for failing a write that no fix of this script would help, and what to do.
+MACHINE_FAULTS = {
+    errno.ENOSPC: "The disk is full: free some space",
+    errno.EDQUOT: "The disk quota is used up: free some space",
+    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
+    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
+    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
+    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
+    errno.EEXIST: "--output-dir names a file: pass a directory",
+    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
+}
+
+
+class RunDirectory:
+    """The output directory, kept sound: one run at a time (run.lock), how each run started and
+    ended (runs.jsonl), checkpoints of one training setup only (checkpoints/setup.json) and
+    saved whole, and the logged values (TensorBoard's logs/, metrics.jsonl).
+    """
+
+    def __init__(self, args):
+        self.args, self.path = args, args.output_dir
+        self.checkpoints = os.path.join(self.path, "checkpoints")
+        self.run = self.resumed_from = self.init_from = self.saved = None
+        self.writers, self.preempted = {}, False
+
+    def lock(self):
+        """Takes the directory's lock, or stops: two runs writing one directory would overwrite
+        each other's checkpoints. An flock: the OS drops it when the process ends, even by
+        SIGKILL. run.lock names the run that holds it."""
+        os.makedirs(self.path, exist_ok=True)
+        if self.args.no_lock:
+            return print(
+                f"Not locking {self.path} (--no-lock): no other run may use it."
+            )
+        self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
+        try:
+            fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.lock_file.seek(0)
+            holder = self.lock_file.read().strip() or "it has not written its pid yet"
+            raise SystemExit(
+                f"{self.path} is in use by another run ({holder}). Wait for it to end, or "
+                "pass another --output-dir."
+            ) from None
+        except (
+            OSError
+        ) as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+            raise SystemExit(
+                f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
+                f"not support locks; if no other run uses {self.path}, run again with --no-lock."
+            ) from None
+        self.lock_file.truncate(0)
+        self.lock_file.write(
+            f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
+        )
+        self.lock_file.flush()
+
+    def restore(self, checkpoint, **networks):
+        """Resumes from the newest checkpoint that restores (a damaged one is reported and the
+        one before it used), if setup.json says they are this setup's: SETUP, and the network's
+        weights (a hand edit of build_model). A new run records its setup there, and may start
+        from the weights of another run (--init-from)."""
+        setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
+        setup_path = os.path.join(self.checkpoints, "setup.json")
+        self.manager = tf.train.CheckpointManager(
+            checkpoint, self.checkpoints, KEEP_CHECKPOINTS
+        )
+        paths = self.manager.checkpoints
+        self.remove_partial_checkpoints(self.manager.directory)
+        if not paths:
+            if self.args.init_from:
+                self.init_from = load_weights(self.args.init_from, **networks)
+            os.makedirs(self.checkpoints, exist_ok=True)
+            with open(setup_path, "w") as f:
+                return json.dump(setup, f, indent=2)
+        if self.args.init_from:
+            raise SystemExit(
+                f"--init-from {self.args.init_from}: {self.checkpoints} already holds this run's "
+                "checkpoints. Run without --init-from to resume it, or pass a new --output-dir."
+            )
+        with open(setup_path) as f:
+            saved = json.load(f)
+        differences = [
+            f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
+            for key in {**setup, **saved}
+            if saved.get(key) != setup.get(key)
+        ]
+        if differences:
+            raise SystemExit(
+                f"Refusing to resume from {self.checkpoints}: its checkpoints come from another "
+                "training setup (SETUP in this script; weights: the names, shapes and dtypes "
+                "of the network's variables). What differs:\n"
+                + "\n".join(differences)
+                + "\n"
+                "Undo the change, or train in a new --output-dir (with --init-from "
+                f"{self.path} to start from those weights)."
+            )
+        for path in reversed(paths):
+            try:
+                checkpoint.restore(path).assert_existing_objects_matched()
+            except Exception as error:  # damaged files raise OpError, IndexError, ...
+                print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+                continue
+            self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
+            return print(f"Resumed from {path} at step {self.saved}")
+        raise SystemExit(
+            f"None of the checkpoints restores ({', '.join(paths)}): see the errors above. "
+            "Move them away (or pass another --output-dir) to start from scratch."
+        )
+
+    def start(self, step, nonfinite_step, strategy):
+        """Writes the run's start record to runs.jsonl (main() writes its end record)."""
+        self.step, self.nonfinite_step = step, nonfinite_step
+        # Schedulers (Slurm, Kubernetes, spot VMs) preempt with SIGTERM, then SIGKILL after a
+        # grace period: the loop ends its train_loop call, saves a checkpoint and exits.
+        signal.signal(
+            signal.SIGTERM, lambda signum, frame: setattr(self, "preempted", True)
+        )
+        rendered, current = script_checksums()
+        self.run = os.urandom(4).hex()
+        # fmt: off
+        self.append("runs.jsonl", {
+            "event": "start", "run": self.run, "time": now(), **RENDERED_FROM,
+            "script": os.path.abspath(__file__), "script_sha256": current,
+            "script_edited": current != rendered, "command": sys.argv, "flags": vars(self.args),
+            "python": sys.version.split()[0], "tensorflow": tf.__version__,
+            "keras": keras.__version__, "host": socket.gethostname(), "pid": os.getpid(),
+            "strategy": 'TPUStrategy',
+            "replicas": strategy.num_replicas_in_sync,
+            "devices": [device.name for device in tf.config.list_logical_devices()],
+            "resumed_from": self.resumed_from, "init_from": self.init_from, "step": int(step.numpy()),
+        })
+        # fmt: on
+
+    def writer(self, split):
+        """The TensorBoard writer of logs/<split>: tensorboard --logdir <output-dir>/logs."""
+        if split not in self.writers:
+            logdir = os.path.join(self.path, "logs", split)
+            self.writers[split] = tf.summary.create_file_writer(logdir)
+        return self.writers[split]
+
+    def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
+        """Starts an epoch: its running means from zero, its progress bar, and the throughput
+        timer (validation and checkpoints are not counted: it runs from log point to log
+        point)."""
+        for metric in metrics:
+            metric.reset_state()
+        print(f"Epoch {epoch + 1}/{epochs}")
+        # The logged values are running means already: all shown as they are, none averaged.
+        steps = end_step - first_step
+        self.progbar = keras.utils.Progbar(steps, stateless_metrics=())
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+
+    def log(self, split, step, epoch, values):
+        """Writes logged values: to TensorBoard, and to metrics.jsonl with the
+        validation values named apart (val_loss, val_...), which are also printed."""
+        if split == "train":
+            # Timed after the values were read, which waited for the device.
+            start, start_step = self.timer
+            self.timer = time.perf_counter(), step
+            values["steps_per_second"] = (step - start_step) / (self.timer[0] - start)
+            self.progbar.update(step - self.epoch_start, list(values.items()))
+        with self.writer(split).as_default(step=step):
+            for name, value in values.items():
+                tf.summary.scalar(name, value)
+        prefix = "val_" if split == "validation" else ""
+        values = {prefix + name: value for name, value in values.items()}
+        record = {"step": step, "epoch": epoch + 1, **values}
+        self.append("metrics.jsonl", record)
+
+    def stop_if_diverged(self):
+        """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
+        if int(self.nonfinite_step.numpy()) >= 0:
+            raise SystemExit(
+                f"The loss became NaN or Inf at step {int(self.nonfinite_step.numpy())}: stopped without"
+                f" saving (newest checkpoint: {self.manager.latest_checkpoint or 'none yet'})."
+                " Lower the learning rate, clip the gradients, or look for NaN in the data."
+            )
+
+    def save(self, step):
+        """Saves a checkpoint. One the disk cannot hold whole is removed again: the newest
+        checkpoint on disk always restores."""
+        self.stop_if_diverged()
+        try:
+            self.manager.save(checkpoint_number=step)
+        except BaseException:
+            self.remove_partial_checkpoints(self.manager.directory)
+            raise
+        self.saved = step
+
+    def remove_partial_checkpoints(self, directory):
+        """Removes what a save cut short left behind (a full disk, a kill): its _temp directory,
+        and the files of a checkpoint that the `checkpoint` file does not list."""
+        state = tf.train.get_checkpoint_state(directory)
+        listed = (
+            [os.path.basename(path) for path in state.all_model_checkpoint_paths]
+            if state
+            else []
+        )
+        for path in glob.glob(os.path.join(directory, "ckpt-*")):
+            if re.match(r"ckpt-\d+", os.path.basename(path)).group(0) not in listed:
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+    def finish(self, step):
+        """Saves where training stopped, if no checkpoint is there yet (mid-epoch after
+        --max-steps or a SIGTERM, or off the cadence), so that the next run continues from there; after a SIGTERM, exits.
+        """
+        if self.saved != step:
+            self.save(step)
+        if self.preempted:
+            print(
+                f"Stopped by SIGTERM at step {step}; saved {self.manager.latest_checkpoint}."
+            )
+            raise SystemExit(128 + signal.SIGTERM)  # the status of a SIGTERM death
+
+    def end(self, error=None):
+        """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
+        A run killed outright leaves a start record without an end."""
+        if self.run is None:
+            return  # never started: refused, or stopped before training
+        record = {
+            "event": "end",
+            "run": self.run,
+            "time": now(),
+            "step": int(self.step.numpy()),
+        }
+        if error is None:
+            record["exit"] = "finished"
+        elif isinstance(error, SystemExit) and error.code == 128 + signal.SIGTERM:
+            record["exit"] = "sigterm"
+        elif int(self.nonfinite_step.numpy()) >= 0:
+            record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
+        else:
+            record.update(exit="error", error=f"{type(error).__name__}: {error}")
+            record["traceback"] = "".join(traceback.format_exception(error))
+        try:
+            self.append("runs.jsonl", record)
+        except OSError as failure:  # the disk that ended the run may refuse this too
+            print(
+                f"Cannot write the end record to runs.jsonl: {failure}", file=sys.stderr
+            )
+
+    def append(self, name, record):
+        """Appends a JSON line, whole or not at all (a full disk would leave part of it)."""
+        with open(os.path.join(self.path, name), "a") as f:
+            end = f.tell()
+            try:
+                f.write(json.dumps(record) + "\n")
+                f.flush()
+            except OSError:
+                f.truncate(end)
+                raise
+
+    def fault(self, error):
+        """What to say when the machine failed the run: a full disk, a directory it may not
+        write, a path that is not what it should be. None for other errors (their traceback,
+        on stderr, says more)."""
+        if isinstance(error, OSError) and error.errno in MACHINE_FAULTS:
+            path, code = error.filename, error.errno
+        else:  # TensorFlow's file errors say "<path>; <the system's words> [Op:...]"
+            words = {os.strerror(code): code for code in MACHINE_FAULTS}
+            found = isinstance(error, tf.errors.OpError) and re.search(
+                r"([^\s;{}]+); (" + "|".join(words) + ")", error.message
+            )
+            if not found:
+                return None
+            # The file being written, not TensorFlow's temporary name for it.
+            path = re.sub(
+                r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
+            )
+            code = words[found.group(2)]
+        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
+        when = (
+            "once there is room, "
+            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+            else ""
+        )
+        state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
+            self.checkpoints
+        )
+        if state:
+            newest = state.model_checkpoint_path
+            return (
+                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
+                f"is intact: {when}run the script again with the same --output-dir to resume."
+            )
+        if self.run:
+            return (
+                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+            )
+        return message
+
+
+def now():
+    """Local time with its UTC offset, to the second: 2026-11-23T14:05:09+0100."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def script_checksums():
+    """The checksum the header records (loopgen's render) and that of the text now, computed
+    as loopgen does (the field zeroed): they differ once the script is edited by hand.
+    """
+    with open(__file__, encoding="utf-8") as f:
+        text = f.read()
+    found = re.search(r"script sha256 ([0-9a-f]{16})", text)
+    if found:
+        text = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
+    return found and found.group(1), hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def written_whole(directory):
+    """A directory written whole or not at all: the files go into <directory>.partial, which
+    replaces `directory` once all are written (a full disk leaves no half export behind).
+    """
+    partial = directory + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    shutil.rmtree(directory, ignore_errors=True)
+    os.rename(partial, directory)
+
+
+def weights_fingerprint(*networks):
+    """sha256 of the name, shape and dtype of every weight: a hand edit of the network in this
+    script changes it, where the spec sections in SETUP cannot see one."""
+    weights = [
+        [w.name, list(w.shape), str(w.dtype)] for net in networks for w in net.weights
+    ]
+    return hashlib.sha256(json.dumps(weights).encode()).hexdigest()[:16]
+
+
+def load_weights(source, **networks):
+    """--init-from: the networks' weights from the newest checkpoint in `source` (another run's
+    output directory), not its optimizer, step or data position. Returns its path."""
+    path = tf.train.latest_checkpoint(os.path.join(source, "checkpoints"))
+    path = path or tf.train.latest_checkpoint(source)  # the checkpoints folder itself
+    if path is None:
+        raise SystemExit(
+            f"--init-from {source}: no checkpoint in {os.path.join(source, 'checkpoints')}. "
+            "Give the --output-dir of a run that saved one."
+        )
+    try:
+        status = tf.train.Checkpoint(**networks).restore(path)
+        status.assert_existing_objects_matched().expect_partial()
+    except Exception as error:  # another network: ValueError, AssertionError, ...
+        raise SystemExit(
+            f"--init-from {source}: cannot load {path} into this network "
+            f"({type(error).__name__}: {error}). Both runs need the same network."
+        ) from None
+    print(f"Starting from the weights of {path}")
+    return path
+
+
+def main(argv=None):
+    """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
+    a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
+    lines: the traceback is in runs.jsonl."""
+    args = parse_args(argv)
+    run = RunDirectory(args)
+    try:
+        train(args, run)
+    except BaseException as error:  # SystemExit and KeyboardInterrupt too
+        run.end(error)
+        message = run.fault(error)
+        if message is None:
+            raise
+        raise SystemExit(message) from None
+    run.end()
+
+
+if __name__ == "__main__":
+    main()
