@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 8e0bc193c0f6cd38, script sha256 c20e709838146153).
+(spec sha256 8e0bc193c0f6cd38, script sha256 80b2a9ec3ff77457).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -316,8 +316,9 @@ def train(args, run):
         batch_size = tf.shape(images)[0]
         # Every random draw is a function of (SEED, step, use, position in the global batch).
         seed = tf.stack([tf.constant(SEED, tf.int64), step])
+        noise_shape = (batch_size, LATENT_DIM)
         # 1. The discriminator learns to tell the real batch from as many generated images.
-        noise = draw(tf.random.stateless_normal, seed, 0, (batch_size, LATENT_DIM))
+        noise = draw(tf.random.stateless_normal, seed, 0, noise_shape)
         with tf.GradientTape() as tape:
             generated = generator(noise, training=True)
             real_scores = discriminator(images, training=True)
@@ -327,22 +328,19 @@ def train(args, run):
             real_loss = cross_entropy(real_labels, real_scores)
             fake_loss = cross_entropy(tf.zeros_like(fake_scores), fake_scores)
             discriminator_loss = real_loss + fake_loss
-        gradients = tape.gradient(discriminator_loss, discriminator.trainable_variables)
-        discriminator_optimizer.apply_gradients(
-            zip(gradients, discriminator.trainable_variables)
-        )
-
+        variables = discriminator.trainable_variables
+        gradients = tape.gradient(discriminator_loss, variables)
+        discriminator_optimizer.apply_gradients(zip(gradients, variables))
         # 2. The generator learns to make the updated discriminator call its images real:
         # the non-saturating loss, -log D(G(z)), which still has a gradient when the
         # discriminator wins easily (log(1 - D(G(z))) then has none).
-        noise = draw(tf.random.stateless_normal, seed, 1, (batch_size, LATENT_DIM))
+        noise = draw(tf.random.stateless_normal, seed, 2, noise_shape)
         with tf.GradientTape() as tape:
             scores = discriminator(generator(noise, training=True), training=True)
             generator_loss = cross_entropy(tf.ones_like(scores), scores)
-        gradients = tape.gradient(generator_loss, generator.trainable_variables)
-        generator_optimizer.apply_gradients(
-            zip(gradients, generator.trainable_variables)
-        )
+        variables = generator.trainable_variables
+        gradients = tape.gradient(generator_loss, variables)
+        generator_optimizer.apply_gradients(zip(gradients, variables))
         train_real_score.update_state(tf.sigmoid(real_scores))
         train_fake_score.update_state(tf.sigmoid(fake_scores))
         step.assign_add(1)

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 92cc046ca48bc8f1, script sha256 a2708542036d51f9).
+(spec sha256 92cc046ca48bc8f1, script sha256 e05f7c8c975f9cff).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -257,7 +257,8 @@ class ValidationMonitor(tf.Module):
 
 
 def make_metrics():
-    """The values logged of a split, training or validation: its loss, each task's loss and metrics."""
+    """The values logged of a split, training or validation: its loss, each task's loss and
+    metrics, and all of them in one list."""
     loss = keras.metrics.Mean(name="loss")
     # Each task's own (unweighted) loss and its metrics.
     task_losses = {
@@ -272,7 +273,12 @@ def make_metrics():
         ],
         "shape": [keras.metrics.SparseCategoricalAccuracy(name="shape_accuracy")],
     }
-    return loss, task_losses, metrics
+    values = [
+        loss,
+        *task_losses.values(),
+        *(m for task in metrics.values() for m in task),
+    ]
+    return loss, task_losses, metrics, values
 
 
 def make_train_loop(train_step):
@@ -340,20 +346,10 @@ def train(args, run):
     # The slot variables (momentum, moments) now, not in the first traced step, which would
     # trace it twice and leave a restored checkpoint nothing to fill.
     optimizer.build(model.trainable_variables)
-    train_loss, train_task_losses, train_metrics = make_metrics()
-    validation_loss, validation_task_losses, validation_metrics = make_metrics()
-    train_values = [
-        train_loss,
-        *train_task_losses.values(),
-        *train_metrics["mask"],
-        *train_metrics["shape"],
-    ]
-    validation_values = [
-        validation_loss,
-        *validation_task_losses.values(),
-        *validation_metrics["mask"],
-        *validation_metrics["shape"],
-    ]
+    train_loss, train_task_losses, train_metrics, train_values = make_metrics()
+    validation_loss, validation_task_losses, validation_metrics, validation_values = (
+        make_metrics()
+    )
     # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
     # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.

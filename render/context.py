@@ -415,11 +415,14 @@ def _is_image_data(spec: Spec) -> bool:
     return train.kind in IMAGE_SOURCES or (train.kind == "tfds" and train.image_size is not None)
 
 
-def metric_list(spec: Spec, split: str, extra: list[str]) -> str:
+def metric_list(spec: Spec, split: str, extra: list[str]) -> str | None:
     """The script's list of the metric objects of `split` (train, validation), in the order of
-    `Spec.log_names`."""
+    `Spec.log_names`; None where make_metrics() returns it (a multi-task model's)."""
     if spec.gan is not None:
         return "[" + ", ".join(f"{split}_{name}" for name in spec.log_names()) + "]"
+    if spec.tasks and spec.data.validation is not None:
+        # make_metrics() returns them.
+        return "[" + ", ".join([f"*{split}_values", *extra]) + "]" if extra else None
     objects = [f"{split}_loss"]
     if split == "train" and spec.train_parts():
         objects.append(f"*{split}_losses.values()")

@@ -224,3 +224,22 @@ def test_flags_are_answered_before_tensorflow_is_imported(flag, code, said):
     codes = ast.literal_eval(proc.stdout.strip().splitlines()[-1])
     assert codes == dict.fromkeys(scripts, code), proc.stderr[-3000:]
     assert proc.stdout.count("usage: ") + proc.stderr.count(said) >= len(scripts)
+
+
+TRAIN_LINES = 160
+"""At most this many lines of train() in a single-device script: the steps and the loop read
+in one sitting (helpers, monitors and the run directory live beside it)."""
+
+
+@pytest.mark.parametrize("golden", [g for g in sorted(GOLDEN) if "/" not in g])
+def test_train_reads_in_one_sitting(golden):
+    source = (GENERATED / f"{golden}.py").read_text()
+    (train,) = [
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef) and node.name == "train"
+    ]
+    lines = train.end_lineno - train.lineno + 1
+    # A strategy's script (pets_unet's own spec asks for one) adds its replica steps.
+    limit = TRAIN_LINES + (15 if "strategy = " in source else 0)
+    assert lines <= limit, f"{golden}: train() is {lines} lines, at most {limit}"

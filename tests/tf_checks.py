@@ -663,7 +663,8 @@ def gan_steps(script: str, output_dir: str, learning_rate: str, precision: str, 
     ckpt-0: each CRITIC_STEPS discriminator steps on the step's real batch and generated images
     (DCGAN: cross-entropies, real labelled REAL_LABEL; WGAN-GP: the Wasserstein loss plus the
     gradient penalty by a nested tape), then the generator's through the updated discriminator.
-    The noise and penalty points are drawn as the docs say: stateless, from (SEED, step, use).
+    The noise and penalty points are drawn as the docs say: stateless, from (SEED, step, use),
+    use 2k and 2k + 1 for critic step k's noise and points, 2 * CRITIC_STEPS the generator's.
     Under mixed_float16 the losses (and the penalty's inner scores) are scaled, and a step whose
     gradients overflow is skipped, as Keras' LossScaleOptimizer does. Returns how far every
     variable of both networks in ckpt-<steps> is from that."""
@@ -715,15 +716,14 @@ def gan_steps(script: str, output_dir: str, learning_rate: str, precision: str, 
             return sample(shape, tf.random.experimental.stateless_fold_in(seed, use))
 
         for k in range(critic_steps):
-            z = draw(tf.random.stateless_normal, k, (batch, module.LATENT_DIM))
+            z = draw(tf.random.stateless_normal, 2 * k, (batch, module.LATENT_DIM))
             with tf.GradientTape() as tape:
                 generated = generator(z, training=True)
                 real = discriminator(images, training=True)
                 fake = discriminator(generated, training=True)
                 if wasserstein:
                     loss = tf.reduce_mean(fake - real)
-                    epsilon = draw(tf.random.stateless_uniform, critic_steps + 1 + k,
-                                   (batch, 1, 1, 1))  # fmt: skip
+                    epsilon = draw(tf.random.stateless_uniform, 2 * k + 1, (batch, 1, 1, 1))
                     points = generated + epsilon * (images - generated)
                     with tf.GradientTape() as inner:
                         inner.watch(points)
@@ -738,7 +738,7 @@ def gan_steps(script: str, output_dir: str, learning_rate: str, precision: str, 
                 scaled_loss = loss * scales["discriminator"]
             sgd(scaled_loss, tape, discriminator)
         with tf.GradientTape() as tape:
-            z = draw(tf.random.stateless_normal, critic_steps, (batch, module.LATENT_DIM))
+            z = draw(tf.random.stateless_normal, 2 * critic_steps, (batch, module.LATENT_DIM))
             scores = discriminator(generator(z, training=True), training=True)
             if wasserstein:
                 loss = -tf.reduce_mean(scores)

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 6113726d6dd533b5, script sha256 679c7180687563cb).
+(spec sha256 6113726d6dd533b5, script sha256 6984e4b0753a141b).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -363,14 +363,10 @@ def train(args, run):
         )
         # Every random draw is a function of (SEED, step, use, position in the global batch).
         seed = tf.stack([tf.constant(SEED, tf.int64), step])
+        noise_shape = (batch_size, LATENT_DIM)
         # 1. The discriminator learns to tell the real batch from as many generated images.
         noise = draw(
-            tf.random.stateless_normal,
-            seed,
-            0,
-            (batch_size, LATENT_DIM),
-            first,
-            global_batch_size,
+            tf.random.stateless_normal, seed, 0, noise_shape, first, global_batch_size
         )
         with tf.GradientTape() as tape:
             generated = generator(noise, training=True)
@@ -387,21 +383,14 @@ def train(args, run):
                 global_batch_size=global_batch_size,
             )
             discriminator_loss = real_loss + fake_loss
-        gradients = tape.gradient(discriminator_loss, discriminator.trainable_variables)
-        discriminator_optimizer.apply_gradients(
-            zip(gradients, discriminator.trainable_variables)
-        )
-
+        variables = discriminator.trainable_variables
+        gradients = tape.gradient(discriminator_loss, variables)
+        discriminator_optimizer.apply_gradients(zip(gradients, variables))
         # 2. The generator learns to make the updated discriminator call its images real:
         # the non-saturating loss, -log D(G(z)), which still has a gradient when the
         # discriminator wins easily (log(1 - D(G(z))) then has none).
         noise = draw(
-            tf.random.stateless_normal,
-            seed,
-            1,
-            (batch_size, LATENT_DIM),
-            first,
-            global_batch_size,
+            tf.random.stateless_normal, seed, 2, noise_shape, first, global_batch_size
         )
         with tf.GradientTape() as tape:
             scores = discriminator(generator(noise, training=True), training=True)
@@ -409,10 +398,9 @@ def train(args, run):
                 cross_entropy(tf.ones_like(scores), scores),
                 global_batch_size=global_batch_size,
             )
-        gradients = tape.gradient(generator_loss, generator.trainable_variables)
-        generator_optimizer.apply_gradients(
-            zip(gradients, generator.trainable_variables)
-        )
+        variables = generator.trainable_variables
+        gradients = tape.gradient(generator_loss, variables)
+        generator_optimizer.apply_gradients(zip(gradients, variables))
         # Scores accumulate on each replica; reading them averages over all images.
         train_real_score.update_state(tf.sigmoid(real_scores))
         train_fake_score.update_state(tf.sigmoid(fake_scores))

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 d81897fbf345179c, script sha256 25abb267563a44aa).
+(spec sha256 d81897fbf345179c, script sha256 d7c29c990a01cce6).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -339,8 +339,7 @@ def train(args, run):
         # Metrics are summed over replicas when read.
         train_discriminator_loss = keras.metrics.Mean(name="discriminator_loss")
         train_generator_loss = keras.metrics.Mean(name="generator_loss")
-        # The critic's mean scores of real and of generated images: their gap is the estimated
-        # distance the generator closes.
+        # The critic's mean scores of real and of generated images.
         train_real_score = keras.metrics.Mean(name="real_score")
         train_fake_score = keras.metrics.Mean(name="fake_score")
         train_gradient_penalty = keras.metrics.Mean(name="gradient_penalty")
@@ -372,14 +371,24 @@ def train(args, run):
         )
         # Every random draw is a function of (SEED, step, use, position in the global batch).
         seed = tf.stack([tf.constant(SEED, tf.int64), step])
-        # 1. The discriminator learns CRITIC_STEPS times on this batch, each time against new
-        # generated images.
-        for critic_step in range(CRITIC_STEPS):
+        noise_shape = (batch_size, LATENT_DIM)
+        point_shape = (batch_size, 1, 1, 1)
+        # 1. The critic: CRITIC_STEPS updates on this batch, each against new images.
+        for k in range(CRITIC_STEPS):
             noise = draw(
                 tf.random.stateless_normal,
                 seed,
-                critic_step,
-                (batch_size, LATENT_DIM),
+                2 * k,
+                noise_shape,
+                first,
+                global_batch_size,
+            )
+            # The penalty's points: a random fraction of the way from generated to real.
+            epsilon = draw(
+                tf.random.stateless_uniform,
+                seed,
+                2 * k + 1,
+                point_shape,
                 first,
                 global_batch_size,
             )
@@ -387,39 +396,24 @@ def train(args, run):
                 generated = generator(noise, training=True)
                 real_scores = discriminator(images, training=True)
                 fake_scores = discriminator(generated, training=True)
-                # The critic scores real images high, generated ones low: the gap
-                # of its means estimates the Wasserstein distance between the two.
+                # Real images high, generated ones low: the gap estimates the distance.
                 discriminator_loss = tf.nn.compute_average_loss(
                     fake_scores - real_scores, global_batch_size=global_batch_size
-                )
-                # The penalty's points: each a random fraction of the way from a
-                # generated image to its real one.
-                epsilon = draw(
-                    tf.random.stateless_uniform,
-                    seed,
-                    CRITIC_STEPS + 1 + critic_step,
-                    (batch_size, 1, 1, 1),
-                    first,
-                    global_batch_size,
                 )
                 penalty = tf.nn.compute_average_loss(
                     gradient_penalty(discriminator, images, generated, epsilon),
                     global_batch_size=global_batch_size,
                 )
                 discriminator_loss += PENALTY_WEIGHT * penalty
-            gradients = tape.gradient(
-                discriminator_loss, discriminator.trainable_variables
-            )
-            discriminator_optimizer.apply_gradients(
-                zip(gradients, discriminator.trainable_variables)
-            )
-
+            variables = discriminator.trainable_variables
+            gradients = tape.gradient(discriminator_loss, variables)
+            discriminator_optimizer.apply_gradients(zip(gradients, variables))
         # 2. The generator learns to make the updated discriminator score its images high.
         noise = draw(
             tf.random.stateless_normal,
             seed,
-            CRITIC_STEPS,
-            (batch_size, LATENT_DIM),
+            2 * CRITIC_STEPS,
+            noise_shape,
             first,
             global_batch_size,
         )
@@ -428,10 +422,9 @@ def train(args, run):
             generator_loss = -tf.nn.compute_average_loss(
                 scores, global_batch_size=global_batch_size
             )
-        gradients = tape.gradient(generator_loss, generator.trainable_variables)
-        generator_optimizer.apply_gradients(
-            zip(gradients, generator.trainable_variables)
-        )
+        variables = generator.trainable_variables
+        gradients = tape.gradient(generator_loss, variables)
+        generator_optimizer.apply_gradients(zip(gradients, variables))
         # Scores accumulate on each replica; reading them averages over all images.
         train_real_score.update_state(real_scores)
         train_fake_score.update_state(fake_scores)
