@@ -288,6 +288,8 @@ class Spec(StrictModel):
             return ["student_loss", "distillation_loss"]
         if self.training.kind == "adversarial" and self.training.train_on == "both":
             return ["clean_loss", "adversarial_loss"]
+        if self.training.kind == "contrastive":
+            return ["probe_loss"]
         return []
 
     def validation_extras(self) -> list[str]:

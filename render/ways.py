@@ -12,7 +12,10 @@ from . import graph
 
 
 def way_context(spec: Spec) -> dict[str, Any]:
-    networks = ["generator", "discriminator"] if spec.training.kind == "gan" else ["model"]
+    networks = {
+        "gan": ["generator", "discriminator"],
+        "contrastive": ["model", "projection", "probe"],
+    }.get(spec.training.kind, ["model"])
     context = {
         # The networks whose weights the checkpoint keeps, by name (--init-from loads them).
         "networks": networks,

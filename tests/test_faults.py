@@ -269,6 +269,8 @@ RESUME_RUNS = {
     "adversarial": ("mnist_adversarial", 3, ["data.validation=null", "best_model=null"]),
     # The critic's steps inside a step; noise and penalty points from (seed, step, position).
     "gan_penalty": ("shapes_wgan_gp", 3, ["training.critic_steps=2"]),
+    # Two views of each image, from (seed, epoch, position, view).
+    "contrastive": ("shapes_simclr", 3, ["data.validation=null", "data.batch_size=16"]),
 }
 
 

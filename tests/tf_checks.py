@@ -531,6 +531,61 @@ def save_teacher(script: str, keras_file: str, saved_model: str) -> dict:
     return {"keras_file": keras_file, "saved_model": saved_model}
 
 
+def nt_xent_reference(script: str) -> dict:
+    """The script's contrastive_losses() on fixed projections against NT-Xent written out in
+    NumPy as the SimCLR paper states it: the 2N views, cosine similarities over the
+    temperature, each view's positive its twin and its negatives the 2N - 2 others, the loss of
+    an image the mean of its two views'."""
+    module = load_script(script)
+    rng = np.random.default_rng(0)
+    first, second = rng.normal(size=(6, 5)), rng.normal(size=(6, 5))
+    losses = module.contrastive_losses(
+        tf.constant(first, tf.float32), tf.constant(second, tf.float32)
+    )
+    views = np.concatenate([first, second])
+    views /= np.linalg.norm(views, axis=1, keepdims=True)
+    similarity = views @ views.T / module.TEMPERATURE
+    n = len(first)
+    expected = []
+    for i in range(2 * n):
+        twin = (i + n) % (2 * n)
+        others = [j for j in range(2 * n) if j != i]
+        log_sum = np.log(np.sum(np.exp(similarity[i, others])))
+        expected.append(log_sum - similarity[i, twin])
+    expected = (np.array(expected[:n]) + np.array(expected[n:])) / 2
+    return {
+        "max_diff": float(np.max(np.abs(losses.numpy() - expected))),
+        "mean": float(np.mean(expected)),
+    }
+
+
+def contrastive_views(script: str) -> dict:
+    """The two views of the training batches as the script's pipeline makes them: batch 2 read
+    from the start and from a pipeline started at step 2 (a resumed run), twice; and how far
+    the two views of an image are apart."""
+    module = load_script(script)
+    examples = training_examples(module)
+
+    def batch(start, index):
+        batches = iter(module.training_batches(examples, start_step=start))
+        for _ in range(index):
+            next(batches)
+        return [t.numpy() for t in next(batches)]
+
+    straight, resumed, again = batch(0, 2), batch(2, 0), batch(2, 0)
+    first, second, labels = straight
+    return {
+        "resumed_diff": max(
+            float(np.max(np.abs(a - b))) for a, b in zip(straight, resumed, strict=True)
+        ),
+        "rerun_diff": max(
+            float(np.max(np.abs(a - b))) for a, b in zip(resumed, again, strict=True)
+        ),
+        "views_apart": float(np.mean(np.abs(first - second))),
+        "shapes": [list(first.shape), list(second.shape), list(labels.shape)],
+    }
+
+
 def attack_reference(script: str, checkpoint_dir: str) -> dict:
     """The script's perturb() and random_start() on its first training batch, against the
     attack written out here (PGD from the same start: sign steps, each projected back within

@@ -93,5 +93,53 @@ def check_adversarial(spec: Spec) -> None:
         )
 
 
-CHECKS = {"distillation": check_distillation, "adversarial": check_adversarial}
+def check_contrastive(spec: Spec) -> None:
+    if not spec.data.augmentation:
+        raise ValueError(
+            "training is contrastive, but data.augmentation is empty: SimCLR learns what two "
+            "augmented views of an image share, and two identical views teach nothing; set "
+            "data.augmentation (e.g. RandomFlip, RandomTranslation, RandomContrast)"
+        )
+    if spec.data.augment_in != "pipeline":
+        raise ValueError(
+            "training is contrastive with data.augment_in='model': the two views are made in "
+            "the input pipeline, each from (seed, epoch, position, view); set "
+            "data.augment_in='pipeline'"
+        )
+    if any(layer.entry.get("batch_level") for layer in spec.data.augmentation):
+        raise ValueError(
+            "training is contrastive, and data.augmentation mixes images (MixUp, CutMix): a "
+            "view must be of one image; remove those layers"
+        )
+    unsupported = {
+        "gradients": spec.gradients.clipped or spec.gradients.accumulate_steps > 1,
+        "performance.precision": spec.performance.precision != "float32",
+        "logging.histograms": spec.logging.histograms,
+    }
+    for field, used in unsupported.items():
+        if used:
+            raise ValueError(
+                f"{field} is set for contrastive training, whose step loopgen writes without "
+                "it (the negatives are the whole global batch: micro-batches would have fewer); "
+                f"remove {field}"
+            )
+    features = output_shape(spec.model, spec, "model")
+    if features is not None and len(features) != 1:
+        raise ValueError(
+            f"training is contrastive, but the model (the encoder) outputs shape "
+            f"{tuple(features)}: it must end in a feature vector, which the projection head "
+            "and the probe take; end it in Flatten() or GlobalAveragePooling2D()"
+        )
+    if spec.loss is None or not spec.loss.probabilistic or spec.data.labels != "sparse":
+        raise ValueError(
+            "training is contrastive: loss is the linear probe's, on the labels; set "
+            "loss=SparseCategoricalCrossentropy(from_logits=True) and data.labels='sparse'"
+        )
+
+
+CHECKS = {
+    "distillation": check_distillation,
+    "adversarial": check_adversarial,
+    "contrastive": check_contrastive,
+}
 """The rules of each kind that has some, by kind."""

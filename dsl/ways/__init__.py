@@ -7,13 +7,14 @@ from typing import Annotated
 from pydantic import Field
 
 from .adversarial import FGSM, PGD, Adversarial
+from .contrastive import Contrastive
 from .distillation import Distillation, ExportedModel, KerasFile, TrainedModel
 from .gan import GAN, R1, GradientPenalty
 from .own_step import OwnStep
 from .supervised import MultiTask, Supervised, Task
 
 Training = Annotated[
-    Supervised | MultiTask | GAN | Distillation | Adversarial | OwnStep,
+    Supervised | MultiTask | GAN | Distillation | Adversarial | Contrastive | OwnStep,
     Field(discriminator="kind"),
 ]
 """How the script trains: supervised (the default), multi-task, a GAN, ..."""
@@ -24,6 +25,7 @@ __all__ = [
     "PGD",
     "R1",
     "Adversarial",
+    "Contrastive",
     "Distillation",
     "ExportedModel",
     "GradientPenalty",

@@ -1,0 +1,1091 @@
+"""Learn drawn shapes without labels by SimCLR, scored by a linear probe.
+
+Written by loopgen 0.1.0 from examples/shapes_simclr.py
+(spec sha256 9cea712766d8c0f7, script sha256 2f3d9bee32b02c98).
+Rendered with: --variant multi_worker
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
+Strategy: MultiWorkerMirroredStrategy. Start this script on every worker, each with
+TF_CONFIG naming the cluster and its own index, and the same --output-dir on
+storage all workers share; data.batch_size is the global batch.
+Run it again to resume from the latest checkpoint (written by any variant).
+"""
+
+import argparse
+import contextlib
+import errno
+import fcntl
+import glob
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import sys
+import time
+import traceback
+
+SEED = 17
+GLOBAL_BATCH_SIZE = 128  # over all replicas: each takes a slice
+EPOCHS = 10
+TEMPERATURE = 0.1  # of the NT-Xent loss: lower sharpens its softmax
+CLASSES = 3  # logits of the linear probe
+LOG_EVERY_STEPS = 5
+# Train steps per call of the compiled train_loop: Python runs once per call, not per step.
+STEPS_PER_LOOP = 50
+VALIDATE_EVERY_EPOCHS = 1
+CHECKPOINT_EVERY_EPOCHS = 1
+KEEP_CHECKPOINTS = 3
+OUTPUT_DIR = "runs/shapes_simclr"
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
+    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
+    parser.add_argument(
+        "--init-from",
+        metavar="DIR",
+        help="start a new run from the weights of the newest checkpoint in DIR (another "
+        "run's --output-dir)",
+    )
+    parser.add_argument(
+        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
+    )
+    parser.add_argument(
+        "--no-lock",
+        action="store_true",
+        help="do not lock the output directory (for file systems without locks)",
+    )
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    # Before TensorFlow loads, which takes seconds: --help answers at once, and a mistyped
+    # flag stops the script at once.
+    parse_args()
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import layers
+
+
+def draw_shapes(count, image_size, seed):
+    """Draws `count` random circles, squares and triangles on noisy backgrounds.
+
+    Deterministic for a seed and made in about a second, so the run needs no download.
+    Returns float32 images in [0, 1] and int32 labels: 0 circle, 1 square, 2 triangle.
+    """
+    rng = np.random.default_rng(seed)
+    shape_class = rng.integers(0, 3, size=count)
+    radius = rng.uniform(0.12, 0.35, size=count) * image_size
+    center = rng.uniform(radius[:, None], image_size - radius[:, None], size=(count, 2))
+    # Colours overlap the background's range: the shape, not the colour, tells the class.
+    color = rng.uniform(0.3, 1.0, size=(count, 1, 1, 3))
+    rows, cols = np.mgrid[:image_size, :image_size].astype(np.float32)
+    dy = rows[None] - center[:, 0, None, None]
+    dx = cols[None] - center[:, 1, None, None]
+    r = radius[:, None, None]
+    circle = dx**2 + dy**2 <= r**2
+    square = (np.abs(dx) <= 0.8 * r) & (np.abs(dy) <= 0.8 * r)
+    triangle = (dy <= 0.8 * r) & (np.abs(dx) <= (dy + r) * 0.6)
+    inside = np.select(
+        [shape_class[:, None, None] == k for k in range(3)], [circle, square, triangle]
+    )
+    background = rng.uniform(0.0, 0.6, size=(count, image_size, image_size, 3))
+    images = np.where(inside[..., None], color, background).astype(np.float32)
+    return images, shape_class.astype(np.int32)
+
+
+def load_examples():
+    """Training and validation examples: (images, labels) arrays held in
+    memory, from which the batches pick theirs by index."""
+    train_examples = draw_shapes(count=2000, image_size=32, seed=3)
+    validation_examples = draw_shapes(count=400, image_size=32, seed=4)
+    return train_examples, validation_examples
+
+
+def num_examples(examples):
+    """How many examples a source holds (the length of its arrays, or its stream's)."""
+    return len(tf.nest.flatten(examples)[0])
+
+
+def read_arrays(examples, indices):
+    """The examples at `indices`, gathered from arrays held in memory."""
+    return tf.nest.map_structure(lambda array: tf.gather(array, indices), examples)
+
+
+def as_tensors(examples):
+    """Arrays as tensors: a dataset function then captures them by reference, where NumPy
+    arrays would be copied into its graph (which cannot exceed 2 GB)."""
+    return tf.nest.map_structure(tf.convert_to_tensor, examples)
+
+
+def preprocess(images, labels):
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
+    images = tf.cast(images, tf.float32)
+    return images, labels
+
+
+def epoch_order(epoch, num_examples):
+    """The order of the examples in `epoch`: a permutation that depends on (SEED, epoch) alone,
+    computed without touching the examples, so any step's examples are known without reading
+    the others (a true shuffle of the whole set, with no buffer to fill)."""
+    positions = tf.range(num_examples, dtype=tf.int64)
+    return tf.random.experimental.index_shuffle(
+        positions,
+        seed=tf.stack([tf.constant(SEED, tf.int64), epoch]),
+        max_index=num_examples - 1,
+    )
+
+
+def replica_slices(batch, context):
+    """This input pipeline's share of a global batch: one slice per replica it feeds, the batch
+    cut into num_replicas_in_sync contiguous, near-equal parts. The workers together read
+    exactly the global batch a single device trains on, and each only its own part of it (the
+    smaller last batch of an epoch may leave a replica an empty slice)."""
+    replicas = context.num_replicas_in_sync
+    local = replicas // context.num_input_pipelines
+    first = context.input_pipeline_id * local
+    size = tf.shape(tf.nest.flatten(batch)[0], out_type=tf.int64)[0]
+    bounds = tf.range(replicas + 1, dtype=tf.int64) * size // replicas
+    return tf.data.Dataset.range(first, first + local).map(
+        lambda replica: tf.nest.map_structure(
+            lambda part: part[bounds[replica] : bounds[replica + 1]], batch
+        )
+    )
+
+
+def make_augmentation():
+    """The augmentation layers, in order (data.augmentation). Made with the pipeline, after the
+    strategy: a layer creates variables."""
+    return [
+        layers.RandomFlip(mode="horizontal"),
+        layers.RandomTranslation(0.15, 0.15),
+        layers.RandomContrast(0.4),
+    ]
+
+
+class ExampleSeed(keras.random.SeedGenerator):
+    """Random seeds that are a function of an example alone, never of how many examples came
+    before: Keras' layers draw from it as from their own SeedGenerator, and an augmented
+    example is the same on every run, on any strategy and after a resume."""
+
+    def __init__(self, seed):
+        # No super().__init__(): it would create a state variable this has no use for.
+        self.seed = seed
+        self.draws = 0
+
+    def next(self, ordered=True):
+        # Every draw its own seed, as a SeedGenerator's state advances.
+        self.draws += 1
+        return tf.random.experimental.stateless_fold_in(self.seed, self.draws)
+
+
+def augment(images, labels, seeds, augmentation, view):
+    """Augments the training images of a batch, each on its own: the random choices for an
+    image are drawn from its seed, (SEED, epoch, position in the epoch, view): each of its
+    two views has choices of its own."""
+
+    def augment_one(example):
+        image, epoch_and_position = example
+        seed = tf.random.experimental.stateless_fold_in(
+            tf.stack([tf.constant(SEED, tf.int64), epoch_and_position[0]]),
+            epoch_and_position[1],
+        )
+        seed = fold(seed, view)
+        images = image[None]  # the layers take batches
+        for index, layer in enumerate(augmentation[:3]):
+            if hasattr(layer, "get_random_transformation"):
+                transformation = layer.get_random_transformation(
+                    images, training=True, seed=ExampleSeed(fold(seed, index))
+                )
+                images = layer.transform_images(images, transformation, training=True)
+            else:  # padding or resizing: nothing random
+                images = layer(images)
+        return tf.cast(images[0], tf.float32)
+
+    images = tf.map_fn(augment_one, (images, seeds), fn_output_signature=tf.float32)
+    return images, labels
+
+
+def fold(seed, number):
+    """A seed of its own for the `number`-th use of `seed`."""
+    return tf.random.experimental.stateless_fold_in(seed, number)
+
+
+def training_batches(examples, start_step, context):
+    """Training batches from step `start_step` on, epoch after epoch, without end.
+
+    The batches are a function of the step alone: epoch e takes the examples in
+    the order epoch_order(e) gives, GLOBAL_BATCH_SIZE at a time, and only then are they read.
+    A resumed run starts inside its epoch by slicing that order: it reads nothing of the steps
+    already done, however many they are.
+    Each global batch is cut into one slice per replica; this input pipeline (one per worker)
+    reads only its replicas' slices.
+    """
+    augmentation = make_augmentation()
+    examples = as_tensors(examples)
+    count = num_examples(examples)
+    steps_per_epoch = math.ceil(count / GLOBAL_BATCH_SIZE)
+    first_epoch, first_step = divmod(start_step, steps_per_epoch)
+
+    def epoch_batches(epoch):
+        order = epoch_order(epoch, count)
+        # A resumed run's first epoch starts at its step.
+        start = tf.where(
+            epoch == first_epoch,
+            tf.constant(first_step * GLOBAL_BATCH_SIZE, tf.int64),
+            0,
+        )
+        order = order[start:]
+        # Each example with the seed of its augmentation: (epoch, its position in the epoch).
+        positions = tf.range(start, start + tf.size(order, out_type=tf.int64))
+        seeds = tf.stack([tf.fill(tf.shape(positions), epoch), positions], axis=1)
+        return tf.data.Dataset.from_tensor_slices((order, seeds)).batch(
+            GLOBAL_BATCH_SIZE
+        )
+
+    batches = tf.data.Dataset.counter(first_epoch).flat_map(epoch_batches)
+    # (indices, seeds): both are sliced alike.
+    batches = batches.flat_map(lambda *batch: replica_slices(batch, context))
+    return (
+        batches.map(
+            lambda indices, seeds: (*read_arrays(examples, indices), seeds),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        .map(
+            lambda images, labels, seeds: (*preprocess(images, labels), seeds),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        # After preprocessing: MixUp and CutMix mix one-hot labels, and value ranges are the
+        # model's.
+        # Two views of each image (SimCLR), each with random choices of its own.
+        .map(
+            lambda images, labels, seeds: (
+                augment(images, labels, seeds, augmentation, view=0)[0],
+                *augment(images, labels, seeds, augmentation, view=1),
+            ),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def validation_batches(examples, context):
+    """The validation examples, batched, read and preprocessed, in a fixed order, repeated: a
+    validation pass takes one epoch of batches from an iterator that lasts the whole run.
+    """
+    examples = as_tensors(examples)
+    indices = tf.data.Dataset.range(num_examples(examples))
+    batches = indices.batch(GLOBAL_BATCH_SIZE)
+    batches = batches.flat_map(lambda batch: replica_slices(batch, context))
+    return (
+        batches.map(
+            lambda indices: read_arrays(examples, indices),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def build_model():
+    return keras.Sequential(
+        [
+            keras.Input(shape=(32, 32, 3)),
+            layers.Conv2D(32, 3, padding="same", activation="relu"),
+            layers.MaxPooling2D(),
+            layers.Conv2D(64, 3, padding="same", activation="relu"),
+            layers.GlobalAveragePooling2D(),
+        ],
+        name="shapes_simclr",
+    )
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device)."""
+    return {metric.name: float(metric.result()) for metric in metrics}
+
+
+def make_metrics():
+    """The values logged of a split, training or validation: its loss and metrics."""
+    loss = keras.metrics.Mean(name="loss")
+    metrics = [
+        keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+    ]
+    return loss, metrics
+
+
+def per_example(loss_fn):
+    """The loss of each example (the Keras loss with reduction=None): averaged over any further
+    axes (a mask's pixels), as a mean over the batch averages over all of them."""
+
+    def losses(labels, predictions):
+        losses = loss_fn(labels, predictions)
+        return tf.reduce_mean(losses, axis=list(range(1, losses.shape.rank)))
+
+    return losses
+
+
+def build_projection(features):
+    """The projection head (training.projection): the encoder's features to the vectors the
+    contrastive loss compares."""
+    return keras.Sequential(
+        [
+            keras.Input(shape=features),
+            layers.Dense(64, activation="relu"),
+            layers.Dense(32),
+        ],
+        name="projection",
+    )
+
+
+def contrastive_losses(first, second):
+    """NT-Xent (SimCLR), one loss per image of this replica's slice: for each of its two
+    views, the cross-entropy of finding the other view among all the other views of the global
+    batch, by cosine similarity / TEMPERATURE; the mean of the two."""
+    first = tf.math.l2_normalize(first, axis=1)
+    second = tf.math.l2_normalize(second, axis=1)
+    # The negatives are every replica's views, not this replica's alone: gathered, so that
+    # two replicas compute what one device does (and the gradient flows back to each).
+    context = tf.distribute.get_replica_context()
+    all_first = context.all_gather(first, axis=0)
+    all_second = context.all_gather(second, axis=0)
+    # Where this replica's images sit in the global batch (slices may be uneven).
+    sizes = context.all_gather(tf.shape(first)[:1], axis=0)
+    offset = tf.reduce_sum(sizes[: context.replica_id_in_sync_group])
+    twins = offset + tf.range(tf.shape(first)[0])
+    # A view is not its own negative: its similarity to itself is masked out.
+    itself = tf.one_hot(twins, tf.shape(all_first)[0]) * 1e9
+    losses = []
+    for view, other, same, others in (
+        (first, all_second, all_first, all_second),
+        (second, all_first, all_second, all_first),
+    ):
+        logits = tf.concat(
+            [
+                tf.matmul(view, other, transpose_b=True),
+                tf.matmul(view, same, transpose_b=True) - itself,
+            ],
+            axis=1,
+        )
+        losses.append(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(twins, logits / TEMPERATURE)
+        )
+    return (losses[0] + losses[1]) / 2
+
+
+def make_train_loop(train_step, strategy):
+    """Several train steps per call, as Orbit's create_loop_fn and Keras' steps_per_execution:
+    Python runs once per call, not once per step."""
+
+    # Traced once: num_steps is a tensor, and the batch dimension is unknown (None), so neither
+    # another count nor the smaller last batch of an epoch traces it again.
+    @tf.function
+    def train_loop(iterator, num_steps, stop_requested):
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
+        batch = next(iterator)
+        for _ in tf.range(num_steps - 1):
+            train_step(*batch)
+            batch = next(iterator)
+        train_step(*batch)
+        # Preemption: each worker says whether it got SIGTERM; every worker gets the sum, so
+        # all of them stop after the same call (checkpointing is collective).
+        votes = strategy.run(tf.identity, args=(stop_requested,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, votes, axis=None)
+
+    return train_loop
+
+
+def steps_in_call(global_step, epoch_end):
+    """The steps of the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+    point or epoch end: each of them then happens at its exact step."""
+    return min(
+        STEPS_PER_LOOP,
+        epoch_end - global_step,
+        LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+    )
+
+
+def export(model, directory):
+    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
+    without this script's classes."""
+    with written_whole(directory) as partial:
+        model.export(os.path.join(partial, "saved_model"), verbose=False)
+
+
+def train(args, run):
+    """The run, from the strategy to the export; main() records how it ends."""
+    # --- Strategy -----------------------------------------------------------------------
+    # Created first: it reads TF_CONFIG (the cluster and this worker's place in it) and must
+    # exist before any other TensorFlow op. Every worker runs this same script.
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    task_id = strategy.cluster_resolver.task_id or 0
+    chief = run.chief = is_chief(strategy.cluster_resolver)
+    # What the other workers must write but nobody keeps goes here.
+    run.scratch = os.path.join(args.output_dir, "workers", f"worker-{task_id}")
+    print(
+        f"Worker {task_id}{' (chief)' if chief else ''}: "
+        f"{strategy.num_replicas_in_sync} replica(s) in the cluster"
+    )
+
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    # One run at a time in the output directory. Every worker learns whether the chief got
+    # the lock: all workers of a refused job stop, and none waits for a peer that has left.
+    refusal = run.lock() if chief else None
+    refusals = strategy.run(lambda: tf.constant(0 if refusal is None else 1))
+    if strategy.reduce(tf.distribute.ReduceOp.SUM, refusals, axis=None) > 0:
+        raise SystemExit(
+            refusal or f"The chief could not lock {args.output_dir} (see its message)."
+        )
+
+    # --- Data -------------------------------------------------------------------------
+    train_examples, validation_examples = load_examples()
+    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
+    steps_per_epoch = math.ceil(num_examples(train_examples) / GLOBAL_BATCH_SIZE)
+    validation_steps = math.ceil(num_examples(validation_examples) / GLOBAL_BATCH_SIZE)
+    # One iterator for all passes: one per pass can stall tf.data's autotuner for seconds.
+    # Each input pipeline (one per worker) reads only its replicas' slices of each batch.
+    validation_iterator = iter(
+        strategy.distribute_datasets_from_function(
+            lambda context: validation_batches(validation_examples, context)
+        )
+    )
+
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
+    # Everything that owns variables is created under the strategy's scope: its variables
+    # are then mirrored on every replica and kept in sync.
+    with strategy.scope():
+        model = build_model()
+        model.summary()
+        # The projection head, and a linear probe that learns the labels from the features.
+        projection = build_projection(model.output_shape[1:])
+        probe = keras.Sequential(
+            [keras.Input(shape=model.output_shape[1:]), layers.Dense(CLASSES)],
+            name="probe",
+        )
+        # One optimizer for the three: the probe's gradients never reach the encoder.
+        trained_variables = [
+            *model.trainable_variables,
+            *projection.trainable_variables,
+            *probe.trainable_variables,
+        ]
+        # One loss per example (see per_example). The replica step sums them and divides by
+        # the global batch size; a mean per replica would be num_replicas times off.
+        loss_fn = per_example(
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+        )
+        optimizer = keras.optimizers.Adam(learning_rate=0.001)
+        # The slot variables (momentum, moments) now, not in the first traced step, which would
+        # trace it twice and leave a restored checkpoint nothing to fill.
+        optimizer.build(trained_variables)
+        # Metrics are summed over replicas when read.
+        train_loss, train_metrics = make_metrics()
+        validation_loss, validation_metrics = make_metrics()
+        train_losses = {"probe_loss": keras.metrics.Mean(name="probe_loss")}
+        train_values = [train_loss, *train_losses.values(), *train_metrics]
+        validation_values = [validation_loss, *validation_metrics]
+        # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
+        nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    # --- Train and eval steps ---------------------------------------------------------
+    def replica_train_step(first, second, labels):
+        """One replica's part of a train step, on its slice of the global batch."""
+        batch_size = tf.shape(first)[0]
+        global_batch_size = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, batch_size
+        )
+        with tf.GradientTape() as tape:
+            # Both views through the encoder at once: BatchNormalization sees all 2N images.
+            features = model(tf.concat([first, second], axis=0), training=True)
+            projected = projection(features, training=True)
+            loss = tf.nn.compute_average_loss(
+                contrastive_losses(*tf.split(projected, 2)),
+                global_batch_size=global_batch_size,
+            )
+            # The probe on the first views' features, which it does not change.
+            predictions = probe(
+                tf.stop_gradient(features[: tf.shape(first)[0]]), training=True
+            )
+            probe_loss = tf.nn.compute_average_loss(
+                loss_fn(labels, predictions), global_batch_size=global_batch_size
+            )
+            total_loss = loss + probe_loss
+        gradients = tape.gradient(total_loss, trained_variables)
+        optimizer.apply_gradients(zip(gradients, trained_variables))
+        # Metrics accumulate on each replica; reading them sums over replicas.
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
+        return loss, probe_loss, batch_size
+
+    @tf.function
+    def train_step(first, second, labels):
+        """One train step on every replica."""
+        values = strategy.run(replica_train_step, args=(first, second, labels))
+        # Each replica's losses are its shares of the global batch's: their sums are the means.
+        loss, probe_loss, batch_size = [
+            strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+            for value in values
+        ]
+        train_loss.update_state(loss, sample_weight=batch_size)
+        train_losses["probe_loss"].update_state(probe_loss, sample_weight=batch_size)
+        step.assign_add(1)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(loss + probe_loss):
+            nonfinite_step.assign(step)
+
+    train_loop = make_train_loop(train_step, strategy)
+
+    def replica_eval_step(images, labels):
+        predictions = probe(model(images, training=False), training=False)
+        # The data loss only: weight penalties say nothing about generalization.
+        validation_loss.update_state(loss_fn(labels, predictions))
+        for metric in validation_metrics:
+            metric.update_state(labels, predictions)
+
+    @tf.function
+    def validation_pass(iterator, num_steps):
+        """One pass over the validation set in one call: num_steps batches."""
+        for _ in tf.range(num_steps):
+            strategy.run(replica_eval_step, args=next(iterator))
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        projection=projection,
+        probe=probe,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
+        step=step,
+    )
+    # Checkpoints do not depend on the strategy: they may come from any variant.
+    run.restore(checkpoint, model=model, projection=projection, probe=probe)
+    # All workers must continue from the same step: one that cannot read the chief's
+    # directory would start again from 0 and train on without a word.
+    steps = strategy.run(lambda: tf.identity(step))
+    total = strategy.reduce(tf.distribute.ReduceOp.SUM, steps, axis=None)
+    if int(total.numpy()) != int(step.numpy()) * strategy.num_replicas_in_sync:
+        raise SystemExit(
+            f"Worker {task_id} is at step {int(step.numpy())}, but the workers are not all at "
+            f"the same step: give every worker the same --output-dir, on storage all of them "
+            f"read (found {run.resumed_from or 'no checkpoint'} in {run.checkpoints})"
+        )
+    run.start(step, nonfinite_step, strategy)
+
+    # --- Training loop ----------------------------------------------------------------
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step: reading the variable would wait for the device each time.
+    global_step = int(step.numpy())
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
+    # One iterator for the whole run, from the current step on. Each input pipeline (one per
+    # worker) reads only the slices of each global batch that its replicas train on.
+    train_iterator = iter(
+        strategy.distribute_datasets_from_function(
+            lambda context: training_batches(
+                train_examples, start_step=global_step, context=context
+            )
+        )
+    )
+
+    for epoch in range(first_epoch, epochs):
+        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
+        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
+        while global_step < epoch_end and not run.preempted:
+            num_steps = steps_in_call(global_step, epoch_end)
+            votes = train_loop(
+                train_iterator, tf.constant(num_steps), tf.constant(float(run.sigterm))
+            )
+            # Some worker got SIGTERM: every worker stops after this call.
+            run.preempted = bool(votes > 0)
+            global_step += num_steps
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results(train_values)
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                run.log("train", global_step, epoch, logs)
+                run.stop_if_diverged()
+        if run.preempted:
+            break
+
+        if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
+            for metric in validation_values:
+                metric.reset_state()
+            validation_pass(validation_iterator, tf.constant(validation_steps))
+            validation_logs = results(validation_values)
+            run.log("validation", global_step, epoch, validation_logs)
+        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
+            run.save(global_step)
+    run.finish(global_step)
+
+    # --- Export -----------------------------------------------------------------------
+    # Every worker exports (reading the variables may take all workers), but only the chief's
+    # copy is kept: the others write into their scratch directory and delete it.
+    export_dir = os.path.join(args.output_dir if chief else run.scratch, "export")
+    export(model, export_dir)
+    if not chief:
+        shutil.rmtree(export_dir)
+
+
+# --- The run directory ------------------------------------------------------------------
+# What this script was rendered from (its header says the same): runs.jsonl records it.
+RENDERED_FROM = {
+    "spec": "shapes_simclr",
+    "spec_sha256": "9cea712766d8c0f7",
+    "loopgen": "0.1.0",
+}
+# The training setup the checkpoints belong to: each spec field that decides what a checkpoint
+# means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
+# longer run, other cadences, performance options or another strategy are the same setup.
+SETUP = {
+    "model": "b2b0ef8d38364953",
+    "data.train": "310a8c4c96a06972",
+    "data.validation": "92fa0c66a3375cba",
+    "data.batch_size": GLOBAL_BATCH_SIZE,
+    "data.shuffle_buffer": 1024,
+    "data.labels": "sparse",
+    "data.augmentation": "9baff35913336210",
+    "data.augment_in": "pipeline",
+    "seed": SEED,
+    "optimizer": "1271fbd24df771e9",
+    "training": "07d63d74d6ee218f",
+    "loss": "071318bbec99592d",
+}
+
+
+# The system's reasons for failing a write that no fix of this script would help, and what to do.
+MACHINE_FAULTS = {
+    errno.ENOSPC: "The disk is full: free some space",
+    errno.EDQUOT: "The disk quota is used up: free some space",
+    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
+    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
+    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
+    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
+    errno.EEXIST: "--output-dir names a file: pass a directory",
+    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
+}
+
+
+class RunDirectory:
+    """The output directory, kept sound: one run at a time (run.lock), how each run started and
+    ended (runs.jsonl), checkpoints of one training setup only (checkpoints/setup.json) and
+    saved whole, and the logged values (TensorBoard's logs/, metrics.jsonl).
+    In a multi-worker job only the chief writes it: the other workers write what they must
+    (saving is collective) into workers/worker-<i>, which nobody reads.
+    """
+
+    def __init__(self, args):
+        self.args, self.path = args, args.output_dir
+        self.checkpoints = os.path.join(self.path, "checkpoints")
+        self.run = self.resumed_from = self.init_from = self.saved = None
+        self.writers, self.preempted = {}, False
+        self.chief, self.scratch = (
+            True,
+            None,
+        )  # set by train() once the cluster is known
+
+    def lock(self):
+        """Takes the directory's lock; returns why not, or None. Two runs writing one
+        directory would overwrite each other's checkpoints. An flock: the OS drops it when the
+        process ends, even by SIGKILL. run.lock names the run that holds it."""
+        os.makedirs(self.path, exist_ok=True)
+        if self.args.no_lock:
+            return print(
+                f"Not locking {self.path} (--no-lock): no other run may use it."
+            )
+        self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
+        try:
+            fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.lock_file.seek(0)
+            holder = self.lock_file.read().strip() or "it has not written its pid yet"
+            return (
+                f"{self.path} is in use by another run ({holder}). Wait for it to end, or "
+                "pass another --output-dir."
+            )
+        except (
+            OSError
+        ) as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+            return (
+                f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
+                f"not support locks; if no other run uses {self.path}, run again with --no-lock."
+            )
+        self.lock_file.truncate(0)
+        self.lock_file.write(
+            f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
+        )
+        self.lock_file.flush()
+
+    def restore(self, checkpoint, **networks):
+        """Resumes from the newest checkpoint that restores (a damaged one is reported and the
+        one before it used), if setup.json says they are this setup's: SETUP, and the network's
+        weights (a hand edit of build_model). A new run records its setup there, and may start
+        from the weights of another run (--init-from)."""
+        setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
+        setup_path = os.path.join(self.checkpoints, "setup.json")
+        # Saving is collective: every worker calls save(), but only the chief's are kept.
+        directory = (
+            self.checkpoints
+            if self.chief
+            else os.path.join(self.scratch, "checkpoints")
+        )
+        keep = KEEP_CHECKPOINTS if self.chief else 1
+        self.manager = tf.train.CheckpointManager(checkpoint, directory, keep)
+        # Every worker resumes from the chief's checkpoints: the output directory must be
+        # storage that all workers read (NFS, GCS, ...).
+        state = tf.train.get_checkpoint_state(self.checkpoints)
+        paths = state.all_model_checkpoint_paths if state else []
+        self.remove_partial_checkpoints(self.manager.directory)
+        if not paths:
+            if self.args.init_from:
+                self.init_from = load_weights(self.args.init_from, **networks)
+            if self.chief:
+                os.makedirs(self.checkpoints, exist_ok=True)
+                with open(setup_path, "w") as f:
+                    json.dump(setup, f, indent=2)
+            return
+        if self.args.init_from:
+            raise SystemExit(
+                f"--init-from {self.args.init_from}: {self.checkpoints} already holds this run's "
+                "checkpoints. Run without --init-from to resume it, or pass a new --output-dir."
+            )
+        with open(setup_path) as f:
+            saved = json.load(f)
+        differences = [
+            f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
+            for key in {**setup, **saved}
+            if saved.get(key) != setup.get(key)
+        ]
+        if differences:
+            raise SystemExit(
+                f"Refusing to resume from {self.checkpoints}: its checkpoints come from another "
+                "training setup (SETUP in this script; weights: the names, shapes and dtypes "
+                "of the network's variables). What differs:\n"
+                + "\n".join(differences)
+                + "\n"
+                "Undo the change, or train in a new --output-dir (with --init-from "
+                f"{self.path} to start from those weights)."
+            )
+        for path in reversed(paths):
+            try:
+                checkpoint.restore(path).assert_existing_objects_matched()
+            except Exception as error:  # damaged files raise OpError, IndexError, ...
+                print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+                continue
+            self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
+            return print(f"Resumed from {path} at step {self.saved}")
+        raise SystemExit(
+            f"None of the checkpoints restores ({', '.join(paths)}): see the errors above. "
+            "Move them away (or pass another --output-dir) to start from scratch."
+        )
+
+    def start(self, step, nonfinite_step, strategy):
+        """Writes the run's start record to runs.jsonl (main() writes its end record)."""
+        self.step, self.nonfinite_step = step, nonfinite_step
+        # Schedulers (Slurm, Kubernetes, spot VMs) preempt with SIGTERM, then SIGKILL after a
+        # grace period: the loop ends its train_loop call, saves a checkpoint and exits.
+        # A worker's own SIGTERM is its vote (see train_loop): the workers stop together.
+        self.sigterm = False
+        signal.signal(
+            signal.SIGTERM, lambda signum, frame: setattr(self, "sigterm", True)
+        )
+        if not self.chief:
+            return
+        rendered, current = script_checksums()
+        self.run = os.urandom(4).hex()
+        # fmt: off
+        self.append("runs.jsonl", {
+            "event": "start", "run": self.run, "time": now(), **RENDERED_FROM,
+            "script": os.path.abspath(__file__), "script_sha256": current,
+            "script_edited": current != rendered, "command": sys.argv, "flags": vars(self.args),
+            "python": sys.version.split()[0], "tensorflow": tf.__version__,
+            "keras": keras.__version__, "host": socket.gethostname(), "pid": os.getpid(),
+            "strategy": 'MultiWorkerMirroredStrategy',
+            "replicas": strategy.num_replicas_in_sync,
+            "devices": [device.name for device in tf.config.list_logical_devices()],
+            "cluster": strategy.cluster_resolver.cluster_spec().as_dict(),
+            "resumed_from": self.resumed_from, "init_from": self.init_from, "step": int(step.numpy()),
+        })
+        # fmt: on
+
+    def writer(self, split):
+        """The TensorBoard writer of logs/<split>: tensorboard --logdir <output-dir>/logs."""
+        if split not in self.writers:
+            logdir = os.path.join(self.path, "logs", split)
+            # Only the chief writes summaries.
+            writer = tf.summary.create_file_writer(logdir) if self.chief else None
+            self.writers[split] = writer or tf.summary.create_noop_writer()
+        return self.writers[split]
+
+    def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
+        """Starts an epoch: its running means from zero, its progress bar, and the throughput
+        timer (validation and checkpoints are not counted: it runs from log point to log
+        point)."""
+        for metric in metrics:
+            metric.reset_state()
+        print(f"Epoch {epoch + 1}/{epochs}")
+        # The logged values are running means already: all shown as they are, none averaged.
+        steps = end_step - first_step
+        self.progbar = keras.utils.Progbar(
+            steps, stateless_metrics=(), verbose=int(self.chief)
+        )
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+
+    def log(self, split, step, epoch, values):
+        """Writes logged values: to TensorBoard, and to metrics.jsonl with the
+        validation values named apart (val_loss, val_...), which are also printed."""
+        if split == "train":
+            # Timed after the values were read, which waited for the device.
+            start, start_step = self.timer
+            self.timer = time.perf_counter(), step
+            values["steps_per_second"] = (step - start_step) / (self.timer[0] - start)
+            self.progbar.update(step - self.epoch_start, list(values.items()))
+        with self.writer(split).as_default(step=step):
+            for name, value in values.items():
+                tf.summary.scalar(name, value)
+        if not self.chief:
+            return
+        prefix = "val_" if split == "validation" else ""
+        values = {prefix + name: value for name, value in values.items()}
+        if split == "validation":
+            print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
+        record = {"step": step, "epoch": epoch + 1, **values}
+        self.append("metrics.jsonl", record)
+
+    def stop_if_diverged(self):
+        """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
+        if int(self.nonfinite_step.numpy()) >= 0:
+            raise SystemExit(
+                f"The loss became NaN or Inf at step {int(self.nonfinite_step.numpy())}: stopped without"
+                f" saving (newest checkpoint: {self.manager.latest_checkpoint or 'none yet'})."
+                " Lower the learning rate, clip the gradients, or look for NaN in the data."
+            )
+
+    def save(self, step):
+        """Saves a checkpoint. One the disk cannot hold whole is removed again: the newest
+        checkpoint on disk always restores."""
+        self.stop_if_diverged()
+        try:
+            self.manager.save(checkpoint_number=step)
+        except BaseException:
+            self.remove_partial_checkpoints(self.manager.directory)
+            raise
+        self.saved = step
+
+    def remove_partial_checkpoints(self, directory):
+        """Removes what a save cut short left behind (a full disk, a kill): its _temp directory,
+        and the files of a checkpoint that the `checkpoint` file does not list."""
+        state = tf.train.get_checkpoint_state(directory)
+        listed = (
+            [os.path.basename(path) for path in state.all_model_checkpoint_paths]
+            if state
+            else []
+        )
+        for path in glob.glob(os.path.join(directory, "ckpt-*")):
+            if re.match(r"ckpt-\d+", os.path.basename(path)).group(0) not in listed:
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+    def finish(self, step):
+        """Saves where training stopped, if no checkpoint is there yet (mid-epoch after
+        --max-steps or a SIGTERM, or off the cadence), so that the next run continues from there; after a SIGTERM, exits.
+        """
+        if self.saved != step:
+            self.save(step)
+        if self.preempted:
+            print(
+                f"Stopped by SIGTERM at step {step}; saved {self.manager.latest_checkpoint}."
+            )
+            raise SystemExit(128 + signal.SIGTERM)  # the status of a SIGTERM death
+
+    def end(self, error=None):
+        """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
+        A run killed outright leaves a start record without an end."""
+        if self.run is None:
+            return  # never started: refused, or stopped before training
+        record = {
+            "event": "end",
+            "run": self.run,
+            "time": now(),
+            "step": int(self.step.numpy()),
+        }
+        if error is None:
+            record["exit"] = "finished"
+        elif isinstance(error, SystemExit) and error.code == 128 + signal.SIGTERM:
+            record["exit"] = "sigterm"
+        elif int(self.nonfinite_step.numpy()) >= 0:
+            record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
+        else:
+            record.update(exit="error", error=f"{type(error).__name__}: {error}")
+            record["traceback"] = "".join(traceback.format_exception(error))
+        try:
+            self.append("runs.jsonl", record)
+        except OSError as failure:  # the disk that ended the run may refuse this too
+            print(
+                f"Cannot write the end record to runs.jsonl: {failure}", file=sys.stderr
+            )
+
+    def append(self, name, record):
+        """Appends a JSON line, whole or not at all (a full disk would leave part of it)."""
+        with open(os.path.join(self.path, name), "a") as f:
+            end = f.tell()
+            try:
+                f.write(json.dumps(record) + "\n")
+                f.flush()
+            except OSError:
+                f.truncate(end)
+                raise
+
+    def fault(self, error):
+        """What to say when the machine failed the run: a full disk, a directory it may not
+        write, a path that is not what it should be. None for other errors (their traceback,
+        on stderr, says more)."""
+        if isinstance(error, OSError) and error.errno in MACHINE_FAULTS:
+            path, code = error.filename, error.errno
+        else:  # TensorFlow's file errors say "<path>; <the system's words> [Op:...]"
+            words = {os.strerror(code): code for code in MACHINE_FAULTS}
+            found = isinstance(error, tf.errors.OpError) and re.search(
+                r"([^\s;{}]+); (" + "|".join(words) + ")", error.message
+            )
+            if not found:
+                return None
+            # The file being written, not TensorFlow's temporary name for it.
+            path = re.sub(
+                r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
+            )
+            code = words[found.group(2)]
+        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
+        when = (
+            "once there is room, "
+            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+            else ""
+        )
+        state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
+            self.checkpoints
+        )
+        if state:
+            newest = state.model_checkpoint_path
+            return (
+                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
+                f"is intact: {when}run the script again with the same --output-dir to resume."
+            )
+        if self.run:
+            return (
+                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+            )
+        return message
+
+
+def now():
+    """Local time with its UTC offset, to the second: 2026-11-23T14:05:09+0100."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def script_checksums():
+    """The checksum the header records (loopgen's render) and that of the text now, computed
+    as loopgen does (the field zeroed): they differ once the script is edited by hand.
+    """
+    with open(__file__, encoding="utf-8") as f:
+        text = f.read()
+    found = re.search(r"script sha256 ([0-9a-f]{16})", text)
+    if found:
+        text = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
+    return found and found.group(1), hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def written_whole(directory):
+    """A directory written whole or not at all: the files go into <directory>.partial, which
+    replaces `directory` once all are written (a full disk leaves no half export behind).
+    """
+    partial = directory + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    shutil.rmtree(directory, ignore_errors=True)
+    os.rename(partial, directory)
+
+
+def weights_fingerprint(*networks):
+    """sha256 of the name, shape and dtype of every weight: a hand edit of the network in this
+    script changes it, where the spec sections in SETUP cannot see one."""
+    weights = [
+        [w.name, list(w.shape), str(w.dtype)] for net in networks for w in net.weights
+    ]
+    return hashlib.sha256(json.dumps(weights).encode()).hexdigest()[:16]
+
+
+def load_weights(source, **networks):
+    """--init-from: the networks' weights from the newest checkpoint in `source` (another run's
+    output directory), not its optimizer, step or data position. Returns its path."""
+    path = tf.train.latest_checkpoint(os.path.join(source, "checkpoints"))
+    path = path or tf.train.latest_checkpoint(source)  # the checkpoints folder itself
+    if path is None:
+        raise SystemExit(
+            f"--init-from {source}: no checkpoint in {os.path.join(source, 'checkpoints')}. "
+            "Give the --output-dir of a run that saved one."
+        )
+    try:
+        status = tf.train.Checkpoint(**networks).restore(path)
+        status.assert_existing_objects_matched().expect_partial()
+    except Exception as error:  # another network: ValueError, AssertionError, ...
+        raise SystemExit(
+            f"--init-from {source}: cannot load {path} into this network "
+            f"({type(error).__name__}: {error}). Both runs need the same network."
+        ) from None
+    print(f"Starting from the weights of {path}")
+    return path
+
+
+def is_chief(cluster_resolver):
+    """Whether this worker is the chief: the `chief` task when TF_CONFIG has one, else worker 0
+    (or the only process, when there is no TF_CONFIG)."""
+    task_type, task_id = cluster_resolver.task_type, cluster_resolver.task_id
+    if task_type is None or task_type == "chief":
+        return True
+    has_chief = "chief" in cluster_resolver.cluster_spec().as_dict()
+    return task_type == "worker" and task_id == 0 and not has_chief
+
+
+def main(argv=None):
+    """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
+    a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
+    lines: the traceback is in runs.jsonl."""
+    args = parse_args(argv)
+    run = RunDirectory(args)
+    try:
+        train(args, run)
+    except BaseException as error:  # SystemExit and KeyboardInterrupt too
+        run.end(error)
+        message = run.fault(error)
+        if message is None:
+            raise
+        raise SystemExit(message) from None
+    run.end()
+
+
+if __name__ == "__main__":
+    main()
