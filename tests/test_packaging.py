@@ -4,6 +4,7 @@ README's test command is what CI runs."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,3 +99,23 @@ def test_project_code_passes_ruff():
             capture_output=True, text=True, cwd=ROOT,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_readme_claims_that_a_test_can_check():
+    """The flags the README names exist (the generated scripts', loopgen's, the bench's or a
+    tool's the README shows: tensorboard, srun), the files it says a run directory holds are
+    written by the scripts, and its count of broken specs is the folder's."""
+    readme = (ROOT / "README.md").read_text()
+    script = (ROOT / "generated" / "mnist_mlp.py").read_text()
+    sources = "".join(
+        (ROOT / name).read_text() for name in ("cli.py", "bench/__main__.py", "__main__.py")
+    )
+    tools = {"--logdir", "--nodes", "--ntasks-per-node", "--help"}
+    typer = {"--install-completion", "--show-completion"}
+    for flag in sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", readme)) - tools - typer):
+        assert f'"{flag}"' in script + sources, f"the README names {flag}"
+    for name in ("runs.jsonl", "setup.json", "metrics.jsonl", "checkpoints", "export"):
+        assert name in readme and name in script, name
+    (count,) = re.findall(r"`tests/bad_specs/` holds (\d+) such mistakes", readme)
+    specs = [p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.suffix in (".py", ".json")]
+    assert int(count) == len(specs)
