@@ -145,3 +145,38 @@ def test_r1_penalty_trains_a_cross_entropy_gan(render, tmp_path):
     assert len(logged) == 3 and all(0 < p < 1e6 for p in logged), logged
     result = tf_check("r1_reference", str(script), cwd=tmp_path)
     assert result["max_diff"] <= 1e-6 and result["penalty"] > 0, result
+
+
+@pytest.mark.slow
+def test_an_overflowing_penalty_is_a_skipped_step_not_a_divergence(render, tmp_path):
+    """Under mixed_float16 the penalty's inner gradient overflows float16 at Keras' first loss
+    scale (2**15): the optimizer skips that update and halves the scale, and the run goes on
+    (without the guard the NaN penalty stops it at step 1 as diverged)."""
+    mixed = ["training.critic_steps=1", "performance.precision=mixed_float16"]
+    script = render("shapes_wgan_gp", *small(tmp_path, "shapes_wgan_gp"), *mixed,
+                    'checkpoint={"every_steps": 1}')  # fmt: skip
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "3", "--output-dir", str(out), cwd=tmp_path)
+    result = tf_check("finite_checkpoint", str(out / "checkpoints"), cwd=tmp_path)
+    assert result["all_finite"] and result["step"] == 3, result
+    logged = [r for r in records(out) if "gradient_penalty" in r]
+    assert [r["step"] for r in logged] == [1, 2, 3]
+    assert all(r["gradient_penalty"] == r["gradient_penalty"] for r in logged)  # no NaN
+
+
+@pytest.mark.slow
+def test_uneven_replica_slices_draw_what_one_device_draws(render, tmp_path):
+    """101 images in batches of 12: the epoch's last batch of 5 splits over three replicas as
+    1, 2 and 2 images, and each draws the noise and penalty points of its own images (a
+    replica starting at id * (5 // 3) would draw its neighbour's)."""
+    common = [*small(tmp_path, "shapes_wgan_gp"), "data.train.count=101", "data.batch_size=12",
+              "training.critic_steps=2"]  # fmt: skip
+    three = 'distribute.devices=["/cpu:0", "/cpu:1", "/cpu:2"]'
+    single = render("shapes_wgan_gp", *common)
+    mirrored = render("shapes_wgan_gp", *common, three, variant="mirrored", name="mirrored.py")
+    for script, out in ((single, "single"), (mirrored, "mirrored")):
+        run_python(script, "--max-steps", "9", "--deterministic", "--output-dir",
+                   str(tmp_path / out), cwd=tmp_path)  # fmt: skip
+    result = tf_check("compare_checkpoints", str(tmp_path / "single" / "checkpoints"),
+                      str(tmp_path / "mirrored" / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["step"] == 9 and result["max_scaled_diff"] <= 1e-5, result

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 f4b11e99c782060b, script sha256 32945cca99278ec5).
+(spec sha256 f4b11e99c782060b, script sha256 3d4ca8b109fcb2ac).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -385,8 +385,11 @@ def train(args, run):
         global_batch_size = tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, batch_size
         )
-        first = tf.distribute.get_replica_context().replica_id_in_sync_group * (
-            global_batch_size // strategy.num_replicas_in_sync
+        # Where this replica's images start in the global batch, cut as replica_slices cuts it.
+        first = (
+            tf.distribute.get_replica_context().replica_id_in_sync_group
+            * global_batch_size
+            // strategy.num_replicas_in_sync
         )
         # Every random draw is a function of (SEED, step, use, position in the global batch).
         seed = tf.stack([tf.constant(SEED, tf.int64), step])
