@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 4cd3499959809aee, script sha256 35c40dfcfad473db).
+(spec sha256 4cd3499959809aee, script sha256 a142a8088818650b).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -318,9 +318,9 @@ def contrastive_losses(first, second):
     # A view is not its own negative: its similarity to itself is masked out.
     itself = tf.one_hot(twins, tf.shape(all_first)[0]) * 1e9
     losses = []
-    for view, other, same, others in (
-        (first, all_second, all_first, all_second),
-        (second, all_first, all_second, all_first),
+    for view, other, same in (
+        (first, all_second, all_first),
+        (second, all_first, all_second),
     ):
         logits = tf.concat(
             [
@@ -428,9 +428,7 @@ def train(args, run):
             projected = projection(features, training=True)
             loss = tf.reduce_mean(contrastive_losses(*tf.split(projected, 2)))
             # The probe on the first views' features, which it does not change.
-            predictions = probe(
-                tf.stop_gradient(features[: tf.shape(first)[0]]), training=True
-            )
+            predictions = probe(tf.stop_gradient(features[:batch_size]), training=True)
             probe_loss = loss_fn(labels, predictions)
             total_loss = loss + probe_loss
         gradients = tape.gradient(total_loss, trained_variables)

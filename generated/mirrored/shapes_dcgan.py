@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 6113726d6dd533b5, script sha256 42b8524e22a1e5b5).
+(spec sha256 6113726d6dd533b5, script sha256 257e1de9a7755ca8).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -418,10 +418,6 @@ def train(args, run):
             strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
             for value in values
         ]
-        train_discriminator_loss.update_state(
-            discriminator_loss, sample_weight=batch_size
-        )
-        train_generator_loss.update_state(generator_loss, sample_weight=batch_size)
         step.assign_add(1)
         # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
         # loop stops before a checkpoint saves them.
@@ -429,6 +425,11 @@ def train(args, run):
             discriminator_loss + generator_loss
         ):
             nonfinite_step.assign(step)
+        # Metrics accumulate on the device; Python reads them only when it logs.
+        train_discriminator_loss.update_state(
+            discriminator_loss, sample_weight=batch_size
+        )
+        train_generator_loss.update_state(generator_loss, sample_weight=batch_size)
 
     train_loop = make_train_loop(train_step)
 

@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 791493a83417d8fd, script sha256 136c7655888af7b1).
+(spec sha256 791493a83417d8fd, script sha256 020ea120e1d11b2d).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -367,9 +367,9 @@ def contrastive_losses(first, second):
     # A view is not its own negative: its similarity to itself is masked out.
     itself = tf.one_hot(twins, tf.shape(all_first)[0]) * 1e9
     losses = []
-    for view, other, same, others in (
-        (first, all_second, all_first, all_second),
-        (second, all_first, all_second, all_first),
+    for view, other, same in (
+        (first, all_second, all_first),
+        (second, all_first, all_second),
     ):
         logits = tf.concat(
             [
@@ -510,9 +510,7 @@ def train(args, run):
                 global_batch_size=global_batch_size,
             )
             # The probe on the first views' features, which it does not change.
-            predictions = probe(
-                tf.stop_gradient(features[: tf.shape(first)[0]]), training=True
-            )
+            predictions = probe(tf.stop_gradient(features[:batch_size]), training=True)
             probe_loss = tf.nn.compute_average_loss(
                 loss_fn(labels, predictions), global_batch_size=global_batch_size
             )

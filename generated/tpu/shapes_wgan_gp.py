@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 3ded78973361e1ce, script sha256 f3761835778ae067).
+(spec sha256 3ded78973361e1ce, script sha256 51737b83d7dddbd5).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -451,11 +451,6 @@ def train(args, run):
             strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
             for value in values
         ]
-        train_discriminator_loss.update_state(
-            discriminator_loss, sample_weight=batch_size
-        )
-        train_generator_loss.update_state(generator_loss, sample_weight=batch_size)
-        train_gradient_penalty.update_state(penalty, sample_weight=batch_size)
         step.assign_add(1)
         # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
         # loop stops before a checkpoint saves them.
@@ -463,6 +458,12 @@ def train(args, run):
             discriminator_loss + generator_loss
         ):
             nonfinite_step.assign(step)
+        # Metrics accumulate on the device; Python reads them only when it logs.
+        train_discriminator_loss.update_state(
+            discriminator_loss, sample_weight=batch_size
+        )
+        train_generator_loss.update_state(generator_loss, sample_weight=batch_size)
+        train_gradient_penalty.update_state(penalty, sample_weight=batch_size)
 
     train_loop = make_train_loop(train_step)
 
