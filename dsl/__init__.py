@@ -63,6 +63,7 @@ from .vocabulary.optimizers import *  # noqa: F403
 from .ways import (
     FGSM,
     GAN,
+    MAML,
     PGD,
     R1,
     Adversarial,
@@ -73,6 +74,7 @@ from .ways import (
     KerasFile,
     MultiTask,
     OwnStep,
+    Reptile,
     Supervised,
     Task,
     TrainedModel,
@@ -81,6 +83,7 @@ from .ways import (
 __all__ = [
     "FGSM",
     "GAN",
+    "MAML",
     "PGD",
     "R1",
     "Adversarial",
@@ -132,6 +135,7 @@ __all__ = [
     "Node",
     "Npz",
     "OwnStep",
+    "Reptile",
     "OneCycle",
     "Performance",
     "PositionEmbedding",

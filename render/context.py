@@ -47,6 +47,7 @@ def build_context(
     split_by_class = split and spec.data.train.kind in SPLIT_BY_CLASS
     shapes = [s for s in sources if s is not None and s.kind == "shapes"]
     distributed = spec.distribute.kind != "single_device"
+    meta = spec.training.kind in ("reptile", "maml")
     batch_size = "GLOBAL_BATCH_SIZE" if distributed else "BATCH_SIZE"
     per_example = distributed or spec.gradients.accumulate_steps > 1
     # The global norm of the gradients, logged: wanted when clipping by it or histograms.
@@ -80,7 +81,8 @@ def build_context(
         "output_dir": spec.output_dir or f"runs/{spec.name}",
         # (field, expression) of the script's SETUP: what its checkpoints mean.
         "setup": fingerprint.setup_entries(spec, batch_size),
-        "has_validation": spec.data.validation is not None,
+        # Meta-learning validates on tasks of classes held out of data.train.
+        "has_validation": spec.data.validation is not None or meta,
         "x_name": x_name,
         "input_dtypes": input_dtypes(spec),
         # How each source is read: image files decoded when picked, arrays gathered, streams.

@@ -22,6 +22,8 @@ def way_context(spec: Spec) -> dict[str, Any]:
         "network_args": ", ".join(f"{name}={name}" for name in networks),
         "teacher_build": None,
         "teacher_blocks": [],
+        # Few-shot tasks instead of batches (Reptile, MAML).
+        "meta": spec.training.kind in ("reptile", "maml"),
     }
     builder = BUILDERS.get(spec.training.kind)
     return {**context, **(builder(spec) if builder else {})}

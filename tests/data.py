@@ -245,6 +245,15 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
             f"model.nodes[0].layer.args={BACKBONE_ARGS}",
             "data.batch_size=16",
         ]
+    if example in ("mnist_reptile", "mnist_maml"):
+        # Ten classes of about 30 images; tasks of 3 classes, the last three held out.
+        return [
+            f"data.train={npz(classification_npz(tmp / 'train.npz', 300, (28, 28)))}",
+            "training.ways=3",
+            "training.test_classes=[7, 8, 9]",
+            "model.layers[6].units=3",
+            "training.evaluation_tasks=6",
+        ]
     if example == "reviews_text":
         return [f"data.train.path={reviews_tsv(tmp / 'reviews.tsv', 120)}"]
     if example == "mnist_distillation":

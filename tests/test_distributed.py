@@ -430,9 +430,12 @@ SYNCHRONIZED = [
         # gathered (without the gather the loss alone is 0.7 off). Two steps: Adam turns the
         # convolutions' rounding (summed over 8 images, not 16) into 1e-6 a step.
         ("shapes_simclr", [], 2, 1e-5),
+        # Meta-learning: 3 tasks a step, shared out 2 + 1; each replica adapts its own.
+        ("mnist_reptile", ["training.tasks_per_step=3"], 6, 1e-5),
+        ("mnist_maml", ["training.tasks_per_step=3"], 4, 1e-5),
     ],
     ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation",
-         "mnist_adversarial", "shapes_wgan_gp", "shapes_simclr"],
+         "mnist_adversarial", "shapes_wgan_gp", "shapes_simclr", "mnist_reptile", "mnist_maml"],
 )  # fmt: skip
 def test_mirrored_equals_single_device(example, overrides, steps, tolerance, render, tmp_path):
     common = [*data.small_data_overrides(example, tmp_path), "data.validation=null",

@@ -271,6 +271,9 @@ RESUME_RUNS = {
     "gan_penalty": ("shapes_wgan_gp", 3, ["training.critic_steps=2"]),
     # Two views of each image, from (seed, epoch, position, view).
     "contrastive": ("shapes_simclr", 3, ["data.validation=null", "data.batch_size=16"]),
+    # Tasks drawn from (seed, step, task); each adapted by its inner loop inside the step.
+    "reptile": ("mnist_reptile", 1, []),
+    "maml": ("mnist_maml", 3, []),
 }
 
 

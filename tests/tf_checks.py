@@ -1017,6 +1017,129 @@ def split_files(script: str) -> dict:
     }
 
 
+
+def meta_step(script: str, output_dir: str, learning_rate: str) -> dict:
+    """Recomputes the first meta-step of a Reptile or MAML script trained by an outer SGD, by
+    hand, from ckpt-0 and the step's tasks; returns how far ckpt-1 is from it.
+
+    Reptile: each task's weights adapted by Keras' SGD(INNER_LEARNING_RATE) on a fresh copy of
+    the network, INNER_STEPS steps on its support set; the step moves the weights by
+    learning_rate * mean(weights - adapted). MAML (a Flatten-Dense-tanh-Dense network written
+    out here as matrix products): the meta-gradient of the query loss through the inner SGD
+    by nested tapes, second order, and its first-order variant; both are returned, against the
+    script's (weights - ckpt-1) / learning_rate."""
+    import os
+
+    module = load_script(script)
+    rate = float(learning_rate)
+    examples = module.load_examples()[0]
+    tasks = next(iter(module.training_batches(examples, start_step=0)))
+    checkpoints = os.path.join(output_dir, "checkpoints")
+
+    def restored(name):
+        model = module.build_model()
+        tf.train.Checkpoint(model=model).restore(os.path.join(checkpoints, name)).expect_partial()
+        return model
+
+    start, trained = restored("ckpt-0"), restored("ckpt-1")
+    weights = [v.numpy().astype(np.float64) for v in start.trainable_variables]
+    after = [v.numpy() for v in trained.trainable_variables]
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    count = int(tasks[0].shape[0])
+    if not hasattr(module, "QUERIES") or len(tasks) == 2:  # Reptile
+        adapted = []
+        for task in range(count):
+            model = restored("ckpt-0")
+            optimizer = keras.optimizers.SGD(module.INNER_LEARNING_RATE)
+            for _ in range(module.INNER_STEPS):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(tasks[1][task], model(tasks[0][task], training=True))
+                gradients = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+            adapted.append([v.numpy() for v in model.trainable_variables])
+        expected = [
+            w - rate * np.mean([w - a[i] for a in adapted], axis=0) for i, w in enumerate(weights)
+        ]
+        return {
+            "tasks": count,
+            "max_diff": max(float(np.max(np.abs(e - a))) for e, a in zip(expected, after)),
+            "moved": max(float(np.max(np.abs(e - w))) for e, w in zip(expected, weights)),
+        }
+
+    def forward(params, x):
+        w1, b1, w2, b2 = params
+        hidden = tf.tanh(tf.matmul(tf.reshape(x, [x.shape[0], -1]), w1) + b1)
+        return tf.matmul(hidden, w2) + b2
+
+    def meta_gradient(first_order):
+        total = [np.zeros_like(w) for w in weights]
+        for task in range(count):
+            params = [tf.constant(w, tf.float32) for w in weights]
+            with tf.GradientTape() as outer:
+                outer.watch(params)
+                fast = params
+                for _ in range(module.INNER_STEPS):
+                    with tf.GradientTape() as inner:
+                        inner.watch(fast)
+                        loss = loss_fn(tasks[1][task], forward(fast, tasks[0][task]))
+                    grads = inner.gradient(loss, fast)
+                    if first_order:
+                        grads = [tf.stop_gradient(g) for g in grads]
+                    fast = [p - module.INNER_LEARNING_RATE * g for p, g in zip(fast, grads)]
+                query = loss_fn(tasks[3][task], forward(fast, tasks[2][task]))
+            for i, g in enumerate(outer.gradient(query, params)):
+                total[i] += g.numpy() / count
+        return total
+
+    script_gradient = [(w - a) / rate for w, a in zip(weights, after)]
+    second, first = meta_gradient(False), meta_gradient(True)
+
+    def apart(a, b):
+        return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
+
+    return {
+        "tasks": count,
+        "to_second_order": apart(script_gradient, second),
+        "to_first_order": apart(script_gradient, first),
+        "orders_apart": apart(second, first),
+    }
+
+
+def meta_tasks(script: str) -> dict:
+    """The tasks of a MAML script's training and evaluation: step 2's read from the start, from
+    a pipeline started at step 2 (a resumed run), and again; whether a task's classes are
+    distinct and its support and query sets disjoint; the classes of each side."""
+    module = load_script(script)
+    train, held_out = module.load_examples()
+    members = module.class_members(train[1], "train")
+
+    def positions(step):
+        seed = tf.constant([module.SEED, step], tf.int64)
+        return module.draw_tasks(members, seed, module.TASKS_PER_STEP, module.SHOTS + module.QUERIES)
+
+    def step_tasks(start, index):
+        batches = iter(module.training_batches(train, start_step=start))
+        for _ in range(index):
+            next(batches)
+        return [t.numpy() for t in next(batches)]
+
+    straight, resumed, again = step_tasks(0, 2), step_tasks(2, 0), step_tasks(2, 0)
+    drawn = positions(2).numpy()
+    labels = np.asarray(train[1])
+    task_classes = [sorted(set(labels[drawn[t]].reshape(-1).tolist())) for t in range(len(drawn))]
+    return {
+        "shapes": [list(part.shape) for part in straight],
+        "resumed_diff": max(float(np.max(np.abs(a - b))) for a, b in zip(straight, resumed)),
+        "rerun_diff": max(float(np.max(np.abs(a - b))) for a, b in zip(resumed, again)),
+        "distinct_classes": all(len(c) == module.WAYS for c in task_classes),
+        "disjoint_sets": all(len(set(drawn[t].reshape(-1).tolist())) == drawn[t].size
+                             for t in range(len(drawn))),  # fmt: skip
+        "train_classes": sorted(set(labels.tolist())),
+        "test_classes": sorted(set(np.asarray(held_out[1]).tolist())),
+        "tasks_differ": bool(np.any(positions(2).numpy() != positions(3).numpy())),
+    }
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

@@ -137,9 +137,106 @@ def check_contrastive(spec: Spec) -> None:
         )
 
 
+# Classes and the fewest training examples of a class, per keras.datasets classification set
+# (the training split: the few-shot classes are split off it).
+KERAS_DATASET_CLASSES = {
+    "mnist": (10, 5421),
+    "fashion_mnist": (10, 6000),
+    "cifar10": (10, 5000),
+    "cifar100": (100, 500),
+}
+
+
+def check_meta(spec: Spec) -> None:
+    way = spec.training
+    name = f"training is {way.kind}"
+    train = spec.data.train
+    if train.kind not in ("npz", "keras_dataset") or train.kind == "keras_dataset" and (
+        train.name not in KERAS_DATASET_CLASSES
+    ):
+        raise ValueError(
+            f"{name}, and data.train is {train.kind!r}: tasks are drawn class by class from "
+            "labeled images held in memory; use Npz or KerasDataset (mnist, fashion_mnist, "
+            "cifar10, cifar100)"
+        )
+    if spec.data.validation is not None:
+        raise ValueError(
+            f"{name}, and data.validation is set: the few-shot evaluation draws its tasks from "
+            "training.test_classes, held out of data.train; remove data.validation"
+        )
+    if len(way.test_classes) < way.ways:
+        raise ValueError(
+            f"training.test_classes holds {len(way.test_classes)} classes, fewer than "
+            f"training.ways={way.ways}: an evaluation task needs {way.ways} held-out classes; "
+            f"hold out at least {way.ways} or lower ways"
+        )
+    if train.kind == "keras_dataset":
+        classes, fewest = KERAS_DATASET_CLASSES[train.name]
+        unknown = [c for c in way.test_classes if c >= classes]
+        if unknown:
+            raise ValueError(
+                f"training.test_classes holds {unknown}, but {train.name} has classes 0 to "
+                f"{classes - 1}; hold out ids of that range"
+            )
+        if classes - len(way.test_classes) < way.ways:
+            raise ValueError(
+                f"{train.name} has {classes} classes and training.test_classes holds out "
+                f"{len(way.test_classes)}: {classes - len(way.test_classes)} are left for "
+                f"training, fewer than training.ways={way.ways}; hold out fewer or lower ways"
+            )
+        if way.shots + way.queries > fewest:
+            raise ValueError(
+                f"training.shots + training.queries = {way.shots + way.queries}, more "
+                f"examples than {train.name}'s smallest class has ({fewest}): a task draws "
+                "them without repeats; lower shots or queries"
+            )
+    unsupported = {
+        "data.augmentation": bool(spec.data.augmentation),
+        "gradients": spec.gradients.clipped or spec.gradients.accumulate_steps > 1,
+        "performance.precision": spec.performance.precision != "float32",
+        "performance.xla": spec.performance.xla == "on",
+        "logging.histograms": spec.logging.histograms,
+        "fine_tune": spec.fine_tune is not None,
+    }
+    for field, used in unsupported.items():
+        if used:
+            raise ValueError(
+                f"{field} is set for {way.kind}, whose step loopgen writes without it (a "
+                "meta-step adapts whole tasks, each by plain SGD); remove " + field
+            )
+    if getattr(spec.model, "heads", None) or isinstance(spec.model, Imported) or (
+        spec.model.kind == "graph" and not isinstance(spec.model.outputs, str)
+    ):
+        raise ValueError(
+            f"{name}: the model must be one built from the spec with one output (the adapted "
+            "copies are functions of its weights); use Sequential, Functional or Graph"
+        )
+    random = [kind for _, layer in spec.model.flat_items()
+              if (kind := getattr(layer, "kind", "")) and ("dropout" in kind or "noise" in kind)]  # fmt: skip
+    if random:
+        raise ValueError(
+            f"{name}, and the model has {random[0]} layers: their random draws would differ "
+            "between a run and its resume; remove them (tasks are small: regularize by "
+            "inner_steps and the meta step instead)"
+        )
+    if spec.loss is None or not spec.loss.probabilistic or spec.data.labels != "sparse":
+        raise ValueError(
+            f"{name}: a task's labels are class positions 0..ways-1; set "
+            "loss=SparseCategoricalCrossentropy(from_logits=True) and data.labels='sparse'"
+        )
+    logits = output_shape(spec.model, spec, "model")
+    if logits is not None and tuple(logits) != (way.ways,):
+        raise ValueError(
+            f"the model outputs shape {tuple(logits)}, but training.ways={way.ways}: a task "
+            f"has {way.ways} classes; end the model in Dense(units={way.ways})"
+        )
+
+
 CHECKS = {
     "distillation": check_distillation,
     "adversarial": check_adversarial,
     "contrastive": check_contrastive,
+    "reptile": check_meta,
+    "maml": check_meta,
 }
 """The rules of each kind that has some, by kind."""

@@ -10,11 +10,12 @@ from .adversarial import FGSM, PGD, Adversarial
 from .contrastive import Contrastive
 from .distillation import Distillation, ExportedModel, KerasFile, TrainedModel
 from .gan import GAN, R1, GradientPenalty
+from .meta import MAML, Reptile
 from .own_step import OwnStep
 from .supervised import MultiTask, Supervised, Task
 
 Training = Annotated[
-    Supervised | MultiTask | GAN | Distillation | Adversarial | Contrastive | OwnStep,
+    Supervised | MultiTask | GAN | Distillation | Adversarial | Contrastive | Reptile | MAML | OwnStep,
     Field(discriminator="kind"),
 ]
 """How the script trains: supervised (the default), multi-task, a GAN, ..."""
@@ -22,8 +23,10 @@ Training = Annotated[
 __all__ = [
     "FGSM",
     "GAN",
+    "MAML",
     "PGD",
     "R1",
+    "Reptile",
     "Adversarial",
     "Contrastive",
     "Distillation",
