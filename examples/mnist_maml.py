@@ -10,6 +10,7 @@ held-out digits and scores each on 5 more images of its digits.
 """
 
 from loopgen.dsl import (
+    MAML,
     Adam,
     Checkpoint,
     Conv2D,
@@ -19,7 +20,6 @@ from loopgen.dsl import (
     KerasDataset,
     Loop,
     MaxPooling2D,
-    MAML,
     Reshape,
     Sequential,
     SparseCategoricalAccuracy,

@@ -51,7 +51,7 @@ spec = Spec(
         test_classes=[5, 6, 7, 8, 9],
         tasks_per_step=4,
         inner_steps=5,
-        inner_learning_rate=0.02,
+        inner_learning_rate=0.05,
         evaluation_tasks=100,
     ),
     loss=SparseCategoricalCrossentropy(from_logits=True),

@@ -25,6 +25,17 @@ def classification_npz(
     return str(path)
 
 
+def pattern_npz(path: Path, count: int, shape: tuple[int, ...], classes: int = 10) -> str:
+    """uint8 images of `classes` fixed random patterns, each image its class's pattern in noise:
+    one image of a class tells the others apart (few-shot tasks)."""
+    rng = np.random.default_rng(0)
+    patterns = rng.integers(0, 2, size=(classes, *shape)) * 160
+    y = np.arange(count) % classes
+    x = (patterns[y] + rng.integers(0, 96, size=(count, *shape))).astype(np.uint8)
+    np.savez(path, x=x, y=y.astype(np.int64))
+    return str(path)
+
+
 def segmentation_npz(path: Path, count: int, size: int, classes: int = 3, seed: int = 0) -> str:
     """uint8 RGB images and (size, size, 1) masks with values in [0, classes)."""
     rng = np.random.default_rng(seed)
@@ -246,9 +257,9 @@ def small_data_overrides(example: str, tmp: Path) -> list[str]:
             "data.batch_size=16",
         ]
     if example in ("mnist_reptile", "mnist_maml"):
-        # Ten classes of about 30 images; tasks of 3 classes, the last three held out.
+        # Ten classes of 30 images; tasks of 3 classes, the last three held out.
         return [
-            f"data.train={npz(classification_npz(tmp / 'train.npz', 300, (28, 28)))}",
+            f"data.train={npz(pattern_npz(tmp / 'train.npz', 300, (28, 28)))}",
             "training.ways=3",
             "training.test_classes=[7, 8, 9]",
             "model.layers[6].units=3",

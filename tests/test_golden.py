@@ -160,7 +160,8 @@ def test_sections_come_in_reading_order(golden):
         ),
         " generator_optimizer = " if gan else " optimizer = ",
         "    def replica_train_step(" if distributed else "    def train_step(",
-        "tf.GradientTape()",
+        # (Meta-learning's tapes are in adapt(), a task's inner loop, above train().)
+        *([] if "\ndef adapt(" in source else ["tf.GradientTape()"]),
         "    train_loop = make_train_loop(",
         "    checkpoint = tf.train.Checkpoint(",
         "    for epoch in range(",

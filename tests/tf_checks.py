@@ -1017,7 +1017,6 @@ def split_files(script: str) -> dict:
     }
 
 
-
 def meta_step(script: str, output_dir: str, learning_rate: str) -> dict:
     """Recomputes the first meta-step of a Reptile or MAML script trained by an outer SGD, by
     hand, from ckpt-0 and the step's tasks; returns how far ckpt-1 is from it.
@@ -1055,15 +1054,19 @@ def meta_step(script: str, output_dir: str, learning_rate: str) -> dict:
                 with tf.GradientTape() as tape:
                     loss = loss_fn(tasks[1][task], model(tasks[0][task], training=True))
                 gradients = tape.gradient(loss, model.trainable_variables)
-                optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+                optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
             adapted.append([v.numpy() for v in model.trainable_variables])
         expected = [
             w - rate * np.mean([w - a[i] for a in adapted], axis=0) for i, w in enumerate(weights)
         ]
         return {
             "tasks": count,
-            "max_diff": max(float(np.max(np.abs(e - a))) for e, a in zip(expected, after)),
-            "moved": max(float(np.max(np.abs(e - w))) for e, w in zip(expected, weights)),
+            "max_diff": max(
+                float(np.max(np.abs(e - a))) for e, a in zip(expected, after, strict=True)
+            ),
+            "moved": max(
+                float(np.max(np.abs(e - w))) for e, w in zip(expected, weights, strict=True)
+            ),
         }
 
     def forward(params, x):
@@ -1085,17 +1088,19 @@ def meta_step(script: str, output_dir: str, learning_rate: str) -> dict:
                     grads = inner.gradient(loss, fast)
                     if first_order:
                         grads = [tf.stop_gradient(g) for g in grads]
-                    fast = [p - module.INNER_LEARNING_RATE * g for p, g in zip(fast, grads)]
+                    fast = [
+                        p - module.INNER_LEARNING_RATE * g for p, g in zip(fast, grads, strict=True)
+                    ]
                 query = loss_fn(tasks[3][task], forward(fast, tasks[2][task]))
             for i, g in enumerate(outer.gradient(query, params)):
                 total[i] += g.numpy() / count
         return total
 
-    script_gradient = [(w - a) / rate for w, a in zip(weights, after)]
+    script_gradient = [(w - a) / rate for w, a in zip(weights, after, strict=True)]
     second, first = meta_gradient(False), meta_gradient(True)
 
     def apart(a, b):
-        return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
+        return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b, strict=True))
 
     return {
         "tasks": count,
@@ -1115,7 +1120,8 @@ def meta_tasks(script: str) -> dict:
 
     def positions(step):
         seed = tf.constant([module.SEED, step], tf.int64)
-        return module.draw_tasks(members, seed, module.TASKS_PER_STEP, module.SHOTS + module.QUERIES)
+        per_class = module.SHOTS + module.QUERIES
+        return module.draw_tasks(members, seed, module.TASKS_PER_STEP, per_class)
 
     def step_tasks(start, index):
         batches = iter(module.training_batches(train, start_step=start))
@@ -1129,11 +1135,16 @@ def meta_tasks(script: str) -> dict:
     task_classes = [sorted(set(labels[drawn[t]].reshape(-1).tolist())) for t in range(len(drawn))]
     return {
         "shapes": [list(part.shape) for part in straight],
-        "resumed_diff": max(float(np.max(np.abs(a - b))) for a, b in zip(straight, resumed)),
-        "rerun_diff": max(float(np.max(np.abs(a - b))) for a, b in zip(resumed, again)),
+        "resumed_diff": max(
+            float(np.max(np.abs(a - b))) for a, b in zip(straight, resumed, strict=True)
+        ),
+        "rerun_diff": max(
+            float(np.max(np.abs(a - b))) for a, b in zip(resumed, again, strict=True)
+        ),
         "distinct_classes": all(len(c) == module.WAYS for c in task_classes),
-        "disjoint_sets": all(len(set(drawn[t].reshape(-1).tolist())) == drawn[t].size
-                             for t in range(len(drawn))),  # fmt: skip
+        "disjoint_sets": all(
+            len(set(drawn[t].reshape(-1).tolist())) == drawn[t].size for t in range(len(drawn))
+        ),
         "train_classes": sorted(set(labels.tolist())),
         "test_classes": sorted(set(np.asarray(held_out[1]).tolist())),
         "tasks_differ": bool(np.any(positions(2).numpy() != positions(3).numpy())),

@@ -151,8 +151,8 @@ def check_meta(spec: Spec) -> None:
     way = spec.training
     name = f"training is {way.kind}"
     train = spec.data.train
-    if train.kind not in ("npz", "keras_dataset") or train.kind == "keras_dataset" and (
-        train.name not in KERAS_DATASET_CLASSES
+    if train.kind not in ("npz", "keras_dataset") or (
+        train.kind == "keras_dataset" and (train.name not in KERAS_DATASET_CLASSES)
     ):
         raise ValueError(
             f"{name}, and data.train is {train.kind!r}: tasks are drawn class by class from "
@@ -204,15 +204,17 @@ def check_meta(spec: Spec) -> None:
                 f"{field} is set for {way.kind}, whose step loopgen writes without it (a "
                 "meta-step adapts whole tasks, each by plain SGD); remove " + field
             )
-    if getattr(spec.model, "heads", None) or isinstance(spec.model, Imported) or (
-        spec.model.kind == "graph" and not isinstance(spec.model.outputs, str)
+    if (
+        getattr(spec.model, "heads", None)
+        or isinstance(spec.model, Imported)
+        or (spec.model.kind == "graph" and not isinstance(spec.model.outputs, str))
     ):
         raise ValueError(
             f"{name}: the model must be one built from the spec with one output (the adapted "
             "copies are functions of its weights); use Sequential, Functional or Graph"
         )
-    random = [kind for _, layer in spec.model.flat_items()
-              if (kind := getattr(layer, "kind", "")) and ("dropout" in kind or "noise" in kind)]  # fmt: skip
+    kinds = [getattr(layer, "kind", "") for _, layer in spec.model.flat_items()]
+    random = [kind for kind in kinds if "dropout" in kind or "noise" in kind]
     if random:
         raise ValueError(
             f"{name}, and the model has {random[0]} layers: their random draws would differ "

@@ -15,7 +15,15 @@ from .own_step import OwnStep
 from .supervised import MultiTask, Supervised, Task
 
 Training = Annotated[
-    Supervised | MultiTask | GAN | Distillation | Adversarial | Contrastive | Reptile | MAML | OwnStep,
+    Supervised
+    | MultiTask
+    | GAN
+    | Distillation
+    | Adversarial
+    | Contrastive
+    | Reptile
+    | MAML
+    | OwnStep,
     Field(discriminator="kind"),
 ]
 """How the script trains: supervised (the default), multi-task, a GAN, ..."""
@@ -26,7 +34,6 @@ __all__ = [
     "MAML",
     "PGD",
     "R1",
-    "Reptile",
     "Adversarial",
     "Contrastive",
     "Distillation",
@@ -35,6 +42,7 @@ __all__ = [
     "KerasFile",
     "MultiTask",
     "OwnStep",
+    "Reptile",
     "Supervised",
     "Task",
     "TrainedModel",

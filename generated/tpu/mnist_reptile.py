@@ -1,0 +1,943 @@
+"""Learn 5-way 1-shot MNIST digit tasks by Reptile.
+
+Written by loopgen 0.1.0 from examples/mnist_reptile.py
+(spec sha256 3778c1d9dd979f90, script sha256 cf5b11ba8b0399f4).
+Rendered with: --variant tpu
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
+Strategy: TPUStrategy; run it on a Cloud TPU VM. data.batch_size is the global batch.
+Run it again to resume from the latest checkpoint (written by any variant).
+"""
+
+import argparse
+import contextlib
+import errno
+import fcntl
+import glob
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import sys
+import time
+import traceback
+
+SEED = 11
+GLOBAL_BATCH_SIZE = 20  # over all replicas: each takes a slice
+RESCALE = 1 / 255
+EPOCHS = 4
+# Few-shot tasks (training): WAYS classes each, SHOTS examples of a class to adapt on (the
+# support set) and QUERIES more to score the adapted network on (the query set).
+WAYS = 5
+SHOTS = 1
+QUERIES = 5
+TEST_CLASSES = [5, 6, 7, 8, 9]  # held out of training: the evaluation's classes
+TASKS_PER_STEP = 4
+INNER_STEPS = 5  # of plain SGD on a task's support set
+INNER_LEARNING_RATE = 0.05
+EVALUATION_TASKS = 100  # of the held-out classes, each validation
+LOG_EVERY_STEPS = 100
+# Train steps per call of the compiled train_loop: Python runs once per call, not per step.
+STEPS_PER_LOOP = 50
+VALIDATE_EVERY_EPOCHS = 1
+CHECKPOINT_EVERY_EPOCHS = 1
+KEEP_CHECKPOINTS = 3
+OUTPUT_DIR = "runs/mnist_reptile"
+TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
+    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
+    parser.add_argument(
+        "--init-from",
+        metavar="DIR",
+        help="start a new run from the weights of the newest checkpoint in DIR (another "
+        "run's --output-dir)",
+    )
+    parser.add_argument(
+        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
+    )
+    parser.add_argument(
+        "--no-lock",
+        action="store_true",
+        help="do not lock the output directory (for file systems without locks)",
+    )
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    # Before TensorFlow loads, which takes seconds: --help answers at once, and a mistyped
+    # flag stops the script at once.
+    parse_args()
+
+import keras
+import tensorflow as tf
+from keras import layers
+
+
+def load_examples():
+    """Training and validation examples: (images, labels) arrays held in
+    memory, from which the batches pick theirs by index."""
+    # Downloads once into ~/.keras/datasets, then loads from there.
+    (x_train, y_train), _ = keras.datasets.mnist.load_data()
+    train_examples = (x_train, y_train)
+    # The evaluation's classes are held out of training: its tasks are drawn from them alone.
+    labels = tf.reshape(tf.cast(train_examples[1], tf.int64), [-1, 1])
+    held_out = tf.reduce_any(labels == tf.constant(TEST_CLASSES, tf.int64), axis=1)
+    validation_examples = tf.nest.map_structure(
+        lambda array: tf.boolean_mask(array, held_out), train_examples
+    )
+    train_examples = tf.nest.map_structure(
+        lambda array: tf.boolean_mask(array, ~held_out), train_examples
+    )
+    return train_examples, validation_examples
+
+
+def num_examples(examples):
+    """How many examples a source holds (the length of its arrays, or its stream's)."""
+    return len(tf.nest.flatten(examples)[0])
+
+
+def read_arrays(examples, indices):
+    """The examples at `indices`, gathered from arrays held in memory."""
+    return tf.nest.map_structure(lambda array: tf.gather(array, indices), examples)
+
+
+def as_tensors(examples):
+    """Arrays as tensors: a dataset function then captures them by reference, where NumPy
+    arrays would be copied into its graph (which cannot exceed 2 GB)."""
+    return tf.nest.map_structure(tf.convert_to_tensor, examples)
+
+
+def preprocess(images, labels):
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
+    images = tf.cast(images, tf.float32) * RESCALE
+    return images, labels
+
+
+def replica_slices(batch, context):
+    """This input pipeline's share of a global batch: one slice per replica it feeds, the batch
+    cut into num_replicas_in_sync contiguous, near-equal parts. The workers together read
+    exactly the global batch a single device trains on, and each only its own part of it (the
+    smaller last batch of an epoch may leave a replica an empty slice)."""
+    replicas = context.num_replicas_in_sync
+    local = replicas // context.num_input_pipelines
+    first = context.input_pipeline_id * local
+    size = tf.shape(tf.nest.flatten(batch)[0], out_type=tf.int64)[0]
+    bounds = tf.range(replicas + 1, dtype=tf.int64) * size // replicas
+    return tf.data.Dataset.range(first, first + local).map(
+        lambda replica: tf.nest.map_structure(
+            lambda part: part[bounds[replica] : bounds[replica + 1]], batch
+        )
+    )
+
+
+def fold(seed, number):
+    """A seed of its own for the `number`-th use of `seed`."""
+    return tf.random.experimental.stateless_fold_in(seed, number)
+
+
+def class_members(labels, field):
+    """The positions of each class's examples: one row per class present, padded with -1."""
+    labels = tf.reshape(tf.cast(labels, tf.int64), [-1])
+    classes, class_of = tf.unique(labels)
+    positions = tf.range(tf.size(labels, out_type=tf.int64))
+    members = tf.ragged.stack_dynamic_partitions(positions, class_of, tf.size(classes))
+    fewest = int(tf.reduce_min(members.row_lengths()))
+    if len(classes) < WAYS:
+        raise SystemExit(
+            f"{field} holds {len(classes)} classes, fewer than training.ways={WAYS}: a task "
+            "needs WAYS classes; lower ways or change training.test_classes"
+        )
+    if fewest < SHOTS + QUERIES:
+        raise SystemExit(
+            f"{field}: a class has {fewest} examples, fewer than training.shots + "
+            f"training.queries = {SHOTS + QUERIES}; lower shots or queries"
+        )
+    return members.to_tensor(default_value=-1)
+
+
+def draw_tasks(members, seed, count, per_class):
+    """`count` tasks of WAYS distinct classes and `per_class` distinct examples of each, drawn
+    from `seed` alone: the positions of their examples, [count, WAYS, per_class]. Task t uses
+    (seed, t), whatever replica reads it."""
+
+    def draw(task):
+        task_seed = fold(seed, task)
+        shuffled = tf.random.stateless_uniform(
+            [tf.shape(members)[0]], fold(task_seed, 0)
+        )
+        rows = tf.gather(members, tf.argsort(shuffled)[:WAYS])
+        # A random order of each class's examples, the padding (-1) last.
+        keys = tf.random.stateless_uniform(tf.shape(rows), fold(task_seed, 1))
+        keys = tf.where(rows < 0, 2.0, keys)
+        return tf.gather(rows, tf.argsort(keys, axis=1)[:, :per_class], batch_dims=1)
+
+    return tf.map_fn(
+        draw, tf.range(count, dtype=tf.int64), fn_output_signature=tf.int64
+    )
+
+
+def read_tasks(examples, positions):
+    """The tasks' examples, read and preprocessed, as (support images, support labels, query
+    images, query labels), each [tasks, WAYS * examples, ...]. A label is its class's place in
+    its task (0 to WAYS - 1), not its id."""
+    tasks, per_class = tf.shape(positions)[0], tf.shape(positions)[2]
+    images, _ = preprocess(*read_arrays(examples, tf.reshape(positions, [-1])))
+    images = tf.reshape(
+        images, tf.concat([[tasks, WAYS, per_class], tf.shape(images)[1:]], 0)
+    )
+    labels = tf.broadcast_to(tf.range(WAYS)[None, :, None], [tasks, WAYS, per_class])
+
+    def flat(part):  # [tasks, WAYS, examples, ...] -> [tasks, WAYS * examples, ...]
+        shape = tf.shape(part)
+        return tf.reshape(
+            part, tf.concat([[shape[0], shape[1] * shape[2]], shape[3:]], 0)
+        )
+
+    return (
+        flat(images[:, :, :SHOTS]),
+        flat(labels[:, :, :SHOTS]),
+        flat(images[:, :, SHOTS:]),
+        flat(labels[:, :, SHOTS:]),
+    )
+
+
+def training_batches(examples, start_step, context):
+    """Batches of TASKS_PER_STEP tasks of the training classes, one per step from `start_step` on,
+    without end. Step s draws its tasks from (SEED, s) alone: a resumed run draws what an
+    unbroken one does. Each replica reads its share of the tasks."""
+    examples = as_tensors(examples)
+    members = class_members(
+        examples[1], "data.train (its classes outside test_classes)"
+    )
+    steps = tf.data.Dataset.counter(start_step)
+    batches = steps.map(
+        lambda step: draw_tasks(
+            members,
+            tf.stack([tf.constant(SEED, tf.int64), step]),
+            TASKS_PER_STEP,
+            SHOTS,
+        )
+    )
+    batches = batches.flat_map(lambda batch: replica_slices(batch, context))
+    return batches.map(
+        # Reptile adapts on the support sets alone: no query set is drawn.
+        lambda positions: read_tasks(examples, positions)[:2],
+        num_parallel_calls=tf.data.AUTOTUNE,
+    ).prefetch(tf.data.AUTOTUNE)
+
+
+def validation_batches(examples, context):
+    """The few-shot evaluation's EVALUATION_TASKS tasks of the held-out classes, as one batch,
+    repeated: drawn from (SEED, -1), no training step's seed, the same at every validation.
+    """
+    examples = as_tensors(examples)
+    members = class_members(examples[1], "training.test_classes")
+    seed = tf.constant([SEED, -1], tf.int64)
+    tasks = draw_tasks(members, seed, EVALUATION_TASKS, SHOTS + QUERIES)
+    batches = tf.data.Dataset.from_tensors(tasks)
+    batches = batches.flat_map(lambda batch: replica_slices(batch, context))
+    return (
+        batches.map(lambda positions: read_tasks(examples, positions)).cache().repeat()
+    )
+
+
+def build_model():
+    return keras.Sequential(
+        [
+            keras.Input(shape=(28, 28)),
+            layers.Reshape((28, 28, 1)),
+            layers.Conv2D(16, 3, activation="relu"),
+            layers.MaxPooling2D(),
+            layers.Conv2D(16, 3, activation="relu"),
+            layers.MaxPooling2D(),
+            layers.Flatten(),
+            layers.Dense(5, name="logits"),
+        ],
+        name="mnist_reptile",
+    )
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device)."""
+    return {metric.name: float(metric.result()) for metric in metrics}
+
+
+def make_metrics():
+    """The values logged of a split, training or validation: its loss and metrics."""
+    loss = keras.metrics.Mean(name="loss")
+    metrics = [
+        keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+    ]
+    return loss, metrics
+
+
+def per_example(loss_fn):
+    """The loss of each example (the Keras loss with reduction=None): averaged over any further
+    axes (a mask's pixels), as a mean over the batch averages over all of them."""
+
+    def losses(labels, predictions):
+        losses = loss_fn(labels, predictions)
+        return tf.reduce_mean(losses, axis=list(range(1, losses.shape.rank)))
+
+    return losses
+
+
+def adapt(model, loss_fn, images, labels):
+    """INNER_STEPS of plain SGD on one task's support set, from the network's current values:
+    the adapted trainable and non-trainable values, the last step's loss and predictions.
+    Every task starts from the variables, which are only read (the network runs on the
+    values, by stateless_call): nothing of a task outlives it, no optimizer state, no
+    BatchNormalization statistics. The network is in training mode throughout a task, as in
+    MAML: BatchNormalization normalizes by the task's own examples."""
+    weights = [tf.convert_to_tensor(v) for v in model.trainable_variables]
+    state = [tf.convert_to_tensor(v) for v in model.non_trainable_variables]
+    for _ in range(INNER_STEPS):
+        with tf.GradientTape() as tape:
+            tape.watch(weights)
+            predictions, state = model.stateless_call(
+                weights, state, images, training=True
+            )
+            loss = tf.reduce_mean(loss_fn(labels, predictions))
+        gradients = tape.gradient(loss, weights)
+        weights = [w - INNER_LEARNING_RATE * g for w, g in zip(weights, gradients)]
+    return weights, state, loss, predictions
+
+
+def make_train_loop(train_step):
+    """Several train steps per call, as Orbit's create_loop_fn and Keras' steps_per_execution:
+    Python runs once per call, not once per step."""
+
+    # Traced once: num_steps is a tensor (each new Python int would trace again), and the
+    # batches all have one shape.
+    @tf.function
+    def train_loop(iterator, num_steps):
+        # The next batch is taken while the current step computes (nothing orders the two),
+        # and the last step takes none: the iterator stops exactly after num_steps batches.
+        batch = next(iterator)
+        for _ in tf.range(num_steps - 1):
+            train_step(*batch)
+            batch = next(iterator)
+        train_step(*batch)
+
+    return train_loop
+
+
+def steps_in_call(global_step, epoch_end):
+    """The steps of the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
+    point or epoch end: each of them then happens at its exact step."""
+    return min(
+        STEPS_PER_LOOP,
+        epoch_end - global_step,
+        LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+    )
+
+
+def export(model, directory):
+    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
+    without this script's classes."""
+    with written_whole(directory) as partial:
+        model.export(os.path.join(partial, "saved_model"), verbose=False)
+
+
+def train(args, run):
+    """The run, from the strategy to the export; main() records how it ends."""
+    # --- Strategy -----------------------------------------------------------------------
+    # Connect to the TPU and initialize it before anything else runs on it.
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=TPU)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, tf.errors.OpError) as error:
+        raise SystemExit(
+            f"No TPU to train on ({error}). Run this script on a Cloud TPU VM (or set TPU in "
+            "the spec's distribute.tpu), or render another variant: loopgen render --variant"
+        ) from None
+    strategy = tf.distribute.TPUStrategy(resolver)
+    print(f"Training on {strategy.num_replicas_in_sync} TPU core(s)")
+
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    run.lock()  # one run at a time in the output directory
+
+    # --- Data -------------------------------------------------------------------------
+    train_examples, validation_examples = load_examples()
+    # An epoch: as many meta-steps as it takes the tasks to draw as many examples as the
+    # training classes hold.
+    steps_per_epoch = math.ceil(
+        num_examples(train_examples) / (TASKS_PER_STEP * WAYS * SHOTS)
+    )
+    validation_steps = 1  # one batch of all EVALUATION_TASKS tasks
+    # One iterator for all passes: one per pass can stall tf.data's autotuner for seconds.
+    # Each input pipeline (one per worker) reads only its replicas' slices of each batch.
+    validation_iterator = iter(
+        strategy.distribute_datasets_from_function(
+            lambda context: validation_batches(validation_examples, context)
+        )
+    )
+
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
+    # Everything that owns variables is created under the strategy's scope: its variables
+    # are then mirrored on every replica and kept in sync.
+    with strategy.scope():
+        model = build_model()
+        model.summary()
+        # One loss per example (see per_example). The replica step sums them and divides by
+        # the global batch size; a mean per replica would be num_replicas times off.
+        loss_fn = per_example(
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+        )
+        # The schedule is evaluated at optimizer.iterations, which the checkpoint saves
+        # with the optimizer: a resumed run continues the schedule, not restarts it.
+        learning_rate = keras.optimizers.schedules.CosineDecay(
+            initial_learning_rate=1.0, decay_steps=6120
+        )
+        optimizer = keras.optimizers.SGD(learning_rate=learning_rate)
+        # The slot variables (momentum, moments) now, not in the first traced step, which would
+        # trace it twice and leave a restored checkpoint nothing to fill.
+        optimizer.build(model.trainable_variables)
+        # Metrics are summed over replicas when read.
+        train_loss, train_metrics = make_metrics()
+        validation_loss, validation_metrics = make_metrics()
+        train_values = [train_loss, *train_metrics]
+        validation_values = [validation_loss, *validation_metrics]
+        # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
+        nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    # --- Train and eval steps ---------------------------------------------------------
+    def replica_train_step(support_images, support_labels):
+        """One replica's part of a meta-step: its share of the step's tasks."""
+        gradients = [tf.zeros_like(variable) for variable in model.trainable_variables]
+        loss = tf.constant(0.0)
+        # This replica's tasks; each adds its 1/TASKS_PER_STEP share, and apply_gradients
+        # sums the replicas' shares: the mean over all the step's tasks.
+        for task in tf.range(tf.shape(support_images)[0]):
+            adapted, _, task_loss, predictions = adapt(
+                model, loss_fn, support_images[task], support_labels[task]
+            )
+            # Reptile's gradient: weights - adapted, whose mean over the tasks the optimizer
+            # applies (SGD with learning rate e moves the weights e of the way to the mean).
+            gradients = [
+                g + (v - a) / TASKS_PER_STEP
+                for g, v, a in zip(gradients, model.trainable_variables, adapted)
+            ]
+            loss += task_loss / TASKS_PER_STEP
+            for metric in train_metrics:
+                metric.update_state(support_labels[task], predictions)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        return loss
+
+    @tf.function
+    def train_step(support_images, support_labels):
+        """One meta-step on every replica."""
+        losses = strategy.run(replica_train_step, args=(support_images, support_labels))
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        # The loss logged: the support loss of the tasks' last inner step, averaged.
+        train_loss.update_state(loss)
+        step.assign_add(1)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(loss):
+            nonfinite_step.assign(step)
+
+    train_loop = make_train_loop(train_step)
+
+    def evaluate_tasks(support_images, support_labels, query_images, query_labels):
+        """The few-shot evaluation of held-out tasks: each adapted from the current weights on
+        its support set, then scored on its query set. The variables are only read: the
+        network is as training left it."""
+        for task in tf.range(tf.shape(support_images)[0]):
+            weights, state, _, _ = adapt(
+                model, loss_fn, support_images[task], support_labels[task]
+            )
+            predictions, _ = model.stateless_call(
+                weights, state, query_images[task], training=True
+            )
+            validation_loss.update_state(loss_fn(query_labels[task], predictions))
+            for metric in validation_metrics:
+                metric.update_state(query_labels[task], predictions)
+
+    @tf.function
+    def validation_pass(iterator, num_steps):
+        """One pass over the evaluation's tasks in one call: num_steps batches of them."""
+        for _ in tf.range(num_steps):
+            strategy.run(evaluate_tasks, args=next(iterator))
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
+        step=step,
+    )
+    # Checkpoints do not depend on the strategy: they may come from any variant.
+    run.restore(checkpoint, model=model)
+    run.start(step, nonfinite_step, strategy)
+
+    # --- Training loop ----------------------------------------------------------------
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step: reading the variable would wait for the device each time.
+    global_step = int(step.numpy())
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
+    # One iterator for the whole run, from the current step on. Each input pipeline (one per
+    # worker) reads only the slices of each global batch that its replicas train on.
+    train_iterator = iter(
+        strategy.distribute_datasets_from_function(
+            lambda context: training_batches(
+                train_examples, start_step=global_step, context=context
+            )
+        )
+    )
+
+    for epoch in range(first_epoch, epochs):
+        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
+        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
+        while global_step < epoch_end and not run.preempted:
+            num_steps = steps_in_call(global_step, epoch_end)
+            train_loop(train_iterator, tf.constant(num_steps))
+            global_step += num_steps
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results(train_values)
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                run.log("train", global_step, epoch, logs)
+                run.stop_if_diverged()
+        if run.preempted:
+            break
+
+        if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
+            for metric in validation_values:
+                metric.reset_state()
+            validation_pass(validation_iterator, tf.constant(validation_steps))
+            validation_logs = results(validation_values)
+            run.log("validation", global_step, epoch, validation_logs)
+        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
+            run.save(global_step)
+    run.finish(global_step)
+
+    # --- Export -----------------------------------------------------------------------
+    export(model, os.path.join(args.output_dir, "export"))
+
+
+# --- The run directory ------------------------------------------------------------------
+# What this script was rendered from (its header says the same): runs.jsonl records it.
+RENDERED_FROM = {
+    "spec": "mnist_reptile",
+    "spec_sha256": "3778c1d9dd979f90",
+    "loopgen": "0.1.0",
+}
+# The training setup the checkpoints belong to: each spec field that decides what a checkpoint
+# means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
+# longer run, other cadences, performance options or another strategy are the same setup.
+SETUP = {
+    "model": "6fcdc1c9a6064016",
+    "data.train": "ac80475db1cd2d63",
+    "data.batch_size": GLOBAL_BATCH_SIZE,
+    "data.shuffle_buffer": 1024,
+    "data.rescale": 1 / 255,
+    "data.labels": "sparse",
+    "seed": SEED,
+    "optimizer": "d9572ac4247d7afa",
+    "training": "cd485ac688aa36c8",
+    "loss": "071318bbec99592d",
+}
+
+
+# The system's reasons for failing a write that no fix of this script would help, and what to do.
+MACHINE_FAULTS = {
+    errno.ENOSPC: "The disk is full: free some space",
+    errno.EDQUOT: "The disk quota is used up: free some space",
+    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
+    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
+    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
+    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
+    errno.EEXIST: "--output-dir names a file: pass a directory",
+    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
+}
+
+
+class RunDirectory:
+    """The output directory, kept sound: one run at a time (run.lock), how each run started and
+    ended (runs.jsonl), checkpoints of one training setup only (checkpoints/setup.json) and
+    saved whole, and the logged values (TensorBoard's logs/, metrics.jsonl).
+    """
+
+    def __init__(self, args):
+        self.args, self.path = args, args.output_dir
+        self.checkpoints = os.path.join(self.path, "checkpoints")
+        self.run = self.resumed_from = self.init_from = self.saved = None
+        self.writers, self.preempted = {}, False
+
+    def lock(self):
+        """Takes the directory's lock, or stops: two runs writing one directory would overwrite
+        each other's checkpoints. An flock: the OS drops it when the process ends, even by
+        SIGKILL. run.lock names the run that holds it."""
+        os.makedirs(self.path, exist_ok=True)
+        if self.args.no_lock:
+            return print(
+                f"Not locking {self.path} (--no-lock): no other run may use it."
+            )
+        self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
+        try:
+            fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.lock_file.seek(0)
+            holder = self.lock_file.read().strip() or "it has not written its pid yet"
+            raise SystemExit(
+                f"{self.path} is in use by another run ({holder}). Wait for it to end, or "
+                "pass another --output-dir."
+            ) from None
+        except (
+            OSError
+        ) as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+            raise SystemExit(
+                f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
+                f"not support locks; if no other run uses {self.path}, run again with --no-lock."
+            ) from None
+        self.lock_file.truncate(0)
+        self.lock_file.write(
+            f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
+        )
+        self.lock_file.flush()
+
+    def restore(self, checkpoint, **networks):
+        """Resumes from the newest checkpoint that restores (a damaged one is reported and the
+        one before it used), if setup.json says they are this setup's: SETUP, and the network's
+        weights (a hand edit of build_model). A new run records its setup there, and may start
+        from the weights of another run (--init-from)."""
+        setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
+        setup_path = os.path.join(self.checkpoints, "setup.json")
+        self.manager = tf.train.CheckpointManager(
+            checkpoint, self.checkpoints, KEEP_CHECKPOINTS
+        )
+        paths = self.manager.checkpoints
+        self.remove_partial_checkpoints(self.manager.directory)
+        if not paths:
+            if self.args.init_from:
+                self.init_from = load_weights(self.args.init_from, **networks)
+            os.makedirs(self.checkpoints, exist_ok=True)
+            with open(setup_path, "w") as f:
+                return json.dump(setup, f, indent=2)
+        if self.args.init_from:
+            raise SystemExit(
+                f"--init-from {self.args.init_from}: {self.checkpoints} already holds this run's "
+                "checkpoints. Run without --init-from to resume it, or pass a new --output-dir."
+            )
+        with open(setup_path) as f:
+            saved = json.load(f)
+        differences = [
+            f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
+            for key in {**setup, **saved}
+            if saved.get(key) != setup.get(key)
+        ]
+        if differences:
+            raise SystemExit(
+                f"Refusing to resume from {self.checkpoints}: its checkpoints come from another "
+                "training setup (SETUP in this script; weights: the names, shapes and dtypes "
+                "of the network's variables). What differs:\n"
+                + "\n".join(differences)
+                + "\n"
+                "Undo the change, or train in a new --output-dir (with --init-from "
+                f"{self.path} to start from those weights)."
+            )
+        for path in reversed(paths):
+            try:
+                checkpoint.restore(path).assert_existing_objects_matched()
+            except Exception as error:  # damaged files raise OpError, IndexError, ...
+                print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+                continue
+            self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
+            return print(f"Resumed from {path} at step {self.saved}")
+        raise SystemExit(
+            f"None of the checkpoints restores ({', '.join(paths)}): see the errors above. "
+            "Move them away (or pass another --output-dir) to start from scratch."
+        )
+
+    def start(self, step, nonfinite_step, strategy):
+        """Writes the run's start record to runs.jsonl (main() writes its end record)."""
+        self.step, self.nonfinite_step = step, nonfinite_step
+        # Schedulers (Slurm, Kubernetes, spot VMs) preempt with SIGTERM, then SIGKILL after a
+        # grace period: the loop ends its train_loop call, saves a checkpoint and exits.
+        signal.signal(
+            signal.SIGTERM, lambda signum, frame: setattr(self, "preempted", True)
+        )
+        rendered, current = script_checksums()
+        self.run = os.urandom(4).hex()
+        # fmt: off
+        self.append("runs.jsonl", {
+            "event": "start", "run": self.run, "time": now(), **RENDERED_FROM,
+            "script": os.path.abspath(__file__), "script_sha256": current,
+            "script_edited": current != rendered, "command": sys.argv, "flags": vars(self.args),
+            "python": sys.version.split()[0], "tensorflow": tf.__version__,
+            "keras": keras.__version__, "host": socket.gethostname(), "pid": os.getpid(),
+            "strategy": 'TPUStrategy',
+            "replicas": strategy.num_replicas_in_sync,
+            "devices": [device.name for device in tf.config.list_logical_devices()],
+            "resumed_from": self.resumed_from, "init_from": self.init_from, "step": int(step.numpy()),
+        })
+        # fmt: on
+
+    def writer(self, split):
+        """The TensorBoard writer of logs/<split>: tensorboard --logdir <output-dir>/logs."""
+        if split not in self.writers:
+            logdir = os.path.join(self.path, "logs", split)
+            self.writers[split] = tf.summary.create_file_writer(logdir)
+        return self.writers[split]
+
+    def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
+        """Starts an epoch: its running means from zero, its progress bar, and the throughput
+        timer (validation and checkpoints are not counted: it runs from log point to log
+        point)."""
+        for metric in metrics:
+            metric.reset_state()
+        print(f"Epoch {epoch + 1}/{epochs}")
+        # The logged values are running means already: all shown as they are, none averaged.
+        steps = end_step - first_step
+        self.progbar = keras.utils.Progbar(steps, stateless_metrics=())
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+
+    def log(self, split, step, epoch, values):
+        """Writes logged values: to TensorBoard, and to metrics.jsonl with the
+        validation values named apart (val_loss, val_...), which are also printed."""
+        if split == "train":
+            # Timed after the values were read, which waited for the device.
+            start, start_step = self.timer
+            self.timer = time.perf_counter(), step
+            values["steps_per_second"] = (step - start_step) / (self.timer[0] - start)
+            self.progbar.update(step - self.epoch_start, list(values.items()))
+        with self.writer(split).as_default(step=step):
+            for name, value in values.items():
+                tf.summary.scalar(name, value)
+        prefix = "val_" if split == "validation" else ""
+        values = {prefix + name: value for name, value in values.items()}
+        if split == "validation":
+            print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
+        record = {"step": step, "epoch": epoch + 1, **values}
+        self.append("metrics.jsonl", record)
+
+    def stop_if_diverged(self):
+        """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
+        if int(self.nonfinite_step.numpy()) >= 0:
+            raise SystemExit(
+                f"The loss became NaN or Inf at step {int(self.nonfinite_step.numpy())}: stopped without"
+                f" saving (newest checkpoint: {self.manager.latest_checkpoint or 'none yet'})."
+                " Lower the learning rate, clip the gradients, or look for NaN in the data."
+            )
+
+    def save(self, step):
+        """Saves a checkpoint. One the disk cannot hold whole is removed again: the newest
+        checkpoint on disk always restores."""
+        self.stop_if_diverged()
+        try:
+            self.manager.save(checkpoint_number=step)
+        except BaseException:
+            self.remove_partial_checkpoints(self.manager.directory)
+            raise
+        self.saved = step
+
+    def remove_partial_checkpoints(self, directory):
+        """Removes what a save cut short left behind (a full disk, a kill): its _temp directory,
+        and the files of a checkpoint that the `checkpoint` file does not list."""
+        state = tf.train.get_checkpoint_state(directory)
+        listed = (
+            [os.path.basename(path) for path in state.all_model_checkpoint_paths]
+            if state
+            else []
+        )
+        for path in glob.glob(os.path.join(directory, "ckpt-*")):
+            if re.match(r"ckpt-\d+", os.path.basename(path)).group(0) not in listed:
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+    def finish(self, step):
+        """Saves where training stopped, if no checkpoint is there yet (mid-epoch after
+        --max-steps or a SIGTERM, or off the cadence), so that the next run continues from there; after a SIGTERM, exits.
+        """
+        if self.saved != step:
+            self.save(step)
+        if self.preempted:
+            print(
+                f"Stopped by SIGTERM at step {step}; saved {self.manager.latest_checkpoint}."
+            )
+            raise SystemExit(128 + signal.SIGTERM)  # the status of a SIGTERM death
+
+    def end(self, error=None):
+        """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
+        A run killed outright leaves a start record without an end."""
+        if self.run is None:
+            return  # never started: refused, or stopped before training
+        record = {
+            "event": "end",
+            "run": self.run,
+            "time": now(),
+            "step": int(self.step.numpy()),
+        }
+        if error is None:
+            record["exit"] = "finished"
+        elif isinstance(error, SystemExit) and error.code == 128 + signal.SIGTERM:
+            record["exit"] = "sigterm"
+        elif int(self.nonfinite_step.numpy()) >= 0:
+            record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
+        else:
+            record.update(exit="error", error=f"{type(error).__name__}: {error}")
+            record["traceback"] = "".join(traceback.format_exception(error))
+        try:
+            self.append("runs.jsonl", record)
+        except OSError as failure:  # the disk that ended the run may refuse this too
+            print(
+                f"Cannot write the end record to runs.jsonl: {failure}", file=sys.stderr
+            )
+
+    def append(self, name, record):
+        """Appends a JSON line, whole or not at all (a full disk would leave part of it)."""
+        with open(os.path.join(self.path, name), "a") as f:
+            end = f.tell()
+            try:
+                f.write(json.dumps(record) + "\n")
+                f.flush()
+            except OSError:
+                f.truncate(end)
+                raise
+
+    def fault(self, error):
+        """What to say when the machine failed the run: a full disk, a directory it may not
+        write, a path that is not what it should be. None for other errors (their traceback,
+        on stderr, says more)."""
+        if isinstance(error, OSError) and error.errno in MACHINE_FAULTS:
+            path, code = error.filename, error.errno
+        else:  # TensorFlow's file errors say "<path>; <the system's words> [Op:...]"
+            words = {os.strerror(code): code for code in MACHINE_FAULTS}
+            found = isinstance(error, tf.errors.OpError) and re.search(
+                r"([^\s;{}]+); (" + "|".join(words) + ")", error.message
+            )
+            if not found:
+                return None
+            # The file being written, not TensorFlow's temporary name for it.
+            path = re.sub(
+                r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
+            )
+            code = words[found.group(2)]
+        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
+        when = (
+            "once there is room, "
+            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+            else ""
+        )
+        state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
+            self.checkpoints
+        )
+        if state:
+            newest = state.model_checkpoint_path
+            return (
+                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
+                f"is intact: {when}run the script again with the same --output-dir to resume."
+            )
+        if self.run:
+            return (
+                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+            )
+        return message
+
+
+def now():
+    """Local time with its UTC offset, to the second: 2026-11-23T14:05:09+0100."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def script_checksums():
+    """The checksum the header records (loopgen's render) and that of the text now, computed
+    as loopgen does (the field zeroed): they differ once the script is edited by hand.
+    """
+    with open(__file__, encoding="utf-8") as f:
+        text = f.read()
+    found = re.search(r"script sha256 ([0-9a-f]{16})", text)
+    if found:
+        text = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
+    return found and found.group(1), hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def written_whole(directory):
+    """A directory written whole or not at all: the files go into <directory>.partial, which
+    replaces `directory` once all are written (a full disk leaves no half export behind).
+    """
+    partial = directory + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    shutil.rmtree(directory, ignore_errors=True)
+    os.rename(partial, directory)
+
+
+def weights_fingerprint(*networks):
+    """sha256 of the name, shape and dtype of every weight: a hand edit of the network in this
+    script changes it, where the spec sections in SETUP cannot see one."""
+    weights = [
+        [w.name, list(w.shape), str(w.dtype)] for net in networks for w in net.weights
+    ]
+    return hashlib.sha256(json.dumps(weights).encode()).hexdigest()[:16]
+
+
+def load_weights(source, **networks):
+    """--init-from: the networks' weights from the newest checkpoint in `source` (another run's
+    output directory), not its optimizer, step or data position. Returns its path."""
+    path = tf.train.latest_checkpoint(os.path.join(source, "checkpoints"))
+    path = path or tf.train.latest_checkpoint(source)  # the checkpoints folder itself
+    if path is None:
+        raise SystemExit(
+            f"--init-from {source}: no checkpoint in {os.path.join(source, 'checkpoints')}. "
+            "Give the --output-dir of a run that saved one."
+        )
+    try:
+        status = tf.train.Checkpoint(**networks).restore(path)
+        status.assert_existing_objects_matched().expect_partial()
+    except Exception as error:  # another network: ValueError, AssertionError, ...
+        raise SystemExit(
+            f"--init-from {source}: cannot load {path} into this network "
+            f"({type(error).__name__}: {error}). Both runs need the same network."
+        ) from None
+    print(f"Starting from the weights of {path}")
+    return path
+
+
+def main(argv=None):
+    """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
+    a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
+    lines: the traceback is in runs.jsonl."""
+    args = parse_args(argv)
+    run = RunDirectory(args)
+    try:
+        train(args, run)
+    except BaseException as error:  # SystemExit and KeyboardInterrupt too
+        run.end(error)
+        message = run.fault(error)
+        if message is None:
+            raise
+        raise SystemExit(message) from None
+    run.end()
+
+
+if __name__ == "__main__":
+    main()
