@@ -28,9 +28,18 @@ from test_spec_validation import reject_set
         (['data.augmentation=[{"kind": "random_translation", "height_factor": 0.1, '
           '"width_factor": 0.1}]'], ["data.augmentation is set for reptile"]),
         (["model.layers[6].units=10"], ["outputs shape (10,), but training.ways=5"]),
-        (['model.layers[5]={"kind": "dropout", "rate": 0.5}'], ["dropout layers"]),
+        (['model.layers[5]={"kind": "dropout", "rate": 0.5}'], ["a dropout layer"]),
         (["training.test_classes=[5, 5, 6, 7, 8]"], ["lists a class twice"]),
         (['loss={"kind": "mean_squared_error"}'], ["SparseCategoricalCrossentropy"]),
+        (['loss={"kind": "binary_crossentropy", "from_logits": true}'],
+         ["SparseCategoricalCrossentropy"]),
+        (['model.layers[2]={"kind": "batch_normalization"}'], ["batch_normalization layer"]),
+        (['model.layers[2]={"kind": "random_translation", "height_factor": 0.1, '
+          '"width_factor": 0.1}'], ["random_translation layer"]),
+        (['model.layers[6].kernel_regularizer={"kind": "l2", "l2": 0.01}'],
+         ["weight regularizers"]),
+        (['data.train={"kind": "keras_dataset", "name": "imdb", "maxlen": 20}'],
+         ["data.train.name is 'imdb'"]),
     ],
 )  # fmt: skip
 def test_meta_learning_mistakes_are_named(overrides, phrases):

@@ -151,13 +151,21 @@ def check_meta(spec: Spec) -> None:
     way = spec.training
     name = f"training is {way.kind}"
     train = spec.data.train
-    if train.kind not in ("npz", "keras_dataset") or (
-        train.kind == "keras_dataset" and (train.name not in KERAS_DATASET_CLASSES)
-    ):
+    if train.kind not in ("npz", "keras_dataset"):
         raise ValueError(
             f"{name}, and data.train is {train.kind!r}: tasks are drawn class by class from "
             "labeled images held in memory; use Npz or KerasDataset (mnist, fashion_mnist, "
             "cifar10, cifar100)"
+        )
+    if train.kind == "keras_dataset" and train.name not in KERAS_DATASET_CLASSES:
+        raise ValueError(
+            f"{name}, and data.train.name is {train.name!r}, a text dataset: tasks are drawn "
+            "class by class from labeled images; use mnist, fashion_mnist, cifar10 or cifar100"
+        )
+    if spec.data.feature_names:
+        raise ValueError(
+            f"{name}, and the data has several named inputs: a task's examples are one array "
+            "of images; give the model one input"
         )
     if spec.data.validation is not None:
         raise ValueError(
@@ -184,7 +192,7 @@ def check_meta(spec: Spec) -> None:
                 f"{len(way.test_classes)}: {classes - len(way.test_classes)} are left for "
                 f"training, fewer than training.ways={way.ways}; hold out fewer or lower ways"
             )
-        if way.shots + way.queries > fewest:
+        if train.split == "train" and way.shots + way.queries > fewest:
             raise ValueError(
                 f"training.shots + training.queries = {way.shots + way.queries}, more "
                 f"examples than {train.name}'s smallest class has ({fewest}): a task draws "
@@ -214,14 +222,31 @@ def check_meta(spec: Spec) -> None:
             "copies are functions of its weights); use Sequential, Functional or Graph"
         )
     kinds = [getattr(layer, "kind", "") for _, layer in spec.model.flat_items()]
-    random = [kind for kind in kinds if "dropout" in kind or "noise" in kind]
+    random = [k for k in kinds if "dropout" in k or "noise" in k or k.startswith("random_")]
     if random:
         raise ValueError(
-            f"{name}, and the model has {random[0]} layers: their random draws would differ "
-            "between a run and its resume; remove them (tasks are small: regularize by "
-            "inner_steps and the meta step instead)"
+            f"{name}, and the model has a {random[0]} layer: a task's adapted copy only reads "
+            "the network's variables, so its random state would never advance (every task "
+            "the same draws); remove it (tasks are small: regularize by inner_steps and the "
+            "meta step instead)"
         )
-    if spec.loss is None or not spec.loss.probabilistic or spec.data.labels != "sparse":
+    if "batch_normalization" in kinds:
+        raise ValueError(
+            f"{name}, and the model has a batch_normalization layer: each task normalizes by "
+            "its own examples and its adapted copy is dropped, so the moving statistics the "
+            "exported network uses would never be learnt; remove it or use "
+            "LayerNormalization"
+        )
+    if spec.regularized:
+        raise ValueError(
+            f"{name}, and the model has weight regularizers: the inner loop's plain SGD and "
+            "the meta-step would not add them; remove kernel_regularizer and the like"
+        )
+    if (
+        spec.loss is None
+        or spec.loss.kind != "sparse_categorical_crossentropy"
+        or spec.data.labels != "sparse"
+    ):
         raise ValueError(
             f"{name}: a task's labels are class positions 0..ways-1; set "
             "loss=SparseCategoricalCrossentropy(from_logits=True) and data.labels='sparse'"
