@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 fde1256c66fd594c, script sha256 5501c869bc9e7aa8).
+(spec sha256 fde1256c66fd594c, script sha256 57e5e20d257f625e).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -404,23 +404,7 @@ class RunDirectory:
                 f"--init-from {self.args.init_from}: {self.checkpoints} already holds this run's "
                 "checkpoints. Run without --init-from to resume it, or pass a new --output-dir."
             )
-        with open(setup_path) as f:
-            saved = json.load(f)
-        differences = [
-            f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
-            for key in {**setup, **saved}
-            if saved.get(key) != setup.get(key)
-        ]
-        if differences:
-            raise SystemExit(
-                f"Refusing to resume from {self.checkpoints}: its checkpoints come from another "
-                "training setup (SETUP in this script; weights: the names, shapes and dtypes "
-                "of the network's variables). What differs:\n"
-                + "\n".join(differences)
-                + "\n"
-                "Undo the change, or train in a new --output-dir (with --init-from "
-                f"{self.path} to start from those weights)."
-            )
+        self.check_setup(setup)
         for path in reversed(paths):
             try:
                 checkpoint.restore(path).assert_existing_objects_matched()
@@ -433,6 +417,26 @@ class RunDirectory:
             f"None of the checkpoints restores ({', '.join(paths)}): see the errors above. "
             "Move them away (or pass another --output-dir) to start from scratch."
         )
+
+    def check_setup(self, setup, doing="resume from"):
+        """Stops unless setup.json says the checkpoints are of this setup."""
+        with open(os.path.join(self.checkpoints, "setup.json")) as f:
+            saved = json.load(f)
+        differences = [
+            f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
+            for key in {**setup, **saved}
+            if saved.get(key) != setup.get(key)
+        ]
+        if differences:
+            raise SystemExit(
+                f"Refusing to {doing} {self.checkpoints}: its checkpoints come from another "
+                "training setup (SETUP in this script; weights: the names, shapes and dtypes "
+                "of the network's variables). What differs:\n"
+                + "\n".join(differences)
+                + "\n"
+                "Undo the change, or train in a new --output-dir (with --init-from "
+                f"{self.path} to start from those weights)."
+            )
 
     def start(self, step, nonfinite_step):
         """Writes the run's start record to runs.jsonl (main() writes its end record)."""

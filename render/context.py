@@ -83,6 +83,8 @@ def build_context(
         "setup": fingerprint.setup_entries(spec, batch_size),
         # Meta-learning validates on tasks of classes held out of data.train.
         "has_validation": spec.data.validation is not None or meta,
+        # `python train.py evaluate`: a checkpoint scored on the validation data.
+        "evaluable": bool(spec.checkpoint) and (spec.data.validation is not None or meta),
         "x_name": x_name,
         "input_dtypes": input_dtypes(spec),
         # How each source is read: image files decoded when picked, arrays gathered, streams.

@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 fb7fd646dd2ba2dd, script sha256 f1b282c86f3e2cfd).
+(spec sha256 fb7fd646dd2ba2dd, script sha256 183fb4f6b932a253).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -44,6 +44,19 @@ OUTPUT_DIR = "runs/mnist_onecycle"
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=["train", "evaluate"],
+        default="train",
+        help="train (the default; resumes from the newest checkpoint), or evaluate a checkpoint "
+        "on the validation data without writing any",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        default="latest",
+        help="evaluate: 'latest' or a checkpoint's path",
+    )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
@@ -441,6 +454,9 @@ def train(args, run):
     )
     # Checkpoints do not depend on the strategy: they may come from any variant.
     run.restore(checkpoint, model=model)
+    if args.command == "evaluate":  # one validation pass of the restored weights
+        validation_pass(validation_iterator, tf.constant(validation_steps))
+        return run.evaluated(results(validation_values))
     run.start(step, nonfinite_step, strategy)
 
     # --- Training loop ----------------------------------------------------------------
@@ -546,6 +562,9 @@ class RunDirectory:
         """Takes the directory's lock, or stops: two runs writing one directory would overwrite
         each other's checkpoints. An flock: the OS drops it when the process ends, even by
         SIGKILL. run.lock names the run that holds it."""
+        reader = self.args.command == "evaluate"
+        if reader and not os.path.isdir(self.checkpoints):
+            raise SystemExit(f"Nothing to evaluate: {self.path} holds no checkpoints.")
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -553,7 +572,11 @@ class RunDirectory:
             )
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
-            fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # evaluate reads: any number of them at once, but not while a run trains.
+            fcntl.flock(
+                self.lock_file,
+                (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB,
+            )
         except BlockingIOError:
             self.lock_file.seek(0)
             holder = self.lock_file.read().strip() or "it has not written its pid yet"
@@ -568,6 +591,8 @@ class RunDirectory:
                 f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
                 f"not support locks; if no other run uses {self.path}, run again with --no-lock."
             ) from None
+        if reader:
+            return
         self.lock_file.truncate(0)
         self.lock_file.write(
             f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
@@ -581,6 +606,8 @@ class RunDirectory:
         from the weights of another run (--init-from)."""
         setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
         setup_path = os.path.join(self.checkpoints, "setup.json")
+        if self.args.command == "evaluate":
+            return self.restore_to_evaluate(checkpoint, setup, networks)
         self.manager = tf.train.CheckpointManager(
             checkpoint, self.checkpoints, KEEP_CHECKPOINTS
         )
@@ -597,23 +624,7 @@ class RunDirectory:
                 f"--init-from {self.args.init_from}: {self.checkpoints} already holds this run's "
                 "checkpoints. Run without --init-from to resume it, or pass a new --output-dir."
             )
-        with open(setup_path) as f:
-            saved = json.load(f)
-        differences = [
-            f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
-            for key in {**setup, **saved}
-            if saved.get(key) != setup.get(key)
-        ]
-        if differences:
-            raise SystemExit(
-                f"Refusing to resume from {self.checkpoints}: its checkpoints come from another "
-                "training setup (SETUP in this script; weights: the names, shapes and dtypes "
-                "of the network's variables). What differs:\n"
-                + "\n".join(differences)
-                + "\n"
-                "Undo the change, or train in a new --output-dir (with --init-from "
-                f"{self.path} to start from those weights)."
-            )
+        self.check_setup(setup)
         for path in reversed(paths):
             try:
                 checkpoint.restore(path).assert_existing_objects_matched()
@@ -626,6 +637,57 @@ class RunDirectory:
             f"None of the checkpoints restores ({', '.join(paths)}): see the errors above. "
             "Move them away (or pass another --output-dir) to start from scratch."
         )
+
+    def check_setup(self, setup, doing="resume from"):
+        """Stops unless setup.json says the checkpoints are of this setup."""
+        with open(os.path.join(self.checkpoints, "setup.json")) as f:
+            saved = json.load(f)
+        differences = [
+            f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
+            for key in {**setup, **saved}
+            if saved.get(key) != setup.get(key)
+        ]
+        if differences:
+            raise SystemExit(
+                f"Refusing to {doing} {self.checkpoints}: its checkpoints come from another "
+                "training setup (SETUP in this script; weights: the names, shapes and dtypes "
+                "of the network's variables). What differs:\n"
+                + "\n".join(differences)
+                + "\n"
+                "Undo the change, or train in a new --output-dir (with --init-from "
+                f"{self.path} to start from those weights)."
+            )
+
+    def restore_to_evaluate(self, checkpoint, setup, networks):
+        """evaluate: the weights of --checkpoint (latest or a path), of this setup. Nothing in
+        the directory is written."""
+        self.check_setup(setup, "evaluate")
+        path = self.args.checkpoint
+        if path == "latest":
+            path = tf.train.latest_checkpoint(self.checkpoints)
+        if path is None:
+            raise SystemExit(
+                f"--checkpoint {self.args.checkpoint}: none in {self.checkpoints}"
+            )
+        try:
+            checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+        except Exception as error:  # a path that is no checkpoint, damaged files
+            raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
+        number = re.search(r"-(\d+)$", path)  # ckpt-<step>
+        self.resumed_from, self.saved = path, int(number[1]) if number else None
+
+    def evaluated(self, values):
+        """evaluate: prints the validation values and appends them to evaluations.jsonl."""
+        values = {"val_" + name: value for name, value in values.items()}
+        print(f"{self.resumed_from} (step {self.saved}):")
+        print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
+        record = {
+            "checkpoint": self.resumed_from,
+            "step": self.saved,
+            "time": now(),
+            **values,
+        }
+        self.append("evaluations.jsonl", record)
 
     def start(self, step, nonfinite_step, strategy):
         """Writes the run's start record to runs.jsonl (main() writes its end record)."""

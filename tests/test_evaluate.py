@@ -1,0 +1,131 @@
+"""`python train.py evaluate`: a checkpoint (the newest, the best, or a path) scored on the
+validation data in a new process, reproducing the values its run logged; a reader of the run
+directory that writes no checkpoint, works beside other readers and not while a run trains."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import data
+import pytest
+from helpers import EXAMPLES, TWO_CPUS, records, run_cli, run_python, script_env
+
+EXAMPLE = "shapes_plateau"  # validation, checkpoints every epoch, the best model kept
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One small shapes_plateau run (4 epochs), its script and output directory."""
+    tmp = tmp_path_factory.mktemp("evaluate")
+    script = tmp / "train.py"
+    overrides = [*data.small_data_overrides(EXAMPLE, tmp), "checkpoint.keep=5"]
+    args = ["render", str(EXAMPLES / f"{EXAMPLE}.py"), "-o", str(script)]
+    for override in overrides:
+        args += ["--set", override]
+    assert run_cli(*args).returncode == 0
+    out = tmp / "run"
+    run_python(script, "--epochs", "4", "--deterministic", "--output-dir", str(out), cwd=tmp)
+    return script, out
+
+
+def evaluate(script: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, str(script), "evaluate", "--deterministic", "--output-dir",
+               str(out), *args]  # fmt: skip
+    return subprocess.run(command, cwd=script.parent, env=script_env(), capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+
+
+def snapshot(out: Path) -> dict[str, float]:
+    """Every file of the run directory but evaluations.jsonl, with its modification time."""
+    return {
+        str(p.relative_to(out)): p.stat().st_mtime
+        for p in out.rglob("*")
+        if p.is_file() and p.name != "evaluations.jsonl"
+    }
+
+
+def validation_at(out: Path, step: int) -> dict[str, float]:
+    (record,) = [r for r in records(out) if "val_loss" in r and r["step"] == step]
+    return {k: v for k, v in record.items() if k.startswith("val_")}
+
+
+@pytest.mark.slow
+def test_evaluate_reproduces_the_logged_validation_and_writes_no_checkpoint(trained):
+    script, out = trained
+    before = snapshot(out)
+    proc = evaluate(script, out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    evaluated = json.loads((out / "evaluations.jsonl").read_text().splitlines()[-1])
+    last = max(r["step"] for r in records(out))
+    assert evaluated["step"] == last and evaluated["checkpoint"].endswith(f"ckpt-{last}")
+    logged = validation_at(out, last)
+    assert set(logged) == {k for k in evaluated if k.startswith("val_")}
+    for name, value in logged.items():
+        assert abs(evaluated[name] - value) <= 1e-6, (name, evaluated, logged)
+    assert f"val_loss: {logged['val_loss']:.4f}" in proc.stdout
+    # A reader: no checkpoint, run record or log written or touched.
+    assert snapshot(out) == before
+
+
+@pytest.mark.slow
+def test_evaluate_the_best_checkpoint_and_an_older_one_by_path(trained):
+    script, out = trained
+    validated = [r for r in records(out) if "val_loss" in r]
+    best = max(validated, key=lambda r: r["val_accuracy"])  # the first of equals: min_delta 0
+    proc = evaluate(script, out, "--checkpoint", "best")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    evaluated = json.loads((out / "evaluations.jsonl").read_text().splitlines()[-1])
+    assert evaluated["step"] == best["step"], (evaluated, validated)
+    assert abs(evaluated["val_accuracy"] - best["val_accuracy"]) <= 1e-6
+    assert abs(evaluated["val_loss"] - best["val_loss"]) <= 1e-6
+
+    older = validated[1]["step"]
+    proc = evaluate(script, out, "--checkpoint", str(out / "checkpoints" / f"ckpt-{older}"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    evaluated = json.loads((out / "evaluations.jsonl").read_text().splitlines()[-1])
+    assert evaluated["step"] == older
+    assert abs(evaluated["val_loss"] - validation_at(out, older)["val_loss"]) <= 1e-6
+
+
+@pytest.mark.slow
+def test_evaluate_waits_for_no_reader_but_refuses_while_a_run_trains(trained, tmp_path):
+    script, out = trained
+    with open(out / "run.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)  # another evaluate reading
+        assert evaluate(script, out).returncode == 0
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a run training
+        proc = evaluate(script, out)
+    assert proc.returncode == 1 and "is in use by another run" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+
+    # Nothing to evaluate: said so, and no directory made.
+    empty = tmp_path / "never_trained"
+    proc = evaluate(script, empty)
+    assert proc.returncode == 1 and "holds no checkpoints" in proc.stderr, proc.stderr[-2000:]
+    assert not empty.exists()
+    proc = evaluate(script, out, "--checkpoint", str(tmp_path / "no_such_ckpt-3"))
+    assert proc.returncode == 1 and "--checkpoint: cannot restore" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+    # A script edited into another setup does not score these checkpoints.
+    edited = tmp_path / "edited.py"
+    edited.write_text(script.read_text().replace("BATCH_SIZE = 32", "BATCH_SIZE = 16"))
+    proc = evaluate(edited, out)
+    assert proc.returncode == 1 and "Refusing to evaluate" in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_evaluate_on_two_replicas_reproduces_their_validation(render, tmp_path):
+    script = render(EXAMPLE, *data.small_data_overrides(EXAMPLE, tmp_path), TWO_CPUS,
+                    variant="mirrored")  # fmt: skip
+    out = tmp_path / "run"
+    run_python(script, "--epochs", "2", "--deterministic", "--output-dir", str(out), cwd=tmp_path)
+    proc = evaluate(script, out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    evaluated = json.loads((out / "evaluations.jsonl").read_text().splitlines()[-1])
+    for name, value in validation_at(out, evaluated["step"]).items():
+        assert abs(evaluated[name] - value) <= 1e-6, (name, evaluated)
