@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 b62e4ad8a8247c90, script sha256 b0f2aa9d9b6bbc6e).
+(spec sha256 b62e4ad8a8247c90, script sha256 1c91aef9b307f322).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -676,12 +676,7 @@ class RunDirectory:
         values = {"val_" + name: value for name, value in values.items()}
         print(f"{self.resumed_from} (step {self.saved}):")
         print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
-        record = {
-            "checkpoint": self.resumed_from,
-            "step": self.saved,
-            "time": now(),
-            **values,
-        }
+        record = {"checkpoint": self.resumed_from, "step": self.saved, **values}
         self.append("evaluations.jsonl", record)
 
     def start(self, step, nonfinite_step):

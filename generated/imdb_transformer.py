@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 d1db346c20dc2ee9, script sha256 a360f53aedc72e2d).
+(spec sha256 d1db346c20dc2ee9, script sha256 a6ff67d44dde4424).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -590,12 +590,7 @@ class RunDirectory:
         values = {"val_" + name: value for name, value in values.items()}
         print(f"{self.resumed_from} (step {self.saved}):")
         print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
-        record = {
-            "checkpoint": self.resumed_from,
-            "step": self.saved,
-            "time": now(),
-            **values,
-        }
+        record = {"checkpoint": self.resumed_from, "step": self.saved, **values}
         self.append("evaluations.jsonl", record)
 
     def start(self, step, nonfinite_step):

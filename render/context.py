@@ -85,6 +85,10 @@ def build_context(
         "has_validation": spec.data.validation is not None or meta,
         # `python train.py evaluate`: a checkpoint scored on the validation data.
         "evaluable": bool(spec.checkpoint) and (spec.data.validation is not None or meta),
+        # evaluate --data PATH: another source of the validation data's kind (a test split).
+        "other_data": bool(spec.checkpoint)
+        and getattr(spec.data.validation, "kind", None)
+        in ("npz", "image_directory", "text", "text_directory", "tfrecord", "csv"),
         "x_name": x_name,
         "input_dtypes": input_dtypes(spec),
         # How each source is read: image files decoded when picked, arrays gathered, streams.

@@ -129,3 +129,33 @@ def test_evaluate_on_two_replicas_reproduces_their_validation(render, tmp_path):
     evaluated = json.loads((out / "evaluations.jsonl").read_text().splitlines()[-1])
     for name, value in validation_at(out, evaluated["step"]).items():
         assert abs(evaluated[name] - value) <= 1e-6, (name, evaluated)
+
+
+@pytest.mark.slow
+def test_evaluate_on_a_test_split_of_the_validation_kind(render, tmp_path):
+    """--data: other files of the validation source's kind. The validation directory itself
+    gives the values the run logged; a test directory its own, recorded with its path; a
+    directory with a class the training data lacks stops the script, naming --data."""
+    validation = data.image_directory(tmp_path / "validation", per_class=4, size=32)
+    test = data.image_directory(tmp_path / "test", per_class=6, size=32)
+    extra = data.image_directory(tmp_path / "extra", per_class=2, size=32, classes=4)
+    source = {"kind": "image_directory", "path": validation, "image_size": [32, 32]}
+    script = render("cifar10_vgg", *data.small_data_overrides("cifar10_vgg", tmp_path),
+                    f"data.validation={json.dumps(source)}")  # fmt: skip
+    out = tmp_path / "run"
+    run_python(script, "--epochs", "1", "--deterministic", "--output-dir", str(out), cwd=tmp_path)
+    logged = validation_at(out, max(r["step"] for r in records(out)))
+
+    def evaluated(path: str) -> dict:
+        proc = evaluate(script, out, "--data", path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads((out / "evaluations.jsonl").read_text().splitlines()[-1])
+
+    same = evaluated(validation)
+    assert same["data"] == validation
+    assert all(abs(same[name] - value) <= 1e-6 for name, value in logged.items()), same
+    other = evaluated(test)
+    assert other["data"] == test and abs(other["val_loss"] - logged["val_loss"]) > 1e-6
+    proc = evaluate(script, out, "--data", extra)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "--data: " in proc.stderr and "['class_3'] that are not classes" in proc.stderr

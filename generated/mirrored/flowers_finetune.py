@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 18c0c8c2937e77cb, script sha256 8cac0cd06e7b8f0b).
+(spec sha256 18c0c8c2937e77cb, script sha256 ac74b5e2a8fd0966).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -60,6 +60,11 @@ def parse_args(argv=None):
         "--checkpoint",
         default="latest",
         help="evaluate: 'latest' or a checkpoint's path",
+    )
+    parser.add_argument(
+        "--data",
+        metavar="PATH",
+        help="evaluate: another source of the validation data's kind (its files' glob), a test split",
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
@@ -226,14 +231,15 @@ def parse_tfrecords(serialized):
     return inputs, example["label"]
 
 
-def load_examples():
+def load_examples(data=None):
     """Training and validation examples: streams of records, read epoch by epoch as the
     batches need them (their files checked and counted now)."""
     train_examples = tfrecord_files(
         "data/flowers/train-*.tfrecord", field="data.train.files"
     )
     validation_examples = tfrecord_files(
-        "data/flowers/validation-*.tfrecord", field="data.validation.files"
+        data or "data/flowers/validation-*.tfrecord",
+        field="--data" if data else "data.validation.files",
     )
     return train_examples, validation_examples
 
@@ -460,7 +466,8 @@ def train(args, run):
     run.lock()  # one run at a time in the output directory
 
     # --- Data -------------------------------------------------------------------------
-    train_examples, validation_examples = load_examples()
+    # evaluate --data: the validation data from other files (a test split).
+    train_examples, validation_examples = load_examples(getattr(args, "data", None))
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(num_examples(train_examples) / GLOBAL_BATCH_SIZE)
     validation_steps = math.ceil(num_examples(validation_examples) / GLOBAL_BATCH_SIZE)
@@ -810,10 +817,11 @@ class RunDirectory:
         values = {"val_" + name: value for name, value in values.items()}
         print(f"{self.resumed_from} (step {self.saved}):")
         print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
+        data = self.args.data or "validation"
         record = {
             "checkpoint": self.resumed_from,
             "step": self.saved,
-            "time": now(),
+            "data": data,
             **values,
         }
         self.append("evaluations.jsonl", record)

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 8da611d4ccc5fbd9, script sha256 77a3bd0b1c65c35a).
+(spec sha256 8da611d4ccc5fbd9, script sha256 73e69d21d6daf8cc).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -54,6 +54,11 @@ def parse_args(argv=None):
         "--checkpoint",
         default="latest",
         help="evaluate: 'latest' or a checkpoint's path",
+    )
+    parser.add_argument(
+        "--data",
+        metavar="PATH",
+        help="evaluate: another source of the validation data's kind (its files' glob), a test split",
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
@@ -243,12 +248,13 @@ def parse_csv_lines(lines, selected):
     return inputs, columns["price"]
 
 
-def load_examples():
+def load_examples(data=None):
     """Training and validation examples: streams of records, read epoch by epoch as the
     batches need them (their files checked and counted now)."""
     train_examples = csv_files("data/houses/train-*.csv", field="data.train.files")
     validation_examples = csv_files(
-        "data/houses/validation-*.csv", field="data.validation.files"
+        data or "data/houses/validation-*.csv",
+        field="--data" if data else "data.validation.files",
     )
     return train_examples, validation_examples
 
@@ -474,7 +480,8 @@ def train(args, run):
     run.lock()  # one run at a time in the output directory
 
     # --- Data -------------------------------------------------------------------------
-    train_examples, validation_examples = load_examples()
+    # evaluate --data: the validation data from other files (a test split).
+    train_examples, validation_examples = load_examples(getattr(args, "data", None))
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(num_examples(train_examples) / GLOBAL_BATCH_SIZE)
     # An embedding's gradient is sparse (the rows of the tokens seen), and replicas gather
@@ -809,10 +816,11 @@ class RunDirectory:
         values = {"val_" + name: value for name, value in values.items()}
         print(f"{self.resumed_from} (step {self.saved}):")
         print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
+        data = self.args.data or "validation"
         record = {
             "checkpoint": self.resumed_from,
             "step": self.saved,
-            "time": now(),
+            "data": data,
             **values,
         }
         self.append("evaluations.jsonl", record)

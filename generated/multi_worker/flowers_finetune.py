@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 6618a71dabe18f46, script sha256 e3cc7f8660f5afb7).
+(spec sha256 6618a71dabe18f46, script sha256 3296e82ee4c40345).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -62,6 +62,11 @@ def parse_args(argv=None):
         "--checkpoint",
         default="latest",
         help="evaluate: 'latest' or a checkpoint's path",
+    )
+    parser.add_argument(
+        "--data",
+        metavar="PATH",
+        help="evaluate: another source of the validation data's kind (its files' glob), a test split",
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
@@ -228,14 +233,15 @@ def parse_tfrecords(serialized):
     return inputs, example["label"]
 
 
-def load_examples():
+def load_examples(data=None):
     """Training and validation examples: streams of records, read epoch by epoch as the
     batches need them (their files checked and counted now)."""
     train_examples = tfrecord_files(
         "data/flowers/train-*.tfrecord", field="data.train.files"
     )
     validation_examples = tfrecord_files(
-        "data/flowers/validation-*.tfrecord", field="data.validation.files"
+        data or "data/flowers/validation-*.tfrecord",
+        field="--data" if data else "data.validation.files",
     )
     return train_examples, validation_examples
 
@@ -479,7 +485,8 @@ def train(args, run):
         )
 
     # --- Data -------------------------------------------------------------------------
-    train_examples, validation_examples = load_examples()
+    # evaluate --data: the validation data from other files (a test split).
+    train_examples, validation_examples = load_examples(getattr(args, "data", None))
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(num_examples(train_examples) / GLOBAL_BATCH_SIZE)
     validation_steps = math.ceil(num_examples(validation_examples) / GLOBAL_BATCH_SIZE)
@@ -864,10 +871,11 @@ class RunDirectory:
         values = {"val_" + name: value for name, value in values.items()}
         print(f"{self.resumed_from} (step {self.saved}):")
         print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
+        data = self.args.data or "validation"
         record = {
             "checkpoint": self.resumed_from,
             "step": self.saved,
-            "time": now(),
+            "data": data,
             **values,
         }
         self.append("evaluations.jsonl", record)

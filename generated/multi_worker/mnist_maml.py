@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by MAML.
 
 Written by loopgen 0.1.0 from examples/mnist_maml.py
-(spec sha256 baf39f04d19b85f7, script sha256 21d49a2eb1242506).
+(spec sha256 baf39f04d19b85f7, script sha256 7e1c51ae4131e0a0).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -776,12 +776,7 @@ class RunDirectory:
         values = {"val_" + name: value for name, value in values.items()}
         print(f"{self.resumed_from} (step {self.saved}):")
         print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
-        record = {
-            "checkpoint": self.resumed_from,
-            "step": self.saved,
-            "time": now(),
-            **values,
-        }
+        record = {"checkpoint": self.resumed_from, "step": self.saved, **values}
         self.append("evaluations.jsonl", record)
 
     def start(self, step, nonfinite_step, strategy):

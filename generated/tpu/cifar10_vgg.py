@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 ea6a29a0a90a0af6, script sha256 608732b55ae4408b).
+(spec sha256 ea6a29a0a90a0af6, script sha256 bc0f61e01dc39636).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -693,12 +693,7 @@ class RunDirectory:
         values = {"val_" + name: value for name, value in values.items()}
         print(f"{self.resumed_from} (step {self.saved}):")
         print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
-        record = {
-            "checkpoint": self.resumed_from,
-            "step": self.saved,
-            "time": now(),
-            **values,
-        }
+        record = {"checkpoint": self.resumed_from, "step": self.saved, **values}
         self.append("evaluations.jsonl", record)
 
     def start(self, step, nonfinite_step, strategy):
