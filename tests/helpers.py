@@ -102,6 +102,17 @@ def records(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
+def saved_models(export: Path, script: Path) -> list[Path]:
+    """The SavedModels a run of `script` writes into an export directory (<run>/export, or its
+    best/): a GAN's generator; otherwise the bare network and, where the script has a serving
+    signature for its source, the model to serve (saved_model/1)."""
+    source = script.read_text()
+    if "def export(generator" in source:
+        return [export / "generator"]
+    served = [export / "saved_model" / "1"] if "def serving_function(" in source else []
+    return [export / "network", *served]
+
+
 def free_ports(count: int) -> list[int]:
     sockets = [socket.socket() for _ in range(count)]
     for s in sockets:

@@ -309,7 +309,7 @@ def export_matches(script: str, output_dir: str, x_path: str) -> dict:
     x = np.load(x_path)["x"][:8]
     x = module.preprocess(x, np.zeros(len(x)))[0]
     expected = restored_model(module, os.path.join(output_dir, "checkpoints"))(x, training=False)
-    served = tf.saved_model.load(os.path.join(output_dir, "export", "saved_model"))
+    served = tf.saved_model.load(os.path.join(output_dir, "export", "network"))
     result = {"saved_model": float(np.max(np.abs(served.serve(x) - expected)))}
     keras_files = [
         f for f in os.listdir(os.path.join(output_dir, "export")) if f.endswith(".keras")
@@ -663,8 +663,8 @@ def best_export_matches(script: str, output_dir: str, x_path: str) -> dict:
     best = restored_model(module, os.path.join(output_dir, "checkpoints", "best"))(x)
     export = os.path.join(output_dir, "export")
     # Keep the loaded objects: their functions reference their variables.
-    loaded_best = tf.saved_model.load(os.path.join(export, "best", "saved_model"))
-    loaded_last = tf.saved_model.load(os.path.join(export, "saved_model"))
+    loaded_best = tf.saved_model.load(os.path.join(export, "best", "network"))
+    loaded_last = tf.saved_model.load(os.path.join(export, "network"))
     served_best, served_last = loaded_best.serve(x), loaded_last.serve(x)
     return {
         "best": float(np.max(np.abs(served_best - best))),
