@@ -321,6 +321,63 @@ def export_matches(script: str, output_dir: str, x_path: str) -> dict:
     return result
 
 
+def serving_reference(script: str, output_dir: str, reference: str) -> dict:
+    """What a run's model to serve (export/saved_model/1) must answer, from the script itself:
+    its first training examples as the source holds them (arrays, or the image files' paths),
+    and the network restored from the run's newest checkpoint applied to them as the training
+    pipeline reads and prepares them (read_arrays or read_images, then preprocess). Also the
+    network on the examples as read but not prepared (no rescale): what a serving signature
+    that forgot prepare_inputs would answer. Saved to `reference` (.npz) for a process that
+    imports neither the script nor loopgen."""
+    import contextlib
+    import os
+
+    module = load_script(script)
+    served = contextlib.nullcontext()
+    if "keras.datasets.imdb" in open(script).read():
+        import keras_datasets_mock  # the download, served by its test double
+
+        served = keras_datasets_mock.served()
+    with served:
+        examples = training_examples(module)
+    inputs, labels = examples
+    indices = tf.range(min(8, len(labels)))
+    files = inputs.dtype.kind in "USO"  # image files' paths, not arrays
+    read = (module.read_images if files else module.read_arrays)(examples, indices)
+    model = restored_model(module, os.path.join(output_dir, "checkpoints"))
+    expected = model(module.preprocess(*read)[0], training=False)
+    unprepared = model(tf.cast(read[0], tf.float32), training=False)
+    if files:
+        # The classes: the sub-directories of the training directory, sorted.
+        root = os.path.dirname(os.path.dirname(inputs[0]))
+        names = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+        raw = {"paths": inputs[: len(indices)], "class_names": names}
+    else:
+        raw = {"raw": inputs[: len(indices)]}
+    np.savez(reference, expected=expected, unprepared=unprepared, **raw)
+    return {"examples": len(indices), "spread": float(np.std(expected))}
+
+
+def write_image_files(folder: str, per_class: str) -> dict:
+    """Two class sub-directories of PNG and JPEG files (alternately) of varied sizes, 20 to 48
+    pixels a side, whose brightness tells the class."""
+    import os
+
+    rng = np.random.default_rng(3)
+    for label, name in enumerate(("dark", "light")):
+        os.makedirs(os.path.join(folder, name))
+        for index in range(int(per_class)):
+            height, width = rng.integers(20, 49, 2)
+            pixels = label * 150 + rng.integers(0, 100, (height, width, 3))
+            pixels = np.clip(pixels, 0, 255).astype("uint8")
+            if index % 2:
+                encoded, suffix = tf.io.encode_jpeg(pixels), "jpg"
+            else:
+                encoded, suffix = tf.io.encode_png(pixels), "png"
+            tf.io.write_file(os.path.join(folder, name, f"{index}.{suffix}"), encoded)
+    return {"folder": folder}
+
+
 def fit_equivalence(script: str, output_dir: str, compile_args: str) -> dict:
     """The same model, initial weights and batches trained by compile().fit() for one epoch,
     compared with the weights the generated loop saved."""
