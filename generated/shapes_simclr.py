@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 4cd3499959809aee, script sha256 5882193dff65ee99).
+(spec sha256 4cd3499959809aee, script sha256 0e759f391d9a2900).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -383,7 +383,8 @@ def export(model, directory, examples):
     - network/: the bare network (model.export), for inputs already prepared as
       prepare_inputs() does.
 
-    Both SavedModels load without this script's classes."""
+    Both SavedModels load without this script's classes. `examples`: the training examples, whose
+    dtype and shape the served model takes."""
     with written_whole(directory) as partial:
         served = keras.export.ExportArchive()
         served.track(model)

@@ -1,7 +1,7 @@
 """Distil the mnist_mlp example's network into a smaller MLP.
 
 Written by loopgen 0.1.0 from examples/mnist_distillation.py
-(spec sha256 4859a9a0dba00642, script sha256 0b721da5280c3b12).
+(spec sha256 4859a9a0dba00642, script sha256 34d5b0ee822aea09).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -334,7 +334,8 @@ def export(model, directory, examples):
     - network/: the bare network (model.export), for inputs already prepared as
       prepare_inputs() does.
 
-    Both SavedModels load without this script's classes."""
+    Both SavedModels load without this script's classes. `examples`: the training examples, whose
+    dtype and shape the served model takes."""
     with written_whole(directory) as partial:
         served = keras.export.ExportArchive()
         served.track(model)

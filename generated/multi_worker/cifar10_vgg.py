@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 4fa13c3a78e601a9, script sha256 9714fd35dbacc664).
+(spec sha256 4fa13c3a78e601a9, script sha256 2db8900f933c68dd).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -327,7 +327,8 @@ def export(model, directory, examples):
       prepare_inputs() does.
     - cifar10_vgg.keras: the network, for keras.saving.load_model.
 
-    Both SavedModels load without this script's classes."""
+    Both SavedModels load without this script's classes. `examples`: the training examples, whose
+    dtype and shape the served model takes."""
     with written_whole(directory) as partial:
         served = keras.export.ExportArchive()
         served.track(model)

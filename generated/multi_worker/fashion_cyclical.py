@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 e70506a1e3eee1db, script sha256 2ee5f44e75c9df52).
+(spec sha256 e70506a1e3eee1db, script sha256 ba17d9ca1e4103b3).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -329,7 +329,8 @@ def export(model, directory, examples):
     - network/: the bare network (model.export), for inputs already prepared as
       prepare_inputs() does.
 
-    Both SavedModels load without this script's classes."""
+    Both SavedModels load without this script's classes. `examples`: the training examples, whose
+    dtype and shape the served model takes."""
     with written_whole(directory) as partial:
         served = keras.export.ExportArchive()
         served.track(model)

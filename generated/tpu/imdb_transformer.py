@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 f9fdf3c9b3bce663, script sha256 eda0929ec9821b2a).
+(spec sha256 f9fdf3c9b3bce663, script sha256 ef5145918d482762).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -331,7 +331,8 @@ def export(model, directory, examples):
     - network/: the bare network (model.export), for inputs already prepared as
       prepare_inputs() does.
 
-    Both SavedModels load without this script's classes."""
+    Both SavedModels load without this script's classes. `examples`: the training examples, whose
+    dtype and shape the served model takes."""
     with written_whole(directory) as partial:
         served = keras.export.ExportArchive()
         served.track(model)
