@@ -129,11 +129,14 @@ else:
     raw = tf.constant(reference["raw"])
 outputs = {key: value.numpy() for key, value in serve(**{name: raw}).items()}
 scores = outputs["scores"]
+# Differences relative to the scores' magnitude (at least 1): float32 keeps 7 digits of
+# a diverged network's scores of 1e8 too.
+scale = max(1.0, float(np.max(np.abs(reference["expected"]))))
 result = {
     "input": [name, spec.dtype.name, spec.shape.as_list()],
     "outputs": sorted(outputs),
-    "scores": float(np.max(np.abs(scores - reference["expected"]))),
-    "unprepared": float(np.max(np.abs(scores - reference["unprepared"]))),
+    "scores": float(np.max(np.abs(scores - reference["expected"]))) / scale,
+    "unprepared": float(np.max(np.abs(scores - reference["unprepared"]))) / scale,
 }
 if "probabilities" in outputs:
     if scores.shape[-1] == 1:
@@ -158,7 +161,7 @@ def serving_matches(script: Path, out: Path, cwd: Path) -> dict:
     export/saved_model/1, in a fresh process that imports neither the script nor loopgen,
     against the script's network on the same examples as its training pipeline prepares them
     (tf_checks.serving_reference). Returns the probe's findings: its input, output names and
-    the largest differences."""
+    the largest differences, relative to the scores' magnitude where it exceeds 1."""
     reference = cwd / "serving_reference.npz"
     tf_check("serving_reference", str(script), str(out), str(reference), cwd=cwd)
     saved_model = out / "export" / "saved_model" / "1"

@@ -332,6 +332,7 @@ def serving_reference(script: str, output_dir: str, reference: str) -> dict:
     import contextlib
     import os
 
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # the modules it imports
     module = load_script(script)
     served = contextlib.nullcontext()
     if "keras.datasets.imdb" in open(script).read():
