@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 d1db346c20dc2ee9, script sha256 d72bdc5cefb2fe82).
+(spec sha256 d1db346c20dc2ee9, script sha256 243e006a37391248).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -303,10 +303,11 @@ def export(model, directory, examples):
 
 
 def serving_function(model, examples):
-    """The exported model's serving_default: a batch of raw examples, each of the dtype and shape
-    of the training images load_examples() gives (word ids), prepared by
-    prepare_inputs() as the training images were, then the network. Named outputs: "scores",
-    the network's output; "probabilities" and "class_ids"."""
+    """The exported model's serving_default: a batch of raw examples, of the dtype and shape
+    of the training images load_examples() gives (word ids).
+    prepare_inputs() prepares them as it did the training images, then the network
+    answers. Named outputs: "scores", the network's output; "probabilities" and
+    "class_ids"."""
     images, _ = examples
     signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
 

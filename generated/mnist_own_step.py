@@ -1,7 +1,7 @@
 """Classify MNIST digits with a confidence penalty of your own, by sign descent.
 
 Written by loopgen 0.1.0 from examples/mnist_own_step.py
-(spec sha256 24758b47c6950d9b, script sha256 f730b5aed3d4f79c).
+(spec sha256 24758b47c6950d9b, script sha256 176afbf514c9df8f).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -282,10 +282,10 @@ def export(model, directory, examples):
 
 
 def serving_function(model, examples):
-    """The exported model's serving_default: a batch of raw examples, each of the dtype and shape
-    of the training images load_examples() gives (uint8 pixels, say), prepared by
-    prepare_inputs() as the training images were, then the network. Named outputs: "scores",
-    the network's output."""
+    """The exported model's serving_default: a batch of raw examples, of the dtype and shape
+    of the training images load_examples() gives (uint8 pixels, say).
+    prepare_inputs() prepares them as it did the training images, then the network
+    answers. Named outputs: "scores", the network's output."""
     images, _ = examples
     signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
 

@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 080fa1c07af88c91, script sha256 c2a7f4bc69567e09).
+(spec sha256 080fa1c07af88c91, script sha256 e05b24bdc2713c13).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -363,10 +363,11 @@ def export(model, directory, examples):
 
 
 def serving_function(model, examples):
-    """The exported model's serving_default: a batch of raw examples, each of the dtype and shape
-    of the training images load_examples() gives (uint8 pixels, say), prepared by
-    prepare_inputs() as the training images were, then the network. Named outputs: "scores",
-    the network's output; "probabilities" and "class_ids"."""
+    """The exported model's serving_default: a batch of raw examples, of the dtype and shape
+    of the training images load_examples() gives (uint8 pixels, say).
+    prepare_inputs() prepares them as it did the training images, then the network
+    answers. Named outputs: "scores", the network's output; "probabilities" and
+    "class_ids"."""
     images, _ = examples
     signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
 

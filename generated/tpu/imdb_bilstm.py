@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 22290b94f5eb67e4, script sha256 c2dec8504d859427).
+(spec sha256 22290b94f5eb67e4, script sha256 8e96ebe695eca3d7).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -301,10 +301,11 @@ def export(model, directory, examples):
 
 
 def serving_function(model, examples):
-    """The exported model's serving_default: a batch of raw examples, each of the dtype and shape
-    of the training images load_examples() gives (word ids), prepared by
-    prepare_inputs() as the training images were, then the network. Named outputs: "scores",
-    the network's output; "probabilities" and "class_ids"."""
+    """The exported model's serving_default: a batch of raw examples, of the dtype and shape
+    of the training images load_examples() gives (word ids).
+    prepare_inputs() prepares them as it did the training images, then the network
+    answers. Named outputs: "scores", the network's output; "probabilities" and
+    "class_ids"."""
     images, _ = examples
     signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
 

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 cb6e55d25382b8e4, script sha256 56b6cadbb7aa99a7).
+(spec sha256 cb6e55d25382b8e4, script sha256 004f34b9a968b692).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -259,10 +259,11 @@ def export(model, directory, examples):
 
 
 def serving_function(model, examples):
-    """The exported model's serving_default: a batch of raw examples, each of the dtype and shape
-    of the training images load_examples() gives (uint8 pixels, say), prepared by
-    prepare_inputs() as the training images were, then the network. Named outputs: "scores",
-    the network's output; "probabilities" and "class_ids"."""
+    """The exported model's serving_default: a batch of raw examples, of the dtype and shape
+    of the training images load_examples() gives (uint8 pixels, say).
+    prepare_inputs() prepares them as it did the training images, then the network
+    answers. Named outputs: "scores", the network's output; "probabilities" and
+    "class_ids"."""
     images, _ = examples
     signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
 

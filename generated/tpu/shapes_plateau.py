@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 1318f46f3835d75a, script sha256 9fb9d0a86d16cb7d).
+(spec sha256 1318f46f3835d75a, script sha256 988cc2818edaf784).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -362,10 +362,11 @@ def export(model, directory, examples):
 
 
 def serving_function(model, examples):
-    """The exported model's serving_default: a batch of raw examples, each of the dtype and shape
-    of the training images load_examples() gives (uint8 pixels, say), prepared by
-    prepare_inputs() as the training images were, then the network. Named outputs: "scores",
-    the network's output; "probabilities" and "class_ids"."""
+    """The exported model's serving_default: a batch of raw examples, of the dtype and shape
+    of the training images load_examples() gives (uint8 pixels, say).
+    prepare_inputs() prepares them as it did the training images, then the network
+    answers. Named outputs: "scores", the network's output; "probabilities" and
+    "class_ids"."""
     images, _ = examples
     signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
 
