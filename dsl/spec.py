@@ -61,7 +61,12 @@ class Export(StrictModel):
     """What the script writes when training ends."""
 
     saved_model: bool = True
-    """A SavedModel (`model.export`) for serving; loads without the custom layer classes."""
+    """SavedModels, which load without the custom layer classes: `export/network/`, the bare
+    network (`model.export`), and for `Npz`, `KerasDataset`, `Shapes` and `ImageDirectory`
+    training data `export/saved_model/1/` to serve (TF Serving's layout, version 1), whose
+    `serving_default` takes raw examples (the source's arrays; image files' bytes), prepares
+    them as training does, and returns `scores` (and `probabilities`, `class_ids`, `class_names`
+    for a classifier)."""
     keras: bool = False
     """A `.keras` file (`model.save`) to continue in Keras; needs the custom classes to load."""
 

@@ -1,7 +1,7 @@
 """Distil the mnist_mlp example's network into a smaller MLP.
 
 Written by loopgen 0.1.0 from examples/mnist_distillation.py
-(spec sha256 cec53a4fa1852fb1, script sha256 ff527bde20f18f9f).
+(spec sha256 cec53a4fa1852fb1, script sha256 6782a0abb7202b54).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -116,9 +116,18 @@ def as_tensors(examples):
 
 
 def preprocess(images, labels):
-    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
-    images = tf.cast(images, tf.float32) * RESCALE
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch): its inputs
+    by prepare_inputs(), which the exported model's serving signature applies too."""
+    images = prepare_inputs(images)
     return images, labels
+
+
+def prepare_inputs(images):
+    """The model's inputs from a batch of examples as read: in training and validation
+    (preprocess), and in the exported model's serving signature, so that a served example is
+    prepared exactly as the training examples were (never augmented)."""
+    images = tf.cast(images, tf.float32) * RESCALE
+    return images
 
 
 def epoch_order(epoch, num_examples):
@@ -292,11 +301,47 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+def export(model, directory, examples):
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs already prepared as
+      prepare_inputs() does.
+
+    Both SavedModels load without this script's classes. `examples`: the training examples, whose
+    dtype and shape the served model takes."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model, examples))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model, examples):
+    """The exported model's serving_default: a batch of raw examples, of the dtype and shape
+    of the training images load_examples() gives (uint8 pixels, say).
+    prepare_inputs() prepares them as it did the training images, then the network
+    answers. Named outputs: "scores", the network's output; "probabilities" and
+    "class_ids"."""
+    images, _ = examples
+    signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
+
+    @tf.function(input_signature=[signature])
+    def serve(images):
+        scores = model(prepare_inputs(images), training=False)
+        probabilities = tf.nn.softmax(scores)
+        class_ids = tf.argmax(scores, axis=-1)
+        return {
+            "scores": scores,
+            "probabilities": probabilities,
+            "class_ids": class_ids,
+        }
+
+    return serve
 
 
 def train(args, run):
@@ -440,7 +485,7 @@ def train(args, run):
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
-    export(model, os.path.join(args.output_dir, "export"))
+    export(model, os.path.join(args.output_dir, "export"), train_examples)
 
 
 # --- The run directory ------------------------------------------------------------------

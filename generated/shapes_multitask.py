@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 92cc046ca48bc8f1, script sha256 3ea6cbbcd609a124).
+(spec sha256 92cc046ca48bc8f1, script sha256 1efa761dc11a6b53).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -324,10 +324,11 @@ def steps_in_call(global_step, epoch_end):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):

@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 bacbed6570608914, script sha256 df14e43b338bb1d9).
+(spec sha256 bacbed6570608914, script sha256 df7bb4aa294a1804).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -255,10 +255,11 @@ def steps_in_call(global_step, epoch_end):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):

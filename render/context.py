@@ -25,6 +25,17 @@ skipping inside an epoch."""
 RECORDS = {"tfrecord", "csv", "generator"}
 """Streams whose files or generator the script checks and counts when it loads them
 (`Records`)."""
+SERVED_SOURCES = {"npz", "keras_dataset", "shapes", "image_directory"}
+"""Training sources whose raw examples the exported model's serving signature takes: arrays
+held in memory (their dtype and shape), or image files (their encoded contents)."""
+CLASS_SCORES = {
+    "sparse_categorical_crossentropy": "softmax",
+    "categorical_crossentropy": "softmax",
+    "categorical_focal_crossentropy": "softmax",
+    "binary_crossentropy": "sigmoid",
+    "binary_focal_crossentropy": "sigmoid",
+}
+"""Classification losses, and the function from the network's scores to class probabilities."""
 MONITOR_NAMES = {
     "early_stopping": "early_stopping",
     "reduce_on_plateau": "plateau",
@@ -187,6 +198,7 @@ def build_context(
         else [],
         "model_augmentation": bool(spec.data.augmentation) and spec.data.augment_in == "model",
         "gan": spec.gan is not None,
+        "serving": serving_context(spec),
         # Whether each network's layers have weight penalties (model.losses) to add.
         "regularized": {
             name: any(getattr(item, "regularized", False) for _, item in network.flat_items())
@@ -297,6 +309,31 @@ def generator_signature(source: Any) -> str:
         return spec(value)
 
     return f"({structure(source.features)}, {structure(source.label)})"
+
+
+def serving_context(spec: Spec) -> dict[str, Any] | None:
+    """What the exported model's serving signature takes and returns (export.jinja), or None
+    where the script exports the bare network alone: a GAN's generator, a multi-task model, a
+    source whose raw examples it does not take yet (streams, text)."""
+    train = spec.data.train
+    if not spec.export.saved_model or spec.gan or spec.tasks or train.kind not in SERVED_SOURCES:
+        return None
+    loss = spec.loss
+    classify = None
+    # A contrastive run exports its encoder: its outputs are features, not class scores. A
+    # meta-learnt network's outputs are places in a task yet to adapt to, not classes.
+    scores_classes = spec.training.kind not in ("contrastive", "reptile", "maml")
+    if loss is not None and loss.kind != "import" and scores_classes:
+        classify = CLASS_SCORES.get(loss.kind)
+    return {
+        "inputs": "files" if train.kind == "image_directory" else "arrays",
+        # softmax, sigmoid, or None: the network's scores alone.
+        "classify": classify,
+        # Scores that are already probabilities (a loss with from_logits=False).
+        "probabilities": classify is not None and not loss.from_logits,
+        # The training directory's sub-directories name the classes.
+        "class_names": classify is not None and train.kind == "image_directory",
+    }
 
 
 def loss_expression(loss: Any, per_example: bool) -> str:

@@ -102,6 +102,77 @@ def records(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
+def saved_models(export: Path, script: Path) -> list[Path]:
+    """The SavedModels a run of `script` writes into an export directory (<run>/export, or its
+    best/): a GAN's generator; otherwise the bare network and, where the script has a serving
+    signature for its source, the model to serve (saved_model/1)."""
+    source = script.read_text()
+    if "def export(generator" in source:
+        return [export / "generator"]
+    served = [export / "saved_model" / "1"] if "def serving_function(" in source else []
+    return [export / "network", *served]
+
+
+SERVING_PROBE = """
+import json, sys
+
+import numpy as np
+import tensorflow as tf
+
+saved_model, reference = sys.argv[1:]
+reference = np.load(reference)
+serve = tf.saved_model.load(saved_model).signatures["serving_default"]
+((name, spec),) = serve.structured_input_signature[1].items()
+if "paths" in reference:  # image files: their bytes, as a client sends them
+    raw = tf.constant([open(path, "rb").read() for path in reference["paths"]])
+else:
+    raw = tf.constant(reference["raw"])
+outputs = {key: value.numpy() for key, value in serve(**{name: raw}).items()}
+scores = outputs["scores"]
+# Differences relative to the scores' magnitude (at least 1): float32 keeps 7 digits of
+# a diverged network's scores of 1e8 too.
+scale = max(1.0, float(np.max(np.abs(reference["expected"]))))
+result = {
+    "input": [name, spec.dtype.name, spec.shape.as_list()],
+    "outputs": sorted(outputs),
+    "scores": float(np.max(np.abs(scores - reference["expected"]))) / scale,
+    "unprepared": float(np.max(np.abs(scores - reference["unprepared"]))) / scale,
+}
+if "probabilities" in outputs:
+    if scores.shape[-1] == 1:
+        probabilities = tf.sigmoid(reference["expected"]).numpy()
+        class_ids = (probabilities > 0.5).astype(np.int64)
+    else:
+        probabilities = tf.nn.softmax(reference["expected"]).numpy()
+        class_ids = np.argmax(probabilities, axis=-1)
+    result["probabilities"] = float(np.max(np.abs(outputs["probabilities"] - probabilities)))
+    result["class_ids"] = bool(np.array_equal(outputs["class_ids"], class_ids))
+if "class_names" in outputs:
+    result["class_names"] = bool(
+        [name.decode() for name in outputs["class_names"]]
+        == [reference["class_names"][i] for i in outputs["class_ids"]]
+    )
+print(json.dumps(result))
+"""
+
+
+def serving_matches(script: Path, out: Path, cwd: Path) -> dict:
+    """Raw training examples (arrays, or image files' bytes) fed to the run's model to serve,
+    export/saved_model/1, in a fresh process that imports neither the script nor loopgen,
+    against the script's network on the same examples as its training pipeline prepares them
+    (tf_checks.serving_reference). Returns the probe's findings: its input, output names and
+    the largest differences, relative to the scores' magnitude where it exceeds 1."""
+    reference = cwd / "serving_reference.npz"
+    tf_check("serving_reference", str(script), str(out), str(reference), cwd=cwd)
+    saved_model = out / "export" / "saved_model" / "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", SERVING_PROBE, str(saved_model), str(reference)],
+        cwd=cwd, capture_output=True, text=True, timeout=300, env=script_env(),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def free_ports(count: int) -> list[int]:
     sockets = [socket.socket() for _ in range(count)]
     for s in sockets:

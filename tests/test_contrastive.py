@@ -56,4 +56,6 @@ def test_simclr_trains_its_encoder_and_scores_the_probe(render, tmp_path):
     assert logged[-1]["loss"] < logged[0]["loss"] - 0.1, [r["loss"] for r in logged]
     validated = [r for r in records(out) if "val_accuracy" in r]
     assert len(validated) == 4 and all(0 <= r["val_accuracy"] <= 1 for r in validated)
-    assert (out / "export" / "saved_model" / "saved_model.pb").is_file()  # the encoder
+    # The encoder, to serve (raw images in) and bare.
+    assert (out / "export" / "saved_model" / "1" / "saved_model.pb").is_file()
+    assert (out / "export" / "network" / "saved_model.pb").is_file()

@@ -24,6 +24,7 @@ from helpers import (
     records,
     run_cli,
     run_python,
+    saved_models,
     script_env,
     tf_check,
 )
@@ -176,13 +177,15 @@ def test_mirrored_variant_of_each_example_trains_on_two_devices(example, render,
         name="mirrored.py",
     )
     out = tmp_path / "run"
-    script = data.runnable(example, script)
-    proc = run_python(script, "--epochs", "2", "--output-dir", str(out), cwd=tmp_path)
+    proc = run_python(data.runnable(example, script), "--epochs", "2", "--output-dir", str(out),
+                      cwd=tmp_path)  # fmt: skip
     assert "Training on 2 replica(s)" in proc.stdout
     assert "Epoch 2/2" in proc.stdout
     assert list((out / "checkpoints").glob("ckpt-*.index"))
-    gan = "gan" in example  # a GAN exports its generator, and has two losses
-    assert (out / "export" / ("generator" if gan else "saved_model") / "saved_model.pb").is_file()
+    assert all(
+        (saved / "saved_model.pb").is_file() for saved in saved_models(out / "export", script)
+    )
+    gan = "gan" in example  # a GAN has two losses
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     loss = "generator_loss" if gan else "loss"
     losses = [r[loss] for r in records if loss in r]
@@ -299,7 +302,9 @@ def test_two_workers_train_alike_write_once_and_resume_after_a_restart(render, t
                     cwd=tmp_path)  # fmt: skip
     assert same["same_keys"] and same["step"] == 18 and same["max_diff"] == 0.0, same
     # Only the chief wrote the export, the summaries and the metrics log.
-    assert (out / "export" / "saved_model" / "saved_model.pb").is_file()
+    assert all(
+        (saved / "saved_model.pb").is_file() for saved in saved_models(out / "export", script)
+    )
     assert not (scratch / "export").exists()
     assert sorted(logged_losses(out)) == list(range(1, 19))  # one record per step, not two
     assert len(list((out / "logs" / "train").iterdir())) == 1
@@ -373,7 +378,8 @@ def test_two_workers_run_the_issue_7_examples(example, render, tmp_path):
     assert steps == sorted(set(steps)), steps  # one record per log point: the chief's
     scratch = out / "workers" / "worker-1"
     if example == "shapes_plateau":
-        assert (out / "export" / "best" / "saved_model" / "saved_model.pb").is_file()
+        best = saved_models(out / "export" / "best", script)
+        assert all((saved / "saved_model.pb").is_file() for saved in best)
         assert list((out / "checkpoints" / "best").glob("ckpt-*.index"))
         assert not (scratch / "export").exists()
     if example == "shapes_dcgan":

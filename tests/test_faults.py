@@ -424,7 +424,9 @@ def test_an_export_that_does_not_fit_leaves_no_part_of_it_and_is_written_by_the_
     assert f"{out}/export" not in (tmp_path / "after_full.txt").read_text()  # nor export.partial
     code, stdout, _ = outcome(tmp_path, "again")
     assert code == 0 and "nothing left to train" in stdout
-    assert f"{out}/export/saved_model/saved_model.pb" in (tmp_path / "export.txt").read_text()
+    exported = (tmp_path / "export.txt").read_text()
+    assert f"{out}/export/saved_model/1/saved_model.pb" in exported
+    assert f"{out}/export/network/saved_model.pb" in exported
 
 
 def test_a_file_size_limit_stops_the_first_save_and_leaves_no_checkpoint_behind(script, tmp_path):

@@ -11,7 +11,7 @@ import sys
 
 import data
 import pytest
-from helpers import records, run_python, script_env, tf_check
+from helpers import records, run_python, script_env, serving_matches, tf_check
 from test_spec_validation import reject_set
 
 
@@ -122,7 +122,9 @@ def test_meta_learning_trains_and_its_tasks_are_learnt(example, render, tmp_path
     assert sum(losses[-3:]) < 0.95 * sum(losses[:3]), losses
     validated = [r["val_accuracy"] for r in records(out) if "val_loss" in r]
     assert len(validated) == 6 and validated[-1] > 0.6, validated
-    assert (out / "export" / "saved_model" / "saved_model.pb").is_file()
+    # The exported network serves raw images, prepared as the tasks' were.
+    served = serving_matches(script, out, tmp_path)
+    assert served["scores"] <= 1e-6 and set(served["outputs"]) == {"scores"}, served
 
 
 @pytest.mark.slow

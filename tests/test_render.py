@@ -219,7 +219,8 @@ def test_step_based_variant_runs_and_checkpoints_on_its_cadence(tmp_path):
     assert [r["step"] for r in records if "val_loss" in r] == [4, 7]
     again = run_python(script, "--output-dir", str(out), cwd=tmp_path)
     assert "at step 7" in again.stdout and "Epoch" not in again.stdout
-    assert (out / "export" / "saved_model" / "saved_model.pb").is_file()
+    assert (out / "export" / "saved_model" / "1" / "saved_model.pb").is_file()
+    assert (out / "export" / "network" / "saved_model.pb").is_file()
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import math
 
 import pytest
 from data import runnable, small_data_overrides
-from helpers import ROOT, run_python, tf_check
+from helpers import ROOT, run_python, saved_models, serving_matches, tf_check
 
 pytestmark = pytest.mark.slow
 
@@ -28,8 +28,10 @@ def test_example_trains_end_to_end(example, render, tmp_path):
     checkpoints = sorted(p.name for p in (out / "checkpoints").glob("ckpt-*.index"))
     assert checkpoints, "no checkpoint written"
     gan = "gan" in example
-    exported = "generator" if gan else "saved_model"  # a GAN exports its generator
-    assert (out / "export" / exported / "saved_model.pb").is_file()
+    exported = saved_models(out / "export", script)
+    assert all((saved / "saved_model.pb").is_file() for saved in exported), exported
+    if "def serving_function(" in script.read_text():
+        assert_serves_raw_examples(script, out, tmp_path)
 
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     loss = "generator_loss" if gan else "loss"
@@ -48,6 +50,21 @@ def test_example_trains_end_to_end(example, render, tmp_path):
         val_tags = tf_check("scalar_tags", str(out / "logs" / "validation"), cwd=tmp_path)
         assert val_tags.get("loss") == 2, val_tags  # one validation pass per epoch
         assert any("val_loss" in r for r in records)
+
+
+def assert_serves_raw_examples(script, out, cwd):
+    """The run's model to serve, fed raw training examples in a process of its own, answers
+    what the script's network answers on them as the training pipeline prepares them."""
+    served = serving_matches(script, out, cwd)
+    assert served["scores"] <= 1e-6, served
+    if "RESCALE = " in script.read_text():
+        # The check sees a preprocessing the export would leave out.
+        assert served["unprepared"] > 1e-3, served
+    if "probabilities" in served["outputs"]:
+        assert served["probabilities"] <= 1e-6 and served["class_ids"], served
+    if "class_names" in served["outputs"]:
+        assert served["class_names"], served
+    return served
 
 
 def steps_per_epoch(records: list[dict], loss: str = "loss") -> int:

@@ -309,7 +309,7 @@ def export_matches(script: str, output_dir: str, x_path: str) -> dict:
     x = np.load(x_path)["x"][:8]
     x = module.preprocess(x, np.zeros(len(x)))[0]
     expected = restored_model(module, os.path.join(output_dir, "checkpoints"))(x, training=False)
-    served = tf.saved_model.load(os.path.join(output_dir, "export", "saved_model"))
+    served = tf.saved_model.load(os.path.join(output_dir, "export", "network"))
     result = {"saved_model": float(np.max(np.abs(served.serve(x) - expected)))}
     keras_files = [
         f for f in os.listdir(os.path.join(output_dir, "export")) if f.endswith(".keras")
@@ -319,6 +319,64 @@ def export_matches(script: str, output_dir: str, x_path: str) -> dict:
         result["keras"] = float(np.max(np.abs(reloaded(x, training=False) - expected)))
     result["spread"] = float(np.std(expected))
     return result
+
+
+def serving_reference(script: str, output_dir: str, reference: str) -> dict:
+    """What a run's model to serve (export/saved_model/1) must answer, from the script itself:
+    its first training examples as the source holds them (arrays, or the image files' paths),
+    and the network restored from the run's newest checkpoint applied to them as the training
+    pipeline reads and prepares them (read_arrays or read_images, then preprocess). Also the
+    network on the examples as read but not prepared (no rescale): what a serving signature
+    that forgot prepare_inputs would answer. Saved to `reference` (.npz) for a process that
+    imports neither the script nor loopgen."""
+    import contextlib
+    import os
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # the modules it imports
+    module = load_script(script)
+    served = contextlib.nullcontext()
+    if "keras.datasets.imdb" in open(script).read():
+        import keras_datasets_mock  # the download, served by its test double
+
+        served = keras_datasets_mock.served()
+    with served:
+        examples = training_examples(module)
+    inputs, labels = examples
+    indices = tf.range(min(8, len(labels)))
+    files = inputs.dtype.kind in "USO"  # image files' paths, not arrays
+    read = (module.read_images if files else module.read_arrays)(examples, indices)
+    model = restored_model(module, os.path.join(output_dir, "checkpoints"))
+    expected = model(module.preprocess(*read)[0], training=False)
+    unprepared = model(tf.cast(read[0], tf.float32), training=False)
+    if files:
+        # The classes: the sub-directories of the training directory, sorted.
+        root = os.path.dirname(os.path.dirname(inputs[0]))
+        names = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+        raw = {"paths": inputs[: len(indices)], "class_names": names}
+    else:
+        raw = {"raw": inputs[: len(indices)]}
+    np.savez(reference, expected=expected, unprepared=unprepared, **raw)
+    return {"examples": len(indices), "spread": float(np.std(expected))}
+
+
+def write_image_files(folder: str, per_class: str) -> dict:
+    """Two class sub-directories of PNG and JPEG files (alternately) of varied sizes, 20 to 48
+    pixels a side, whose brightness tells the class."""
+    import os
+
+    rng = np.random.default_rng(3)
+    for label, name in enumerate(("dark", "light")):
+        os.makedirs(os.path.join(folder, name))
+        for index in range(int(per_class)):
+            height, width = rng.integers(20, 49, 2)
+            pixels = label * 150 + rng.integers(0, 100, (height, width, 3))
+            pixels = np.clip(pixels, 0, 255).astype("uint8")
+            if index % 2:
+                encoded, suffix = tf.io.encode_jpeg(pixels), "jpg"
+            else:
+                encoded, suffix = tf.io.encode_png(pixels), "png"
+            tf.io.write_file(os.path.join(folder, name, f"{index}.{suffix}"), encoded)
+    return {"folder": folder}
 
 
 def fit_equivalence(script: str, output_dir: str, compile_args: str) -> dict:
@@ -663,8 +721,8 @@ def best_export_matches(script: str, output_dir: str, x_path: str) -> dict:
     best = restored_model(module, os.path.join(output_dir, "checkpoints", "best"))(x)
     export = os.path.join(output_dir, "export")
     # Keep the loaded objects: their functions reference their variables.
-    loaded_best = tf.saved_model.load(os.path.join(export, "best", "saved_model"))
-    loaded_last = tf.saved_model.load(os.path.join(export, "saved_model"))
+    loaded_best = tf.saved_model.load(os.path.join(export, "best", "network"))
+    loaded_last = tf.saved_model.load(os.path.join(export, "network"))
     served_best, served_last = loaded_best.serve(x), loaded_last.serve(x)
     return {
         "best": float(np.max(np.abs(served_best - best))),

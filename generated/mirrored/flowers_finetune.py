@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 18c0c8c2937e77cb, script sha256 ac74b5e2a8fd0966).
+(spec sha256 18c0c8c2937e77cb, script sha256 338a3c67dd885c68).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -443,10 +443,11 @@ def steps_in_call(global_step, epoch_end, unfreeze_step):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):

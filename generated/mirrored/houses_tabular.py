@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 8da611d4ccc5fbd9, script sha256 73e69d21d6daf8cc).
+(spec sha256 8da611d4ccc5fbd9, script sha256 da14f79dd45700cd).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -457,10 +457,11 @@ def steps_in_call(global_step, epoch_end, smaller_last_batch):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):

@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 58cc0b372ca066d6, script sha256 50e52824b367fa28).
+(spec sha256 58cc0b372ca066d6, script sha256 d58a988331e63a21).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -323,10 +323,11 @@ def steps_in_call(global_step, epoch_end, smaller_last_batch):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):

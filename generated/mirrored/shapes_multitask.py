@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 a4dce22ab84d4a5e, script sha256 bdc61feb0c44f2b0).
+(spec sha256 a4dce22ab84d4a5e, script sha256 4e8dd032fc9f5008).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -360,10 +360,11 @@ def steps_in_call(global_step, epoch_end):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):

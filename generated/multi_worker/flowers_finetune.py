@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 6618a71dabe18f46, script sha256 3296e82ee4c40345).
+(spec sha256 6618a71dabe18f46, script sha256 2f0c923c6dc84a98).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -449,10 +449,11 @@ def steps_in_call(global_step, epoch_end, unfreeze_step):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):

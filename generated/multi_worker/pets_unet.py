@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 bb0ac63327810325, script sha256 d2394224333e8d66).
+(spec sha256 bb0ac63327810325, script sha256 dcdee88f922acdee).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -307,10 +307,11 @@ def steps_in_call(global_step, epoch_end):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 337cd6f19686936e, script sha256 883631441679e778).
+(spec sha256 337cd6f19686936e, script sha256 1a9067f3082bd85f).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -366,10 +366,11 @@ def steps_in_call(global_step, epoch_end):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):

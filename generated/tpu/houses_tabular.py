@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 e059b99b4a5ce3bc, script sha256 7b7306631cc991e9).
+(spec sha256 e059b99b4a5ce3bc, script sha256 4d0419a109c66d96).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -459,10 +459,11 @@ def steps_in_call(global_step, epoch_end):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):

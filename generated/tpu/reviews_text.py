@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 e269e592d0feab68, script sha256 f3fff0c1a3859fba).
+(spec sha256 e269e592d0feab68, script sha256 1a0ff26d0765a14e).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -324,10 +324,11 @@ def steps_in_call(global_step, epoch_end):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):

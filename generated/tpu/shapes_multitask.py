@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 98ef260b6fd967a7, script sha256 51d29b30ea48e8db).
+(spec sha256 98ef260b6fd967a7, script sha256 5bf51772194a54b5).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -363,10 +363,11 @@ def steps_in_call(global_step, epoch_end):
 
 
 def export(model, directory):
-    """The trained network, for serving. A SavedModel (TF Serving, tf.saved_model.load), which loads
-    without this script's classes."""
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "saved_model"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 def train(args, run):
