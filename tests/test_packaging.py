@@ -114,6 +114,7 @@ def test_readme_claims_that_a_test_can_check():
         (ROOT / name).read_text() for name in ("cli.py", "bench/__main__.py", "__main__.py")
     )
     tools = {"--logdir", "--nodes", "--ntasks-per-node", "--help"}
+    tools |= {"--dir", "--all", "--rest", "--model"}  # saved_model_cli, tensorflow_model_server
     typer = {"--install-completion", "--show-completion"}
     for flag in sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", readme)) - tools - typer):
         assert f'"{flag}"' in script + sources, f"the README names {flag}"
