@@ -1209,6 +1209,27 @@ def meta_tasks(script: str) -> dict:
     }
 
 
+def generated_distance(script: str, checkpoint_dir: str) -> dict:
+    """How far a GAN's generated images are from the data, at each checkpoint: the mean
+    absolute difference between the mean image of 256 generated images (fixed noise) and that
+    of a training batch, as the pipeline prepares it; by step."""
+    import os
+
+    module = load_script(script)
+    real = next(iter(module.training_batches(training_examples(module), start_step=0)))
+    real = (real[0] if isinstance(real, tuple) else real).numpy()
+    noise = tf.random.stateless_normal((256, module.LATENT_DIM), seed=[1, 2])
+    distances = {}
+    for index in sorted(p for p in os.listdir(checkpoint_dir) if p.endswith(".index")):
+        generator = module.build_generator()
+        path = os.path.join(checkpoint_dir, index.removesuffix(".index"))
+        tf.train.Checkpoint(generator=generator).restore(path).expect_partial()
+        fake = generator(noise, training=False).numpy()
+        step = int(index.removesuffix(".index").rsplit("-", 1)[1])
+        distances[step] = float(np.mean(np.abs(fake.mean(axis=0) - real.mean(axis=0))))
+    return {"distances": [distances[step] for step in sorted(distances)]}
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))
