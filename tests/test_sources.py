@@ -133,10 +133,10 @@ def test_files_that_do_not_fit_the_spec_stop_the_script_at_its_start(case, rende
 
 
 READ = """    paths, labels = examples
-    images = tf.map_fn("""
+    files = tf.map_fn("""
 COUNTED = """    paths, labels = examples
     tf.print(indices, summarize=-1, output_stream="file://{log}/" + str(os.getpid()) + ".txt")
-    images = tf.map_fn("""
+    files = tf.map_fn("""
 
 
 def counting_decodes(script: Path, log: Path) -> Path:
