@@ -16,6 +16,7 @@ from ..dsl.schedules import Warmup
 from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
 from . import code, fingerprint, graph, stamp
+from .predict import prediction_context
 from .ways import way_context
 
 IMAGE_SOURCES = {"keras_dataset", "image_directory", "shapes"}
@@ -76,6 +77,9 @@ def build_context(
         *(rates or ["learning_rate"]),
         "steps_per_second",
     ]
+    evaluable = bool(spec.checkpoint) and (spec.data.validation is not None or meta)
+    serving = serving_context(spec)
+    prediction = prediction_context(spec, serving)
     return {
         **way_context(spec),
         "spec": spec,
@@ -95,7 +99,7 @@ def build_context(
         # Meta-learning validates on tasks of classes held out of data.train.
         "has_validation": spec.data.validation is not None or meta,
         # `python train.py evaluate`: a checkpoint scored on the validation data.
-        "evaluable": bool(spec.checkpoint) and (spec.data.validation is not None or meta),
+        "evaluable": evaluable,
         # evaluate --data PATH: another source of the validation data's kind (a test split).
         "other_data": bool(spec.checkpoint)
         and getattr(spec.data.validation, "kind", None)
@@ -198,7 +202,11 @@ def build_context(
         else [],
         "model_augmentation": bool(spec.data.augmentation) and spec.data.augment_in == "model",
         "gan": spec.gan is not None,
-        "serving": serving_context(spec),
+        "serving": serving,
+        # `python train.py predict PATH...`: the served model on raw inputs from files.
+        "prediction": prediction,
+        # The commands that read a run directory's checkpoints and write none.
+        "readers": ["evaluate"] * evaluable + ["predict"] * bool(prediction),
         # Whether each network's layers have weight penalties (model.losses) to add.
         "regularized": {
             name: any(getattr(item, "regularized", False) for _, item in network.flat_items())
@@ -404,6 +412,8 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     if "csv" in kinds:
         stdlib.add("import re")
     if kinds & {"text", "text_directory"}:
+        third_party.add("import numpy as np")
+    if prediction_context(spec, serving_context(spec)):  # predict reads .npy files
         third_party.add("import numpy as np")
     from_imports = set()
     if not isinstance(spec.model, Imported) or spec.custom_layers:

@@ -308,15 +308,16 @@ DOWNLOAD_DOUBLES = {
 }
 
 
-def runnable(example: str, script: Path) -> Path:
+def runnable(example: str, script: Path, double: str | None = None) -> Path:
     """The file a test runs for `example`'s rendered script: the script itself, or for an
     example whose source downloads (DOWNLOAD_DOUBLES) a launcher next to it that runs the
-    script with that download served by a test double, through the source's real loading
-    code. A distillation's teacher is trained first (a few epochs of fit on the script's own
-    training data), its weights saved where the script reads them."""
+    script with that download served by a test double (or by `double`, for a spec left
+    downloading), through the source's real loading code. A distillation's teacher is trained
+    first (a few epochs of fit on the script's own training data), its weights saved where the
+    script reads them."""
     if example == "mnist_distillation":
         teacher_weights(script)
-    double = DOWNLOAD_DOUBLES.get(example)
+    double = double or DOWNLOAD_DOUBLES.get(example)
     if double is None:
         return script
     launcher = script.with_name(f"{script.stem}_{double}.py")

@@ -1230,6 +1230,33 @@ def generated_distance(script: str, checkpoint_dir: str) -> dict:
     return {"distances": [distances[step] for step in sorted(distances)]}
 
 
+def served_outputs(saved_model: str, inputs: str) -> dict:
+    """The exported model's serving_default (export/saved_model/1) on raw inputs, one at a
+    time: image files' bytes, or the examples of .npy files and PNG files decoded here
+    (`inputs`: a JSON list of [kind, path], kind "bytes", "npy" or "png"). What predict's
+    records must say, got without the script."""
+    serve = tf.saved_model.load(saved_model).signatures["serving_default"]
+    (name,) = serve.structured_input_signature[1]
+    dtype = serve.structured_input_signature[1][name].dtype
+    outputs = []
+    for kind, path in json.loads(inputs):
+        if kind == "bytes":
+            batches = [tf.io.read_file(path)[None]]
+        elif kind == "png":
+            image = tf.io.decode_png(tf.io.read_file(path))
+            shape = serve.structured_input_signature[1][name].shape[1:]
+            batches = [tf.reshape(image, [1, *shape])]
+        else:
+            batches = [example[None] for example in np.load(path)]
+        for batch in batches:
+            served = serve(**{name: tf.cast(batch, dtype)})
+            outputs.append({key: value.numpy()[0].tolist() for key, value in served.items()
+                            if value.dtype != tf.string})  # fmt: skip
+            if "class_names" in served:
+                outputs[-1]["class_names"] = served["class_names"].numpy()[0].decode()
+    return {"outputs": outputs}
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

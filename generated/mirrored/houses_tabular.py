@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 8da611d4ccc5fbd9, script sha256 da14f79dd45700cd).
+(spec sha256 8da611d4ccc5fbd9, script sha256 4ae512ab8e4864a8).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -698,9 +698,11 @@ class RunDirectory:
         """Takes the directory's lock, or stops: two runs writing one directory would overwrite
         each other's checkpoints. An flock: the OS drops it when the process ends, even by
         SIGKILL. run.lock names the run that holds it."""
-        reader = self.args.command == "evaluate"
+        reader = self.args.command != "train"
         if reader and not os.path.isdir(self.checkpoints):
-            raise SystemExit(f"Nothing to evaluate: {self.path} holds no checkpoints.")
+            raise SystemExit(
+                f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
+            )
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -742,8 +744,8 @@ class RunDirectory:
         from the weights of another run (--init-from)."""
         setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
         setup_path = os.path.join(self.checkpoints, "setup.json")
-        if self.args.command == "evaluate":
-            return self.restore_to_evaluate(checkpoint, setup, networks)
+        if self.args.command != "train":
+            return self.restore_to_read(checkpoint, setup, networks)
         self.manager = tf.train.CheckpointManager(
             checkpoint, self.checkpoints, KEEP_CHECKPOINTS
         )
@@ -794,7 +796,7 @@ class RunDirectory:
                 f"{self.path} to start from those weights)."
             )
 
-    def restore_to_evaluate(self, checkpoint, setup, networks):
+    def restore_to_read(self, checkpoint, setup, networks):
         """evaluate: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
         self.check_setup(setup, "evaluate")

@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 fb7fd646dd2ba2dd, script sha256 ecf078571e14bc2d).
+(spec sha256 fb7fd646dd2ba2dd, script sha256 10cdb6bf3df88cec).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -47,15 +47,27 @@ def parse_args(argv=None):
     parser.add_argument(
         "command",
         nargs="?",
-        choices=["train", "evaluate"],
+        choices=["train", "evaluate", "predict"],
         default="train",
-        help="train (the default; resumes from the newest checkpoint), or evaluate a checkpoint "
-        "on the validation data without writing any",
+        help="train (the default; resumes from the newest checkpoint), evaluate a checkpoint "
+        "on the validation data, or predict on raw inputs (neither writes checkpoints)",
     )
     parser.add_argument(
         "--checkpoint",
         default="latest",
-        help="evaluate: 'latest' or a checkpoint's path",
+        help="evaluate, predict: 'latest' or a checkpoint's path",
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="PATH",
+        help="predict: .npy or .npz files of examples, image files, and directories of them",
+    )
+    parser.add_argument(
+        "--predictions",
+        metavar="FILE",
+        help="predict: where the predictions go, a JSON line each (default: "
+        "predictions.jsonl in the output directory)",
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
@@ -74,7 +86,12 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.command == "predict") != bool(args.inputs):
+        parser.error(
+            "predict takes the paths of its inputs; train and evaluate take none"
+        )
+    return args
 
 
 if __name__ == "__main__":
@@ -83,6 +100,7 @@ if __name__ == "__main__":
     parse_args()
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import layers
 
@@ -362,6 +380,116 @@ def serving_function(model, examples):
     return serve
 
 
+# The formats decode_images() reads, by their files' first bytes.
+IMAGE_SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"BM", b"GIF8")
+
+
+def input_files(paths):
+    """predict: the files named, and the files in the directories named (sorted by path)."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [
+                os.path.join(root, name)
+                for root, _, names in os.walk(path)
+                for name in names
+            ]
+            files += sorted(found)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise SystemExit(f"predict: {path}: no such file or directory")
+    if not files:
+        raise SystemExit(f"predict: no files in {', '.join(paths)}")
+    return files
+
+
+def read_examples(path, like):
+    """predict: the examples in one file, of the training images' (`like`) shape and dtype:
+    an .npy array of them (or of one), an .npz file's array 'x', or an image file."""
+    shape = like.shape[1:]
+    with open(path, "rb") as f:
+        content = f.read()
+    if content.startswith(IMAGE_SIGNATURES):
+        channels = shape[2] if len(shape) == 3 else 1
+        image = tf.io.decode_image(content, channels=channels, expand_animations=False)
+        if image.shape[:2] != shape[:2]:
+            raise SystemExit(
+                f"predict: {path} is {image.shape[1]}x{image.shape[0]} pixels; the model takes "
+                f"{shape[1]}x{shape[0]} images and does not resize them: resize it first"
+            )
+        return np.reshape(image.numpy(), (1, *shape)).astype(like.dtype)
+    try:
+        array = np.load(path)
+    except (OSError, ValueError):  # not NumPy's format (nor pickles, which it refuses)
+        raise SystemExit(
+            f"predict: {path} is not an .npy or .npz file, nor an image"
+        ) from None
+    if isinstance(array, np.lib.npyio.NpzFile):
+        if "x" not in array.files:
+            raise SystemExit(
+                f"predict: {path} has no array 'x' (its arrays: {array.files})"
+            )
+        array = array["x"]
+    if array.shape == shape:
+        array = array[None]  # one example
+    kind_ok = np.can_cast(array.dtype, like.dtype, "same_kind")  # no floats for uint8
+    if array.shape[1:] != shape or not kind_ok:
+        raise SystemExit(
+            f"predict: {path} holds {array.dtype} examples of shape {array.shape[1:]}; the "
+            f"model takes {like.dtype} examples of shape {shape}"
+        )
+    return array.astype(like.dtype)
+
+
+def prediction_batches(paths, examples):
+    """predict: (names, examples) in batches, in the order named (a file of several examples
+    names them <path>[<i>]). Every file is read and checked before any is predicted."""
+    like, _ = examples
+    names, arrays = [], []
+    for path in input_files(paths):
+        array = read_examples(path, like)
+        if len(array) == 1:
+            names.append(path)
+        else:
+            names += [f"{path}[{i}]" for i in range(len(array))]
+        arrays.append(array)
+    examples = np.concatenate(arrays)
+    for start in range(0, len(names), GLOBAL_BATCH_SIZE):
+        yield names[start : start + GLOBAL_BATCH_SIZE], examples[
+            start : start + GLOBAL_BATCH_SIZE
+        ]
+
+
+def predict(serve, args, examples):
+    """predict: the served model's outputs for each input, a JSON line each in input order
+    ("input": its name, then the outputs), written whole to --predictions."""
+    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    lines = []
+    for names, inputs in prediction_batches(args.inputs, examples):
+        outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        for i, name in enumerate(names):
+            record = {"input": name}
+            for key, values in outputs.items():
+                value = values[i]
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
+                record[key] = (
+                    value.decode() if isinstance(value, bytes) else value.tolist()
+                )
+            lines.append(json.dumps(record) + "\n")
+    # Another predict may write the same file: each writes its own partial file.
+    partial = f"{destination}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.writelines(lines)
+    except BaseException:  # a full disk: no half file left behind
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+    os.replace(partial, destination)
+    print(f"{len(lines)} predictions written to {destination}")
+
+
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -502,6 +630,8 @@ def train(args, run):
     if args.command == "evaluate":  # one validation pass of the restored weights
         validation_pass(validation_iterator, tf.constant(validation_steps))
         return run.evaluated(results(validation_values))
+    if args.command == "predict":  # the model to serve, of the restored weights
+        return predict(serving_function(model, train_examples), args, train_examples)
     run.start(step, nonfinite_step, strategy)
 
     # --- Training loop ----------------------------------------------------------------
@@ -607,9 +737,11 @@ class RunDirectory:
         """Takes the directory's lock, or stops: two runs writing one directory would overwrite
         each other's checkpoints. An flock: the OS drops it when the process ends, even by
         SIGKILL. run.lock names the run that holds it."""
-        reader = self.args.command == "evaluate"
+        reader = self.args.command != "train"
         if reader and not os.path.isdir(self.checkpoints):
-            raise SystemExit(f"Nothing to evaluate: {self.path} holds no checkpoints.")
+            raise SystemExit(
+                f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
+            )
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -617,7 +749,7 @@ class RunDirectory:
             )
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
-            # evaluate reads: any number of them at once, but not while a run trains.
+            # evaluate and predict read: any number of them at once, but not while a run trains.
             fcntl.flock(
                 self.lock_file,
                 (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB,
@@ -651,8 +783,8 @@ class RunDirectory:
         from the weights of another run (--init-from)."""
         setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
         setup_path = os.path.join(self.checkpoints, "setup.json")
-        if self.args.command == "evaluate":
-            return self.restore_to_evaluate(checkpoint, setup, networks)
+        if self.args.command != "train":
+            return self.restore_to_read(checkpoint, setup, networks)
         self.manager = tf.train.CheckpointManager(
             checkpoint, self.checkpoints, KEEP_CHECKPOINTS
         )
@@ -703,10 +835,12 @@ class RunDirectory:
                 f"{self.path} to start from those weights)."
             )
 
-    def restore_to_evaluate(self, checkpoint, setup, networks):
-        """evaluate: the weights of --checkpoint (latest or a path), of this setup. Nothing in
+    def restore_to_read(self, checkpoint, setup, networks):
+        """evaluate, predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(setup, "evaluate")
+        self.check_setup(
+            setup, "evaluate" if self.args.command == "evaluate" else "predict with"
+        )
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 3d7c4ecaece42ab8, script sha256 05e5203479872a10).
+(spec sha256 3d7c4ecaece42ab8, script sha256 47fbdf62ec2847e8).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -43,6 +43,31 @@ OUTPUT_DIR = "runs/mnist_mlp"
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=["train", "predict"],
+        default="train",
+        help="train (the default; resumes from the newest checkpoint), or predict on raw inputs "
+        "with a checkpoint, without writing any",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        default="latest",
+        help="predict: 'latest' or a checkpoint's path",
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="PATH",
+        help="predict: .npy or .npz files of examples, image files, and directories of them",
+    )
+    parser.add_argument(
+        "--predictions",
+        metavar="FILE",
+        help="predict: where the predictions go, a JSON line each (default: "
+        "predictions.jsonl in the output directory)",
+    )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
@@ -60,7 +85,10 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.command == "predict") != bool(args.inputs):
+        parser.error("predict takes the paths of its inputs; train takes none")
+    return args
 
 
 if __name__ == "__main__":
@@ -69,6 +97,7 @@ if __name__ == "__main__":
     parse_args()
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import layers
 
@@ -285,6 +314,116 @@ def serving_function(model, examples):
     return serve
 
 
+# The formats decode_images() reads, by their files' first bytes.
+IMAGE_SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"BM", b"GIF8")
+
+
+def input_files(paths):
+    """predict: the files named, and the files in the directories named (sorted by path)."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [
+                os.path.join(root, name)
+                for root, _, names in os.walk(path)
+                for name in names
+            ]
+            files += sorted(found)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise SystemExit(f"predict: {path}: no such file or directory")
+    if not files:
+        raise SystemExit(f"predict: no files in {', '.join(paths)}")
+    return files
+
+
+def read_examples(path, like):
+    """predict: the examples in one file, of the training images' (`like`) shape and dtype:
+    an .npy array of them (or of one), an .npz file's array 'x', or an image file."""
+    shape = like.shape[1:]
+    with open(path, "rb") as f:
+        content = f.read()
+    if content.startswith(IMAGE_SIGNATURES):
+        channels = shape[2] if len(shape) == 3 else 1
+        image = tf.io.decode_image(content, channels=channels, expand_animations=False)
+        if image.shape[:2] != shape[:2]:
+            raise SystemExit(
+                f"predict: {path} is {image.shape[1]}x{image.shape[0]} pixels; the model takes "
+                f"{shape[1]}x{shape[0]} images and does not resize them: resize it first"
+            )
+        return np.reshape(image.numpy(), (1, *shape)).astype(like.dtype)
+    try:
+        array = np.load(path)
+    except (OSError, ValueError):  # not NumPy's format (nor pickles, which it refuses)
+        raise SystemExit(
+            f"predict: {path} is not an .npy or .npz file, nor an image"
+        ) from None
+    if isinstance(array, np.lib.npyio.NpzFile):
+        if "x" not in array.files:
+            raise SystemExit(
+                f"predict: {path} has no array 'x' (its arrays: {array.files})"
+            )
+        array = array["x"]
+    if array.shape == shape:
+        array = array[None]  # one example
+    kind_ok = np.can_cast(array.dtype, like.dtype, "same_kind")  # no floats for uint8
+    if array.shape[1:] != shape or not kind_ok:
+        raise SystemExit(
+            f"predict: {path} holds {array.dtype} examples of shape {array.shape[1:]}; the "
+            f"model takes {like.dtype} examples of shape {shape}"
+        )
+    return array.astype(like.dtype)
+
+
+def prediction_batches(paths, examples):
+    """predict: (names, examples) in batches, in the order named (a file of several examples
+    names them <path>[<i>]). Every file is read and checked before any is predicted."""
+    like, _ = examples
+    names, arrays = [], []
+    for path in input_files(paths):
+        array = read_examples(path, like)
+        if len(array) == 1:
+            names.append(path)
+        else:
+            names += [f"{path}[{i}]" for i in range(len(array))]
+        arrays.append(array)
+    examples = np.concatenate(arrays)
+    for start in range(0, len(names), GLOBAL_BATCH_SIZE):
+        yield names[start : start + GLOBAL_BATCH_SIZE], examples[
+            start : start + GLOBAL_BATCH_SIZE
+        ]
+
+
+def predict(serve, args, examples):
+    """predict: the served model's outputs for each input, a JSON line each in input order
+    ("input": its name, then the outputs), written whole to --predictions."""
+    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    lines = []
+    for names, inputs in prediction_batches(args.inputs, examples):
+        outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        for i, name in enumerate(names):
+            record = {"input": name}
+            for key, values in outputs.items():
+                value = values[i]
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
+                record[key] = (
+                    value.decode() if isinstance(value, bytes) else value.tolist()
+                )
+            lines.append(json.dumps(record) + "\n")
+    # Another predict may write the same file: each writes its own partial file.
+    partial = f"{destination}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.writelines(lines)
+    except BaseException:  # a full disk: no half file left behind
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+    os.replace(partial, destination)
+    print(f"{len(lines)} predictions written to {destination}")
+
+
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -397,6 +536,8 @@ def train(args, run):
     )
     # Checkpoints do not depend on the strategy: they may come from any variant.
     run.restore(checkpoint, model=model)
+    if args.command == "predict":  # the model to serve, of the restored weights
+        return predict(serving_function(model, train_examples), args, train_examples)
     # All workers must continue from the same step: one that cannot read the chief's
     # directory would start again from 0 and train on without a word.
     steps = strategy.run(lambda: tf.identity(step))
@@ -519,6 +660,11 @@ class RunDirectory:
         """Takes the directory's lock; returns why not, or None. Two runs writing one
         directory would overwrite each other's checkpoints. An flock: the OS drops it when the
         process ends, even by SIGKILL. run.lock names the run that holds it."""
+        reader = self.args.command != "train"
+        if reader and not os.path.isdir(self.checkpoints):
+            raise SystemExit(
+                f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
+            )
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -526,7 +672,11 @@ class RunDirectory:
             )
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
-            fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # predict reads: any number of them at once, but not while a run trains.
+            fcntl.flock(
+                self.lock_file,
+                (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB,
+            )
         except BlockingIOError:
             self.lock_file.seek(0)
             holder = self.lock_file.read().strip() or "it has not written its pid yet"
@@ -541,6 +691,8 @@ class RunDirectory:
                 f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
                 f"not support locks; if no other run uses {self.path}, run again with --no-lock."
             )
+        if reader:
+            return
         self.lock_file.truncate(0)
         self.lock_file.write(
             f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
@@ -554,6 +706,8 @@ class RunDirectory:
         from the weights of another run (--init-from)."""
         setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
         setup_path = os.path.join(self.checkpoints, "setup.json")
+        if self.args.command != "train":
+            return self.restore_to_read(checkpoint, setup, networks)
         # Saving is collective: every worker calls save(), but only the chief's are kept.
         directory = (
             self.checkpoints
@@ -613,6 +767,24 @@ class RunDirectory:
                 "Undo the change, or train in a new --output-dir (with --init-from "
                 f"{self.path} to start from those weights)."
             )
+
+    def restore_to_read(self, checkpoint, setup, networks):
+        """predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
+        the directory is written."""
+        self.check_setup(setup, "predict with")
+        path = self.args.checkpoint
+        if path == "latest":
+            path = tf.train.latest_checkpoint(self.checkpoints)
+        if path is None:
+            raise SystemExit(
+                f"--checkpoint {self.args.checkpoint}: none in {self.checkpoints}"
+            )
+        try:
+            checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+        except Exception as error:  # a path that is no checkpoint, damaged files
+            raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
+        number = re.search(r"-(\d+)$", path)  # ckpt-<step>
+        self.resumed_from, self.saved = path, int(number[1]) if number else None
 
     def start(self, step, nonfinite_step, strategy):
         """Writes the run's start record to runs.jsonl (main() writes its end record)."""

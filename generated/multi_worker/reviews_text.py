@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 19ce263853920159, script sha256 e8218077323c30e5).
+(spec sha256 19ce263853920159, script sha256 75dc25f6e1ded2a2).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -607,9 +607,11 @@ class RunDirectory:
         """Takes the directory's lock; returns why not, or None. Two runs writing one
         directory would overwrite each other's checkpoints. An flock: the OS drops it when the
         process ends, even by SIGKILL. run.lock names the run that holds it."""
-        reader = self.args.command == "evaluate"
+        reader = self.args.command != "train"
         if reader and not os.path.isdir(self.checkpoints):
-            raise SystemExit(f"Nothing to evaluate: {self.path} holds no checkpoints.")
+            raise SystemExit(
+                f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
+            )
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -651,8 +653,8 @@ class RunDirectory:
         from the weights of another run (--init-from)."""
         setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
         setup_path = os.path.join(self.checkpoints, "setup.json")
-        if self.args.command == "evaluate":
-            return self.restore_to_evaluate(checkpoint, setup, networks)
+        if self.args.command != "train":
+            return self.restore_to_read(checkpoint, setup, networks)
         # Saving is collective: every worker calls save(), but only the chief's are kept.
         directory = (
             self.checkpoints
@@ -713,7 +715,7 @@ class RunDirectory:
                 f"{self.path} to start from those weights)."
             )
 
-    def restore_to_evaluate(self, checkpoint, setup, networks):
+    def restore_to_read(self, checkpoint, setup, networks):
         """evaluate: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
         self.check_setup(setup, "evaluate")

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 98ef260b6fd967a7, script sha256 5bf51772194a54b5).
+(spec sha256 98ef260b6fd967a7, script sha256 cd08e8c992e07ae1).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -443,7 +443,6 @@ def train(args, run):
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
         nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
-
     best = ValidationMonitor("shape_accuracy", "max", 0.0)
 
     # --- Train and eval steps ---------------------------------------------------------
@@ -650,9 +649,11 @@ class RunDirectory:
         """Takes the directory's lock, or stops: two runs writing one directory would overwrite
         each other's checkpoints. An flock: the OS drops it when the process ends, even by
         SIGKILL. run.lock names the run that holds it."""
-        reader = self.args.command == "evaluate"
+        reader = self.args.command != "train"
         if reader and not os.path.isdir(self.checkpoints):
-            raise SystemExit(f"Nothing to evaluate: {self.path} holds no checkpoints.")
+            raise SystemExit(
+                f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
+            )
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -694,8 +695,8 @@ class RunDirectory:
         from the weights of another run (--init-from)."""
         setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
         setup_path = os.path.join(self.checkpoints, "setup.json")
-        if self.args.command == "evaluate":
-            return self.restore_to_evaluate(checkpoint, setup, networks)
+        if self.args.command != "train":
+            return self.restore_to_read(checkpoint, setup, networks)
         self.keep_best(**networks)
         self.manager = tf.train.CheckpointManager(
             checkpoint, self.checkpoints, KEEP_CHECKPOINTS
@@ -747,7 +748,7 @@ class RunDirectory:
                 f"{self.path} to start from those weights)."
             )
 
-    def restore_to_evaluate(self, checkpoint, setup, networks):
+    def restore_to_read(self, checkpoint, setup, networks):
         """evaluate: the weights of --checkpoint (latest, best or a path), of this setup. Nothing in
         the directory is written."""
         self.check_setup(setup, "evaluate")

@@ -1,0 +1,128 @@
+"""`python train.py predict PATH...`: the model to serve, of a restored checkpoint, on raw
+inputs read from files (image files, directories of them, .npy and .npz arrays), a JSON line
+per input in input order. Its records must equal the exported model's serving_default on the
+same inputs, computed in a process that imports neither the script nor loopgen; bad inputs stop
+it with exit 1, a message naming the file, and no predictions file written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import data
+import numpy as np
+import pytest
+from helpers import run_python, script_env, tf_check
+
+pytestmark = pytest.mark.slow
+
+
+def predict(script: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, str(script), "predict", *args, "--output-dir", str(out)]
+    return subprocess.run(command, cwd=script.parent, env=script_env(), capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+
+
+def predictions(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def assert_served(records: list[dict], out: Path, inputs: list[list[str]], cwd: Path) -> None:
+    """predict's records say what the exported model serves for the same raw inputs (the
+    export holds the newest checkpoint's weights)."""
+    saved_model = str(out / "export" / "saved_model" / "1")
+    expected = tf_check("served_outputs", saved_model, json.dumps(inputs), cwd=cwd)["outputs"]
+    assert len(records) == len(expected)
+    for record, served in zip(records, expected, strict=True):
+        assert set(record) == {"input", *served}, (record, served)
+        for key, value in served.items():
+            if key in ("class_ids", "class_names"):
+                assert record[key] == value, (record["input"], key)
+            else:
+                assert np.max(np.abs(np.subtract(record[key], value))) <= 1e-6, record["input"]
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(str(p) for p in folder.rglob("*") if p.is_file())
+
+
+def test_predict_image_files_and_directories_with_class_names(render, tmp_path):
+    folder = tmp_path / "images"
+    tf_check("write_image_files", str(folder), "4", cwd=tmp_path)
+    source = {"kind": "image_directory", "path": str(folder), "image_size": [32, 32]}
+    script = render(
+        "cifar10_vgg",
+        f"data.train={json.dumps(source)}",
+        "data.validation=null",
+        "data.batch_size=3",  # predict's batches too: 9 inputs make 3 batches
+        "model.layers[-1].units=2",
+    )
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+    before = {p: p.stat().st_mtime for p in out.rglob("*") if p.is_file()}
+
+    # A file, then a directory (its files sorted, sub-directories included).
+    single = str(folder / "light" / "1.jpg")
+    proc = predict(script, out, single, str(folder))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = predictions(out / "predictions.jsonl")
+    named = [single, *files_under(folder)]
+    assert [r["input"] for r in records] == named
+    assert {r["class_names"] for r in records} <= {"dark", "light"}
+    assert all(r["class_names"] == ["dark", "light"][r["class_ids"]] for r in records)
+    assert_served(records, out, [["bytes", path] for path in named], tmp_path)
+    # A reader: nothing of the run directory is written but the predictions.
+    assert {p: p.stat().st_mtime for p in before} == before
+
+    # Not an image: exit 1 naming it, and nothing written.
+    (folder / "dark" / "notes.txt").write_text("not an image")
+    target = tmp_path / "preds.jsonl"
+    proc = predict(script, out, str(folder), "--predictions", str(target))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"{folder / 'dark' / 'notes.txt'} is not a PNG, JPEG, BMP or GIF image" in proc.stderr
+    assert not target.exists() and not list(tmp_path.glob("preds.jsonl*"))
+
+
+def test_predict_arrays_and_image_files_of_a_keras_dataset(render, tmp_path):
+    """mnist_mlp as written, keras.datasets.mnist's download served by a test double: .npy
+    and .npz arrays, and PNG files of mnist's size, which predict decodes to its uint8
+    pixels; an image of another size is refused (the model does not resize)."""
+    script = render("mnist_mlp")
+    launcher = data.runnable("mnist_mlp", script, double="keras_datasets_mock")
+    out = tmp_path / "run"
+    run_python(launcher, "--max-steps", "3", "--output-dir", str(out), cwd=tmp_path)
+
+    rng = np.random.default_rng(5)
+    examples = rng.integers(0, 256, (4, 28, 28)).astype(np.uint8)
+    np.save(tmp_path / "three.npy", examples[:3])
+    np.save(tmp_path / "one.npy", examples[3])
+    np.savez(tmp_path / "two.npz", x=examples[:2])
+    data._write_png(tmp_path / "digit.png", np.repeat(examples[1][..., None], 3, axis=2))
+    paths = [str(tmp_path / name) for name in ("three.npy", "digit.png", "one.npy", "two.npz")]
+    target = tmp_path / "preds.jsonl"
+    proc = predict(launcher, out, *paths, "--predictions", str(target))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = predictions(target)
+    three, digit, one, two = paths
+    named = [*(f"{three}[{i}]" for i in range(3)), digit, one, f"{two}[0]", f"{two}[1]"]
+    assert [r["input"] for r in records] == named
+    np.save(tmp_path / "all.npy", examples[[0, 1, 2, 1, 3, 0, 1]])
+    assert_served(records, out, [["npy", str(tmp_path / "all.npy")]], tmp_path)
+
+    refused = {
+        "wide.png": "is 32x28 pixels; the model takes 28x28 images and does not resize them",
+        "floats.npy": "holds float64 examples of shape (28, 28); the model takes uint8",
+        "other.npz": "has no array 'x' (its arrays: ['images'])",
+        "notes.txt": "is not an .npy or .npz file, nor an image",
+    }
+    data._write_png(tmp_path / "wide.png", np.zeros((28, 32, 3), np.uint8))
+    np.save(tmp_path / "floats.npy", examples / 255.0)
+    np.savez(tmp_path / "other.npz", images=examples)
+    (tmp_path / "notes.txt").write_text("7")
+    for name, message in refused.items():
+        proc = predict(launcher, out, one, str(tmp_path / name), "--predictions", str(target))
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert f"predict: {tmp_path / name} {message}" in proc.stderr
+        assert predictions(target) == records  # the last predictions, left whole
