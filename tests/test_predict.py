@@ -6,6 +6,7 @@ it with exit 1, a message naming the file, and no predictions file written."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import sys
@@ -75,6 +76,14 @@ def test_predict_image_files_and_directories_with_class_names(render, tmp_path):
     assert_served(records, out, [["bytes", path] for path in named], tmp_path)
     # A reader: nothing of the run directory is written but the predictions.
     assert {p: p.stat().st_mtime for p in before} == before
+
+    # A reader beside other readers, refused while a run trains (holds the lock alone).
+    with open(out / "run.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)  # an evaluate reading
+        assert predict(script, out, single).returncode == 0
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a run training
+        proc = predict(script, out, single)
+    assert proc.returncode == 1 and "is in use by another run" in proc.stderr, proc.stderr
 
     # Not an image: exit 1 naming it, and nothing written.
     (folder / "dark" / "notes.txt").write_text("not an image")
