@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 d1db346c20dc2ee9, script sha256 1e13557f742d7541).
+(spec sha256 d1db346c20dc2ee9, script sha256 d4bbda6b7a26af5f).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -101,7 +101,7 @@ from keras import layers
 
 
 def load_examples():
-    """Training and validation examples: (images, labels) arrays held in
+    """Training and validation examples: (features, labels) arrays held in
     memory, from which the batches pick theirs by index."""
     # Downloads once into ~/.keras/datasets, then loads from there: word ids, the
     # 20000 most frequent words kept (the others become 2, out of vocabulary).
@@ -136,19 +136,19 @@ def as_tensors(examples):
     return tf.nest.map_structure(tf.convert_to_tensor, examples)
 
 
-def preprocess(images, labels):
+def preprocess(features, labels):
     """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch): its inputs
     by prepare_inputs(), which the exported model's serving signature applies too."""
-    images = prepare_inputs(images)
-    return images, labels
+    features = prepare_inputs(features)
+    return features, labels
 
 
-def prepare_inputs(images):
+def prepare_inputs(features):
     """The model's inputs from a batch of examples as read: in training and validation
     (preprocess), and in the exported model's serving signature, so that a served example is
     prepared exactly as the training examples were (never augmented)."""
-    images = tf.cast(images, tf.int32)
-    return images
+    features = tf.cast(features, tf.int32)
+    return features
 
 
 def epoch_order(epoch, num_examples):
@@ -335,16 +335,18 @@ def export(model, directory, examples):
 
 def serving_function(model, examples):
     """The exported model's serving_default: a batch of raw examples, of the dtype and shape
-    of the training images load_examples() gives (word ids).
-    prepare_inputs() prepares them as it did the training images, then the network
+    of the training features load_examples() gives (word ids).
+    prepare_inputs() prepares them as it did the training features, then the network
     answers. Named outputs: "scores", the network's output; "probabilities" and
     "class_ids"."""
-    images, _ = examples
-    signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
+    features, _ = examples
+    signature = tf.TensorSpec(
+        (None, *features.shape[1:]), features.dtype, name="features"
+    )
 
     @tf.function(input_signature=[signature])
-    def serve(images):
-        scores = model(prepare_inputs(images), training=False)
+    def serve(features):
+        scores = model(prepare_inputs(features), training=False)
         probabilities = tf.sigmoid(scores)
         class_ids = tf.cast(probabilities > 0.5, tf.int64)
         return {
@@ -377,7 +379,7 @@ def input_files(paths):
 
 
 def read_examples(path, like):
-    """predict: the examples in one file, of the training images' (`like`) shape and dtype:
+    """predict: the examples in one file, of the training features' (`like`) shape and dtype:
     an .npy array of them (or of one), an .npz file's array 'x'."""
     shape = like.shape[1:]
     try:
@@ -483,9 +485,9 @@ def train(args, run):
 
     # --- Train and eval steps ---------------------------------------------------------
     @tf.function
-    def train_step(images, labels):
+    def train_step(features, labels):
         with tf.GradientTape() as tape:
-            predictions = model(images, training=True)
+            predictions = model(features, training=True)
             loss = loss_fn(labels, predictions)
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
@@ -495,7 +497,7 @@ def train(args, run):
         if nonfinite_step < 0 and not tf.math.is_finite(loss):
             nonfinite_step.assign(step)
         # Metrics accumulate on the device; Python reads them only when it logs.
-        train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+        train_loss.update_state(loss, sample_weight=tf.shape(features)[0])
         for metric in train_metrics:
             metric.update_state(labels, predictions)
 
@@ -505,11 +507,11 @@ def train(args, run):
     def validation_pass(iterator, num_steps):
         """One pass over the validation set in one call: num_steps batches."""
         for _ in tf.range(num_steps):
-            images, labels = next(iterator)
-            predictions = model(images, training=False)
+            features, labels = next(iterator)
+            predictions = model(features, training=False)
             # The data loss only: weight penalties say nothing about generalization.
             loss = loss_fn(labels, predictions)
-            validation_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+            validation_loss.update_state(loss, sample_weight=tf.shape(features)[0])
             for metric in validation_metrics:
                 metric.update_state(labels, predictions)
 

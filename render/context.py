@@ -467,6 +467,8 @@ def input_dtypes(spec: Spec) -> str | dict[str, str]:
 
 def _is_image_data(spec: Spec) -> bool:
     train = spec.data.train
+    if train.kind == "keras_dataset":  # imdb and reuters hold word ids
+        return train.name not in ("imdb", "reuters")
     return train.kind in IMAGE_SOURCES or (train.kind == "tfds" and train.image_size is not None)
 
 

@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 5650d8a408bb8647, script sha256 36a9f053440ff775).
+(spec sha256 5650d8a408bb8647, script sha256 87f2deebe8e18529).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -105,7 +105,7 @@ from keras import layers
 
 
 def load_examples():
-    """Training and validation examples: (images, labels) arrays held in
+    """Training and validation examples: (features, labels) arrays held in
     memory, from which the batches pick theirs by index."""
     # Downloads once into ~/.keras/datasets, then loads from there: word ids, the
     # 20000 most frequent words kept (the others become 2, out of vocabulary).
@@ -140,19 +140,19 @@ def as_tensors(examples):
     return tf.nest.map_structure(tf.convert_to_tensor, examples)
 
 
-def preprocess(images, labels):
+def preprocess(features, labels):
     """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch): its inputs
     by prepare_inputs(), which the exported model's serving signature applies too."""
-    images = prepare_inputs(images)
-    return images, labels
+    features = prepare_inputs(features)
+    return features, labels
 
 
-def prepare_inputs(images):
+def prepare_inputs(features):
     """The model's inputs from a batch of examples as read: in training and validation
     (preprocess), and in the exported model's serving signature, so that a served example is
     prepared exactly as the training examples were (never augmented)."""
-    images = tf.cast(images, tf.float32)
-    return images
+    features = tf.cast(features, tf.float32)
+    return features
 
 
 def epoch_order(epoch, num_examples):
@@ -338,16 +338,18 @@ def export(model, directory, examples):
 
 def serving_function(model, examples):
     """The exported model's serving_default: a batch of raw examples, of the dtype and shape
-    of the training images load_examples() gives (word ids).
-    prepare_inputs() prepares them as it did the training images, then the network
+    of the training features load_examples() gives (word ids).
+    prepare_inputs() prepares them as it did the training features, then the network
     answers. Named outputs: "scores", the network's output; "probabilities" and
     "class_ids"."""
-    images, _ = examples
-    signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
+    features, _ = examples
+    signature = tf.TensorSpec(
+        (None, *features.shape[1:]), features.dtype, name="features"
+    )
 
     @tf.function(input_signature=[signature])
-    def serve(images):
-        scores = model(prepare_inputs(images), training=False)
+    def serve(features):
+        scores = model(prepare_inputs(features), training=False)
         probabilities = tf.sigmoid(scores)
         class_ids = tf.cast(probabilities > 0.5, tf.int64)
         return {
@@ -380,7 +382,7 @@ def input_files(paths):
 
 
 def read_examples(path, like):
-    """predict: the examples in one file, of the training images' (`like`) shape and dtype:
+    """predict: the examples in one file, of the training features' (`like`) shape and dtype:
     an .npy array of them (or of one), an .npz file's array 'x'."""
     shape = like.shape[1:]
     try:
@@ -524,16 +526,16 @@ def train(args, run):
         nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
     # --- Train and eval steps ---------------------------------------------------------
-    def replica_train_step(images, labels):
+    def replica_train_step(features, labels):
         """One replica's part of a train step, on its slice of the global batch."""
         # The size of this global batch: the last batch of an epoch is smaller than
         # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
-        batch_size = tf.shape(images)[0]
+        batch_size = tf.shape(features)[0]
         global_batch_size = tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, batch_size
         )
         with tf.GradientTape() as tape:
-            predictions = model(images, training=True)
+            predictions = model(features, training=True)
             # Divided by the global batch size, not this replica's: apply_gradients sums the
             # replicas' gradients, and the sum is then the gradient of the global batch's mean.
             loss = tf.nn.compute_average_loss(
@@ -548,10 +550,10 @@ def train(args, run):
         return loss, batch_size
 
     @tf.function
-    def train_step(images, labels):
+    def train_step(features, labels):
         """One train step on every replica."""
         replica_losses, batch_sizes = strategy.run(
-            replica_train_step, args=(images, labels)
+            replica_train_step, args=(features, labels)
         )
         # Each replica's loss is its share of the global batch's mean: their sum is the mean.
         loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
@@ -565,8 +567,8 @@ def train(args, run):
 
     train_loop = make_train_loop(train_step, strategy)
 
-    def replica_eval_step(images, labels):
-        predictions = model(images, training=False)
+    def replica_eval_step(features, labels):
+        predictions = model(features, training=False)
         # The data loss only: weight penalties say nothing about generalization.
         validation_loss.update_state(loss_fn(labels, predictions))
         for metric in validation_metrics:
