@@ -1230,6 +1230,32 @@ def generated_distance(script: str, checkpoint_dir: str) -> dict:
     return {"distances": [distances[step] for step in sorted(distances)]}
 
 
+def tflite_matches(saved_model: str, tflite_file: str, reference: str) -> dict:
+    """A run's model.tflite against its model to serve (export/saved_model/1), both given the
+    raw examples of `reference` (serving_reference's .npz): tf.lite.Interpreter runs the
+    .tflite file's serving_default, tf.saved_model.load the SavedModel's. Imports neither the
+    script nor loopgen. The largest difference of each output, and the TFLite input."""
+    raw = np.load(reference)["raw"]
+    runner = tf.lite.Interpreter(model_path=tflite_file).get_signature_runner("serving_default")
+    ((name, detail),) = runner.get_input_details().items()
+    tflite = runner(**{name: raw})
+    served = tf.saved_model.load(saved_model).signatures["serving_default"]
+    expected = {key: value.numpy() for key, value in served(**{name: tf.constant(raw)}).items()}
+    result = {
+        "input": [name, np.dtype(detail["dtype"]).name, detail["shape_signature"].tolist()],
+        "outputs": sorted(tflite),
+        "served_outputs": sorted(expected),
+        "examples": len(raw),
+        "spread": float(np.std(expected["scores"])),
+    }
+    for key in ("scores", "probabilities"):
+        if key in expected:
+            result[key] = float(np.max(np.abs(tflite[key] - expected[key])))
+    if "class_ids" in expected:
+        result["class_ids"] = bool(np.array_equal(tflite["class_ids"], expected["class_ids"]))
+    return result
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

@@ -1,0 +1,53 @@
+"""export.tflite: the run's export/model.tflite, run by tf.lite.Interpreter on raw training
+examples in a process that imports neither the script nor loopgen, answers what the model to
+serve (export/saved_model/1) answers on them. The specs it cannot convert are refused at
+render time (tests/bad_specs/tflite_*)."""
+
+from __future__ import annotations
+
+import pytest
+from data import classification_npz
+from helpers import npz, run_python, tf_check
+
+pytestmark = pytest.mark.slow
+
+
+def assert_tflite_serves_alike(script, out, cwd):
+    reference = cwd / "serving_reference.npz"
+    tf_check("serving_reference", str(script), str(out), str(reference), cwd=cwd)
+    export = out / "export"
+    found = tf_check(
+        "tflite_matches",
+        str(export / "saved_model" / "1"),
+        str(export / "model.tflite"),
+        str(reference),
+        cwd=cwd,
+    )
+    assert found["outputs"] == found["served_outputs"], found
+    assert found["input"][2][0] == -1, found  # any batch size
+    assert found["scores"] <= 1e-5 and found["spread"] > 0, found
+    assert found["probabilities"] <= 1e-5 and found["class_ids"], found
+    return found
+
+
+def test_an_array_model_converts_to_tflite(render, tmp_path):
+    train = npz(classification_npz(tmp_path / "train.npz", 96, (28, 28)))
+    script = render("mnist_mlp", f"data.train={train}", "export.tflite=true")
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "3", "--output-dir", str(out), cwd=tmp_path)
+
+    found = assert_tflite_serves_alike(script, out, tmp_path)
+    assert found["input"] == ["features", "uint8", [-1, 28, 28]], found
+
+
+def test_an_image_model_converts_to_tflite(render, tmp_path):
+    script = render(
+        "shapes_plateau", "data.train.count=96", "data.validation.count=32", "export.tflite=true"
+    )
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "3", "--output-dir", str(out), cwd=tmp_path)
+
+    found = assert_tflite_serves_alike(script, out, tmp_path)
+    assert found["input"][0] == "images" and found["input"][2] == [-1, 24, 24, 3], found
+    # The best validation's weights are exported beside the last ones, with their own file.
+    assert (out / "export" / "best" / "model.tflite").is_file()
