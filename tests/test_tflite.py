@@ -51,3 +51,20 @@ def test_an_image_model_converts_to_tflite(render, tmp_path):
     assert found["input"][0] == "images" and found["input"][2] == [-1, 24, 24, 3], found
     # The best validation's weights are exported beside the last ones, with their own file.
     assert (out / "export" / "best" / "model.tflite").is_file()
+
+
+def test_the_layers_refused_are_those_that_do_not_convert(tmp_path):
+    """dsl/rules/export.py's tables, measured again on the installed TensorFlow."""
+    from loopgen.dsl.catalog import lookup
+    from loopgen.dsl.rules.export import LOOPING, NOT_BUILTIN, random_in_graph
+
+    found = tf_check("tflite_layers", cwd=tmp_path)
+    refused = set(found["refused"])
+    assert LOOPING | set(NOT_BUILTIN) <= refused, found
+    randoms = {kind for kind in refused if kind.startswith("random_")}
+    assert randoms and all(random_in_graph(lookup("layers", kind)) for kind in randoms)
+    assert not random_in_graph(lookup("layers", "dropout"))
+    # What the rules let through converts: a recurrent layer unrolled, string lookups, ...
+    assert set(found["converted"]) == {
+        "lstm unrolled", "string_lookup", "dropout", "embedding", "multi_head_attention"
+    }, found  # fmt: skip

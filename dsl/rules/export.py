@@ -28,7 +28,7 @@ LOOPING = frozenset(
 NOT_BUILTIN = {
     "integer_lookup": "a hash table (HashTableV2)",
     "hashing": "string hashing (StringToHashBucketFast)",
-    "hashed_crossing": "string hashing (StringToHashBucketFast)",
+    "hashed_crossing": "a sparse cross (SparseCross)",
     "category_encoding": "a bincount (DenseBincount)",
     "text_vectorization": "string splitting and ragged tensors (StringSplitV2)",
 }
@@ -90,6 +90,14 @@ def _layers(found: list[tuple[str, Any]]) -> list[tuple[str, KerasLayer]]:
     return layers
 
 
+def random_in_graph(entry: Any) -> bool:
+    """Whether a layer of the catalog is one of Keras' random preprocessing layers (those
+    taking a seed), whose random ops stay in the graph even where they pass the images through
+    unchanged: ops TFLite's builtins lack (StatelessRandomUniformV2). Dropout and noise layers
+    take a seed too, but leave no op behind outside training."""
+    return entry.get("group") == "preprocessing" and "seed" in entry.args
+
+
 def _check_layer(path: str, layer: KerasLayer, augment_in: str) -> None:
     if layer.kind in LOOPING and not layer.arg("unroll"):
         raise ValueError(
@@ -103,9 +111,7 @@ def _check_layer(path: str, layer: KerasLayer, augment_in: str) -> None:
             f"{NOT_BUILTIN[layer.kind]}: not among TFLite's builtin ops. Do that in the data "
             "before training, or remove export.tflite"
         )
-    # Keras' random augmentation layers keep their random ops in the graph even when they pass
-    # the images through: ops TFLite's builtins lack (StatelessRandomUniformV2).
-    if layer.entry.get("group") == "preprocessing" and "seed" in layer.entry.args:
+    if random_in_graph(layer.entry):
         fix = (
             'set data.augment_in="pipeline"'
             if path.startswith("data.augmentation")
