@@ -71,15 +71,16 @@ class Export(StrictModel):
     """A `.keras` file (`model.save`) to continue in Keras; needs the custom classes to load."""
     tflite: bool = False
     """Also `export/model.tflite`: the model to serve (`export/saved_model/1`, raw examples in,
-    the same named outputs) converted by `tf.lite.TFLiteConverter` with TFLite's builtin ops
-    only, so that `tf.lite.Interpreter` (and TFLite on a phone) runs it without TensorFlow.
-    Refused at render time where it cannot be converted so: without `saved_model`; a GAN or a
+    the same named outputs; for a GAN its generator, noise in, images out) converted by
+    `tf.lite.TFLiteConverter` with TFLite's builtin ops only, so that `tf.lite.Interpreter` of
+    the tensorflow package (which cannot run TensorFlow's own ops) and TFLite on a phone run
+    it. Refused at render time where it cannot be converted so: without `saved_model`; a
     multi-task model (no model to serve); training data other than `Npz`, `KerasDataset` or
-    `Shapes` arrays (an `ImageDirectory` model decodes image files, which needs TensorFlow ops
-    the tensorflow package's interpreter cannot run; streams and text have no model to serve);
-    and layers TFLite's builtins cannot run (recurrent layers not unrolled, integer lookups,
-    hashing, category encoding, text vectorization, random augmentation in the model). The
-    layers of an imported model are not visible: the conversion tells at export."""
+    `Shapes` arrays (an `ImageDirectory` model decodes image files, a TensorFlow op; streams
+    and text have no model to serve); layers TFLite's builtins cannot run (recurrent layers not
+    unrolled, integer lookups, hashing, category encoding, text vectorization, random
+    augmentation in the model). An imported model's layers are not visible: the conversion
+    tells at export."""
 
 
 class Comet(StrictModel):

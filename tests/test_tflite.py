@@ -1,7 +1,7 @@
 """export.tflite: the run's export/model.tflite, run by tf.lite.Interpreter on raw training
 examples in a process that imports neither the script nor loopgen, answers what the model to
-serve (export/saved_model/1) answers on them. The specs it cannot convert are refused at
-render time (tests/bad_specs/tflite_*)."""
+serve (export/saved_model/1) answers on them; a GAN's, what its generator answers on noise.
+The specs it cannot convert are refused at render time (tests/bad_specs/tflite_*)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def assert_tflite_serves_alike(script, out, cwd):
     )
     assert found["outputs"] == found["served_outputs"], found
     assert found["input"][2][0] == -1, found  # any batch size
-    assert found["scores"] <= 1e-5 and found["spread"] > 0, found
+    assert found["scores"] <= 1e-5 and found["scores_spread"] > 0, found
     assert found["probabilities"] <= 1e-5 and found["class_ids"], found
     return found
 
@@ -51,6 +51,26 @@ def test_an_image_model_converts_to_tflite(render, tmp_path):
     assert found["input"][0] == "images" and found["input"][2] == [-1, 24, 24, 3], found
     # The best validation's weights are exported beside the last ones, with their own file.
     assert (out / "export" / "best" / "model.tflite").is_file()
+
+
+def test_a_gan_generator_converts_to_tflite(render, tmp_path):
+    script = render(
+        "shapes_dcgan", "data.train.count=96", "data.batch_size=32", "export.tflite=true"
+    )
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "3", "--output-dir", str(out), cwd=tmp_path)
+
+    export = out / "export"
+    found = tf_check(
+        "tflite_matches",
+        str(export / "generator"),
+        str(export / "model.tflite"),
+        "noise",
+        cwd=tmp_path,
+    )
+    assert found["input"][1:] == ["float32", [-1, 32]], found  # LATENT_DIM noise
+    ((image,),) = [[key for key in found["outputs"] if not key.endswith("_spread")]]
+    assert found[image] <= 1e-5 and found[f"{image}_spread"] > 0, found
 
 
 def test_the_layers_refused_are_those_that_do_not_convert(tmp_path):

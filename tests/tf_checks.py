@@ -1231,13 +1231,19 @@ def generated_distance(script: str, checkpoint_dir: str) -> dict:
 
 
 def tflite_matches(saved_model: str, tflite_file: str, reference: str) -> dict:
-    """A run's model.tflite against its model to serve (export/saved_model/1), both given the
-    raw examples of `reference` (serving_reference's .npz): tf.lite.Interpreter runs the
-    .tflite file's serving_default, tf.saved_model.load the SavedModel's. Imports neither the
-    script nor loopgen. The largest difference of each output, and the TFLite input."""
-    raw = np.load(reference)["raw"]
+    """A run's model.tflite against the SavedModel it was converted from, both given the same
+    inputs: the raw examples of `reference` (serving_reference's .npz), or for "noise" eight
+    standard normal vectors (a GAN generator's). tf.lite.Interpreter runs the .tflite file's
+    serving_default, tf.saved_model.load the SavedModel's. Imports neither the script nor
+    loopgen. The largest difference of each float output, whether the integer ones are equal,
+    and the TFLite input."""
     runner = tf.lite.Interpreter(model_path=tflite_file).get_signature_runner("serving_default")
     ((name, detail),) = runner.get_input_details().items()
+    if reference == "noise":
+        shape = (8, *detail["shape_signature"][1:])
+        raw = np.random.default_rng(0).standard_normal(shape).astype(detail["dtype"])
+    else:
+        raw = np.load(reference)["raw"]
     tflite = runner(**{name: raw})
     served = tf.saved_model.load(saved_model).signatures["serving_default"]
     expected = {key: value.numpy() for key, value in served(**{name: tf.constant(raw)}).items()}
@@ -1246,13 +1252,13 @@ def tflite_matches(saved_model: str, tflite_file: str, reference: str) -> dict:
         "outputs": sorted(tflite),
         "served_outputs": sorted(expected),
         "examples": len(raw),
-        "spread": float(np.std(expected["scores"])),
     }
-    for key in ("scores", "probabilities"):
-        if key in expected:
-            result[key] = float(np.max(np.abs(tflite[key] - expected[key])))
-    if "class_ids" in expected:
-        result["class_ids"] = bool(np.array_equal(tflite["class_ids"], expected["class_ids"]))
+    for key, value in expected.items():
+        if value.dtype.kind == "f":
+            result[key] = float(np.max(np.abs(tflite[key] - value)))
+            result[f"{key}_spread"] = float(np.std(value))
+        else:
+            result[key] = bool(np.array_equal(tflite[key], value))
     return result
 
 

@@ -1,5 +1,5 @@
-"""Rules of what the script exports: `export.tflite` converts the model to serve with TFLite's
-builtin ops alone, which a spec must make possible.
+"""Rules of what the script exports: `export.tflite` converts the model to serve (a GAN's
+generator) with TFLite's builtin ops alone, which a spec must make possible.
 
 Builtin ops only, because the `tf.lite.Interpreter` of the tensorflow pip package does not run
 TF Select ops (measured on TF 2.21: "Select TensorFlow op(s) ... not supported by this
@@ -41,16 +41,22 @@ def check_tflite(spec: Spec) -> None:
     if not spec.export.saved_model:
         raise ValueError(
             "export.tflite=True but export.saved_model=False: model.tflite is converted from "
-            "the SavedModel to serve (export/saved_model/1); set export.saved_model=True or "
-            "remove export.tflite"
+            "the exported SavedModel (export/saved_model/1, a GAN's export/generator); set "
+            "export.saved_model=True or remove export.tflite"
         )
-    if spec.gan is not None:
-        raise ValueError(
-            "export.tflite=True but training is a GAN, which exports its generator "
-            "(export/generator: noise in, images out), not a model to serve raw examples, "
-            "which is what export.tflite converts; remove export.tflite (and convert "
-            "export/generator with tf.lite.TFLiteConverter.from_saved_model if you want it)"
-        )
+    if spec.gan is None:
+        _check_served_data(spec)
+    if isinstance(spec.model, Imported):
+        return  # its layers are not visible here: the converter tells at export
+    # A GAN's export is its generator (noise in, images out): only its layers are converted.
+    converted = "training.generator." if spec.gan is not None else ""
+    for path, layer in _layers(spec.layers_with_paths()):
+        if path.startswith(converted):
+            _check_layer(path, layer)
+
+
+def _check_served_data(spec: Spec) -> None:
+    """The model to serve takes the training source's raw examples: they must be arrays."""
     if spec.tasks:
         raise ValueError(
             "export.tflite=True but training is multi_task, whose export is the bare network "
@@ -72,10 +78,6 @@ def check_tflite(spec: Spec) -> None:
             "to serve raw examples (only Npz, KerasDataset and Shapes arrays have one), which "
             "is what export.tflite converts; remove export.tflite"
         )
-    if isinstance(spec.model, Imported):
-        return  # its layers are not visible here: the converter tells at export
-    for path, layer in _layers(spec.layers_with_paths()):
-        _check_layer(path, layer, spec.data.augment_in)
 
 
 def _layers(found: list[tuple[str, Any]]) -> list[tuple[str, KerasLayer]]:
@@ -98,7 +100,7 @@ def random_in_graph(entry: Any) -> bool:
     return entry.get("group") == "preprocessing" and "seed" in entry.args
 
 
-def _check_layer(path: str, layer: KerasLayer, augment_in: str) -> None:
+def _check_layer(path: str, layer: KerasLayer) -> None:
     if layer.kind in LOOPING and not layer.arg("unroll"):
         raise ValueError(
             f"export.tflite=True but {path} is {_a(layer.keras_class)}, whose loop over the time "
