@@ -77,10 +77,10 @@ class Export(StrictModel):
     it. Refused at render time where it cannot be converted so: without `saved_model`; a
     multi-task model (no model to serve); training data other than `Npz`, `KerasDataset` or
     `Shapes` arrays (an `ImageDirectory` model decodes image files, a TensorFlow op; streams
-    and text have no model to serve); layers TFLite's builtins cannot run (recurrent layers not
-    unrolled, integer lookups, hashing, category encoding, text vectorization, random
-    augmentation in the model). An imported model's layers are not visible: the conversion
-    tells at export."""
+    and text have no model to serve); mixed precision (float16 and bfloat16 ops); layers
+    TFLite's builtins cannot run (recurrent layers not unrolled, integer lookups, hashing,
+    category encoding, text vectorization, random augmentation in the model). An imported
+    model's layers are not visible: the conversion tells at export."""
 
 
 class Comet(StrictModel):

@@ -46,6 +46,14 @@ def check_tflite(spec: Spec) -> None:
         )
     if spec.gan is None:
         _check_served_data(spec)
+    precision = spec.performance.precision
+    if precision != "float32":
+        raise ValueError(
+            f"export.tflite=True but performance.precision={precision!r}: the exported network "
+            f"computes in {precision.removeprefix('mixed_')} (MatMul, BiasAdd, Relu), which "
+            "TFLite's builtin ops do not take; set performance.precision='float32' or remove "
+            "export.tflite"
+        )
     if isinstance(spec.model, Imported):
         return  # its layers are not visible here: the converter tells at export
     # A GAN's export is its generator (noise in, images out): only its layers are converted.
