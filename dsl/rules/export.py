@@ -135,4 +135,5 @@ def _check_layer(path: str, layer: KerasLayer) -> None:
 
 
 def _a(name: str) -> str:
-    return f"an {name}" if name[0] in "AEIOU" else f"a {name}"
+    """The class name with its article, as said: an IntegerLookup, an LSTM, a GRU."""
+    return f"an {name}" if name[0] in "AEIOU" or name.startswith("LSTM") else f"a {name}"
