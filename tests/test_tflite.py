@@ -86,5 +86,6 @@ def test_the_layers_refused_are_those_that_do_not_convert(tmp_path):
     assert not random_in_graph(lookup("layers", "dropout"))
     # What the rules let through converts: a recurrent layer unrolled, string lookups, ...
     assert set(found["converted"]) == {
-        "lstm unrolled", "string_lookup", "dropout", "embedding", "multi_head_attention"
+        "lstm unrolled", "bidirectional gru unrolled", "string_lookup", "dropout", "embedding",
+        "multi_head_attention",
     }, found  # fmt: skip

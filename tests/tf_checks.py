@@ -1299,6 +1299,10 @@ def tflite_layers() -> dict:
         "random_crop": (lambda: layers.RandomCrop(4, 4), images),
         # Let through: these convert.
         "lstm unrolled": (lambda: layers.LSTM(4, unroll=True), floats),
+        "bidirectional gru unrolled": (
+            lambda: layers.Bidirectional(layers.GRU(4, unroll=True)),
+            floats,
+        ),
         "string_lookup": (lambda: layers.StringLookup(vocabulary=["a", "b"]), np.array(["a", "c"])),
         "dropout": (lambda: layers.Dropout(0.5), floats),
         "embedding": (lambda: layers.Embedding(12, 3), ids),
