@@ -69,6 +69,18 @@ class Export(StrictModel):
     for a classifier)."""
     keras: bool = False
     """A `.keras` file (`model.save`) to continue in Keras; needs the custom classes to load."""
+    tflite: bool = False
+    """Also `export/model.tflite`: the model to serve (`export/saved_model/1`, raw examples in,
+    the same named outputs; for a GAN its generator, noise in, images out) converted by
+    `tf.lite.TFLiteConverter` with TFLite's builtin ops only, so that `tf.lite.Interpreter` of
+    the tensorflow package (which cannot run TensorFlow's own ops) and TFLite on a phone run
+    it. Refused at render time where it cannot be converted so: without `saved_model`; a
+    multi-task model (no model to serve); training data other than `Npz`, `KerasDataset` or
+    `Shapes` arrays (an `ImageDirectory` model decodes image files, a TensorFlow op; streams
+    and text have no model to serve); mixed precision (float16 and bfloat16 ops); layers
+    TFLite's builtins cannot run (recurrent layers not unrolled, integer lookups, hashing,
+    category encoding, text vectorization, random augmentation in the model). An imported
+    model's layers are not visible: the conversion tells at export."""
 
 
 class Comet(StrictModel):

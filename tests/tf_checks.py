@@ -1257,6 +1257,122 @@ def served_outputs(saved_model: str, inputs: str) -> dict:
     return {"outputs": outputs}
 
 
+def tflite_matches(saved_model: str, tflite_file: str, reference: str) -> dict:
+    """A run's model.tflite against the SavedModel it was converted from, both given the same
+    inputs: the raw examples of `reference` (serving_reference's .npz), or for "noise" eight
+    standard normal vectors (a GAN generator's). tf.lite.Interpreter runs the .tflite file's
+    serving_default, tf.saved_model.load the SavedModel's. Imports neither the script nor
+    loopgen. The largest difference of each float output, whether the integer ones are equal,
+    and the TFLite input."""
+    runner = tf.lite.Interpreter(model_path=tflite_file).get_signature_runner("serving_default")
+    ((name, detail),) = runner.get_input_details().items()
+    if reference == "noise":
+        shape = (8, *detail["shape_signature"][1:])
+        raw = np.random.default_rng(0).standard_normal(shape).astype(detail["dtype"])
+    else:
+        raw = np.load(reference)["raw"]
+    tflite = runner(**{name: raw})
+    served = tf.saved_model.load(saved_model).signatures["serving_default"]
+    expected = {key: value.numpy() for key, value in served(**{name: tf.constant(raw)}).items()}
+    result = {
+        "input": [name, np.dtype(detail["dtype"]).name, detail["shape_signature"].tolist()],
+        "outputs": sorted(tflite),
+        "served_outputs": sorted(expected),
+        "examples": len(raw),
+    }
+    for key, value in expected.items():
+        if value.dtype.kind == "f":
+            result[key] = float(np.max(np.abs(tflite[key] - value)))
+            result[f"{key}_spread"] = float(np.std(value))
+        else:
+            result[key] = bool(np.array_equal(tflite[key], value))
+    return result
+
+
+def tflite_layers() -> dict:
+    """Which layers convert with TFLite's builtin ops alone on the installed TensorFlow: each
+    layer that dsl/rules/export.py refuses for export.tflite (and some it lets through), alone
+    in a model exported as the script does and converted. Kinds that converted; kinds that did
+    not, with the first TF Select ops the converter named."""
+    import tempfile
+
+    from keras import layers
+
+    floats = np.random.default_rng(0).random((2, 6, 4)).astype("float32")
+    images = np.random.default_rng(0).random((2, 8, 8, 3)).astype("float32")
+    ids = np.array([[3, 7], [11, 5]], "int64")
+    cases = {
+        "lstm": (lambda: layers.LSTM(4), floats),
+        "gru": (lambda: layers.GRU(4), floats),
+        "simple_rnn": (lambda: layers.SimpleRNN(4), floats),
+        "rnn": (lambda: layers.RNN(layers.SimpleRNNCell(4)), floats),
+        "conv_lstm1d": (lambda: layers.ConvLSTM1D(2, 3), floats[..., None]),
+        "conv_lstm2d": (lambda: layers.ConvLSTM2D(2, 3), images[:, None].repeat(2, 1)),
+        "conv_lstm3d": (lambda: layers.ConvLSTM3D(2, 3), images[:, None, ..., None]),
+        "integer_lookup": (lambda: layers.IntegerLookup(vocabulary=[3, 7]), ids),
+        "hashing": (lambda: layers.Hashing(num_bins=5), ids),
+        "hashed_crossing": (lambda: HashedPair(), ids),
+        "category_encoding": (
+            lambda: layers.CategoryEncoding(num_tokens=12, output_mode="multi_hot"),
+            ids,
+        ),
+        "text_vectorization": (
+            lambda: layers.TextVectorization(vocabulary=["a", "b"]),
+            np.array(["a b", "b c"]),
+        ),
+        "random_flip": (lambda: layers.RandomFlip(), images),
+        "random_rotation": (lambda: layers.RandomRotation(0.1), images),
+        "random_contrast": (lambda: layers.RandomContrast(0.1), images),
+        "random_crop": (lambda: layers.RandomCrop(4, 4), images),
+        # Let through: these convert.
+        "lstm unrolled": (lambda: layers.LSTM(4, unroll=True), floats),
+        "bidirectional gru unrolled": (
+            lambda: layers.Bidirectional(layers.GRU(4, unroll=True)),
+            floats,
+        ),
+        "string_lookup": (lambda: layers.StringLookup(vocabulary=["a", "b"]), np.array(["a", "c"])),
+        "dropout": (lambda: layers.Dropout(0.5), floats),
+        "embedding": (lambda: layers.Embedding(12, 3), ids),
+        "multi_head_attention": (lambda: SelfAttention(), floats),
+    }
+
+    class HashedPair(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.crossing = layers.HashedCrossing(num_bins=5)
+
+        def call(self, x):
+            return self.crossing((x[:, 0], x[:, 1]))
+
+    class SelfAttention(layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.attention = layers.MultiHeadAttention(2, 4)
+
+        def call(self, x):
+            return self.attention(x, x)
+
+    converted, refused = [], {}
+    for kind, (make, x) in cases.items():
+        dtype = "string" if x.dtype.kind in "US" else x.dtype.name
+        inputs = keras.Input(shape=x.shape[1:], dtype=dtype)
+        model = keras.Model(inputs, make()(inputs))
+        with tempfile.TemporaryDirectory() as saved:
+            model.export(saved, verbose=False)
+            converter = tf.lite.TFLiteConverter.from_saved_model(saved)
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+            try:
+                converter.convert()
+            except Exception as error:  # the converter's ConverterError
+                message = str(error)
+                found = message.find("TF Select ops: ")
+                ops = message[found:].splitlines()[0] if found >= 0 else "TensorList ops"
+                refused[kind] = ops.removeprefix("TF Select ops: ")
+                continue
+        converted.append(kind)
+    return {"converted": converted, "refused": refused}
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

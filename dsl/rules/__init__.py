@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import augmentation, data, logging, model, objective, strategy, training, ways
+from . import augmentation, data, export, logging, model, objective, strategy, training, ways
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -37,6 +37,7 @@ RULES = [
     training.check_fine_tune,
     logging.check_histograms,
     logging.check_unique_names,
+    export.check_tflite,
 ]
 
 
