@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 6da4d8c168cf4b54, script sha256 a116c1d555f77cbc).
+(spec sha256 6da4d8c168cf4b54, script sha256 b8acb41513cbf6ca).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -237,13 +237,19 @@ def parse_csv_lines(lines, selected):
     """A batch of lines parsed (only now that they are picked): the model's inputs and the
     label(s) from their columns."""
     columns = dict(zip(COLUMNS, decode_csv(lines, selected)))
-    inputs = {
+    return csv_inputs(columns), columns["price"]
+
+
+def csv_inputs(columns):
+    """The model's inputs from a batch of decoded columns, by name: in training
+    (parse_csv_lines), and in the exported model, whose serving signature takes the columns.
+    """
+    return {
         "numeric": tf.stack(
             [columns["area"], columns["rooms"], columns["age"]], axis=1
         ),
         "city": columns["city"][:, None],
     }
-    return inputs, columns["price"]
 
 
 def load_examples(data=None):
@@ -263,13 +269,22 @@ def num_examples(examples):
 
 
 def preprocess(features, labels):
-    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch): its inputs
+    by prepare_inputs(), which the exported model's serving signature applies too."""
+    features = prepare_inputs(features)
+    return features, labels
+
+
+def prepare_inputs(features):
+    """The model's inputs from a batch of examples as read: in training and validation
+    (preprocess), and in the exported model's serving signature, so that a served example is
+    prepared exactly as the training examples were (never augmented)."""
     # Each of the model's inputs in its own dtype.
     features = {
         "numeric": tf.cast(features["numeric"], tf.float32),
         "city": features["city"],
     }
-    return features, labels
+    return features
 
 
 def shuffle_windows(records, epoch, first_window=0):
@@ -419,11 +434,42 @@ def steps_in_call(global_step, epoch_end):
 
 
 def export(model, directory):
-    """The trained network, written whole into `directory`: network/ is the SavedModel
-    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
-    and takes inputs prepared as the training batches are (preprocess())."""
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs already prepared as
+      prepare_inputs() does.
+
+    Both SavedModels load without this script's classes."""
     with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
         model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model):
+    """The exported model's serving_default: a batch of CSV rows as columns, one input per
+    column the model's inputs are made of (not the label), each of shape (None,) and of its
+    type in COLUMN_DTYPES. csv_inputs() makes the model's inputs of them as in training,
+    prepare_inputs() prepares them, then the network answers. Named outputs: "scores", the
+    network's output."""
+    dtypes = dict(zip(COLUMNS, COLUMN_DTYPES))
+    signature = {
+        column: tf.TensorSpec((None,), dtypes[column], name=column)
+        for column in ["area", "rooms", "age", "city"]
+    }
+
+    @tf.function(input_signature=[signature])
+    def serve(columns):
+        scores = model(prepare_inputs(csv_inputs(columns)), training=False)
+        return {"scores": scores}
+
+    return serve
 
 
 def train(args, run):

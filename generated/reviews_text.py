@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 601d2125b1b62bc5, script sha256 337cfb262262a03b).
+(spec sha256 601d2125b1b62bc5, script sha256 0e648b18c74ac0d7).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -110,6 +110,14 @@ def read_text_lines(path, delimiter, text_column, label_column, field):
         print(f"{path}: classes {classes}, numbered from 0")
         labels = [classes.index(name) for name in names]
     return np.array(texts), np.array(labels, dtype=np.int32)
+
+
+def label_names(path, delimiter, label_column):
+    """The class names of a file of lines, sorted (None when its labels are class ids)."""
+    with open(path, encoding="utf-8") as file:
+        rows = [line.rstrip("\n").split(delimiter) for line in file if line.strip()]
+    names = {row[label_column].strip() for row in rows if len(row) > label_column}
+    return None if all(name.isdigit() for name in names) else sorted(names)
 
 
 def load_examples():
@@ -284,12 +292,48 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(model, directory):
-    """The trained network, written whole into `directory`: network/ is the SavedModel
-    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
-    and takes inputs prepared as the training batches are (preprocess())."""
+def export(model, directory, classes):
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs as the training batches give
+      them.
+
+    Both SavedModels load without this script's classes. `classes`: the class names, in the
+    order of their ids (None where the training file's labels are ids)."""
     with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model, classes))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
         model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model, classes):
+    """The exported model's serving_default: a batch of texts (tf.string), which the network
+    gets as the training pipeline gives it the file's texts: as they are (it tokenizes them
+    itself). Named outputs: "scores", the network's output; "probabilities", "class_ids"
+    and "class_names", the training file's label of each class where its labels are names.
+    """
+
+    @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name="texts")])
+    def serve(texts):
+        scores = model(texts, training=False)
+        probabilities = tf.nn.softmax(scores)
+        class_ids = tf.argmax(scores, axis=-1)
+        outputs = {
+            "scores": scores,
+            "probabilities": probabilities,
+            "class_ids": class_ids,
+        }
+        if classes is not None:  # the training file's labels are class names, not ids
+            outputs["class_names"] = tf.gather(tf.constant(classes), class_ids)
+        return outputs
+
+    return serve
 
 
 def train(args, run):
@@ -415,7 +459,13 @@ def train(args, run):
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
-    export(model, os.path.join(args.output_dir, "export"))
+    # The classes are the training file's labels where they are names, numbered as
+    # load_examples() did.
+    export(
+        model,
+        os.path.join(args.output_dir, "export"),
+        label_names("data/reviews.tsv", "\t", 1),
+    )
 
 
 # --- The run directory ------------------------------------------------------------------

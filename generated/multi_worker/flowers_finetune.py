@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 6618a71dabe18f46, script sha256 2f0c923c6dc84a98).
+(spec sha256 6618a71dabe18f46, script sha256 5e2aed42379b1a7e).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -221,7 +221,14 @@ def parse_tfrecords(serialized):
             "label": tf.io.FixedLenFeature((), tf.int64),
         },
     )
-    example["image"] = tf.map_fn(
+    return record_inputs(example), example["label"]
+
+
+def record_inputs(example):
+    """The model's inputs from a batch of records' features, by name as parsed, images decoded
+    and resized: in training (parse_tfrecords), and in the exported model, whose serving
+    signature takes the features."""
+    return tf.map_fn(
         lambda image: tf.image.resize(
             tf.io.decode_image(image, channels=3, expand_animations=False),
             (160, 160),
@@ -229,8 +236,6 @@ def parse_tfrecords(serialized):
         example["image"],
         fn_output_signature=tf.TensorSpec((160, 160, 3), tf.float32),
     )
-    inputs = example["image"]
-    return inputs, example["label"]
 
 
 def load_examples(data=None):
@@ -252,9 +257,18 @@ def num_examples(examples):
 
 
 def preprocess(features, labels):
-    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
-    features = tf.cast(features, tf.float32)
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch): its inputs
+    by prepare_inputs(), which the exported model's serving signature applies too."""
+    features = prepare_inputs(features)
     return features, labels
+
+
+def prepare_inputs(features):
+    """The model's inputs from a batch of examples as read: in training and validation
+    (preprocess), and in the exported model's serving signature, so that a served example is
+    prepared exactly as the training examples were (never augmented)."""
+    features = tf.cast(features, tf.float32)
+    return features
 
 
 def replica_slices(batch, context):
@@ -449,11 +463,47 @@ def steps_in_call(global_step, epoch_end, unfreeze_step):
 
 
 def export(model, directory):
-    """The trained network, written whole into `directory`: network/ is the SavedModel
-    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
-    and takes inputs prepared as the training batches are (preprocess())."""
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs already prepared as
+      prepare_inputs() does.
+
+    Both SavedModels load without this script's classes."""
     with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
         model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model):
+    """The exported model's serving_default: a batch of records' features, one input per
+    feature the model reads (not the label), as the records hold them: an image as its encoded
+    bytes (tf.string: PNG, JPEG, BMP or GIF). record_inputs() decodes and resizes images as in
+    training, prepare_inputs() prepares them, then the network answers. Named outputs:
+    "scores", the network's output; "probabilities" and
+    "class_ids"."""
+    signature = {
+        "image": tf.TensorSpec((None,), tf.string, name="image"),
+    }
+
+    @tf.function(input_signature=[signature])
+    def serve(features):
+        scores = model(prepare_inputs(record_inputs(features)), training=False)
+        probabilities = tf.nn.softmax(scores)
+        class_ids = tf.argmax(scores, axis=-1)
+        return {
+            "scores": scores,
+            "probabilities": probabilities,
+            "class_ids": class_ids,
+        }
+
+    return serve
 
 
 def train(args, run):
