@@ -95,3 +95,42 @@ def test_a_text_model_serves_strings_and_names_the_classes(render, tmp_path):
     served = assert_serves_raw_examples(script, out, tmp_path)
     assert served["inputs"] == {"texts": ["string", [None]]}, served
     assert served["outputs"] == ["class_ids", "class_names", "probabilities", "scores"]
+
+
+def test_a_tfrecord_model_serves_numeric_features_in_their_shape_beside_images(render, tmp_path):
+    folder = tmp_path / "records"
+    tf_check("write_image_tfrecords", str(folder), "train", "1", "8", "2", "", "png,jpeg", "yes",
+             cwd=tmp_path)  # fmt: skip
+    features = {
+        "image": {"dtype": "string", "image": [32, 32]},
+        "stats": {"dtype": "float32", "shape": [2]},
+        "label": {"dtype": "int64"},
+    }
+    source = {"kind": "tfrecord", "files": str(folder / "train-*.tfrecord"), "features": features}
+    model = {
+        "kind": "graph",
+        "inputs": {"image": {"shape": [32, 32, 3]}, "stats": {"shape": [2]}},
+        "nodes": [
+            {"name": "pooled", "layer": {"kind": "global_average_pooling2d"}, "inputs": "image"},
+            {"name": "joined", "layer": {"kind": "concatenate"}, "inputs": ["pooled", "stats"]},
+            {"name": "logits", "layer": {"kind": "dense", "units": 2}, "inputs": "joined"},
+        ],
+        "outputs": "logits",
+    }
+    script = render(
+        "flowers_finetune",
+        f"data.train={json.dumps(source)}",
+        "data.validation=null",
+        "data.batch_size=4",
+        f"model={json.dumps(model)}",
+        "fine_tune=null",
+    )
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+
+    served = assert_serves_raw_examples(script, out, tmp_path)
+    assert served["inputs"] == {
+        "image": ["string", [None]],
+        "stats": ["float32", [None, 2]],
+    }, served
+    assert served["not_inputs"] == ["label"], served

@@ -116,11 +116,13 @@ def write_image_tfrecords(
     classes: str,
     compression: str = "",
     encodings: str = "jpeg",
+    stats: str = "",
 ):
     """TFRecord shards of tf.train.Examples: a JPEG `image` (40x40, its brightness telling the
     class) and an int64 `label`. `per_shard`: one count for every shard, or one per shard
     ("7,3,12"); `compression`: GZIP or ZLIB, or none; `encodings`: "jpeg", or "png,jpeg" for
-    PNG and JPEG images alternately."""
+    PNG and JPEG images alternately; `stats`: "yes" for a float `stats` feature too, two
+    numbers (the image's mean brightness in [0, 255] and a random number)."""
     import os
 
     os.makedirs(folder, exist_ok=True)
@@ -137,10 +139,14 @@ def write_image_tfrecords(
                 pixels = np.clip(pixels, 0, 255).astype("uint8")
                 encoding = encodings.split(",")[count % len(encodings.split(","))]
                 image = getattr(tf.io, f"encode_{encoding}")(pixels).numpy()
-                example = tf.train.Example(features=tf.train.Features(feature={
+                feature = {
                     "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[image])),
                     "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
-                }))  # fmt: skip
+                }
+                if stats:
+                    values = [float(pixels.mean()), float(rng.normal())]
+                    feature["stats"] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
+                example = tf.train.Example(features=tf.train.Features(feature=feature))
                 writer.write(example.SerializeToString())
                 count += 1
     return {"records": count}
