@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import PurePath
 from typing import Any
@@ -334,10 +335,14 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
     scores_classes = spec.training.kind not in ("contrastive", "reptile", "maml")
     if loss is not None and loss.kind != "import" and scores_classes:
         classify = CLASS_SCORES.get(loss.kind)
+    columns = input_names(train.feature_columns()) if train.kind == "csv" else {}
     return {
         "inputs": SERVED_INPUTS[train.kind],
-        # CSV: the columns the model's inputs are made of, in the order the spec reads them.
-        "columns": train.feature_columns() if train.kind == "csv" else [],
+        # CSV: the columns the model's inputs are made of, in the order the spec reads them,
+        # each with the name of its input.
+        "columns": columns,
+        # Some column's name is no signature input's name.
+        "renamed": any(column != name for column, name in columns.items()),
         # TFRecord: (name, dtype, shape) of each feature the model reads, as records hold it
         # (an image as its encoded bytes), the batch dimension first.
         "features": [
@@ -357,6 +362,20 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
         # where they are names (known only once the script reads the file).
         "class_names": classify is not None and train.kind in ("image_directory", "text"),
     }
+
+
+def input_names(columns: list[str]) -> dict[str, str]:
+    """The serving signature's name of each column: the column's own where it is an ASCII
+    identifier, which a SavedModel signature requires ("sq ft" would fail the export), else
+    the column's with every other character an underscore (sq_ft), unique."""
+    names: dict[str, str] = {}
+    for column in columns:
+        name = re.sub(r"\W", "_", column, flags=re.ASCII)
+        name = name if name[:1].isalpha() else f"column_{name}"
+        while name in names.values():
+            name += "_"
+        names[column] = name
+    return names
 
 
 def loss_expression(loss: Any, per_example: bool) -> str:

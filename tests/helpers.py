@@ -114,7 +114,7 @@ def saved_models(export: Path, script: Path) -> list[Path]:
 
 
 SERVING_PROBE = """
-import json, sys
+import json, re, sys
 
 import numpy as np
 import tensorflow as tf
@@ -127,6 +127,10 @@ raw = {key.partition(":")[2]: reference[key] for key in reference.files if key.s
 if list(raw) == [""]:  # the one input, whatever the signature names it
     ((name, _),) = signature.items()
     raw = {name: raw[""]}
+# A CSV column whose name is no ASCII identifier is served under one made of it: sq ft, sq_ft.
+for key in list(raw):
+    name = re.sub(r"\\W", "_", key, flags=re.ASCII)
+    raw[name if name[:1].isalpha() else f"column_{name}"] = raw.pop(key)
 missing = sorted(set(signature) - set(raw))
 assert not missing, f"the signature takes {missing}, which the examples do not hold"
 # Each input the signature names, in its shape (a record's scalar feature is a list of one).

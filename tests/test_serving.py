@@ -39,8 +39,12 @@ def test_an_image_directory_model_serves_png_and_jpeg_bytes(render, tmp_path):
 
 def test_a_csv_model_serves_the_columns_it_reads_a_string_column_too(render, tmp_path):
     files = houses_csv(tmp_path / "houses", "train", 2, 12)
+    # A column whose name cannot name a signature's input: it is served as area_m2.
+    for path in (tmp_path / "houses").iterdir():
+        path.write_text(path.read_text().replace("area,", "area m2,", 1))
+    numeric = json.dumps(["area m2", "rooms", "age"])
     script = render("houses_tabular", f"data.train.files={files}", "data.validation=null",
-                    "data.batch_size=4")  # fmt: skip
+                    f"data.train.features.numeric={numeric}", "data.batch_size=4")  # fmt: skip
     out = tmp_path / "run"
     run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
 
@@ -48,7 +52,7 @@ def test_a_csv_model_serves_the_columns_it_reads_a_string_column_too(render, tmp
     # columns stacked in the spec's order, normalized by the adapted layer, the city looked up.
     served = assert_serves_raw_examples(script, out, tmp_path)
     assert served["inputs"] == {
-        "area": ["float32", [None]],
+        "area_m2": ["float32", [None]],
         "rooms": ["float32", [None]],
         "age": ["float32", [None]],
         "city": ["string", [None]],
