@@ -90,15 +90,21 @@ def test_a_tfrecord_model_serves_png_and_jpeg_bytes_decoded_and_rescaled(render,
     assert served["outputs"] == ["class_ids", "probabilities", "scores"], served
 
 
-def test_a_text_model_serves_strings_and_names_the_classes(render, tmp_path):
-    script = render("reviews_text", f"data.train.path={reviews_tsv(tmp_path / 'r.tsv', 40)}")
+@pytest.mark.parametrize("labels", ["names", "ids"])
+def test_a_text_model_serves_strings_and_names_the_classes(labels, render, tmp_path):
+    path = tmp_path / "reviews.tsv"
+    reviews_tsv(path, 40)
+    if labels == "ids":
+        path.write_text(path.read_text().replace("\tneg", "\t0").replace("\tpos", "\t1"))
+    script = render("reviews_text", f"data.train.path={path}")
     out = tmp_path / "run"
     run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
 
-    # The labels are names (neg, pos): the served model names the class of each text.
+    # Labels that are names (neg, pos): the served model names the class of each text.
     served = assert_serves_raw_examples(script, out, tmp_path)
     assert served["inputs"] == {"texts": ["string", [None]]}, served
-    assert served["outputs"] == ["class_ids", "class_names", "probabilities", "scores"]
+    names = ["class_names"] if labels == "names" else []
+    assert served["outputs"] == sorted(["class_ids", *names, "probabilities", "scores"])
 
 
 def test_a_tfrecord_model_serves_numeric_features_in_their_shape_beside_images(render, tmp_path):
