@@ -134,10 +134,14 @@ class Csv(StrictModel):
 
     def columns(self) -> list[str]:
         """Every column read, features first, in the order the spec lists them."""
+        labels = [self.label] if isinstance(self.label, str) else list(self.label.values())
+        return list(dict.fromkeys([*self.feature_columns(), *labels]))
+
+    def feature_columns(self) -> list[str]:
+        """The columns the model's inputs are made of, in the order the spec lists them."""
         found: list[str] = []
         for columns in self.features.values():
             found += [columns] if isinstance(columns, str) else columns
-        found += [self.label] if isinstance(self.label, str) else list(self.label.values())
         return list(dict.fromkeys(found))
 
     def feature_dtype(self, name: str) -> str:

@@ -62,11 +62,13 @@ class Export(StrictModel):
 
     saved_model: bool = True
     """SavedModels, which load without the custom layer classes: `export/network/`, the bare
-    network (`model.export`), and for `Npz`, `KerasDataset`, `Shapes` and `ImageDirectory`
-    training data `export/saved_model/1/` to serve (TF Serving's layout, version 1), whose
-    `serving_default` takes raw examples (the source's arrays; image files' bytes), prepares
-    them as training does, and returns `scores` (and `probabilities`, `class_ids`, `class_names`
-    for a classifier)."""
+    network (`model.export`), and for `Npz`, `KerasDataset`, `Shapes`, `ImageDirectory`, `Csv`,
+    `TFRecord` and `Text` training data `export/saved_model/1/` to serve (TF Serving's layout,
+    version 1), whose `serving_default` takes raw examples (the source's arrays; image files'
+    bytes; a CSV's columns by name; a record's features by name, images as their encoded bytes;
+    texts), prepares them with the training pipeline's own functions, and returns `scores` (and
+    `probabilities`, `class_ids` for a classifier, `class_names` where the source names the
+    classes: an image directory's sub-directories, a text file's labels)."""
     keras: bool = False
     """A `.keras` file (`model.save`) to continue in Keras; needs the custom classes to load."""
     tflite: bool = False

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 6da4d8c168cf4b54, script sha256 321979b318b478e1).
+(spec sha256 6da4d8c168cf4b54, script sha256 1fe3a595ee80f66c).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -43,20 +43,32 @@ def parse_args(argv=None):
     parser.add_argument(
         "command",
         nargs="?",
-        choices=["train", "evaluate"],
+        choices=["train", "evaluate", "predict"],
         default="train",
-        help="train (the default; resumes from the newest checkpoint), or evaluate a checkpoint "
-        "on the validation data without writing any",
+        help="train (the default; resumes from the newest checkpoint), evaluate a checkpoint "
+        "on the validation data, or predict on raw inputs (neither writes checkpoints)",
     )
     parser.add_argument(
         "--checkpoint",
         default="latest",
-        help="evaluate: 'latest' or a checkpoint's path",
+        help="evaluate, predict: 'latest' or a checkpoint's path",
     )
     parser.add_argument(
         "--data",
         metavar="PATH",
         help="evaluate: another source of the validation data's kind (its files' glob), a test split",
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="PATH",
+        help="predict: CSV files with a header, and directories of them",
+    )
+    parser.add_argument(
+        "--predictions",
+        metavar="FILE",
+        help="predict: where the predictions go, a JSON line each (default: "
+        "predictions.jsonl in the output directory)",
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
@@ -75,7 +87,12 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.command == "predict") != bool(args.inputs):
+        parser.error(
+            "predict takes the paths of its inputs; train and evaluate take none"
+        )
+    return args
 
 
 if __name__ == "__main__":
@@ -237,13 +254,19 @@ def parse_csv_lines(lines, selected):
     """A batch of lines parsed (only now that they are picked): the model's inputs and the
     label(s) from their columns."""
     columns = dict(zip(COLUMNS, decode_csv(lines, selected)))
-    inputs = {
+    return csv_inputs(columns), columns["price"]
+
+
+def csv_inputs(columns):
+    """The model's inputs from a batch of decoded columns, by name: in training
+    (parse_csv_lines), and in the exported model, whose serving signature takes the columns.
+    """
+    return {
         "numeric": tf.stack(
             [columns["area"], columns["rooms"], columns["age"]], axis=1
         ),
         "city": columns["city"][:, None],
     }
-    return inputs, columns["price"]
 
 
 def load_examples(data=None):
@@ -263,13 +286,22 @@ def num_examples(examples):
 
 
 def preprocess(features, labels):
-    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch): its inputs
+    by prepare_inputs(), which the exported model's serving signature applies too."""
+    features = prepare_inputs(features)
+    return features, labels
+
+
+def prepare_inputs(features):
+    """The model's inputs from a batch of examples as read: in training and validation
+    (preprocess), and in the exported model's serving signature, so that a served example is
+    prepared exactly as the training examples were (never augmented)."""
     # Each of the model's inputs in its own dtype.
     features = {
         "numeric": tf.cast(features["numeric"], tf.float32),
         "city": features["city"],
     }
-    return features, labels
+    return features
 
 
 def shuffle_windows(records, epoch, first_window=0):
@@ -419,11 +451,138 @@ def steps_in_call(global_step, epoch_end):
 
 
 def export(model, directory):
-    """The trained network, written whole into `directory`: network/ is the SavedModel
-    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
-    and takes inputs prepared as the training batches are (preprocess())."""
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs already prepared as
+      prepare_inputs() does.
+
+    Both SavedModels load without this script's classes."""
     with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
         model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model):
+    """The exported model's serving_default: a batch of CSV rows as columns, one input per
+    column the model's inputs are made of (not the label), each of shape (None,) and of its
+    type in COLUMN_DTYPES. csv_inputs() makes the model's inputs of them as in training,
+    prepare_inputs() prepares them, then the network answers. Named outputs: "scores", the
+    network's output."""
+    dtypes = dict(zip(COLUMNS, COLUMN_DTYPES))
+    signature = {
+        column: tf.TensorSpec((None,), dtypes[column], name=column)
+        for column in ["area", "rooms", "age", "city"]
+    }
+
+    @tf.function(input_signature=[signature])
+    def serve(columns):
+        scores = model(prepare_inputs(csv_inputs(columns)), training=False)
+        return {"scores": scores}
+
+    return serve
+
+
+def input_files(paths):
+    """predict: the files named, and the files in the directories named (sorted by path)."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [
+                os.path.join(root, name)
+                for root, _, names in os.walk(path)
+                for name in names
+            ]
+            files += sorted(found)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise SystemExit(f"predict: {path}: no such file or directory")
+    if not files:
+        raise SystemExit(f"predict: no files in {', '.join(paths)}")
+    return files
+
+
+def prediction_batches(paths):
+    """predict: (names, columns) in batches, from CSV files with a header: the columns the
+    model reads, parsed as in training (<path>:<line> names a row). Every file is read and
+    checked before any is predicted."""
+    wanted = ["area", "rooms", "age", "city"]
+    dtypes = dict(zip(COLUMNS, COLUMN_DTYPES))
+    names, parts = [], []
+    for path in input_files(paths):
+        try:
+            with open(path, encoding="utf-8") as f:
+                header, *rows = f.read().splitlines() or [""]
+        except UnicodeDecodeError:
+            raise SystemExit(f"predict: {path} is not UTF-8 text") from None
+        header = header.split(DELIMITER)
+        missing = [column for column in wanted if column not in header]
+        if missing:
+            raise SystemExit(
+                f"predict: {path}: no column {missing[0]!r}, which the model reads; its "
+                f"columns are {header}"
+            )
+        lines = [(number, row) for number, row in enumerate(rows, start=2) if row]
+        # decode_csv takes the selected columns in the file's order.
+        order = sorted(wanted, key=header.index)
+        try:
+            values = tf.io.decode_csv(
+                [row for _, row in lines],
+                record_defaults=[tf.constant([], dtypes[column]) for column in order],
+                field_delim=DELIMITER,
+                select_cols=[header.index(column) for column in order],
+            )
+        except tf.errors.InvalidArgumentError as error:
+            # "Field <f> in record <r> is not a valid float: <text> [Op:DecodeCSV]"
+            found = re.search(r"Field (\d+) in record (\d+) (.*?) \[Op", str(error))
+            if found is None:
+                raise
+            column, (number, _) = order[int(found[1])], lines[int(found[2])]
+            raise SystemExit(
+                f"predict: {path}:{number}: column {column!r} {found[3]}"
+            ) from None
+        names += [f"{path}:{number}" for number, _ in lines]
+        parts.append(dict(zip(order, values)))
+    columns = {name: tf.concat([part[name] for part in parts], 0) for name in wanted}
+    for start in range(0, len(names), BATCH_SIZE):
+        batch = slice(start, start + BATCH_SIZE)
+        yield names[batch], tf.nest.map_structure(lambda values: values[batch], columns)
+
+
+def predict(serve, args):
+    """predict: the served model's outputs for each input, a JSON line each in input order
+    ("input": its name, then the outputs), written whole to --predictions."""
+    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    lines = []
+    for names, inputs in prediction_batches(args.inputs):
+        outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        for i, name in enumerate(names):
+            record = {"input": name}
+            for key, values in outputs.items():
+                value = values[i]
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
+                record[key] = (
+                    value.decode() if isinstance(value, bytes) else value.tolist()
+                )
+            lines.append(json.dumps(record) + "\n")
+    # Another predict may write the same file: each writes its own partial file.
+    partial = f"{destination}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.writelines(lines)
+    except BaseException:  # a full disk: no half file left behind
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+    os.replace(partial, destination)
+    print(f"{len(lines)} predictions written to {destination}")
 
 
 def train(args, run):
@@ -512,6 +671,8 @@ def train(args, run):
     if args.command == "evaluate":  # one validation pass of the restored weights
         validation_pass(validation_iterator, tf.constant(validation_steps))
         return run.evaluated(results(validation_values))
+    if args.command == "predict":  # the model to serve, of the restored weights
+        return predict(serving_function(model), args)
     run.start(step, nonfinite_step)
 
     # --- Training loop ----------------------------------------------------------------
@@ -621,7 +782,7 @@ class RunDirectory:
             )
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
-            # evaluate reads: any number of them at once, but not while a run trains.
+            # evaluate and predict read: any number of them at once, but not while a run trains.
             fcntl.flock(
                 self.lock_file,
                 (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB,
@@ -708,9 +869,11 @@ class RunDirectory:
             )
 
     def restore_to_read(self, checkpoint, setup, networks):
-        """evaluate: the weights of --checkpoint (latest or a path), of this setup. Nothing in
+        """evaluate, predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(setup, "evaluate")
+        self.check_setup(
+            setup, "evaluate" if self.args.command == "evaluate" else "predict with"
+        )
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)

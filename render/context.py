@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import PurePath
 from typing import Any
@@ -26,9 +27,18 @@ skipping inside an epoch."""
 RECORDS = {"tfrecord", "csv", "generator"}
 """Streams whose files or generator the script checks and counts when it loads them
 (`Records`)."""
-SERVED_SOURCES = {"npz", "keras_dataset", "shapes", "image_directory"}
-"""Training sources whose raw examples the exported model's serving signature takes: arrays
-held in memory (their dtype and shape), or image files (their encoded contents)."""
+SERVED_INPUTS = {
+    "npz": "arrays",
+    "keras_dataset": "arrays",
+    "shapes": "arrays",
+    "image_directory": "files",
+    "csv": "columns",
+    "tfrecord": "features",
+    "text": "texts",
+}
+"""Training sources whose raw examples the exported model's serving signature takes, and what
+it takes of them: arrays held in memory (their dtype and shape), image files (their encoded
+contents), a CSV file's columns, a TFRecord's features (encoded images as bytes), texts."""
 CLASS_SCORES = {
     "sparse_categorical_crossentropy": "softmax",
     "categorical_crossentropy": "softmax",
@@ -322,9 +332,9 @@ def generator_signature(source: Any) -> str:
 def serving_context(spec: Spec) -> dict[str, Any] | None:
     """What the exported model's serving signature takes and returns (export.jinja), or None
     where the script exports the bare network alone: a GAN's generator, a multi-task model, a
-    source whose raw examples it does not take yet (streams, text)."""
+    source whose raw examples it does not take yet (TFDS, generators, text directories)."""
     train = spec.data.train
-    if not spec.export.saved_model or spec.gan or spec.tasks or train.kind not in SERVED_SOURCES:
+    if not spec.export.saved_model or spec.gan or spec.tasks or train.kind not in SERVED_INPUTS:
         return None
     loss = spec.loss
     classify = None
@@ -333,15 +343,47 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
     scores_classes = spec.training.kind not in ("contrastive", "reptile", "maml")
     if loss is not None and loss.kind != "import" and scores_classes:
         classify = CLASS_SCORES.get(loss.kind)
+    columns = input_names(train.feature_columns()) if train.kind == "csv" else {}
     return {
-        "inputs": "files" if train.kind == "image_directory" else "arrays",
+        "inputs": SERVED_INPUTS[train.kind],
+        # CSV: the columns the model's inputs are made of, in the order the spec reads them,
+        # each with the name of its input.
+        "columns": columns,
+        # Some column's name is no signature input's name.
+        "renamed": any(column != name for column, name in columns.items()),
+        # TFRecord: (name, dtype, shape) of each feature the model reads, as records hold it
+        # (an image as its encoded bytes), the batch dimension first.
+        "features": [
+            (name, feature.dtype, code.literal((None, *feature.shape)))
+            for name, feature in train.inputs.items()
+        ]
+        if train.kind == "tfrecord"
+        else [],
+        # Whether the pipeline prepares the inputs (prepare_inputs: a cast, data.rescale):
+        # strings go to the model as they are.
+        "prepared": input_dtypes(spec) != "string",
         # softmax, sigmoid, or None: the network's scores alone.
         "classify": classify,
         # Scores that are already probabilities (a loss with from_logits=False).
         "probabilities": classify is not None and not loss.from_logits,
-        # The training directory's sub-directories name the classes.
-        "class_names": classify is not None and train.kind == "image_directory",
+        # Class names: the training directory's sub-directories, or a text file's labels
+        # where they are names (known only once the script reads the file).
+        "class_names": classify is not None and train.kind in ("image_directory", "text"),
     }
+
+
+def input_names(columns: list[str]) -> dict[str, str]:
+    """The serving signature's name of each column: the column's own where it is an ASCII
+    identifier, which a SavedModel signature requires ("sq ft" would fail the export), else
+    the column's with every other character an underscore (sq_ft), unique."""
+    names: dict[str, str] = {}
+    for column in columns:
+        name = re.sub(r"\W", "_", column, flags=re.ASCII)
+        name = name if name[:1].isalpha() else f"column_{name}"
+        while name in names.values():
+            name += "_"
+        names[column] = name
+    return names
 
 
 def loss_expression(loss: Any, per_example: bool) -> str:
@@ -413,7 +455,8 @@ def imports(spec: Spec) -> dict[str, list[str]]:
         stdlib.add("import re")
     if kinds & {"text", "text_directory"}:
         third_party.add("import numpy as np")
-    if prediction_context(spec, serving_context(spec)):  # predict reads .npy files
+    prediction = prediction_context(spec, serving_context(spec))
+    if prediction and prediction["inputs"] == "arrays":  # predict reads .npy files
         third_party.add("import numpy as np")
     from_imports = set()
     if not isinstance(spec.model, Imported) or spec.custom_layers:

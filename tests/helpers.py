@@ -114,30 +114,44 @@ def saved_models(export: Path, script: Path) -> list[Path]:
 
 
 SERVING_PROBE = """
-import json, sys
+import json, re, sys
 
 import numpy as np
 import tensorflow as tf
 
 saved_model, reference = sys.argv[1:]
-reference = np.load(reference)
+reference = np.load(reference, allow_pickle=True)  # strings are bytes objects
 serve = tf.saved_model.load(saved_model).signatures["serving_default"]
-((name, spec),) = serve.structured_input_signature[1].items()
-if "paths" in reference:  # image files: their bytes, as a client sends them
-    raw = tf.constant([open(path, "rb").read() for path in reference["paths"]])
-else:
-    raw = tf.constant(reference["raw"])
-outputs = {key: value.numpy() for key, value in serve(**{name: raw}).items()}
+signature = serve.structured_input_signature[1]
+raw = {key.partition(":")[2]: reference[key] for key in reference.files if key.startswith("input")}
+if list(raw) == [""]:  # the one input, whatever the signature names it
+    ((name, _),) = signature.items()
+    raw = {name: raw[""]}
+# A CSV column whose name is no ASCII identifier is served under one made of it: sq ft, sq_ft.
+for key in list(raw):
+    name = re.sub(r"\\W", "_", key, flags=re.ASCII)
+    raw[name if name[:1].isalpha() else f"column_{name}"] = raw.pop(key)
+missing = sorted(set(signature) - set(raw))
+assert not missing, f"the signature takes {missing}, which the examples do not hold"
+# Each input the signature names, in its shape (a record's scalar feature is a list of one).
+feed = {
+    name: tf.reshape(tf.constant(raw[name]), [-1, *spec.shape[1:]])
+    for name, spec in signature.items()
+}
+outputs = {key: value.numpy() for key, value in serve(**feed).items()}
 scores = outputs["scores"]
 # Differences relative to the scores' magnitude (at least 1): float32 keeps 7 digits of
 # a diverged network's scores of 1e8 too.
 scale = max(1.0, float(np.max(np.abs(reference["expected"]))))
 result = {
-    "input": [name, spec.dtype.name, spec.shape.as_list()],
+    "inputs": {name: [spec.dtype.name, spec.shape.as_list()] for name, spec in signature.items()},
+    # What the examples hold that the signature does not take (a CSV's or record's label).
+    "not_inputs": sorted(set(raw) - set(signature)),
     "outputs": sorted(outputs),
     "scores": float(np.max(np.abs(scores - reference["expected"]))) / scale,
-    "unprepared": float(np.max(np.abs(scores - reference["unprepared"]))) / scale,
 }
+if "unprepared" in reference:
+    result["unprepared"] = float(np.max(np.abs(scores - reference["unprepared"]))) / scale
 if "probabilities" in outputs:
     if scores.shape[-1] == 1:
         probabilities = tf.sigmoid(reference["expected"]).numpy()
@@ -157,11 +171,12 @@ print(json.dumps(result))
 
 
 def serving_matches(script: Path, out: Path, cwd: Path) -> dict:
-    """Raw training examples (arrays, or image files' bytes) fed to the run's model to serve,
-    export/saved_model/1, in a fresh process that imports neither the script nor loopgen,
-    against the script's network on the same examples as its training pipeline prepares them
-    (tf_checks.serving_reference). Returns the probe's findings: its input, output names and
-    the largest differences, relative to the scores' magnitude where it exceeds 1."""
+    """Raw training examples (arrays, image files' bytes, a CSV file's columns, TFRecord
+    features, texts) fed to the run's model to serve, export/saved_model/1, in a fresh process
+    that imports neither the script nor loopgen, against the script's network on the same
+    examples as its training pipeline prepares them (tf_checks.serving_reference). Returns the
+    probe's findings: its inputs, what the examples hold that it does not take, output names
+    and the largest differences, relative to the scores' magnitude where it exceeds 1."""
     reference = cwd / "serving_reference.npz"
     tf_check("serving_reference", str(script), str(out), str(reference), cwd=cwd)
     saved_model = out / "export" / "saved_model" / "1"

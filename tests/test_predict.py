@@ -135,3 +135,84 @@ def test_predict_arrays_and_image_files_of_a_keras_dataset(render, tmp_path):
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
         assert f"predict: {tmp_path / name} {message}" in proc.stderr
         assert predictions(target) == records  # the last predictions, left whole
+
+
+def test_predict_csv_rows_by_column_name(render, tmp_path):
+    """houses_tabular on small CSV files: predict reads other CSV files by their header, the
+    columns in any order and without the label, the city a string; a missing column or a
+    field that is no number stops it, naming the file, line and column."""
+    files = data.houses_csv(tmp_path / "houses", "train", 2, 12)
+    script = render("houses_tabular", f"data.train.files={files}", "data.validation=null",
+                    "data.batch_size=4")  # fmt: skip
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+
+    labelled = tmp_path / "houses" / "train-0.csv"
+    unlabelled = tmp_path / "new.csv"  # columns in another order, no price
+    rows = [line.split(",") for line in labelled.read_text().splitlines()[1:4]]
+    unlabelled.write_text("city,age,rooms,area\n" + "".join(
+        f"{city},{age},{rooms},{area}\n\n" for area, rooms, age, city, _ in rows
+    ))  # fmt: skip
+    target = tmp_path / "preds.jsonl"
+    proc = predict(script, out, str(unlabelled), str(labelled), "--predictions", str(target))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = predictions(target)
+    # Rows are named by their line (the header is line 1; empty lines are skipped).
+    named = [f"{unlabelled}:{n}" for n in (2, 4, 6)] + [f"{labelled}:{n}" for n in range(2, 14)]
+    assert [r["input"] for r in records] == named
+    assert records[0]["scores"] == records[3]["scores"]  # the same house, read both ways
+    assert_served(records, out, [["csv", str(unlabelled)], ["csv", str(labelled)]], tmp_path)
+
+    broken = {
+        "no_city.csv": ("area,rooms,age\n50,2,10\n", "no column 'city', which the model reads"),
+        "words.csv": ("area,rooms,age,city\n50,2,10,nice\n60,two,3,lyon\n",
+                      ":3: column 'rooms' is not a valid float: two"),
+    }  # fmt: skip
+    for name, (text, message) in broken.items():
+        (tmp_path / name).write_text(text)
+        proc = predict(script, out, str(tmp_path / name), "--predictions", str(target))
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert f"predict: {tmp_path / name}" in proc.stderr and message in proc.stderr
+        assert predictions(target) == records
+
+
+def test_predict_tfrecord_features_and_text_lines(render, tmp_path):
+    """A TFRecord run of PNG and JPEG images predicts on records' encoded images (a file that
+    is not TFRecord is refused); reviews_text predicts on lines of text, naming the classes."""
+    folder = tmp_path / "records"
+    tf_check("write_image_tfrecords", str(folder), "train", "2", "5", "2", "", "png,jpeg",
+             cwd=tmp_path)  # fmt: skip
+    source = {
+        "kind": "tfrecord",
+        "files": str(folder / "train-*.tfrecord"),
+        "features": {"image": {"dtype": "string", "image": [32, 32]}, "label": {"dtype": "int64"}},
+    }
+    images = render("cifar10_vgg", f"data.train={json.dumps(source)}", "data.validation=null",
+                    "data.batch_size=4", "model.layers[-1].units=2", name="images.py")  # fmt: skip
+    path = tmp_path / "reviews.tsv"
+    data.reviews_tsv(path, 40)
+    texts = render("reviews_text", f"data.train.path={path}", name="texts.py")
+    for script in (images, texts):
+        out = tmp_path / script.stem
+        run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+
+    proc = predict(images, tmp_path / "images", str(folder))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = predictions(tmp_path / "images" / "predictions.jsonl")
+    shards = files_under(folder)
+    assert [r["input"] for r in records] == [f"{s}[{i}]" for s in shards for i in range(5)]
+    assert_served(records, tmp_path / "images", [["tfrecord", s] for s in shards], tmp_path)
+    proc = predict(images, tmp_path / "images", str(path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"predict: {path} is not a TFRecord file of records with the features" in proc.stderr
+
+    plain = tmp_path / "new.txt"
+    plain.write_text("a great film\n\nboring and dull plot\n")
+    proc = predict(texts, tmp_path / "texts", str(plain), str(path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = predictions(tmp_path / "texts" / "predictions.jsonl")
+    named = [f"{plain}:1", f"{plain}:3", *(f"{path}:{n}" for n in range(1, 41))]
+    assert [r["input"] for r in records] == named
+    assert all(r["class_names"] == ["neg", "pos"][r["class_ids"]] for r in records)
+    assert_served(records, tmp_path / "texts", [["text", str(plain)], ["text", str(path)]],
+                  tmp_path)  # fmt: skip

@@ -109,11 +109,20 @@ def model_layers(script: str) -> dict:
 
 
 def write_image_tfrecords(
-    folder: str, prefix: str, shards: str, per_shard: str, classes: str, compression: str = ""
+    folder: str,
+    prefix: str,
+    shards: str,
+    per_shard: str,
+    classes: str,
+    compression: str = "",
+    encodings: str = "jpeg",
+    stats: str = "",
 ):
     """TFRecord shards of tf.train.Examples: a JPEG `image` (40x40, its brightness telling the
     class) and an int64 `label`. `per_shard`: one count for every shard, or one per shard
-    ("7,3,12"); `compression`: GZIP or ZLIB, or none."""
+    ("7,3,12"); `compression`: GZIP or ZLIB, or none; `encodings`: "jpeg", or "png,jpeg" for
+    PNG and JPEG images alternately; `stats`: "yes" for a float `stats` feature too, two
+    numbers (the image's mean brightness in [0, 255] and a random number)."""
     import os
 
     os.makedirs(folder, exist_ok=True)
@@ -127,11 +136,17 @@ def write_image_tfrecords(
             for _ in range(counts[shard]):
                 label = int(rng.integers(0, int(classes)))
                 pixels = label * (200 // int(classes)) + rng.integers(0, 50, (40, 40, 3))
-                image = tf.io.encode_jpeg(np.clip(pixels, 0, 255).astype("uint8")).numpy()
-                example = tf.train.Example(features=tf.train.Features(feature={
+                pixels = np.clip(pixels, 0, 255).astype("uint8")
+                encoding = encodings.split(",")[count % len(encodings.split(","))]
+                image = getattr(tf.io, f"encode_{encoding}")(pixels).numpy()
+                feature = {
                     "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[image])),
                     "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
-                }))  # fmt: skip
+                }
+                if stats:
+                    values = [float(pixels.mean()), float(rng.normal())]
+                    feature["stats"] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
+                example = tf.train.Example(features=tf.train.Features(feature=feature))
                 writer.write(example.SerializeToString())
                 count += 1
     return {"records": count}
@@ -323,17 +338,19 @@ def export_matches(script: str, output_dir: str, x_path: str) -> dict:
 
 def serving_reference(script: str, output_dir: str, reference: str) -> dict:
     """What a run's model to serve (export/saved_model/1) must answer, from the script itself:
-    its first training examples as the source holds them (arrays, or the image files' paths),
-    and the network restored from the run's newest checkpoint applied to them as the training
-    pipeline reads and prepares them (read_arrays or read_images, then preprocess). Also the
-    network on the examples as read but not prepared (no rescale): what a serving signature
-    that forgot prepare_inputs would answer. Saved to `reference` (.npz) for a process that
-    imports neither the script nor loopgen."""
+    its first training examples as the source holds them (raw_examples: arrays, image files'
+    bytes, CSV columns, TFRecord features, texts), and the network restored from the run's
+    newest checkpoint applied to them as the training pipeline reads and prepares them (the
+    script's reader or parser, then preprocess). Also, where the pipeline rescales, the network
+    on the examples as read but not prepared: what a serving signature that forgot
+    prepare_inputs would answer. Saved to `reference` (.npz) for a process that imports
+    neither the script nor loopgen."""
     import contextlib
     import os
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # the modules it imports
     module = load_script(script)
+    text_files = record_text_files(module)
     served = contextlib.nullcontext()
     if "keras.datasets.imdb" in open(script).read():
         import keras_datasets_mock  # the download, served by its test double
@@ -341,22 +358,109 @@ def serving_reference(script: str, output_dir: str, reference: str) -> dict:
         served = keras_datasets_mock.served()
     with served:
         examples = training_examples(module)
-    inputs, labels = examples
-    indices = tf.range(min(8, len(labels)))
-    files = inputs.dtype.kind in "USO"  # image files' paths, not arrays
-    read = (module.read_images if files else module.read_arrays)(examples, indices)
-    model = restored_model(module, os.path.join(output_dir, "checkpoints"))
+    raw, read = raw_examples(module, examples, 8)
+    model = adapted_model(module, script, examples)
+    tf.train.Checkpoint(model=model).restore(
+        tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
+    ).expect_partial()
     expected = model(module.preprocess(*read)[0], training=False)
-    unprepared = model(tf.cast(read[0], tf.float32), training=False)
-    if files:
-        # The classes: the sub-directories of the training directory, sorted.
-        root = os.path.dirname(os.path.dirname(inputs[0]))
-        names = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
-        raw = {"paths": inputs[: len(indices)], "class_names": names}
+    found = {"expected": expected}
+    if "RESCALE = " in open(script).read():
+        found["unprepared"] = model(tf.cast(read[0], tf.float32), training=False)
+    if text_files:  # a text file's labels: class names, sorted, unless they are ids
+        path, delimiter, column = text_files[0]
+        with open(path, encoding="utf-8") as file:
+            rows = [line.rstrip("\n").split(delimiter) for line in file if line.strip()]
+        names = sorted({row[column].strip() for row in rows})
+        if not all(name.isdigit() for name in names):
+            found["class_names"] = names
+    elif hasattr(module, "read_images") and "input" in raw:
+        # Image files: the classes are the training directory's sub-directories.
+        root = os.path.dirname(os.path.dirname(examples[0][0]))
+        found["class_names"] = sorted(e.name for e in os.scandir(root) if e.is_dir())
+    np.savez(reference, **found, **raw)
+    return {"examples": int(tf.shape(expected)[0]), "spread": float(np.std(expected))}
+
+
+def adapted_model(module, script: str, examples):
+    """build_model(), its layers that learn from the training data adapted by the script's own
+    statements (between build_model() and model.summary() in train()), as a run does before
+    it restores a checkpoint: a learnt vocabulary is no variable of the checkpoint, and a
+    Normalization layer's mean is computed from the variables only when it adapts."""
+    import re
+    import textwrap
+
+    model = module.build_model()
+    found = re.search(
+        r"\n( +)model = build_model\(\)\n(.*?)\n\1model\.summary\(\)", open(script).read(), re.S
+    )
+    if found and ".adapt(" in found[2]:
+        names = {**vars(module), "model": model, "train_examples": examples}
+        exec(textwrap.dedent(found[2]), names)
+    return model
+
+
+def record_text_files(module) -> list[tuple[str, str, int]]:
+    """Has the script's read_text_lines note (path, delimiter, label column) of each text file
+    it reads, the training file first; the list it fills."""
+    files = []
+    if hasattr(module, "read_text_lines"):
+        read_text_lines = module.read_text_lines
+
+        def recorded(path, delimiter, text_column, label_column, field, **kwargs):
+            files.append((path, delimiter, label_column))
+            return read_text_lines(path, delimiter, text_column, label_column, field, **kwargs)
+
+        module.read_text_lines = recorded
+    return files
+
+
+def raw_examples(module, examples, count: int) -> tuple[dict, tuple]:
+    """The first `count` training examples as a client would send them, for the .npz of
+    serving_reference ("input": the one input, whatever the signature names it; "input:<name>":
+    one of several, strings as bytes), and the same examples as the script's training pipeline
+    reads them, before preprocess."""
+
+    def as_bytes(strings):
+        return np.array([bytes(s) for s in strings], dtype=object)
+
+    if isinstance(examples, getattr(module, "Records", ())):
+        if examples.columns is not None:  # CSV: every column read, the label's too
+            lines = next(iter(module.csv_stream(examples).batch(count)))
+            columns = module.decode_csv(lines, examples.columns)
+            columns = dict(zip(module.COLUMNS, columns, strict=True))
+            raw = {
+                f"input:{name}": as_bytes(column.numpy()) if column.dtype == tf.string
+                else column.numpy()
+                for name, column in columns.items()
+            }  # fmt: skip
+            return raw, module.parse_csv_lines(lines, examples.columns)
+        # TFRecord: every feature of the records, as tf.train.Example holds it
+        serialized = next(iter(module.tfrecord_stream(examples).batch(count)))
+        features = {}
+        for record in serialized.numpy():
+            for name, feature in tf.train.Example.FromString(record).features.feature.items():
+                kind = feature.WhichOneof("kind")
+                values = list(getattr(feature, kind).value)
+                features.setdefault(name, ([], kind))[0].append(values)
+        raw = {}
+        for name, (values, kind) in features.items():
+            if kind == "bytes_list":
+                raw[f"input:{name}"] = as_bytes(value for (value,) in values)
+            else:
+                dtype = np.int64 if kind == "int64_list" else np.float32
+                raw[f"input:{name}"] = np.array(values, dtype=dtype)
+        return raw, module.parse_tfrecords(serialized)
+    inputs, labels = examples
+    indices = tf.range(min(count, len(labels)))
+    if hasattr(module, "read_images") and inputs.dtype.kind in "USO":  # image files' paths
+        files = [open(path, "rb").read() for path in inputs[:count]]
+        return {"input": np.array(files, dtype=object)}, module.read_images(examples, indices)
+    if isinstance(inputs, dict):
+        raw = {f"input:{name}": array[:count] for name, array in inputs.items()}
     else:
-        raw = {"raw": inputs[: len(indices)]}
-    np.savez(reference, expected=expected, unprepared=unprepared, **raw)
-    return {"examples": len(indices), "spread": float(np.std(expected))}
+        raw = {"input": inputs[:count]}  # arrays, or texts
+    return raw, module.read_arrays(examples, indices)
 
 
 def write_image_files(folder: str, per_class: str) -> dict:
@@ -1232,24 +1336,49 @@ def generated_distance(script: str, checkpoint_dir: str) -> dict:
 
 def served_outputs(saved_model: str, inputs: str) -> dict:
     """The exported model's serving_default (export/saved_model/1) on raw inputs, one at a
-    time: image files' bytes, or the examples of .npy files and PNG files decoded here
-    (`inputs`: a JSON list of [kind, path], kind "bytes", "npy" or "png"). What predict's
-    records must say, got without the script."""
+    time, read here without the script: `inputs`, a JSON list of [kind, path]. "bytes": a
+    file's bytes; "npy": the examples of an .npy file; "png": a PNG decoded; "csv": a CSV
+    file's rows (csv module), each input its column; "tfrecord": a TFRecord file's
+    tf.train.Examples, each input its feature; "text": a file's lines (not the empty ones),
+    up to a tab. What
+    predict's records must say."""
+    import csv
+
     serve = tf.saved_model.load(saved_model).signatures["serving_default"]
-    (name,) = serve.structured_input_signature[1]
-    dtype = serve.structured_input_signature[1][name].dtype
+    signature = serve.structured_input_signature[1]
+
+    def examples(kind: str, path: str):
+        """Each example as {input name: value} without the batch dimension."""
+        (name, spec), *_ = signature.items()
+        if kind == "bytes":
+            yield {name: tf.io.read_file(path)}
+        elif kind == "png":
+            yield {name: tf.reshape(tf.io.decode_png(tf.io.read_file(path)), spec.shape[1:])}
+        elif kind == "npy":
+            yield from ({name: example} for example in np.load(path))
+        elif kind == "csv":
+            with open(path, newline="") as f:
+                yield from ({n: row[n] for n in signature} for row in csv.DictReader(f))
+        elif kind == "text":
+            with open(path) as f:
+                lines = [line for line in f.read().splitlines() if line]
+                yield from ({name: line.split("\t")[0]} for line in lines)
+        else:
+            for record in tf.data.TFRecordDataset(path):
+                feature = tf.train.Example.FromString(record.numpy()).features.feature
+                values = {n: feature[n] for n in signature}
+                yield {n: getattr(v, v.WhichOneof("kind")).value for n, v in values.items()}
+
     outputs = []
     for kind, path in json.loads(inputs):
-        if kind == "bytes":
-            batches = [tf.io.read_file(path)[None]]
-        elif kind == "png":
-            image = tf.io.decode_png(tf.io.read_file(path))
-            shape = serve.structured_input_signature[1][name].shape[1:]
-            batches = [tf.reshape(image, [1, *shape])]
-        else:
-            batches = [example[None] for example in np.load(path)]
-        for batch in batches:
-            served = serve(**{name: tf.cast(batch, dtype)})
+        for example in examples(kind, path):
+            batch = {}
+            for name, spec in signature.items():
+                value = example[name]
+                if isinstance(value, str) and spec.dtype != tf.string:
+                    value = float(value)  # a CSV field
+                batch[name] = tf.reshape(tf.cast(value, spec.dtype), [1, *spec.shape[1:]])
+            served = serve(**batch)
             outputs.append({key: value.numpy()[0].tolist() for key, value in served.items()
                             if value.dtype != tf.string})  # fmt: skip
             if "class_names" in served:
@@ -1270,7 +1399,7 @@ def tflite_matches(saved_model: str, tflite_file: str, reference: str) -> dict:
         shape = (8, *detail["shape_signature"][1:])
         raw = np.random.default_rng(0).standard_normal(shape).astype(detail["dtype"])
     else:
-        raw = np.load(reference)["raw"]
+        raw = np.load(reference)["input"]  # the one input (serving_reference)
     tflite = runner(**{name: raw})
     served = tf.saved_model.load(saved_model).signatures["serving_default"]
     expected = {key: value.numpy() for key, value in served(**{name: tf.constant(raw)}).items()}

@@ -80,10 +80,24 @@ def _check_served_data(spec: Spec) -> None:
             "TensorFlow op. Train from arrays of the decoded images (data.train=Npz(...)), or "
             "remove export.tflite"
         )
+    if kind in ("csv", "tfrecord", "text"):
+        # Measured on TF 2.21: houses_tabular's model to serve (CSV columns by name) converts,
+        # and the interpreter then fails (RESHAPE: 4 != 16 elements); TFRecord images need
+        # DecodeImage, texts a TextVectorization.
+        takes = {
+            "csv": "CSV columns by name",
+            "tfrecord": "TFRecord features by name (images as their encoded bytes)",
+            "text": "strings",
+        }[kind]
+        raise ValueError(
+            f"export.tflite=True but data.train is a {kind} source: its model to serve takes "
+            f"{takes}, which TFLite's builtin ops do not run as served (only the arrays "
+            "of Npz, KerasDataset and Shapes data convert); remove export.tflite"
+        )
     if kind not in ARRAY_SOURCES:
         raise ValueError(
             f"export.tflite=True but data.train is a {kind} source, whose export has no model "
-            "to serve raw examples (only Npz, KerasDataset and Shapes arrays have one), which "
+            "to serve raw examples (only Npz, KerasDataset and Shapes arrays convert), which "
             "is what export.tflite converts; remove export.tflite"
         )
 

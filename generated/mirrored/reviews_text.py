@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 58cc0b372ca066d6, script sha256 f1f9bdb7df9717ae).
+(spec sha256 58cc0b372ca066d6, script sha256 58104778f8aa8b47).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -44,15 +44,27 @@ def parse_args(argv=None):
     parser.add_argument(
         "command",
         nargs="?",
-        choices=["train", "evaluate"],
+        choices=["train", "evaluate", "predict"],
         default="train",
-        help="train (the default; resumes from the newest checkpoint), or evaluate a checkpoint "
-        "on the validation data without writing any",
+        help="train (the default; resumes from the newest checkpoint), evaluate a checkpoint "
+        "on the validation data, or predict on raw inputs (neither writes checkpoints)",
     )
     parser.add_argument(
         "--checkpoint",
         default="latest",
-        help="evaluate: 'latest' or a checkpoint's path",
+        help="evaluate, predict: 'latest' or a checkpoint's path",
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="PATH",
+        help="predict: text files (a text per line, as the training file), and directories of them",
+    )
+    parser.add_argument(
+        "--predictions",
+        metavar="FILE",
+        help="predict: where the predictions go, a JSON line each (default: "
+        "predictions.jsonl in the output directory)",
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
@@ -71,7 +83,12 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.command == "predict") != bool(args.inputs):
+        parser.error(
+            "predict takes the paths of its inputs; train and evaluate take none"
+        )
+    return args
 
 
 if __name__ == "__main__":
@@ -112,6 +129,14 @@ def read_text_lines(path, delimiter, text_column, label_column, field):
         print(f"{path}: classes {classes}, numbered from 0")
         labels = [classes.index(name) for name in names]
     return np.array(texts), np.array(labels, dtype=np.int32)
+
+
+def label_names(path, delimiter, label_column):
+    """The class names of a file of lines, sorted (None when its labels are class ids)."""
+    with open(path, encoding="utf-8") as file:
+        rows = [line.rstrip("\n").split(delimiter) for line in file if line.strip()]
+    names = {row[label_column].strip() for row in rows if len(row) > label_column}
+    return None if all(name.isdigit() for name in names) else sorted(names)
 
 
 def load_examples():
@@ -322,12 +347,119 @@ def steps_in_call(global_step, epoch_end, smaller_last_batch):
     )
 
 
-def export(model, directory):
-    """The trained network, written whole into `directory`: network/ is the SavedModel
-    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
-    and takes inputs prepared as the training batches are (preprocess())."""
+def export(model, directory, classes):
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs as the training batches give
+      them.
+
+    Both SavedModels load without this script's classes. `classes`: the class names, in the
+    order of their ids (None where the training file's labels are ids)."""
     with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model, classes))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
         model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model, classes):
+    """The exported model's serving_default: a batch of texts (tf.string), which the network
+    gets as the training pipeline gives it the file's texts: as they are (it tokenizes them
+    itself). Named outputs: "scores", the network's output; "probabilities", "class_ids"
+    and "class_names", the training file's label of each class where its labels are names.
+    """
+
+    @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name="texts")])
+    def serve(texts):
+        scores = model(texts, training=False)
+        probabilities = tf.nn.softmax(scores)
+        class_ids = tf.argmax(scores, axis=-1)
+        outputs = {
+            "scores": scores,
+            "probabilities": probabilities,
+            "class_ids": class_ids,
+        }
+        if classes is not None:  # the training file's labels are class names, not ids
+            outputs["class_names"] = tf.gather(tf.constant(classes), class_ids)
+        return outputs
+
+    return serve
+
+
+def input_files(paths):
+    """predict: the files named, and the files in the directories named (sorted by path)."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [
+                os.path.join(root, name)
+                for root, _, names in os.walk(path)
+                for name in names
+            ]
+            files += sorted(found)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise SystemExit(f"predict: {path}: no such file or directory")
+    if not files:
+        raise SystemExit(f"predict: no files in {', '.join(paths)}")
+    return files
+
+
+def prediction_batches(paths):
+    """predict: (names, texts) in batches, from files of lines as the training file's: a
+    line's text is the line, up to a '\t' (a label after it is left out); <path>:<line>
+    names it, and empty lines are skipped. All are read before any is predicted."""
+    names, texts = [], []
+    for path in input_files(paths):
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except UnicodeDecodeError:
+            raise SystemExit(f"predict: {path} is not UTF-8 text") from None
+        for number, line in enumerate(lines, start=1):
+            columns = line.split("\t")
+            if columns == [""]:
+                continue
+            names.append(f"{path}:{number}")
+            texts.append(columns[0])
+    for start in range(0, len(names), GLOBAL_BATCH_SIZE):
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        yield names[batch], tf.constant(texts[batch])
+
+
+def predict(serve, args):
+    """predict: the served model's outputs for each input, a JSON line each in input order
+    ("input": its name, then the outputs), written whole to --predictions."""
+    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    lines = []
+    for names, inputs in prediction_batches(args.inputs):
+        outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        for i, name in enumerate(names):
+            record = {"input": name}
+            for key, values in outputs.items():
+                value = values[i]
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
+                record[key] = (
+                    value.decode() if isinstance(value, bytes) else value.tolist()
+                )
+            lines.append(json.dumps(record) + "\n")
+    # Another predict may write the same file: each writes its own partial file.
+    partial = f"{destination}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.writelines(lines)
+    except BaseException:  # a full disk: no half file left behind
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+    os.replace(partial, destination)
+    print(f"{len(lines)} predictions written to {destination}")
 
 
 def train(args, run):
@@ -459,6 +591,10 @@ def train(args, run):
     if args.command == "evaluate":  # one validation pass of the restored weights
         validation_pass(validation_iterator, tf.constant(validation_steps))
         return run.evaluated(results(validation_values))
+    if args.command == "predict":  # the model to serve, of the restored weights
+        return predict(
+            serving_function(model, label_names("data/reviews.tsv", "\t", 1)), args
+        )
     run.start(step, nonfinite_step, strategy)
 
     # --- Training loop ----------------------------------------------------------------
@@ -508,7 +644,13 @@ def train(args, run):
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
-    export(model, os.path.join(args.output_dir, "export"))
+    # The classes are the training file's labels where they are names, numbered as
+    # load_examples() did.
+    export(
+        model,
+        os.path.join(args.output_dir, "export"),
+        label_names("data/reviews.tsv", "\t", 1),
+    )
 
 
 # --- The run directory ------------------------------------------------------------------
@@ -575,7 +717,7 @@ class RunDirectory:
             )
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
-            # evaluate reads: any number of them at once, but not while a run trains.
+            # evaluate and predict read: any number of them at once, but not while a run trains.
             fcntl.flock(
                 self.lock_file,
                 (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB,
@@ -662,9 +804,11 @@ class RunDirectory:
             )
 
     def restore_to_read(self, checkpoint, setup, networks):
-        """evaluate: the weights of --checkpoint (latest or a path), of this setup. Nothing in
+        """evaluate, predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(setup, "evaluate")
+        self.check_setup(
+            setup, "evaluate" if self.args.command == "evaluate" else "predict with"
+        )
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)

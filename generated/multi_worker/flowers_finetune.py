@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 6618a71dabe18f46, script sha256 2cc594f077fff8eb).
+(spec sha256 6618a71dabe18f46, script sha256 4cff0240805d1923).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -53,20 +53,32 @@ def parse_args(argv=None):
     parser.add_argument(
         "command",
         nargs="?",
-        choices=["train", "evaluate"],
+        choices=["train", "evaluate", "predict"],
         default="train",
-        help="train (the default; resumes from the newest checkpoint), or evaluate a checkpoint "
-        "on the validation data without writing any",
+        help="train (the default; resumes from the newest checkpoint), evaluate a checkpoint "
+        "on the validation data, or predict on raw inputs (neither writes checkpoints)",
     )
     parser.add_argument(
         "--checkpoint",
         default="latest",
-        help="evaluate: 'latest' or a checkpoint's path",
+        help="evaluate, predict: 'latest' or a checkpoint's path",
     )
     parser.add_argument(
         "--data",
         metavar="PATH",
         help="evaluate: another source of the validation data's kind (its files' glob), a test split",
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="PATH",
+        help="predict: TFRecord files, and directories of them",
+    )
+    parser.add_argument(
+        "--predictions",
+        metavar="FILE",
+        help="predict: where the predictions go, a JSON line each (default: "
+        "predictions.jsonl in the output directory)",
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
@@ -85,7 +97,12 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.command == "predict") != bool(args.inputs):
+        parser.error(
+            "predict takes the paths of its inputs; train and evaluate take none"
+        )
+    return args
 
 
 if __name__ == "__main__":
@@ -221,7 +238,14 @@ def parse_tfrecords(serialized):
             "label": tf.io.FixedLenFeature((), tf.int64),
         },
     )
-    example["image"] = tf.map_fn(
+    return record_inputs(example), example["label"]
+
+
+def record_inputs(example):
+    """The model's inputs from a batch of records' features, by name as parsed, images decoded
+    and resized: in training (parse_tfrecords), and in the exported model, whose serving
+    signature takes the features."""
+    return tf.map_fn(
         lambda image: tf.image.resize(
             tf.io.decode_image(image, channels=3, expand_animations=False),
             (160, 160),
@@ -229,8 +253,6 @@ def parse_tfrecords(serialized):
         example["image"],
         fn_output_signature=tf.TensorSpec((160, 160, 3), tf.float32),
     )
-    inputs = example["image"]
-    return inputs, example["label"]
 
 
 def load_examples(data=None):
@@ -252,9 +274,18 @@ def num_examples(examples):
 
 
 def preprocess(features, labels):
-    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
-    features = tf.cast(features, tf.float32)
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch): its inputs
+    by prepare_inputs(), which the exported model's serving signature applies too."""
+    features = prepare_inputs(features)
     return features, labels
+
+
+def prepare_inputs(features):
+    """The model's inputs from a batch of examples as read: in training and validation
+    (preprocess), and in the exported model's serving signature, so that a served example is
+    prepared exactly as the training examples were (never augmented)."""
+    features = tf.cast(features, tf.float32)
+    return features
 
 
 def replica_slices(batch, context):
@@ -449,11 +480,122 @@ def steps_in_call(global_step, epoch_end, unfreeze_step):
 
 
 def export(model, directory):
-    """The trained network, written whole into `directory`: network/ is the SavedModel
-    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
-    and takes inputs prepared as the training batches are (preprocess())."""
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs already prepared as
+      prepare_inputs() does.
+
+    Both SavedModels load without this script's classes."""
     with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
         model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model):
+    """The exported model's serving_default: a batch of records' features, one input per
+    feature the model reads (not the label), as the records hold them: an image as its encoded
+    bytes (tf.string: PNG, JPEG, BMP or GIF). record_inputs() decodes and resizes images as in
+    training, prepare_inputs() prepares them, then the network answers. Named outputs:
+    "scores", the network's output; "probabilities" and
+    "class_ids"."""
+    signature = {
+        "image": tf.TensorSpec((None,), tf.string, name="image"),
+    }
+
+    @tf.function(input_signature=[signature])
+    def serve(features):
+        scores = model(prepare_inputs(record_inputs(features)), training=False)
+        probabilities = tf.nn.softmax(scores)
+        class_ids = tf.argmax(scores, axis=-1)
+        return {
+            "scores": scores,
+            "probabilities": probabilities,
+            "class_ids": class_ids,
+        }
+
+    return serve
+
+
+def input_files(paths):
+    """predict: the files named, and the files in the directories named (sorted by path)."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [
+                os.path.join(root, name)
+                for root, _, names in os.walk(path)
+                for name in names
+            ]
+            files += sorted(found)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise SystemExit(f"predict: {path}: no such file or directory")
+    if not files:
+        raise SystemExit(f"predict: no files in {', '.join(paths)}")
+    return files
+
+
+def prediction_batches(paths):
+    """predict: (names, features) in batches, from TFRecord files of tf.train.Example
+    records: the features the model reads, as the records hold them (<path>[<i>] names a
+    record). Every file is read and checked before any is predicted."""
+    wanted = {
+        "image": tf.io.FixedLenFeature((), tf.string),
+    }
+    names, parts = [], []
+    for path in input_files(paths):
+        try:
+            records = [record.numpy() for record in tf.data.TFRecordDataset(path)]
+            parts.append(tf.io.parse_example(records, wanted))
+        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
+            raise SystemExit(
+                f"predict: {path} is not a TFRecord file of records with the features "
+                f"{list(wanted)}: {error.message.split(' [Op')[0]}"
+            ) from None
+        names += [f"{path}[{i}]" for i in range(len(records))]
+    features = {name: tf.concat([part[name] for part in parts], 0) for name in wanted}
+    for start in range(0, len(names), GLOBAL_BATCH_SIZE):
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        yield names[batch], tf.nest.map_structure(
+            lambda values: values[batch], features
+        )
+
+
+def predict(serve, args):
+    """predict: the served model's outputs for each input, a JSON line each in input order
+    ("input": its name, then the outputs), written whole to --predictions."""
+    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    lines = []
+    for names, inputs in prediction_batches(args.inputs):
+        outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        for i, name in enumerate(names):
+            record = {"input": name}
+            for key, values in outputs.items():
+                value = values[i]
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
+                record[key] = (
+                    value.decode() if isinstance(value, bytes) else value.tolist()
+                )
+            lines.append(json.dumps(record) + "\n")
+    # Another predict may write the same file: each writes its own partial file.
+    partial = f"{destination}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.writelines(lines)
+    except BaseException:  # a full disk: no half file left behind
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+    os.replace(partial, destination)
+    print(f"{len(lines)} predictions written to {destination}")
 
 
 def train(args, run):
@@ -599,6 +741,8 @@ def train(args, run):
     if args.command == "evaluate":  # one validation pass of the restored weights
         validation_pass(validation_iterator, tf.constant(validation_steps))
         return run.evaluated(results(validation_values))
+    if args.command == "predict":  # the model to serve, of the restored weights
+        return predict(serving_function(model), args)
     # All workers must continue from the same step: one that cannot read the chief's
     # directory would start again from 0 and train on without a word.
     steps = strategy.run(lambda: tf.identity(step))
@@ -755,7 +899,7 @@ class RunDirectory:
             )
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
-            # evaluate reads: any number of them at once, but not while a run trains.
+            # evaluate and predict read: any number of them at once, but not while a run trains.
             fcntl.flock(
                 self.lock_file,
                 (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB,
@@ -852,9 +996,11 @@ class RunDirectory:
             )
 
     def restore_to_read(self, checkpoint, setup, networks):
-        """evaluate: the weights of --checkpoint (latest or a path), of this setup. Nothing in
+        """evaluate, predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(setup, "evaluate")
+        self.check_setup(
+            setup, "evaluate" if self.args.command == "evaluate" else "predict with"
+        )
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)
