@@ -68,7 +68,8 @@ class Export(StrictModel):
     bytes; a CSV's columns by name; a record's features by name, images as their encoded bytes;
     texts), prepares them with the training pipeline's own functions, and returns `scores` (and
     `probabilities`, `class_ids` for a classifier, `class_names` where the source names the
-    classes: an image directory's sub-directories, a text file's labels)."""
+    classes: an image directory's sub-directories, a text file's labels); for a multi-task
+    model each head's, as `<task>_scores`, `<task>_probabilities`, `<task>_class_ids`."""
     keras: bool = False
     """A `.keras` file (`model.save`) to continue in Keras; needs the custom classes to load."""
     tflite: bool = False
@@ -76,10 +77,11 @@ class Export(StrictModel):
     the same named outputs; for a GAN its generator, noise in, images out) converted by
     `tf.lite.TFLiteConverter` with TFLite's builtin ops only, so that `tf.lite.Interpreter` of
     the tensorflow package (which cannot run TensorFlow's own ops) and TFLite on a phone run
-    it. Refused at render time where it cannot be converted so: without `saved_model`; a
-    multi-task model (no model to serve); training data other than `Npz`, `KerasDataset` or
-    `Shapes` arrays (an `ImageDirectory` model decodes image files, a TensorFlow op; streams
-    and text have no model to serve); mixed precision (float16 and bfloat16 ops); layers
+    it. Refused at render time where it cannot be converted so: without `saved_model`;
+    training data other than `Npz`, `KerasDataset` or `Shapes` arrays (an `ImageDirectory`
+    model decodes image files, a TensorFlow op; a CSV, TFRecord or text model takes inputs by
+    name or strings, which do not run as served; other streams have no model to serve); mixed
+    precision (float16 and bfloat16 ops); layers
     TFLite's builtins cannot run (recurrent layers not unrolled, integer lookups, hashing,
     category encoding, text vectorization, random augmentation in the model). An imported
     model's layers are not visible: the conversion tells at export."""

@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 b079b854e471e1df, script sha256 3da040c029b0cd27).
+(spec sha256 b079b854e471e1df, script sha256 132d3d45cd71ab52).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -430,8 +430,7 @@ def train(args, run):
     model.summary()
     loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
     optimizer = keras.optimizers.Adam(learning_rate=0.001)
-    # The slot variables (momentum, moments) now, not in the first traced step, which would
-    # trace it twice and leave a restored checkpoint nothing to fill.
+    # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
     optimizer.build(model.trainable_variables)
     train_loss, train_metrics = make_metrics()
     validation_loss, validation_metrics = make_metrics()

@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 d1db346c20dc2ee9, script sha256 d4bbda6b7a26af5f).
+(spec sha256 d1db346c20dc2ee9, script sha256 14600d0f073a5823).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -471,8 +471,7 @@ def train(args, run):
     model.summary()
     loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
     optimizer = keras.optimizers.Adam(learning_rate=0.001)
-    # The slot variables (momentum, moments) now, not in the first traced step, which would
-    # trace it twice and leave a restored checkpoint nothing to fill.
+    # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
     optimizer.build(model.trainable_variables)
     train_loss, train_metrics = make_metrics()
     validation_loss, validation_metrics = make_metrics()

@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 c9afe42d534ac682, script sha256 3dc978b7de9a2e00).
+(spec sha256 c9afe42d534ac682, script sha256 9331ef84a82d398e).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -505,8 +505,7 @@ def train(args, run):
     model.summary()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     optimizer = keras.optimizers.Adam(learning_rate=0.001)
-    # The slot variables (momentum, moments) now, not in the first traced step, which would
-    # trace it twice and leave a restored checkpoint nothing to fill.
+    # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
     optimizer.build(model.trainable_variables)
     train_loss, train_metrics = make_metrics()
     validation_loss, validation_metrics = make_metrics()

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 fde1256c66fd594c, script sha256 bc3a8c094c0eb40a).
+(spec sha256 fde1256c66fd594c, script sha256 019d90f8ea66d5c0).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -400,8 +400,7 @@ def train(args, run):
     model.summary()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     optimizer = keras.optimizers.SGD(learning_rate=0.001)
-    # The slot variables (momentum, moments) now, not in the first traced step, which would
-    # trace it twice and leave a restored checkpoint nothing to fill.
+    # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
     optimizer.build(model.trainable_variables)
     train_loss = keras.metrics.Mean(name="loss")
     train_metrics = [

@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 cc0410bf4a0a7c99, script sha256 261f86cd19c353d4).
+(spec sha256 cc0410bf4a0a7c99, script sha256 77a26353281aac41).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -494,8 +494,7 @@ def train(args, run):
     optimizer = keras.optimizers.SGD(
         learning_rate=learning_rate, momentum=0.9, nesterov=True
     )
-    # The slot variables (momentum, moments) now, not in the first traced step, which would
-    # trace it twice and leave a restored checkpoint nothing to fill.
+    # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
     optimizer.build(model.trainable_variables)
     train_loss, train_metrics = make_metrics()
     validation_loss, validation_metrics = make_metrics()

@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 6198531294714686, script sha256 c13e50469ec77e34).
+(spec sha256 6198531294714686, script sha256 e963199a6c9cf972).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -502,8 +502,7 @@ def train(args, run):
         initial_learning_rate=0.0, decay_steps=700, warmup_target=0.003, warmup_steps=60
     )
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
-    # The slot variables (momentum, moments) now, not in the first traced step, which would
-    # trace it twice and leave a restored checkpoint nothing to fill.
+    # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
     optimizer.build(model.trainable_variables)
     train_loss, train_metrics = make_metrics()
     validation_loss, validation_metrics = make_metrics()

@@ -331,10 +331,10 @@ def generator_signature(source: Any) -> str:
 
 def serving_context(spec: Spec) -> dict[str, Any] | None:
     """What the exported model's serving signature takes and returns (export.jinja), or None
-    where the script exports the bare network alone: a GAN's generator, a multi-task model, a
-    source whose raw examples it does not take yet (TFDS, generators, text directories)."""
+    where the script exports the bare network alone: a GAN's generator, a source whose raw
+    examples it does not take yet (TFDS, generators, text directories)."""
     train = spec.data.train
-    if not spec.export.saved_model or spec.gan or spec.tasks or train.kind not in SERVED_INPUTS:
+    if not spec.export.saved_model or spec.gan or train.kind not in SERVED_INPUTS:
         return None
     loss = spec.loss
     classify = None
@@ -343,6 +343,15 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
     scores_classes = spec.training.kind not in ("contrastive", "reptile", "maml")
     if loss is not None and loss.kind != "import" and scores_classes:
         classify = CLASS_SCORES.get(loss.kind)
+    # A multi-task network: each head's outputs, named <task>_scores, <task>_probabilities...
+    heads = [
+        {
+            "name": name,
+            "classify": CLASS_SCORES.get(task.loss.kind) if task.loss.kind != "import" else None,
+            "probabilities": task.loss.kind != "import" and not task.loss.from_logits,
+        }
+        for name, task in spec.tasks.items()
+    ]
     columns = input_names(train.feature_columns()) if train.kind == "csv" else {}
     return {
         "inputs": SERVED_INPUTS[train.kind],
@@ -364,6 +373,7 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
         "prepared": input_dtypes(spec) != "string",
         # softmax, sigmoid, or None: the network's scores alone.
         "classify": classify,
+        "heads": heads,
         # Scores that are already probabilities (a loss with from_logits=False).
         "probabilities": classify is not None and not loss.from_logits,
         # Class names: the training directory's sub-directories, or a text file's labels

@@ -139,28 +139,38 @@ feed = {
     for name, spec in signature.items()
 }
 outputs = {key: value.numpy() for key, value in serve(**feed).items()}
-scores = outputs["scores"]
-# Differences relative to the scores' magnitude (at least 1): float32 keeps 7 digits of
-# a diverged network's scores of 1e8 too.
-scale = max(1.0, float(np.max(np.abs(reference["expected"]))))
+# A multi-task network's heads: its outputs are "<task>_scores", ..., beside "expected:<task>".
+heads = [key.partition(":")[2] for key in reference.files if key.startswith("expected:")]
 result = {
     "inputs": {name: [spec.dtype.name, spec.shape.as_list()] for name, spec in signature.items()},
     # What the examples hold that the signature does not take (a CSV's or record's label).
     "not_inputs": sorted(set(raw) - set(signature)),
     "outputs": sorted(outputs),
-    "scores": float(np.max(np.abs(scores - reference["expected"]))) / scale,
 }
-if "unprepared" in reference:
-    result["unprepared"] = float(np.max(np.abs(scores - reference["unprepared"]))) / scale
-if "probabilities" in outputs:
-    if scores.shape[-1] == 1:
-        probabilities = tf.sigmoid(reference["expected"]).numpy()
-        class_ids = (probabilities > 0.5).astype(np.int64)
-    else:
-        probabilities = tf.nn.softmax(reference["expected"]).numpy()
-        class_ids = np.argmax(probabilities, axis=-1)
-    result["probabilities"] = float(np.max(np.abs(outputs["probabilities"] - probabilities)))
-    result["class_ids"] = bool(np.array_equal(outputs["class_ids"], class_ids))
+for head in heads or [""]:
+    prefix, suffix = (f"{head}_", f":{head}") if head else ("", "")
+    expected, scores = reference["expected" + suffix], outputs[prefix + "scores"]
+    # Differences relative to the scores' magnitude (at least 1): float32 keeps 7 digits of
+    # a diverged network's scores of 1e8 too.
+    scale = max(1.0, float(np.max(np.abs(expected))))
+    found = {"scores": float(np.max(np.abs(scores - expected))) / scale}
+    if "unprepared" + suffix in reference:
+        unprepared = reference["unprepared" + suffix]
+        found["unprepared"] = float(np.max(np.abs(scores - unprepared))) / scale
+    if prefix + "probabilities" in outputs:
+        if scores.shape[-1] == 1:
+            probabilities = tf.sigmoid(expected).numpy()
+            class_ids = (probabilities > 0.5).astype(np.int64)
+        else:
+            probabilities = tf.nn.softmax(expected).numpy()
+            class_ids = np.argmax(probabilities, axis=-1)
+        served = outputs[prefix + "probabilities"]
+        found["probabilities"] = float(np.max(np.abs(served - probabilities)))
+        found["class_ids"] = bool(np.array_equal(outputs[prefix + "class_ids"], class_ids))
+    # The worst of the heads.
+    for key, value in found.items():
+        worst = min if key == "class_ids" else max
+        result[key] = worst(result.get(key, value), value)
 if "class_names" in outputs:
     result["class_names"] = bool(
         [name.decode() for name in outputs["class_names"]]

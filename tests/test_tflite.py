@@ -53,6 +53,26 @@ def test_an_image_model_converts_to_tflite(render, tmp_path):
     assert (out / "export" / "best" / "model.tflite").is_file()
 
 
+def test_a_multi_task_model_converts_every_head(render, tmp_path):
+    script = render(
+        "shapes_multitask", "data.train.count=96", "data.validation.count=32", "export.tflite=true"
+    )
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "3", "--output-dir", str(out), cwd=tmp_path)
+
+    reference = tmp_path / "serving_reference.npz"
+    tf_check("serving_reference", str(script), str(out), str(reference), cwd=tmp_path)
+    export = out / "export"
+    found = tf_check("tflite_matches", str(export / "saved_model" / "1"),
+                     str(export / "model.tflite"), str(reference), cwd=tmp_path)  # fmt: skip
+    heads = [f"{task}_{name}" for task in ("mask", "shape")
+             for name in ("class_ids", "probabilities", "scores")]  # fmt: skip
+    assert found["outputs"] == found["served_outputs"] == sorted(heads), found
+    for task in ("mask", "shape"):
+        assert found[f"{task}_scores"] <= 1e-5 and found[f"{task}_scores_spread"] > 0, found
+        assert found[f"{task}_probabilities"] <= 1e-5 and found[f"{task}_class_ids"], found
+
+
 def test_a_gan_generator_converts_to_tflite(render, tmp_path):
     script = render(
         "shapes_dcgan", "data.train.count=96", "data.batch_size=32", "export.tflite=true"

@@ -367,6 +367,11 @@ def serving_reference(script: str, output_dir: str, reference: str) -> dict:
     found = {"expected": expected}
     if "RESCALE = " in open(script).read():
         found["unprepared"] = model(tf.cast(read[0], tf.float32), training=False)
+    # A multi-task network's heads: "expected:<task>" (and "unprepared:<task>").
+    for key, value in list(found.items()):
+        if isinstance(value, dict):
+            found.update({f"{key}:{head}": scores for head, scores in found.pop(key).items()})
+            expected = next(iter(value.values()))
     if text_files:  # a text file's labels: class names, sorted, unless they are ids
         path, delimiter, column = text_files[0]
         with open(path, encoding="utf-8") as file:
@@ -452,7 +457,7 @@ def raw_examples(module, examples, count: int) -> tuple[dict, tuple]:
                 raw[f"input:{name}"] = np.array(values, dtype=dtype)
         return raw, module.parse_tfrecords(serialized)
     inputs, labels = examples
-    indices = tf.range(min(count, len(labels)))
+    indices = tf.range(min(count, len(tf.nest.flatten(labels)[0])))  # a dict per task too
     if hasattr(module, "read_images") and inputs.dtype.kind in "USO":  # image files' paths
         files = [open(path, "rb").read() for path in inputs[:count]]
         return {"input": np.array(files, dtype=object)}, module.read_images(examples, indices)

@@ -65,12 +65,6 @@ def check_tflite(spec: Spec) -> None:
 
 def _check_served_data(spec: Spec) -> None:
     """The model to serve takes the training source's raw examples: they must be arrays."""
-    if spec.tasks:
-        raise ValueError(
-            "export.tflite=True but training is multi_task, whose export is the bare network "
-            "(export/network), not a model to serve raw examples, which is what export.tflite "
-            "converts; remove export.tflite"
-        )
     kind = spec.data.train.kind
     if kind == "image_directory":
         raise ValueError(

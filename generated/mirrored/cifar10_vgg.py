@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 92c48771bf1c6e3a, script sha256 631ee8d23dc1b36c).
+(spec sha256 92c48771bf1c6e3a, script sha256 f3d72933b0400361).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -544,8 +544,7 @@ def train(args, run):
             boundaries=[7820, 15640], values=[0.01, 0.001, 0.0001]
         )
         optimizer = keras.optimizers.SGD(learning_rate=learning_rate, momentum=0.9)
-        # The slot variables (momentum, moments) now, not in the first traced step, which would
-        # trace it twice and leave a restored checkpoint nothing to fill.
+        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss, train_metrics = make_metrics()

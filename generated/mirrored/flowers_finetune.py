@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 18c0c8c2937e77cb, script sha256 59790656b0966c12).
+(spec sha256 18c0c8c2937e77cb, script sha256 b80953ce6099b655).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -496,8 +496,8 @@ def serving_function(model):
     """The exported model's serving_default: a batch of records' features, one input per
     feature the model reads (not the label), as the records hold them: an image as its encoded
     bytes (tf.string: PNG, JPEG, BMP or GIF). record_inputs() decodes and resizes images as in
-    training, prepare_inputs() prepares them, then the network answers. Named outputs:
-    "scores", the network's output; "probabilities" and
+    training, prepare_inputs() prepares them, then the network answers.
+    Named outputs: "scores", the network's output; "probabilities" and
     "class_ids"."""
     signature = {
         "image": tf.TensorSpec((None,), tf.string, name="image"),

@@ -1,7 +1,7 @@
 """Distil the mnist_mlp example's network into a smaller MLP.
 
 Written by loopgen 0.1.0 from examples/mnist_distillation.py
-(spec sha256 4859a9a0dba00642, script sha256 84910099105d0c6b).
+(spec sha256 4859a9a0dba00642, script sha256 0f7a0c4171f76f2e).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -549,8 +549,7 @@ def train(args, run):
             keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         )
         optimizer = keras.optimizers.SGD(learning_rate=0.05, momentum=0.9)
-        # The slot variables (momentum, moments) now, not in the first traced step, which would
-        # trace it twice and leave a restored checkpoint nothing to fill.
+        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss, train_metrics = make_metrics()

@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by Reptile.
 
 Written by loopgen 0.1.0 from examples/mnist_reptile.py
-(spec sha256 2654ef2f5e37fc16, script sha256 24eb97e25f5f28df).
+(spec sha256 2654ef2f5e37fc16, script sha256 541049fd859ef064).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -576,8 +576,7 @@ def train(args, run):
             initial_learning_rate=1.0, decay_steps=6120
         )
         optimizer = keras.optimizers.SGD(learning_rate=learning_rate)
-        # The slot variables (momentum, moments) now, not in the first traced step, which would
-        # trace it twice and leave a restored checkpoint nothing to fill.
+        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss, train_metrics = make_metrics()

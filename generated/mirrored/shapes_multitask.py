@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 a4dce22ab84d4a5e, script sha256 1b350924d0de03bf).
+(spec sha256 a4dce22ab84d4a5e, script sha256 063b450a19aed7fe).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -46,15 +46,27 @@ def parse_args(argv=None):
     parser.add_argument(
         "command",
         nargs="?",
-        choices=["train", "evaluate"],
+        choices=["train", "evaluate", "predict"],
         default="train",
-        help="train (the default; resumes from the newest checkpoint), or evaluate a checkpoint "
-        "on the validation data without writing any",
+        help="train (the default; resumes from the newest checkpoint), evaluate a checkpoint "
+        "on the validation data, or predict on raw inputs (neither writes checkpoints)",
     )
     parser.add_argument(
         "--checkpoint",
         default="latest",
-        help="evaluate: 'latest', 'best' (the best validation's weights) or a checkpoint's path",
+        help="evaluate, predict: 'latest', 'best' (the best validation's weights) or a checkpoint's path",
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="PATH",
+        help="predict: .npy or .npz files of examples, and directories of them",
+    )
+    parser.add_argument(
+        "--predictions",
+        metavar="FILE",
+        help="predict: where the predictions go, a JSON line each (default: "
+        "predictions.jsonl in the output directory)",
     )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
@@ -73,7 +85,12 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.command == "predict") != bool(args.inputs):
+        parser.error(
+            "predict takes the paths of its inputs; train and evaluate take none"
+        )
+    return args
 
 
 if __name__ == "__main__":
@@ -142,9 +159,18 @@ def as_tensors(examples):
 
 
 def preprocess(images, labels):
-    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
-    images = tf.cast(images, tf.float32)
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch): its inputs
+    by prepare_inputs(), which the exported model's serving signature applies too."""
+    images = prepare_inputs(images)
     return images, labels
+
+
+def prepare_inputs(images):
+    """The model's inputs from a batch of examples as read: in training and validation
+    (preprocess), and in the exported model's serving signature, so that a served example is
+    prepared exactly as the training examples were (never augmented)."""
+    images = tf.cast(images, tf.float32)
+    return images
 
 
 def epoch_order(epoch, num_examples):
@@ -359,12 +385,142 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(model, directory):
-    """The trained network, written whole into `directory`: network/ is the SavedModel
-    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
-    and takes inputs prepared as the training batches are (preprocess())."""
+def export(model, directory, examples):
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs already prepared as
+      prepare_inputs() does.
+
+    Both SavedModels load without this script's classes. `examples`: the training examples, whose
+    dtype and shape the served model takes."""
     with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model, examples))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
         model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model, examples):
+    """The exported model's serving_default: a batch of raw examples, of the dtype and shape
+    of the training images load_examples() gives (uint8 pixels, say).
+    prepare_inputs() prepares them as it did the training images, then the network
+    answers. Named outputs, per task:
+    "<task>_scores", its head's output, and for a classifier "<task>_probabilities" and
+    "<task>_class_ids"."""
+    images, _ = examples
+    signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
+
+    @tf.function(input_signature=[signature])
+    def serve(images):
+        scores = model(prepare_inputs(images), training=False)
+        return {
+            "mask_scores": scores["mask"],
+            "mask_probabilities": tf.nn.softmax(scores["mask"]),
+            "mask_class_ids": tf.argmax(scores["mask"], axis=-1),
+            "shape_scores": scores["shape"],
+            "shape_probabilities": tf.nn.softmax(scores["shape"]),
+            "shape_class_ids": tf.argmax(scores["shape"], axis=-1),
+        }
+
+    return serve
+
+
+def input_files(paths):
+    """predict: the files named, and the files in the directories named (sorted by path)."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [
+                os.path.join(root, name)
+                for root, _, names in os.walk(path)
+                for name in names
+            ]
+            files += sorted(found)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise SystemExit(f"predict: {path}: no such file or directory")
+    if not files:
+        raise SystemExit(f"predict: no files in {', '.join(paths)}")
+    return files
+
+
+def read_examples(path, like):
+    """predict: the examples in one file, of the training images' (`like`) shape and dtype:
+    an .npy array of them (or of one), an .npz file's array 'x'."""
+    shape = like.shape[1:]
+    try:
+        array = np.load(path)
+    except (OSError, ValueError):  # not NumPy's format (nor pickles, which it refuses)
+        raise SystemExit(f"predict: {path} is not an .npy or .npz file") from None
+    if isinstance(array, np.lib.npyio.NpzFile):
+        if "x" not in array.files:
+            raise SystemExit(
+                f"predict: {path} has no array 'x' (its arrays: {array.files})"
+            )
+        array = array["x"]
+    if array.shape == shape:
+        array = array[None]  # one example
+    kind_ok = np.can_cast(array.dtype, like.dtype, "same_kind")  # no floats for uint8
+    if array.shape[1:] != shape or not kind_ok:
+        raise SystemExit(
+            f"predict: {path} holds {array.dtype} examples of shape {array.shape[1:]}; the "
+            f"model takes {like.dtype} examples of shape {shape}"
+        )
+    return array.astype(like.dtype)
+
+
+def prediction_batches(paths, examples):
+    """predict: (names, examples) in batches, in the order named (a file of several examples
+    names them <path>[<i>]). Every file is read and checked before any is predicted."""
+    like, _ = examples
+    names, arrays = [], []
+    for path in input_files(paths):
+        array = read_examples(path, like)
+        if len(array) == 1:
+            names.append(path)
+        else:
+            names += [f"{path}[{i}]" for i in range(len(array))]
+        arrays.append(array)
+    examples = np.concatenate(arrays)
+    for start in range(0, len(names), GLOBAL_BATCH_SIZE):
+        yield names[start : start + GLOBAL_BATCH_SIZE], examples[
+            start : start + GLOBAL_BATCH_SIZE
+        ]
+
+
+def predict(serve, args, examples):
+    """predict: the served model's outputs for each input, a JSON line each in input order
+    ("input": its name, then the outputs), written whole to --predictions."""
+    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    lines = []
+    for names, inputs in prediction_batches(args.inputs, examples):
+        outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        for i, name in enumerate(names):
+            record = {"input": name}
+            for key, values in outputs.items():
+                value = values[i]
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
+                record[key] = (
+                    value.decode() if isinstance(value, bytes) else value.tolist()
+                )
+            lines.append(json.dumps(record) + "\n")
+    # Another predict may write the same file: each writes its own partial file.
+    partial = f"{destination}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.writelines(lines)
+    except BaseException:  # a full disk: no half file left behind
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+    os.replace(partial, destination)
+    print(f"{len(lines)} predictions written to {destination}")
 
 
 def train(args, run):
@@ -418,8 +574,7 @@ def train(args, run):
             ),
         }
         optimizer = keras.optimizers.Adam(learning_rate=0.002)
-        # The slot variables (momentum, moments) now, not in the first traced step, which would
-        # trace it twice and leave a restored checkpoint nothing to fill.
+        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss, train_task_losses, train_metrics, train_values = make_metrics()
@@ -528,6 +683,8 @@ def train(args, run):
     if args.command == "evaluate":  # one validation pass of the restored weights
         validation_pass(validation_iterator, tf.constant(validation_steps))
         return run.evaluated(results(validation_values))
+    if args.command == "predict":  # the model to serve, of the restored weights
+        return predict(serving_function(model, train_examples), args, train_examples)
     run.start(step, nonfinite_step, strategy)
 
     # --- Training loop ----------------------------------------------------------------
@@ -581,10 +738,10 @@ def train(args, run):
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
-    export(model, os.path.join(args.output_dir, "export"))
+    export(model, os.path.join(args.output_dir, "export"), train_examples)
     # The weights of the best val_shape_accuracy, exported beside the last ones.
     if run.restore_best():
-        export(model, os.path.join(args.output_dir, "export", "best"))
+        export(model, os.path.join(args.output_dir, "export", "best"), train_examples)
 
 
 # --- The run directory ------------------------------------------------------------------
@@ -651,7 +808,7 @@ class RunDirectory:
             )
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
-            # evaluate reads: any number of them at once, but not while a run trains.
+            # evaluate and predict read: any number of them at once, but not while a run trains.
             fcntl.flock(
                 self.lock_file,
                 (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB,
@@ -739,9 +896,11 @@ class RunDirectory:
             )
 
     def restore_to_read(self, checkpoint, setup, networks):
-        """evaluate: the weights of --checkpoint (latest, best or a path), of this setup. Nothing in
+        """evaluate, predict: the weights of --checkpoint (latest, best or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(setup, "evaluate")
+        self.check_setup(
+            setup, "evaluate" if self.args.command == "evaluate" else "predict with"
+        )
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)

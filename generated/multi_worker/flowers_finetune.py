@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 6618a71dabe18f46, script sha256 4cff0240805d1923).
+(spec sha256 6618a71dabe18f46, script sha256 122591ebddd39924).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -502,8 +502,8 @@ def serving_function(model):
     """The exported model's serving_default: a batch of records' features, one input per
     feature the model reads (not the label), as the records hold them: an image as its encoded
     bytes (tf.string: PNG, JPEG, BMP or GIF). record_inputs() decodes and resizes images as in
-    training, prepare_inputs() prepares them, then the network answers. Named outputs:
-    "scores", the network's output; "probabilities" and
+    training, prepare_inputs() prepares them, then the network answers.
+    Named outputs: "scores", the network's output; "probabilities" and
     "class_ids"."""
     signature = {
         "image": tf.TensorSpec((None,), tf.string, name="image"),

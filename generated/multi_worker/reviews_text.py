@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 19ce263853920159, script sha256 da9cde4f2d05f116).
+(spec sha256 19ce263853920159, script sha256 caf54c119dcc841b).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -529,8 +529,7 @@ def train(args, run):
             keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         )
         optimizer = keras.optimizers.Adam(learning_rate=0.003)
-        # The slot variables (momentum, moments) now, not in the first traced step, which would
-        # trace it twice and leave a restored checkpoint nothing to fill.
+        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss, train_metrics = make_metrics()

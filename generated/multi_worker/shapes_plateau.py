@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 ddbfcd4f616f0556, script sha256 de414e2909db3503).
+(spec sha256 ddbfcd4f616f0556, script sha256 558128850455f390).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -564,8 +564,7 @@ def train(args, run):
             keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         )
         optimizer = keras.optimizers.Adam(learning_rate=0.003)
-        # The slot variables (momentum, moments) now, not in the first traced step, which would
-        # trace it twice and leave a restored checkpoint nothing to fill.
+        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss, train_metrics = make_metrics()

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 ae2f5a08dba59b9d, script sha256 f593b22c7d3f945b).
+(spec sha256 ae2f5a08dba59b9d, script sha256 d2c8aa863d2ebb99).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -640,8 +640,7 @@ def train(args, run):
         optimizer = keras.optimizers.SGD(
             learning_rate=learning_rate, momentum=0.9, nesterov=True
         )
-        # The slot variables (momentum, moments) now, not in the first traced step, which would
-        # trace it twice and leave a restored checkpoint nothing to fill.
+        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss, train_metrics = make_metrics()

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 e059b99b4a5ce3bc, script sha256 a4736f024234fd88).
+(spec sha256 e059b99b4a5ce3bc, script sha256 c507e061f784eac4).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -513,8 +513,8 @@ def serving_function(model):
     """The exported model's serving_default: a batch of CSV rows as columns, one input per
     column the model's inputs are made of (not the label), each of shape (None,) and of its
     type in COLUMN_DTYPES. csv_inputs() makes the model's inputs of them as in training,
-    prepare_inputs() prepares them, then the network answers. Named outputs: "scores", the
-    network's output."""
+    prepare_inputs() prepares them, then the network answers.
+    Named outputs: "scores", the network's output."""
     dtypes = dict(zip(COLUMNS, COLUMN_DTYPES))
     signature = {
         column: tf.TensorSpec((None,), dtypes[column], name=column)
@@ -677,8 +677,7 @@ def train(args, run):
         # the global batch size; a mean per replica would be num_replicas times off.
         loss_fn = per_example(keras.losses.MeanSquaredError(reduction=None))
         optimizer = keras.optimizers.Adam(learning_rate=0.003)
-        # The slot variables (momentum, moments) now, not in the first traced step, which would
-        # trace it twice and leave a restored checkpoint nothing to fill.
+        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss, train_metrics = make_metrics()

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 cb6e55d25382b8e4, script sha256 811da6153c8b99d6).
+(spec sha256 cb6e55d25382b8e4, script sha256 33f8cf90431d6f24).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -460,8 +460,7 @@ def train(args, run):
             keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
         )
         optimizer = keras.optimizers.SGD(learning_rate=0.001)
-        # The slot variables (momentum, moments) now, not in the first traced step, which would
-        # trace it twice and leave a restored checkpoint nothing to fill.
+        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss = keras.metrics.Mean(name="loss")
