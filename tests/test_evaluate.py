@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 
 import data
+import numpy as np
 import pytest
 from helpers import EXAMPLES, TWO_CPUS, records, run_cli, run_python, script_env
+from test_predict import assert_served
 
 EXAMPLE = "shapes_plateau"  # validation, checkpoints every epoch, the best model kept
 
@@ -119,7 +121,7 @@ def test_evaluate_waits_for_no_reader_but_refuses_while_a_run_trains(trained, tm
 
 
 @pytest.mark.slow
-def test_evaluate_on_two_replicas_reproduces_their_validation(render, tmp_path):
+def test_evaluate_and_predict_on_two_replicas(render, tmp_path):
     script = render(EXAMPLE, *data.small_data_overrides(EXAMPLE, tmp_path), TWO_CPUS,
                     variant="mirrored")  # fmt: skip
     out = tmp_path / "run"
@@ -129,6 +131,17 @@ def test_evaluate_on_two_replicas_reproduces_their_validation(render, tmp_path):
     evaluated = json.loads((out / "evaluations.jsonl").read_text().splitlines()[-1])
     for name, value in validation_at(out, evaluated["step"]).items():
         assert abs(evaluated[name] - value) <= 1e-6, (name, evaluated)
+
+    # predict, on two replicas too: what the exported model serves (test_predict).
+    examples = np.random.default_rng(0).random((5, 24, 24, 3), dtype=np.float32)
+    np.save(tmp_path / "five.npy", examples)
+    proc = subprocess.run([sys.executable, str(script), "predict", str(tmp_path / "five.npy"),
+                           "--output-dir", str(out)], cwd=tmp_path, env=script_env(),
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert [r["input"] for r in records] == [f"{tmp_path / 'five.npy'}[{i}]" for i in range(5)]
+    assert_served(records, out, [["npy", str(tmp_path / "five.npy")]], tmp_path)
 
 
 @pytest.mark.slow
