@@ -113,7 +113,7 @@ def build_context(
         # evaluate --data PATH: another source of the validation data's kind (a test split).
         "other_data": bool(spec.checkpoint)
         and getattr(spec.data.validation, "kind", None)
-        in ("npz", "image_directory", "text", "text_directory", "tfrecord", "csv"),
+        in ("npz", "image_directory", "text", "text_directory", "tfrecord", "csv", "tfds"),
         "x_name": x_name,
         "input_dtypes": input_dtypes(spec),
         # How each source is read: image files decoded when picked, arrays gathered, streams.

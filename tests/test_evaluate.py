@@ -172,3 +172,29 @@ def test_evaluate_on_a_test_split_of_the_validation_kind(render, tmp_path):
     proc = evaluate(script, out, "--data", extra)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "--data: " in proc.stderr and "['class_3'] that are not classes" in proc.stderr
+
+
+@pytest.mark.slow
+def test_evaluate_on_another_tfds_split(render, tmp_path):
+    """--data SPLIT for a TFDS validation source (pets_unet, TFDS served by its test double):
+    the validation's own split gives the logged values, another split its own, and a split
+    the dataset does not have stops the script, naming --data."""
+    script = render("pets_unet", *data.small_data_overrides("pets_unet", tmp_path))
+    launcher = data.runnable("pets_unet", script)
+    out = tmp_path / "run"
+    run_python(launcher, "--epochs", "1", "--deterministic", "--output-dir", str(out),
+               cwd=tmp_path)  # fmt: skip
+    logged = validation_at(out, max(r["step"] for r in records(out)))
+
+    def evaluated(split: str) -> dict:
+        proc = evaluate(launcher, out, "--data", split)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads((out / "evaluations.jsonl").read_text().splitlines()[-1])
+
+    same = evaluated("test")
+    assert all(abs(same[name] - value) <= 1e-6 for name, value in logged.items()), same
+    other = evaluated("train")
+    assert other["data"] == "train" and abs(other["val_loss"] - logged["val_loss"]) > 1e-6
+    proc = evaluate(launcher, out, "--data", "validation")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "--data: " in proc.stderr and "'validation'" in proc.stderr, proc.stderr[-2000:]

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 bb0ac63327810325, script sha256 23520df22397d09c).
+(spec sha256 bb0ac63327810325, script sha256 4c2a4342a73ccf07).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -58,6 +58,11 @@ def parse_args(argv=None):
         default="latest",
         help="evaluate: 'latest' or a checkpoint's path",
     )
+    parser.add_argument(
+        "--data",
+        metavar="SPLIT",
+        help="evaluate: another split of the TFDS dataset (say test[:50%%]) than the validation's",
+    )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
@@ -94,7 +99,7 @@ def tfds_stream(examples, epoch=None):
     return examples
 
 
-def load_examples():
+def load_examples(data=None):
     """Training and validation examples: streams of records, read epoch by epoch as the
     batches need them."""
     # TFDS streams its records: the split in its file order, shuffled per epoch later.
@@ -111,9 +116,13 @@ def load_examples():
         )
     )
     # TFDS streams its records: the split in its file order, shuffled per epoch later.
-    validation_examples = tfds.load(
-        "oxford_iiit_pet:4.*.*", split="test", shuffle_files=False
-    )
+    try:
+        validation_examples = tfds.load(
+            "oxford_iiit_pet:4.*.*", split=data or "test", shuffle_files=False
+        )
+    except ValueError as error:  # a split the dataset does not have
+        field = "--data" if data else "data.validation.split"
+        raise SystemExit(f"{field}: {error}") from None
     # Images differ in size: resize them before batching (masks with nearest neighbour,
     # so they stay class ids).
     validation_examples = validation_examples.map(
@@ -344,7 +353,8 @@ def train(args, run):
         )
 
     # --- Data -------------------------------------------------------------------------
-    train_examples, validation_examples = load_examples()
+    # evaluate --data: the validation data from another split.
+    train_examples, validation_examples = load_examples(getattr(args, "data", None))
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(num_examples(train_examples) / GLOBAL_BATCH_SIZE)
     validation_steps = math.ceil(num_examples(validation_examples) / GLOBAL_BATCH_SIZE)
@@ -709,7 +719,13 @@ class RunDirectory:
         values = {"val_" + name: value for name, value in values.items()}
         print(f"{self.resumed_from} (step {self.saved}):")
         print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
-        record = {"checkpoint": self.resumed_from, "step": self.saved, **values}
+        data = self.args.data or "validation"
+        record = {
+            "checkpoint": self.resumed_from,
+            "step": self.saved,
+            "data": data,
+            **values,
+        }
         self.append("evaluations.jsonl", record)
 
     def start(self, step, nonfinite_step, strategy):

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 6f75650cf70b6f60, script sha256 229f70efa4fb2d4c).
+(spec sha256 6f75650cf70b6f60, script sha256 23b716c2ae0051c7).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -57,6 +57,11 @@ def parse_args(argv=None):
         default="latest",
         help="evaluate: 'latest' or a checkpoint's path",
     )
+    parser.add_argument(
+        "--data",
+        metavar="SPLIT",
+        help="evaluate: another split of the TFDS dataset (say test[:50%%]) than the validation's",
+    )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
@@ -93,7 +98,7 @@ def tfds_stream(examples, epoch=None):
     return examples
 
 
-def load_examples():
+def load_examples(data=None):
     """Training and validation examples: streams of records, read epoch by epoch as the
     batches need them."""
     # TFDS streams its records: the split in its file order, shuffled per epoch later.
@@ -110,9 +115,13 @@ def load_examples():
         )
     )
     # TFDS streams its records: the split in its file order, shuffled per epoch later.
-    validation_examples = tfds.load(
-        "oxford_iiit_pet:4.*.*", split="test", shuffle_files=False
-    )
+    try:
+        validation_examples = tfds.load(
+            "oxford_iiit_pet:4.*.*", split=data or "test", shuffle_files=False
+        )
+    except ValueError as error:  # a split the dataset does not have
+        field = "--data" if data else "data.validation.split"
+        raise SystemExit(f"{field}: {error}") from None
     # Images differ in size: resize them before batching (masks with nearest neighbour,
     # so they stay class ids).
     validation_examples = validation_examples.map(
@@ -334,7 +343,8 @@ def train(args, run):
     run.lock()  # one run at a time in the output directory
 
     # --- Data -------------------------------------------------------------------------
-    train_examples, validation_examples = load_examples()
+    # evaluate --data: the validation data from another split.
+    train_examples, validation_examples = load_examples(getattr(args, "data", None))
     # An epoch is counted in steps of whole batches (the smaller last batch is dropped).
     steps_per_epoch = num_examples(train_examples) // GLOBAL_BATCH_SIZE
     validation_steps = num_examples(validation_examples) // GLOBAL_BATCH_SIZE
@@ -664,7 +674,13 @@ class RunDirectory:
         values = {"val_" + name: value for name, value in values.items()}
         print(f"{self.resumed_from} (step {self.saved}):")
         print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
-        record = {"checkpoint": self.resumed_from, "step": self.saved, **values}
+        data = self.args.data or "validation"
+        record = {
+            "checkpoint": self.resumed_from,
+            "step": self.saved,
+            "data": data,
+            **values,
+        }
         self.append("evaluations.jsonl", record)
 
     def start(self, step, nonfinite_step, strategy):
