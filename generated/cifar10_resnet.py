@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 b62e4ad8a8247c90, script sha256 dbd619317c041e52).
+(spec sha256 b62e4ad8a8247c90, script sha256 f14c3590451eaca7).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -509,7 +509,8 @@ def prediction_batches(paths, examples):
         arrays.append(array)
     examples = np.concatenate(arrays)
     for start in range(0, len(names), BATCH_SIZE):
-        yield names[start : start + BATCH_SIZE], examples[start : start + BATCH_SIZE]
+        batch = slice(start, start + BATCH_SIZE)
+        yield names[batch], examples[batch]
 
 
 def predict(serve, args, examples):

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 fde1256c66fd594c, script sha256 019d90f8ea66d5c0).
+(spec sha256 fde1256c66fd594c, script sha256 cafc1dd652948c8b).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -349,7 +349,8 @@ def prediction_batches(paths, examples):
         arrays.append(array)
     examples = np.concatenate(arrays)
     for start in range(0, len(names), BATCH_SIZE):
-        yield names[start : start + BATCH_SIZE], examples[start : start + BATCH_SIZE]
+        batch = slice(start, start + BATCH_SIZE)
+        yield names[batch], examples[batch]
 
 
 def predict(serve, args, examples):

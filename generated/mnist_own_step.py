@@ -1,7 +1,7 @@
 """Classify MNIST digits with a confidence penalty of your own, by sign descent.
 
 Written by loopgen 0.1.0 from examples/mnist_own_step.py
-(spec sha256 24758b47c6950d9b, script sha256 dce88556001b93ff).
+(spec sha256 24758b47c6950d9b, script sha256 c286caa7d9a499ac).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -404,7 +404,8 @@ def prediction_batches(paths, examples):
         arrays.append(array)
     examples = np.concatenate(arrays)
     for start in range(0, len(names), BATCH_SIZE):
-        yield names[start : start + BATCH_SIZE], examples[start : start + BATCH_SIZE]
+        batch = slice(start, start + BATCH_SIZE)
+        yield names[batch], examples[batch]
 
 
 def predict(serve, args, examples):

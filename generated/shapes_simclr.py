@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 4cd3499959809aee, script sha256 2fad6473fee7ac3c).
+(spec sha256 4cd3499959809aee, script sha256 b0b41895ead58ac2).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -498,7 +498,8 @@ def prediction_batches(paths, examples):
         arrays.append(array)
     examples = np.concatenate(arrays)
     for start in range(0, len(names), BATCH_SIZE):
-        yield names[start : start + BATCH_SIZE], examples[start : start + BATCH_SIZE]
+        batch = slice(start, start + BATCH_SIZE)
+        yield names[batch], examples[batch]
 
 
 def predict(serve, args, examples):

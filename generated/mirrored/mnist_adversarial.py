@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 edf9e70ee6b3352e, script sha256 eac3addbfa45b50d).
+(spec sha256 edf9e70ee6b3352e, script sha256 2e7f9a7a36cf9a09).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -486,9 +486,8 @@ def prediction_batches(paths, examples):
         arrays.append(array)
     examples = np.concatenate(arrays)
     for start in range(0, len(names), GLOBAL_BATCH_SIZE):
-        yield names[start : start + GLOBAL_BATCH_SIZE], examples[
-            start : start + GLOBAL_BATCH_SIZE
-        ]
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        yield names[batch], examples[batch]
 
 
 def predict(serve, args, examples):

@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 25d0e7ca0cddac47, script sha256 b5e1cc80ed9975c6).
+(spec sha256 25d0e7ca0cddac47, script sha256 96aba032df8809d0).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -479,9 +479,8 @@ def prediction_batches(paths, examples):
         arrays.append(array)
     examples = np.concatenate(arrays)
     for start in range(0, len(names), GLOBAL_BATCH_SIZE):
-        yield names[start : start + GLOBAL_BATCH_SIZE], examples[
-            start : start + GLOBAL_BATCH_SIZE
-        ]
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        yield names[batch], examples[batch]
 
 
 def predict(serve, args, examples):

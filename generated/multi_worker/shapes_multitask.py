@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 337cd6f19686936e, script sha256 c3c561d5419b055e).
+(spec sha256 337cd6f19686936e, script sha256 f098556ff97463db).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -495,9 +495,8 @@ def prediction_batches(paths, examples):
         arrays.append(array)
     examples = np.concatenate(arrays)
     for start in range(0, len(names), GLOBAL_BATCH_SIZE):
-        yield names[start : start + GLOBAL_BATCH_SIZE], examples[
-            start : start + GLOBAL_BATCH_SIZE
-        ]
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        yield names[batch], examples[batch]
 
 
 def predict(serve, args, examples):

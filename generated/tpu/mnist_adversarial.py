@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 1a97f85283023b71, script sha256 79d03388bf9b14a0).
+(spec sha256 1a97f85283023b71, script sha256 f0f07515edee16cd).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -489,9 +489,8 @@ def prediction_batches(paths, examples):
         arrays.append(array)
     examples = np.concatenate(arrays)
     for start in range(0, len(names), GLOBAL_BATCH_SIZE):
-        yield names[start : start + GLOBAL_BATCH_SIZE], examples[
-            start : start + GLOBAL_BATCH_SIZE
-        ]
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        yield names[batch], examples[batch]
 
 
 def predict(serve, args, examples):

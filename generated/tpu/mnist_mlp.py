@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 cb6e55d25382b8e4, script sha256 33f8cf90431d6f24).
+(spec sha256 cb6e55d25382b8e4, script sha256 eedd84740d721bda).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -386,9 +386,8 @@ def prediction_batches(paths, examples):
         arrays.append(array)
     examples = np.concatenate(arrays)
     for start in range(0, len(names), GLOBAL_BATCH_SIZE):
-        yield names[start : start + GLOBAL_BATCH_SIZE], examples[
-            start : start + GLOBAL_BATCH_SIZE
-        ]
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        yield names[batch], examples[batch]
 
 
 def predict(serve, args, examples):
