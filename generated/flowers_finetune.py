@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 19ae95d9fa0ff21e, script sha256 35d7960240876528).
+(spec sha256 19ae95d9fa0ff21e, script sha256 ead0c2c54ef0839e).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -93,7 +93,8 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
-    args = parser.parse_args(argv)
+    # Intermixed: `predict --checkpoint best a.png b.png` gives the paths after an option too.
+    args = parser.parse_intermixed_args(argv)
     if (args.command == "predict") != bool(args.inputs):
         parser.error(
             "predict takes the paths of its inputs; train and evaluate take none"
@@ -482,7 +483,8 @@ def serving_function(model):
 
 
 def input_files(paths):
-    """predict: the files named, and the files in the directories named (sorted by path)."""
+    """predict: the files named, and the files in the directories named (sorted by path; not
+    hidden files, such as .DS_Store)."""
     files = []
     for path in paths:
         if os.path.isdir(path):
@@ -490,6 +492,7 @@ def input_files(paths):
                 os.path.join(root, name)
                 for root, _, names in os.walk(path)
                 for name in names
+                if not name.startswith(".")
             ]
             files += sorted(found)
         elif os.path.isfile(path):
@@ -512,13 +515,16 @@ def prediction_batches(paths):
     for path in input_files(paths):
         try:
             records = [record.numpy() for record in tf.data.TFRecordDataset(path)]
-            parts.append(tf.io.parse_example(records, wanted))
+            if records:  # an empty file has none to predict
+                parts.append(tf.io.parse_example(records, wanted))
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
             raise SystemExit(
                 f"predict: {path} is not a TFRecord file of records with the features "
                 f"{list(wanted)}: {error.message.split(' [Op')[0]}"
             ) from None
         names += [f"{path}[{i}]" for i in range(len(records))]
+    if not parts:
+        return
     features = {name: tf.concat([part[name] for part in parts], 0) for name in wanted}
     for start in range(0, len(names), BATCH_SIZE):
         batch = slice(start, start + BATCH_SIZE)
@@ -531,9 +537,27 @@ def predict(serve, args):
     """predict: the served model's outputs for each input, a JSON line each in input order
     ("input": its name, then the outputs), written whole to --predictions."""
     destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    if os.path.isdir(destination) or not os.path.isdir(
+        os.path.dirname(destination) or "."
+    ):
+        raise SystemExit(
+            f"--predictions {destination}: not a file in an existing directory"
+        )
     lines = []
     for names, inputs in prediction_batches(args.inputs):
-        outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        try:
+            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        except tf.errors.InvalidArgumentError:
+            # An input the model to serve cannot read (a damaged image): named, one by one.
+            for i, name in enumerate(names):
+                try:
+                    serve(
+                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
+                    )
+                except tf.errors.InvalidArgumentError as error:
+                    problem = error.message.split("[[")[0].strip()
+                    raise SystemExit(f"predict: {name}: {problem}") from None
+            raise
         for i, name in enumerate(names):
             record = {"input": name}
             for key, values in outputs.items():
@@ -548,11 +572,11 @@ def predict(serve, args):
     try:
         with open(partial, "w") as f:
             f.writelines(lines)
+        os.replace(partial, destination)
     except BaseException:  # a full disk: no half file left behind
         if os.path.exists(partial):
             os.remove(partial)
         raise
-    os.replace(partial, destination)
     print(f"{len(lines)} predictions written to {destination}")
 
 

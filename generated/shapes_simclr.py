@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 4cd3499959809aee, script sha256 b0b41895ead58ac2).
+(spec sha256 4cd3499959809aee, script sha256 cc1d7414a8c329c0).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -83,7 +83,8 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
-    args = parser.parse_args(argv)
+    # Intermixed: `predict --checkpoint best a.png b.png` gives the paths after an option too.
+    args = parser.parse_intermixed_args(argv)
     if (args.command == "predict") != bool(args.inputs):
         parser.error(
             "predict takes the paths of its inputs; train and evaluate take none"
@@ -440,7 +441,8 @@ def serving_function(model, examples):
 
 
 def input_files(paths):
-    """predict: the files named, and the files in the directories named (sorted by path)."""
+    """predict: the files named, and the files in the directories named (sorted by path; not
+    hidden files, such as .DS_Store)."""
     files = []
     for path in paths:
         if os.path.isdir(path):
@@ -448,6 +450,7 @@ def input_files(paths):
                 os.path.join(root, name)
                 for root, _, names in os.walk(path)
                 for name in names
+                if not name.startswith(".")
             ]
             files += sorted(found)
         elif os.path.isfile(path):
@@ -506,9 +509,27 @@ def predict(serve, args, examples):
     """predict: the served model's outputs for each input, a JSON line each in input order
     ("input": its name, then the outputs), written whole to --predictions."""
     destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    if os.path.isdir(destination) or not os.path.isdir(
+        os.path.dirname(destination) or "."
+    ):
+        raise SystemExit(
+            f"--predictions {destination}: not a file in an existing directory"
+        )
     lines = []
     for names, inputs in prediction_batches(args.inputs, examples):
-        outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        try:
+            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        except tf.errors.InvalidArgumentError:
+            # An input the model to serve cannot read (a damaged image): named, one by one.
+            for i, name in enumerate(names):
+                try:
+                    serve(
+                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
+                    )
+                except tf.errors.InvalidArgumentError as error:
+                    problem = error.message.split("[[")[0].strip()
+                    raise SystemExit(f"predict: {name}: {problem}") from None
+            raise
         for i, name in enumerate(names):
             record = {"input": name}
             for key, values in outputs.items():
@@ -523,11 +544,11 @@ def predict(serve, args, examples):
     try:
         with open(partial, "w") as f:
             f.writelines(lines)
+        os.replace(partial, destination)
     except BaseException:  # a full disk: no half file left behind
         if os.path.exists(partial):
             os.remove(partial)
         raise
-    os.replace(partial, destination)
     print(f"{len(lines)} predictions written to {destination}")
 
 

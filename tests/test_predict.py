@@ -46,7 +46,8 @@ def assert_served(records: list[dict], out: Path, inputs: list[list[str]], cwd: 
 
 
 def files_under(folder: Path) -> list[str]:
-    return sorted(str(p) for p in folder.rglob("*") if p.is_file())
+    """A directory's files as predict reads them: sorted, not the hidden ones."""
+    return sorted(str(p) for p in folder.rglob("*") if p.is_file() and p.name[0] != ".")
 
 
 def test_predict_image_files_and_directories_with_class_names(render, tmp_path):
@@ -64,7 +65,8 @@ def test_predict_image_files_and_directories_with_class_names(render, tmp_path):
     run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
     before = {p: p.stat().st_mtime for p in out.rglob("*") if p.is_file()}
 
-    # A file, then a directory (its files sorted, sub-directories included).
+    # A file, then a directory (its files sorted, sub-directories included, .DS_Store not).
+    (folder / "dark" / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
     single = str(folder / "light" / "1.jpg")
     proc = predict(script, out, single, str(folder))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -92,6 +94,17 @@ def test_predict_image_files_and_directories_with_class_names(render, tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert f"{folder / 'dark' / 'notes.txt'} is not a PNG, JPEG, BMP or GIF image" in proc.stderr
     assert not target.exists() and not list(tmp_path.glob("preds.jsonl*"))
+    # A damaged image (a PNG cut short): named, though the model decodes it in a batch.
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "a.png").write_bytes((folder / "dark" / "0.png").read_bytes())
+    (damaged / "b.png").write_bytes((folder / "dark" / "2.png").read_bytes()[:60])
+    proc = predict(script, out, str(damaged), "--predictions", str(target))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"predict: {damaged / 'b.png'}: " in proc.stderr and not target.exists()
+    # Where the predictions cannot go: said before predicting.
+    proc = predict(script, out, single, "--predictions", str(tmp_path / "no" / "p.jsonl"))
+    assert proc.returncode == 1 and "not a file in an existing directory" in proc.stderr
 
 
 def test_predict_arrays_and_image_files_of_a_keras_dataset(render, tmp_path):
@@ -111,7 +124,8 @@ def test_predict_arrays_and_image_files_of_a_keras_dataset(render, tmp_path):
     data._write_png(tmp_path / "digit.png", np.repeat(examples[1][..., None], 3, axis=2))
     paths = [str(tmp_path / name) for name in ("three.npy", "digit.png", "one.npy", "two.npz")]
     target = tmp_path / "preds.jsonl"
-    proc = predict(launcher, out, *paths, "--predictions", str(target))
+    # Options between the command and the paths too.
+    proc = predict(launcher, out, "--predictions", str(target), "--checkpoint", "latest", *paths)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = predictions(target)
     three, digit, one, two = paths
@@ -166,7 +180,9 @@ def test_predict_csv_rows_by_column_name(render, tmp_path):
     broken = {
         "no_city.csv": ("area,rooms,age\n50,2,10\n", "no column 'city', which the model reads"),
         "words.csv": ("area,rooms,age,city\n50,2,10,nice\n60,two,3,lyon\n",
-                      ":3: column 'rooms' is not a valid float: two"),
+                      ":3: column 'rooms': Field 1 in record 1 is not a valid float: two"),
+        "short.csv": ("area,rooms,age,city\n50,2,10,nice\n\n60,2\n",
+                      ":4: Expect 4 fields but have 2 in record 1"),
     }  # fmt: skip
     for name, (text, message) in broken.items():
         (tmp_path / name).write_text(text)
@@ -196,10 +212,11 @@ def test_predict_tfrecord_features_and_text_lines(render, tmp_path):
         out = tmp_path / script.stem
         run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
 
-    proc = predict(images, tmp_path / "images", str(folder))
+    tf_check("write_image_tfrecords", str(folder), "empty", "1", "0", "2", cwd=tmp_path)
+    proc = predict(images, tmp_path / "images", str(folder))  # an empty file among them
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = predictions(tmp_path / "images" / "predictions.jsonl")
-    shards = files_under(folder)
+    shards = [shard for shard in files_under(folder) if "empty" not in shard]
     assert [r["input"] for r in records] == [f"{s}[{i}]" for s in shards for i in range(5)]
     assert_served(records, tmp_path / "images", [["tfrecord", s] for s in shards], tmp_path)
     proc = predict(images, tmp_path / "images", str(path))
@@ -207,7 +224,8 @@ def test_predict_tfrecord_features_and_text_lines(render, tmp_path):
     assert f"predict: {path} is not a TFRecord file of records with the features" in proc.stderr
 
     plain = tmp_path / "new.txt"
-    plain.write_text("a great film\n\nboring and dull plot\n")
+    # A form feed inside a line: a text of its own only where a line ends ("\n").
+    plain.write_text("a great film\n\nboring and\x0c dull plot\n")
     proc = predict(texts, tmp_path / "texts", str(plain), str(path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = predictions(tmp_path / "texts" / "predictions.jsonl")

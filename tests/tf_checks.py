@@ -1366,7 +1366,7 @@ def served_outputs(saved_model: str, inputs: str) -> dict:
                 yield from ({n: row[n] for n in signature} for row in csv.DictReader(f))
         elif kind == "text":
             with open(path) as f:
-                lines = [line for line in f.read().splitlines() if line]
+                lines = [line for line in f.read().split("\n") if line]
                 yield from ({name: line.split("\t")[0]} for line in lines)
         else:
             for record in tf.data.TFRecordDataset(path):

@@ -1,7 +1,7 @@
 """Distil the mnist_mlp example's network into a smaller MLP.
 
 Written by loopgen 0.1.0 from examples/mnist_distillation.py
-(spec sha256 4859a9a0dba00642, script sha256 0f6f3bd9e792bc34).
+(spec sha256 4859a9a0dba00642, script sha256 1a7d7b5001b2b2f7).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -90,7 +90,8 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
-    args = parser.parse_args(argv)
+    # Intermixed: `predict --checkpoint best a.png b.png` gives the paths after an option too.
+    args = parser.parse_intermixed_args(argv)
     if (args.command == "predict") != bool(args.inputs):
         parser.error(
             "predict takes the paths of its inputs; train and evaluate take none"
@@ -403,7 +404,8 @@ IMAGE_SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"BM", b"GIF8")
 
 
 def input_files(paths):
-    """predict: the files named, and the files in the directories named (sorted by path)."""
+    """predict: the files named, and the files in the directories named (sorted by path; not
+    hidden files, such as .DS_Store)."""
     files = []
     for path in paths:
         if os.path.isdir(path):
@@ -411,6 +413,7 @@ def input_files(paths):
                 os.path.join(root, name)
                 for root, _, names in os.walk(path)
                 for name in names
+                if not name.startswith(".")
             ]
             files += sorted(found)
         elif os.path.isfile(path):
@@ -430,7 +433,16 @@ def read_examples(path, like):
         content = f.read()
     if content.startswith(IMAGE_SIGNATURES):
         channels = shape[2] if len(shape) == 3 else 1
-        image = tf.io.decode_image(content, channels=channels, expand_animations=False)
+        try:
+            image = tf.io.decode_image(
+                content, channels=channels, expand_animations=False
+            )
+        except (
+            tf.errors.InvalidArgumentError
+        ) as error:  # damaged, or a GIF for grayscale
+            raise SystemExit(
+                f"predict: {path}: {error.message.split(' [Op')[0]}"
+            ) from None
         if image.shape[:2] != shape[:2]:
             raise SystemExit(
                 f"predict: {path} is {image.shape[1]}x{image.shape[0]} pixels; the model takes "
@@ -482,9 +494,27 @@ def predict(serve, args, examples):
     """predict: the served model's outputs for each input, a JSON line each in input order
     ("input": its name, then the outputs), written whole to --predictions."""
     destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    if os.path.isdir(destination) or not os.path.isdir(
+        os.path.dirname(destination) or "."
+    ):
+        raise SystemExit(
+            f"--predictions {destination}: not a file in an existing directory"
+        )
     lines = []
     for names, inputs in prediction_batches(args.inputs, examples):
-        outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        try:
+            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        except tf.errors.InvalidArgumentError:
+            # An input the model to serve cannot read (a damaged image): named, one by one.
+            for i, name in enumerate(names):
+                try:
+                    serve(
+                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
+                    )
+                except tf.errors.InvalidArgumentError as error:
+                    problem = error.message.split("[[")[0].strip()
+                    raise SystemExit(f"predict: {name}: {problem}") from None
+            raise
         for i, name in enumerate(names):
             record = {"input": name}
             for key, values in outputs.items():
@@ -499,11 +529,11 @@ def predict(serve, args, examples):
     try:
         with open(partial, "w") as f:
             f.writelines(lines)
+        os.replace(partial, destination)
     except BaseException:  # a full disk: no half file left behind
         if os.path.exists(partial):
             os.remove(partial)
         raise
-    os.replace(partial, destination)
     print(f"{len(lines)} predictions written to {destination}")
 
 

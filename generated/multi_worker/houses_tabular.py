@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 57570e22e912f414, script sha256 b8e0fa7ac2ddd101).
+(spec sha256 57570e22e912f414, script sha256 d5aa6371a69d7088).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -91,7 +91,8 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
-    args = parser.parse_args(argv)
+    # Intermixed: `predict --checkpoint best a.png b.png` gives the paths after an option too.
+    args = parser.parse_intermixed_args(argv)
     if (args.command == "predict") != bool(args.inputs):
         parser.error(
             "predict takes the paths of its inputs; train and evaluate take none"
@@ -534,7 +535,8 @@ def serving_function(model):
 
 
 def input_files(paths):
-    """predict: the files named, and the files in the directories named (sorted by path)."""
+    """predict: the files named, and the files in the directories named (sorted by path; not
+    hidden files, such as .DS_Store)."""
     files = []
     for path in paths:
         if os.path.isdir(path):
@@ -542,6 +544,7 @@ def input_files(paths):
                 os.path.join(root, name)
                 for root, _, names in os.walk(path)
                 for name in names
+                if not name.startswith(".")
             ]
             files += sorted(found)
         elif os.path.isfile(path):
@@ -562,8 +565,11 @@ def prediction_batches(paths):
     names, parts = [], []
     for path in input_files(paths):
         try:
-            with open(path, encoding="utf-8") as f:
-                header, *rows = f.read().splitlines() or [""]
+            # Lines end at "\n" alone (a "\r" before it is dropped), as in training.
+            with open(path, encoding="utf-8", newline="") as f:
+                header, *rows = [
+                    line.removesuffix("\r") for line in f.read().split("\n")
+                ]
         except UnicodeDecodeError:
             raise SystemExit(f"predict: {path} is not UTF-8 text") from None
         header = header.split(DELIMITER)
@@ -584,14 +590,14 @@ def prediction_batches(paths):
                 select_cols=[header.index(column) for column in order],
             )
         except tf.errors.InvalidArgumentError as error:
-            # "Field <f> in record <r> is not a valid float: <text> [Op:DecodeCSV]"
-            found = re.search(r"Field (\d+) in record (\d+) (.*?) \[Op", str(error))
-            if found is None:
-                raise
-            column, (number, _) = order[int(found[1])], lines[int(found[2])]
-            raise SystemExit(
-                f"predict: {path}:{number}: column {column!r} {found[3]}"
-            ) from None
+            # "Field 1 in record 0 is not a valid float: x", "Field 1 is required but missing
+            # in record 0!", "Expect 4 fields but have 2 in record 0"
+            problem = str(error).split(" [Op")[0].split("}} ")[-1]
+            record = re.search(r"record (\d+)", problem)
+            field = re.search(r"Field (\d+)", problem)
+            where = f"{path}:{lines[int(record[1])][0]}" if record else path
+            column = f" column {order[int(field[1])]!r}:" if field else ""
+            raise SystemExit(f"predict: {where}:{column} {problem}") from None
         names += [f"{path}:{number}" for number, _ in lines]
         parts.append(dict(zip(order, values)))
     columns = {name: tf.concat([part[name] for part in parts], 0) for name in wanted}
@@ -604,9 +610,27 @@ def predict(serve, args):
     """predict: the served model's outputs for each input, a JSON line each in input order
     ("input": its name, then the outputs), written whole to --predictions."""
     destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    if os.path.isdir(destination) or not os.path.isdir(
+        os.path.dirname(destination) or "."
+    ):
+        raise SystemExit(
+            f"--predictions {destination}: not a file in an existing directory"
+        )
     lines = []
     for names, inputs in prediction_batches(args.inputs):
-        outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        try:
+            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        except tf.errors.InvalidArgumentError:
+            # An input the model to serve cannot read (a damaged image): named, one by one.
+            for i, name in enumerate(names):
+                try:
+                    serve(
+                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
+                    )
+                except tf.errors.InvalidArgumentError as error:
+                    problem = error.message.split("[[")[0].strip()
+                    raise SystemExit(f"predict: {name}: {problem}") from None
+            raise
         for i, name in enumerate(names):
             record = {"input": name}
             for key, values in outputs.items():
@@ -621,11 +645,11 @@ def predict(serve, args):
     try:
         with open(partial, "w") as f:
             f.writelines(lines)
+        os.replace(partial, destination)
     except BaseException:  # a full disk: no half file left behind
         if os.path.exists(partial):
             os.remove(partial)
         raise
-    os.replace(partial, destination)
     print(f"{len(lines)} predictions written to {destination}")
 
 
