@@ -1093,7 +1093,9 @@ def lock_without_locks(script: str, output_dir: str) -> dict:
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
 
     module.fcntl.flock = no_locks
-    run = module.RunDirectory(argparse.Namespace(output_dir=output_dir, no_lock=False))
+    run = module.RunDirectory(
+        argparse.Namespace(output_dir=output_dir, no_lock=False, command="train")
+    )
     try:
         refusal = run.lock()
     except SystemExit as refused:
