@@ -179,7 +179,7 @@ def test_mirrored_variant_of_each_example_trains_on_two_devices(example, render,
     out = tmp_path / "run"
     proc = run_python(data.runnable(example, script), "--epochs", "2", "--output-dir", str(out),
                       cwd=tmp_path)  # fmt: skip
-    assert "Training on 2 replica(s)" in proc.stdout
+    assert "2 replica(s) on this machine" in proc.stdout
     assert "Epoch 2/2" in proc.stdout
     assert list((out / "checkpoints").glob("ckpt-*.index"))
     assert all(

@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 84c7d901ea180bf0, script sha256 ddeda700363dedcc).
+(spec sha256 84c7d901ea180bf0, script sha256 5378fc355e68525a).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -516,7 +516,7 @@ def train(args, run):
     # global batch and the gradients are summed across replicas.
     # No device list: every GPU, or the CPU when there is none.
     strategy = tf.distribute.MirroredStrategy()
-    print(f"Training on {strategy.num_replicas_in_sync} replica(s)")
+    print(f"{strategy.num_replicas_in_sync} replica(s) on this machine")
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.

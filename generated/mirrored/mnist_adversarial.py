@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 edf9e70ee6b3352e, script sha256 35cb66ab08a7491f).
+(spec sha256 edf9e70ee6b3352e, script sha256 7bc7adb1e2633d4b).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -556,7 +556,7 @@ def train(args, run):
     # global batch and the gradients are summed across replicas.
     # No device list: every GPU, or the CPU when there is none.
     strategy = tf.distribute.MirroredStrategy()
-    print(f"Training on {strategy.num_replicas_in_sync} replica(s)")
+    print(f"{strategy.num_replicas_in_sync} replica(s) on this machine")
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.

@@ -1,7 +1,7 @@
 """Distil the mnist_mlp example's network into a smaller MLP.
 
 Written by loopgen 0.1.0 from examples/mnist_distillation.py
-(spec sha256 4859a9a0dba00642, script sha256 1a7d7b5001b2b2f7).
+(spec sha256 4859a9a0dba00642, script sha256 f2fa2048679f47be).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -544,7 +544,7 @@ def train(args, run):
     # global batch and the gradients are summed across replicas.
     # No device list: every GPU, or the CPU when there is none.
     strategy = tf.distribute.MirroredStrategy()
-    print(f"Training on {strategy.num_replicas_in_sync} replica(s)")
+    print(f"{strategy.num_replicas_in_sync} replica(s) on this machine")
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.

@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 c70e78ebd27d24a3, script sha256 e500e6ed74529301).
+(spec sha256 c70e78ebd27d24a3, script sha256 9b86dd3459a3e0de).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -531,7 +531,7 @@ def train(args, run):
     # global batch and the gradients are summed across replicas.
     # No device list: every GPU, or the CPU when there is none.
     strategy = tf.distribute.MirroredStrategy()
-    print(f"Training on {strategy.num_replicas_in_sync} replica(s)")
+    print(f"{strategy.num_replicas_in_sync} replica(s) on this machine")
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.

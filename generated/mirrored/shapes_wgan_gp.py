@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 d81897fbf345179c, script sha256 f293ea3aa54ba65e).
+(spec sha256 d81897fbf345179c, script sha256 f07f08b9841716ae).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -304,7 +304,7 @@ def train(args, run):
     # global batch and the gradients are summed across replicas.
     # No device list: every GPU, or the CPU when there is none.
     strategy = tf.distribute.MirroredStrategy()
-    print(f"Training on {strategy.num_replicas_in_sync} replica(s)")
+    print(f"{strategy.num_replicas_in_sync} replica(s) on this machine")
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 ae2f5a08dba59b9d, script sha256 667a1229078482f8).
+(spec sha256 ae2f5a08dba59b9d, script sha256 9e4f75e0b2003893).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -628,7 +628,7 @@ def train(args, run):
             "the spec's distribute.tpu), or render another variant: loopgen render --variant"
         ) from None
     strategy = tf.distribute.TPUStrategy(resolver)
-    print(f"Training on {strategy.num_replicas_in_sync} TPU core(s)")
+    print(f"{strategy.num_replicas_in_sync} TPU core(s)")
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 e059b99b4a5ce3bc, script sha256 b1ef3b8c5d3526d4).
+(spec sha256 e059b99b4a5ce3bc, script sha256 94089bebc8504f82).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -663,7 +663,7 @@ def train(args, run):
             "the spec's distribute.tpu), or render another variant: loopgen render --variant"
         ) from None
     strategy = tf.distribute.TPUStrategy(resolver)
-    print(f"Training on {strategy.num_replicas_in_sync} TPU core(s)")
+    print(f"{strategy.num_replicas_in_sync} TPU core(s)")
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.

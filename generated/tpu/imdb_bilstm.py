@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 22290b94f5eb67e4, script sha256 ed64c47928b33091).
+(spec sha256 22290b94f5eb67e4, script sha256 7e358d98475ddcdf).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -483,7 +483,7 @@ def train(args, run):
             "the spec's distribute.tpu), or render another variant: loopgen render --variant"
         ) from None
     strategy = tf.distribute.TPUStrategy(resolver)
-    print(f"Training on {strategy.num_replicas_in_sync} TPU core(s)")
+    print(f"{strategy.num_replicas_in_sync} TPU core(s)")
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 98ef260b6fd967a7, script sha256 8c0f90742cc9a584).
+(spec sha256 98ef260b6fd967a7, script sha256 7652827f0f011934).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -560,7 +560,7 @@ def train(args, run):
             "the spec's distribute.tpu), or render another variant: loopgen render --variant"
         ) from None
     strategy = tf.distribute.TPUStrategy(resolver)
-    print(f"Training on {strategy.num_replicas_in_sync} TPU core(s)")
+    print(f"{strategy.num_replicas_in_sync} TPU core(s)")
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.

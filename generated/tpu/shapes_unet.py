@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 e4e68e697b995457, script sha256 f312a7a15b66be24).
+(spec sha256 e4e68e697b995457, script sha256 4e11ccea27fb3258).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -550,7 +550,7 @@ def train(args, run):
             "the spec's distribute.tpu), or render another variant: loopgen render --variant"
         ) from None
     strategy = tf.distribute.TPUStrategy(resolver)
-    print(f"Training on {strategy.num_replicas_in_sync} TPU core(s)")
+    print(f"{strategy.num_replicas_in_sync} TPU core(s)")
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
     # and dropout masks on every run.
