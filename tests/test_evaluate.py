@@ -99,6 +99,12 @@ def test_evaluate_waits_for_no_reader_but_refuses_while_a_run_trains(trained, tm
     with open(out / "run.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)  # another evaluate reading
         assert evaluate(script, out).returncode == 0
+        # A run to train waits for the readers; run.lock names the last run that trained.
+        command = [sys.executable, str(script), "--output-dir", str(out)]
+        proc = subprocess.run(command, cwd=script.parent, env=script_env(), capture_output=True,
+                              text=True, timeout=600)  # fmt: skip
+        assert proc.returncode == 1, proc.stderr[-2000:]
+        assert "is in use by another run (evaluate or predict reads it)" in proc.stderr
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a run training
         proc = evaluate(script, out)
     assert proc.returncode == 1 and "is in use by another run" in proc.stderr, proc.stderr[-2000:]

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 bb0ac63327810325, script sha256 4c2a4342a73ccf07).
+(spec sha256 bb0ac63327810325, script sha256 f355f28ab5a7c258).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -608,13 +608,16 @@ class RunDirectory:
         except BlockingIOError:
             self.lock_file.seek(0)
             holder = self.lock_file.read().strip() or "it has not written its pid yet"
+            try:  # open to a reader: readers hold it, and run.lock names the last run to train
+                fcntl.flock(self.lock_file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                holder = "evaluate reads it"
+            except BlockingIOError:
+                pass
             return (
                 f"{self.path} is in use by another run ({holder}). Wait for it to end, or "
                 "pass another --output-dir."
             )
-        except (
-            OSError
-        ) as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+        except OSError as error:  # ENOLCK, ENOSYS: a file system that refuses locks
             return (
                 f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
                 f"not support locks; if no other run uses {self.path}, run again with --no-lock."

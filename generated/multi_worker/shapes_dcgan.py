@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 bbeaa9276c295612, script sha256 2aebd2aa9368b33f).
+(spec sha256 bbeaa9276c295612, script sha256 af17b9a6d3776dbf).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -614,9 +614,7 @@ class RunDirectory:
                 f"{self.path} is in use by another run ({holder}). Wait for it to end, or "
                 "pass another --output-dir."
             )
-        except (
-            OSError
-        ) as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+        except OSError as error:  # ENOLCK, ENOSYS: a file system that refuses locks
             return (
                 f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
                 f"not support locks; if no other run uses {self.path}, run again with --no-lock."

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 f4b11e99c782060b, script sha256 405271d8950b1ad3).
+(spec sha256 f4b11e99c782060b, script sha256 d5a3cd738c8aa058).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -639,9 +639,7 @@ class RunDirectory:
                 f"{self.path} is in use by another run ({holder}). Wait for it to end, or "
                 "pass another --output-dir."
             )
-        except (
-            OSError
-        ) as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+        except OSError as error:  # ENOLCK, ENOSYS: a file system that refuses locks
             return (
                 f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
                 f"not support locks; if no other run uses {self.path}, run again with --no-lock."

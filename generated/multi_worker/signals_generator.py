@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 3293b2bb8168c97f, script sha256 f8a0e6371c561590).
+(spec sha256 3293b2bb8168c97f, script sha256 65b393c6f8f98967).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -551,9 +551,7 @@ class RunDirectory:
                 f"{self.path} is in use by another run ({holder}). Wait for it to end, or "
                 "pass another --output-dir."
             )
-        except (
-            OSError
-        ) as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+        except OSError as error:  # ENOLCK, ENOSYS: a file system that refuses locks
             return (
                 f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
                 f"not support locks; if no other run uses {self.path}, run again with --no-lock."

@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 22290b94f5eb67e4, script sha256 7e358d98475ddcdf).
+(spec sha256 22290b94f5eb67e4, script sha256 67b38cff614132a7).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -726,13 +726,16 @@ class RunDirectory:
         except BlockingIOError:
             self.lock_file.seek(0)
             holder = self.lock_file.read().strip() or "it has not written its pid yet"
+            try:  # open to a reader: readers hold it, and run.lock names the last run to train
+                fcntl.flock(self.lock_file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                holder = "evaluate or predict reads it"
+            except BlockingIOError:
+                pass
             raise SystemExit(
                 f"{self.path} is in use by another run ({holder}). Wait for it to end, or "
                 "pass another --output-dir."
             ) from None
-        except (
-            OSError
-        ) as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+        except OSError as error:  # ENOLCK, ENOSYS: a file system that refuses locks
             raise SystemExit(
                 f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
                 f"not support locks; if no other run uses {self.path}, run again with --no-lock."

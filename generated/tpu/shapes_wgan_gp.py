@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 3ded78973361e1ce, script sha256 ee280346ac23f212).
+(spec sha256 3ded78973361e1ce, script sha256 413810e0de8f5c41).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -604,9 +604,7 @@ class RunDirectory:
                 f"{self.path} is in use by another run ({holder}). Wait for it to end, or "
                 "pass another --output-dir."
             ) from None
-        except (
-            OSError
-        ) as error:  # ENOLCK, ENOSYS, ...: a file system that refuses locks
+        except OSError as error:  # ENOLCK, ENOSYS: a file system that refuses locks
             raise SystemExit(
                 f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
                 f"not support locks; if no other run uses {self.path}, run again with --no-lock."
