@@ -1,8 +1,9 @@
-"""Spec → render context: everything the templates need, derived once, in plain Python."""
+"""Spec → render context: everything the templates need, derived once, in plain Python (the
+data partials' facts in data.py, the model to serve's in serving.py, the way of training's in
+ways.py)."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import PurePath
 from typing import Any
@@ -12,41 +13,15 @@ from ..dsl.base import Var
 from ..dsl.layers import Custom, CustomLayerClass
 from ..dsl.loader import spec_hash
 from ..dsl.model import Imported
-from ..dsl.rules.data import SPLIT_BY_CLASS
 from ..dsl.schedules import Warmup
 from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
 from . import code, fingerprint, graph, stamp
+from .data import data_context
 from .predict import prediction_context
+from .serving import serving_context
 from .ways import way_context
 
-IMAGE_SOURCES = {"keras_dataset", "image_directory", "shapes"}
-STREAMING = {"tfds", "tfrecord", "csv", "generator"}
-"""Sources read as a stream of records (no random access): shuffled by a buffer, seeked by
-skipping inside an epoch."""
-RECORDS = {"tfrecord", "csv", "generator"}
-"""Streams whose files or generator the script checks and counts when it loads them
-(`Records`)."""
-SERVED_INPUTS = {
-    "npz": "arrays",
-    "keras_dataset": "arrays",
-    "shapes": "arrays",
-    "image_directory": "files",
-    "csv": "columns",
-    "tfrecord": "features",
-    "text": "texts",
-}
-"""Training sources whose raw examples the exported model's serving signature takes, and what
-it takes of them: arrays held in memory (their dtype and shape), image files (their encoded
-contents), a CSV file's columns, a TFRecord's features (encoded images as bytes), texts."""
-CLASS_SCORES = {
-    "sparse_categorical_crossentropy": "softmax",
-    "categorical_crossentropy": "softmax",
-    "categorical_focal_crossentropy": "softmax",
-    "binary_crossentropy": "sigmoid",
-    "binary_focal_crossentropy": "sigmoid",
-}
-"""Classification losses, and the function from the network's scores to class probabilities."""
 MONITOR_NAMES = {
     "early_stopping": "early_stopping",
     "reduce_on_plateau": "plateau",
@@ -61,13 +36,8 @@ def build_context(
     flags: list[str] = (),  # type: ignore[assignment]
 ) -> dict[str, Any]:
     is_graph = spec.model is not None and spec.model.kind == "graph"
-    x_name = "images" if _is_image_data(spec) else "features"
-    features = spec.data.feature_names
-    sources = [spec.data.train, spec.data.validation]
-    real_sources = [s for s in sources if s is not None and s.kind != "split"]
-    split = getattr(spec.data.validation, "kind", None) == "split"
-    split_by_class = split and spec.data.train.kind in SPLIT_BY_CLASS
-    shapes = [s for s in sources if s is not None and s.kind == "shapes"]
+    data = data_context(spec)
+    x_name = data["x_name"]
     distributed = spec.distribute.kind != "single_device"
     meta = spec.training.kind in ("reptile", "maml")
     batch_size = "GLOBAL_BATCH_SIZE" if distributed else "BATCH_SIZE"
@@ -111,60 +81,7 @@ def build_context(
         # `python train.py evaluate`: a checkpoint scored on the validation data.
         "evaluable": evaluable,
         # evaluate --data PATH: another source of the validation data's kind (a test split).
-        "other_data": bool(spec.checkpoint)
-        and getattr(spec.data.validation, "kind", None)
-        in ("npz", "image_directory", "text", "text_directory", "tfrecord", "csv", "tfds"),
-        "x_name": x_name,
-        "input_dtypes": input_dtypes(spec),
-        # How each source is read: image files decoded when picked, arrays gathered, streams.
-        "image_directories": any(s.kind == "image_directory" for s in real_sources),
-        "image_size": next(
-            (s.image_size for s in real_sources if s.kind == "image_directory"), None
-        ),
-        "image_channels": 1
-        if any(getattr(s, "color_mode", "") == "grayscale" for s in real_sources)
-        else 3,
-        "streaming": any(s.kind in STREAMING for s in real_sources),
-        "kinds": {s.kind for s in real_sources},
-        # Augmentation in the input pipeline: per example, then the batch-level ones (MixUp).
-        "pipeline_augmentation": bool(spec.data.augmentation)
-        and spec.data.augment_in == "pipeline",
-        "per_example_augmentation": sum(
-            not x.entry.get("batch_level") for x in spec.data.augmentation
-        ),
-        "batch_augmentation": any(x.entry.get("batch_level") for x in spec.data.augmentation),
-        "class_directories": any(
-            s.kind in ("image_directory", "text_directory") for s in real_sources
-        ),
-        # Validation labels numbered by the training data's classes (class names, folders).
-        "shared_classes": getattr(spec.data.validation, "kind", None) == spec.data.train.kind
-        and spec.data.train.kind in ("image_directory", "text_directory", "text"),
-        "streamed_files": any(s.kind in RECORDS for s in real_sources),
-        "only_streams": all(s.kind in STREAMING for s in real_sources),
-        "only_records": all(s.kind in RECORDS for s in real_sources),
-        # TFRecord and CSV files: compressed (counted by reading them through), plain, or both.
-        "compressed": any(getattr(s, "compression", None) for s in real_sources),
-        "plain_tfrecords": any(s.kind == "tfrecord" and not s.compression for s in real_sources),
-        **source_context(real_sources),
-        "train_streaming": spec.data.train.kind in STREAMING,
-        "validation_streaming": getattr(spec.data.validation, "kind", None) in STREAMING,
-        # A split of an image or text directory: some files of each class held out.
-        "split_by_class": split_by_class,
-        # The source whose examples the validation batches read (the training data's, split).
-        "validation_source": spec.data.train if split else spec.data.validation,
-        "array_reader": any(
-            s.kind not in STREAMING and (s.kind != "image_directory" or spec.data.cache)
-            for s in real_sources
-        ),
-        # An expression of the batch's inputs whose first dimension is the batch size, and the
-        # inputs of a micro-batch (several named inputs: a dict of tensors).
-        "batch_of": f"{x_name}[{code.literal(features[0])}]" if features else x_name,
-        "micro_inputs": (
-            f"{{name: tensor[micro_batch] for name, tensor in {x_name}.items()}}"
-            if features
-            else f"{x_name}[micro_batch]"
-        ),
-        "shapes_task": shapes[0].task if shapes else None,
+        **data,
         "custom_classes": [
             {"cls": cls, "sublayers": sublayer_attributes(cls)} for cls in spec.custom_layers
         ],
@@ -287,115 +204,6 @@ def build_context(
     }
 
 
-def source_context(sources: list[Any]) -> dict[str, Any]:
-    """What the templates of the TFRecord, CSV and generator sources need. Training and
-    validation sources of one of these kinds share their features (a rule checks it)."""
-    found: dict[str, Any] = {"tfrecord": None, "csv": None, "generator": None}
-    for field, source in zip(("train", "validation"), sources, strict=False):
-        if source.kind not in found or found[source.kind] is not None:
-            continue
-        found[source.kind] = source
-        if source.kind == "tfrecord":
-            found["tfrecord_field"] = f"data.{field}.features"
-            found["tfrecord_images"] = any(f.image for f in source.features.values())
-        elif source.kind == "csv":
-            dtypes = [source.dtypes.get(c, "float32") for c in source.columns()]
-            found["csv_dtypes"] = "[" + ", ".join(f"tf.{d}" for d in dtypes) + "]"
-            fields = {}
-            for name, columns in source.features.items():
-                for column in [columns] if isinstance(columns, str) else columns:
-                    fields.setdefault(column, f"data.{field}.features.{name}")
-            labels = {"": source.label} if isinstance(source.label, str) else source.label
-            for task, column in labels.items():
-                fields.setdefault(column, f"data.{field}.label" + (f".{task}" if task else ""))
-            found["csv_fields"] = fields
-            found["csv_dtypes_field"] = f"data.{field}.dtypes"
-        elif source.kind == "generator":
-            found["generator_signature"] = generator_signature(source)
-    return found
-
-
-def generator_signature(source: Any) -> str:
-    """`(features, label)` as tf.TensorSpec expressions (dicts where the spec names several)."""
-
-    def spec(feature: Any) -> str:
-        return f"tf.TensorSpec(shape={code.literal(feature.shape)}, dtype=tf.{feature.dtype})"
-
-    def structure(value: Any) -> str:
-        if isinstance(value, dict):
-            return "{" + ", ".join(f"{code.literal(k)}: {spec(v)}" for k, v in value.items()) + "}"
-        return spec(value)
-
-    return f"({structure(source.features)}, {structure(source.label)})"
-
-
-def serving_context(spec: Spec) -> dict[str, Any] | None:
-    """What the exported model's serving signature takes and returns (export.jinja), or None
-    where the script exports the bare network alone: a GAN's generator, a source whose raw
-    examples it does not take yet (TFDS, generators, text directories)."""
-    train = spec.data.train
-    if not spec.export.saved_model or spec.gan or train.kind not in SERVED_INPUTS:
-        return None
-    loss = spec.loss
-    classify = None
-    # A contrastive run exports its encoder: its outputs are features, not class scores. A
-    # meta-learnt network's outputs are places in a task yet to adapt to, not classes.
-    scores_classes = spec.training.kind not in ("contrastive", "reptile", "maml")
-    if loss is not None and loss.kind != "import" and scores_classes:
-        classify = CLASS_SCORES.get(loss.kind)
-    # A multi-task network: each head's outputs, named <task>_scores, <task>_probabilities...
-    heads = [
-        {
-            "name": name,
-            "classify": CLASS_SCORES.get(task.loss.kind) if task.loss.kind != "import" else None,
-            "probabilities": task.loss.kind != "import" and not task.loss.from_logits,
-        }
-        for name, task in spec.tasks.items()
-    ]
-    columns = input_names(train.feature_columns()) if train.kind == "csv" else {}
-    return {
-        "inputs": SERVED_INPUTS[train.kind],
-        # CSV: the columns the model's inputs are made of, in the order the spec reads them,
-        # each with the name of its input.
-        "columns": columns,
-        # Some column's name is no signature input's name.
-        "renamed": any(column != name for column, name in columns.items()),
-        # TFRecord: (name, dtype, shape) of each feature the model reads, as records hold it
-        # (an image as its encoded bytes), the batch dimension first.
-        "features": [
-            (name, feature.dtype, code.literal((None, *feature.shape)))
-            for name, feature in train.inputs.items()
-        ]
-        if train.kind == "tfrecord"
-        else [],
-        # Whether the pipeline prepares the inputs (prepare_inputs: a cast, data.rescale):
-        # strings go to the model as they are.
-        "prepared": input_dtypes(spec) != "string",
-        # softmax, sigmoid, or None: the network's scores alone.
-        "classify": classify,
-        "heads": heads,
-        # Scores that are already probabilities (a loss with from_logits=False).
-        "probabilities": classify is not None and not loss.from_logits,
-        # Class names: the training directory's sub-directories, or a text file's labels
-        # where they are names (known only once the script reads the file).
-        "class_names": classify is not None and train.kind in ("image_directory", "text"),
-    }
-
-
-def input_names(columns: list[str]) -> dict[str, str]:
-    """The serving signature's name of each column: the column's own where it is an ASCII
-    identifier, which a SavedModel signature requires ("sq ft" would fail the export), else
-    the column's with every other character an underscore (sq_ft), unique."""
-    names: dict[str, str] = {}
-    for column in columns:
-        name = re.sub(r"\W", "_", column, flags=re.ASCII)
-        name = name if name[:1].isalpha() else f"column_{name}"
-        while name in names.values():
-            name += "_"
-        names[column] = name
-    return names
-
-
 def loss_expression(loss: Any, per_example: bool) -> str:
     """The loss function: a Keras loss (reduction=None when the step averages per example), or
     your function, which gives one loss per example (averaged here unless the step does)."""
@@ -505,24 +313,6 @@ def sublayer_attributes(cls: CustomLayerClass) -> list[tuple[str, Any]]:
             seen[base] += 1
         named.append((f"{base}_{seen[base]}", layer))
     return named
-
-
-def input_dtypes(spec: Spec) -> str | dict[str, str]:
-    """The dtype the pipeline casts the inputs to: the graph model's inputs' (a dict for
-    several named inputs), float32 otherwise."""
-    model = spec.model
-    if model is None or model.kind != "graph":
-        return "float32"
-    if spec.data.feature_names is None:
-        return next(iter(model.inputs.values())).dtype
-    return {name: given.dtype for name, given in model.inputs.items()}
-
-
-def _is_image_data(spec: Spec) -> bool:
-    train = spec.data.train
-    if train.kind == "keras_dataset":  # imdb and reuters hold word ids
-        return train.name not in ("imdb", "reuters")
-    return train.kind in IMAGE_SOURCES or (train.kind == "tfds" and train.image_size is not None)
 
 
 def metric_list(spec: Spec, split: str, extra: list[str]) -> str | None:
