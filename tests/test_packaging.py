@@ -38,6 +38,7 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "loopgen/templates/script.py.jinja" in names
     assert "loopgen/templates/partials/steps.jinja" in names
+    assert "loopgen/templates/partials/data/csv.jinja" in names
     assert "loopgen/output/merge.py" in names
     assert "loopgen/examples/shapes_unet.py" in names  # `loopgen init --from` needs them
     # No generic top-level modules squatting in site-packages.
