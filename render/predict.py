@@ -20,6 +20,8 @@ def prediction_context(spec: Spec, serving: dict[str, Any] | None) -> dict[str, 
         return None
     train = spec.data.train
     inputs = serving["inputs"]
+    if inputs == "tfds":
+        return None  # a TFDS feature: no files to read it from
     if inputs == "arrays":
         if spec.data.feature_names:
             return None  # several named arrays: not read from files yet

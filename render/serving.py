@@ -18,10 +18,12 @@ SERVED_INPUTS = {
     "csv": "columns",
     "tfrecord": "features",
     "text": "texts",
+    "tfds": "tfds",
 }
 """Training sources whose raw examples the exported model's serving signature takes, and what
 it takes of them: arrays held in memory (their dtype and shape), image files (their encoded
-contents), a CSV file's columns, a TFRecord's features (encoded images as bytes), texts."""
+contents), a CSV file's columns, a TFRecord's features (encoded images as bytes), texts, a TFDS
+feature as TFDS decodes it (its dtype and shape in the dataset's info)."""
 CLASS_SCORES = {
     "sparse_categorical_crossentropy": "softmax",
     "categorical_crossentropy": "softmax",
@@ -35,7 +37,7 @@ CLASS_SCORES = {
 def serving_context(spec: Spec) -> dict[str, Any] | None:
     """What the exported model's serving signature takes and returns (export.jinja), or None
     where the script exports the bare network alone: a GAN's generator, a source whose raw
-    examples it does not take yet (TFDS, generators, text directories)."""
+    examples it does not take yet (generators, text directories)."""
     train = spec.data.train
     if not spec.export.saved_model or spec.gan or train.kind not in SERVED_INPUTS:
         return None

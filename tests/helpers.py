@@ -133,9 +133,11 @@ for key in list(raw):
     raw[name if name[:1].isalpha() else f"column_{name}"] = raw.pop(key)
 missing = sorted(set(signature) - set(raw))
 assert not missing, f"the signature takes {missing}, which the examples do not hold"
-# Each input the signature names, in its shape (a record's scalar feature is a list of one).
+# Each input the signature names, in its shape (a record's scalar feature is a list of one),
+# or as it is where the signature leaves sizes open (images of any size).
 feed = {
     name: tf.reshape(tf.constant(raw[name]), [-1, *spec.shape[1:]])
+    if spec.shape[1:].is_fully_defined() else tf.constant(raw[name])
     for name, spec in signature.items()
 }
 outputs = {key: value.numpy() for key, value in serve(**feed).items()}

@@ -356,9 +356,13 @@ def serving_reference(script: str, output_dir: str, reference: str) -> dict:
         import keras_datasets_mock  # the download, served by its test double
 
         served = keras_datasets_mock.served()
+    elif "tfds.load(" in open(script).read():
+        import tfds_mock  # the dataset, served by its test double
+
+        served = tfds_mock.served()
     with served:
         examples = training_examples(module)
-    raw, read = raw_examples(module, examples, 8)
+        raw, read = raw_examples(module, examples, 8, open(script).read())
     model = adapted_model(module, script, examples)
     tf.train.Checkpoint(model=model).restore(
         tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
@@ -420,11 +424,11 @@ def record_text_files(module) -> list[tuple[str, str, int]]:
     return files
 
 
-def raw_examples(module, examples, count: int) -> tuple[dict, tuple]:
+def raw_examples(module, examples, count: int, source: str) -> tuple[dict, tuple]:
     """The first `count` training examples as a client would send them, for the .npz of
     serving_reference ("input": the one input, whatever the signature names it; "input:<name>":
     one of several, strings as bytes), and the same examples as the script's training pipeline
-    reads them, before preprocess."""
+    reads them, before preprocess. `source`: the script's text."""
 
     def as_bytes(strings):
         return np.array([bytes(s) for s in strings], dtype=object)
@@ -456,6 +460,16 @@ def raw_examples(module, examples, count: int) -> tuple[dict, tuple]:
                 dtype = np.int64 if kind == "int64_list" else np.float32
                 raw[f"input:{name}"] = np.array(values, dtype=dtype)
         return raw, module.parse_tfrecords(serialized)
+    if isinstance(examples, tf.data.Dataset):  # TFDS: the feature as TFDS decodes it
+        import re
+
+        import tensorflow_datasets as tfds
+
+        name, split = re.search(r'tfds\.load\(\s*"([^"]+)", split="([^"]+)"', source).groups()
+        key = re.search(r"lambda example: \(\s*\w*\(?example\[(\"[^\"]+\")\]", source)[1]
+        first = next(iter(tfds.load(name, split=split, shuffle_files=False)))[json.loads(key)]
+        # The images differ in size, and a batch is of one size: the first example.
+        return {"input": first.numpy()[None]}, next(iter(examples.batch(1)))
     inputs, labels = examples
     indices = tf.range(min(count, len(tf.nest.flatten(labels)[0])))  # a dict per task too
     if hasattr(module, "read_images") and inputs.dtype.kind in "USO":  # image files' paths

@@ -88,6 +88,13 @@ def _check_served_data(spec: Spec) -> None:
             f"{takes}, which TFLite's builtin ops do not run as served (only the arrays "
             "of Npz, KerasDataset and Shapes data convert); remove export.tflite"
         )
+    if kind == "tfds":
+        raise ValueError(
+            "export.tflite=True but data.train is a tfds source: its model to serve takes "
+            "images as TFDS decodes them, of any size where data.train.image_size resizes them, "
+            "and loopgen converts only the model to serve of arrays of one shape (Npz, "
+            "KerasDataset and Shapes data); remove export.tflite"
+        )
     if kind not in ARRAY_SOURCES:
         raise ValueError(
             f"export.tflite=True but data.train is a {kind} source, whose export has no model "

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 bb0ac63327810325, script sha256 f355f28ab5a7c258).
+(spec sha256 bb0ac63327810325, script sha256 e8cfb8e19f42cc27).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -99,6 +99,12 @@ def tfds_stream(examples, epoch=None):
     return examples
 
 
+def resize_images(images):
+    """Images resized to (128, 128), bilinearly (one, or a batch of one size): the
+    training images as TFDS decodes them, and the images the exported model serves."""
+    return tf.image.resize(images, (128, 128))
+
+
 def load_examples(data=None):
     """Training and validation examples: streams of records, read epoch by epoch as the
     batches need them."""
@@ -110,7 +116,7 @@ def load_examples(data=None):
     # so they stay class ids).
     train_examples = train_examples.map(
         lambda example: (
-            tf.image.resize(example["image"], (128, 128)),
+            resize_images(example["image"]),
             tf.image.resize(example["segmentation_mask"], (128, 128), method="nearest")
             - 1,
         )
@@ -127,7 +133,7 @@ def load_examples(data=None):
     # so they stay class ids).
     validation_examples = validation_examples.map(
         lambda example: (
-            tf.image.resize(example["image"], (128, 128)),
+            resize_images(example["image"]),
             tf.image.resize(example["segmentation_mask"], (128, 128), method="nearest")
             - 1,
         )
@@ -143,9 +149,18 @@ def num_examples(examples):
 
 
 def preprocess(images, labels):
-    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch)."""
-    images = tf.cast(images, tf.float32) * RESCALE
+    """Prepares a batch, inside the tf.data pipeline (one vectorized op per batch): its inputs
+    by prepare_inputs(), which the exported model's serving signature applies too."""
+    images = prepare_inputs(images)
     return images, labels
+
+
+def prepare_inputs(images):
+    """The model's inputs from a batch of examples as read: in training and validation
+    (preprocess), and in the exported model's serving signature, so that a served example is
+    prepared exactly as the training examples were (never augmented)."""
+    images = tf.cast(images, tf.float32) * RESCALE
+    return images
 
 
 def replica_slices(batch, context):
@@ -316,11 +331,46 @@ def steps_in_call(global_step, epoch_end):
 
 
 def export(model, directory):
-    """The trained network, written whole into `directory`: network/ is the SavedModel
-    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
-    and takes inputs prepared as the training batches are (preprocess())."""
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs already prepared as
+      prepare_inputs() does.
+
+    Both SavedModels load without this script's classes."""
     with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
         model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model):
+    """The exported model's serving_default: a batch of images as TFDS decodes the dataset's
+    'image' feature, of the dtype and shape its info gives (one size in a batch).
+    resize_images() resizes them and prepare_inputs() prepares them as the training images
+    were, then the network answers.
+    Named outputs: "scores", the network's output; "probabilities" and
+    "class_ids"."""
+    feature = tfds.builder("oxford_iiit_pet:4.*.*").info.features["image"]
+    signature = tf.TensorSpec((None, *feature.shape), feature.dtype, name="images")
+
+    @tf.function(input_signature=[signature])
+    def serve(images):
+        scores = model(prepare_inputs(resize_images(images)), training=False)
+        probabilities = tf.nn.softmax(scores)
+        class_ids = tf.argmax(scores, axis=-1)
+        return {
+            "scores": scores,
+            "probabilities": probabilities,
+            "class_ids": class_ids,
+        }
+
+    return serve
 
 
 def train(args, run):

@@ -1,4 +1,4 @@
-# Mistake: a TFLite file of a model trained on a stream, which has no model to serve raw examples
+# Mistake: a TFLite file of a model trained on CSV files, whose model to serve takes columns by name
 from loopgen.dsl import *
 
 spec = Spec(
