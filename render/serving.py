@@ -84,6 +84,12 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
         # Class names: the training directory's sub-directories, or a text file's labels
         # where they are names (known only once the script reads the file).
         "class_names": classify is not None and train.kind in ("image_directory", "text"),
+        # TFDS: the label feature's class names, where it is a ClassLabel (known from the
+        # dataset's info once the script runs) whose ids are the class ids.
+        "info_classes": classify is not None
+        and train.kind == "tfds"
+        and not train.label_is_mask
+        and train.label_offset == 0,
     }
 
 

@@ -3,7 +3,8 @@ it as training did. Every example whose script serves is checked on its run in t
 here, each kind of source on tiny data written by the test: an image directory of PNG and JPEG
 files of varied sizes (the served model takes the files' bytes, decodes, resizes and rescales
 them, and names the classes), a CSV file with a string column (the columns by name), TFRecord
-files of PNG and JPEG images (the encoded bytes), and a text file (the texts). Each is checked
+files of PNG and JPEG images (the encoded bytes), a text file (the texts), and a TFDS dataset
+(its images as TFDS decodes them, and its class names). Each is checked
 in a fresh process that imports neither the script nor loopgen (helpers.serving_matches)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from data import houses_csv, reviews_tsv
+from data import houses_csv, reviews_tsv, runnable
 from helpers import run_python, tf_check
 from test_runs import assert_serves_raw_examples
 
@@ -144,3 +145,25 @@ def test_a_tfrecord_model_serves_numeric_features_in_their_shape_beside_images(r
         "stats": ["float32", [None, 2]],
     }, served
     assert served["not_inputs"] == ["label"], served
+
+
+def test_a_tfds_classifier_serves_decoded_images_of_any_size_and_names_the_classes(
+    render, tmp_path
+):
+    # Oxford-IIIT Pet's breeds (a ClassLabel of 37 names), read through TFDS's test double:
+    # images of differing sizes, resized to 32x32 in the pipeline and in the served model.
+    source = {"kind": "tfds", "name": "oxford_iiit_pet:4.*.*", "image_size": [32, 32]}
+    script = render(
+        "cifar10_vgg",
+        f"data.train={json.dumps(source)}",
+        "data.validation=null",
+        "data.batch_size=4",
+        "model.layers[-1].units=37",
+    )
+    out = tmp_path / "run"
+    run_python(runnable("pets_unet", script), "--max-steps", "2", "--output-dir", str(out),
+               cwd=tmp_path)  # fmt: skip
+
+    served = assert_serves_raw_examples(script, out, tmp_path)
+    assert served["inputs"] == {"images": ["uint8", [None, None, None, 3]]}, served
+    assert served["outputs"] == ["class_ids", "class_names", "probabilities", "scores"]

@@ -363,6 +363,7 @@ def serving_reference(script: str, output_dir: str, reference: str) -> dict:
     with served:
         examples = training_examples(module)
         raw, read = raw_examples(module, examples, 8, open(script).read())
+        tfds_classes = tfds_class_names(open(script).read())
     model = adapted_model(module, script, examples)
     tf.train.Checkpoint(model=model).restore(
         tf.train.latest_checkpoint(os.path.join(output_dir, "checkpoints"))
@@ -376,7 +377,9 @@ def serving_reference(script: str, output_dir: str, reference: str) -> dict:
         if isinstance(value, dict):
             found.update({f"{key}:{head}": scores for head, scores in found.pop(key).items()})
             expected = next(iter(value.values()))
-    if text_files:  # a text file's labels: class names, sorted, unless they are ids
+    if tfds_classes:  # a TFDS ClassLabel's names, as the dataset's info has them
+        found["class_names"] = tfds_classes
+    elif text_files:  # a text file's labels: class names, sorted, unless they are ids
         path, delimiter, column = text_files[0]
         with open(path, encoding="utf-8") as file:
             rows = [line.rstrip("\n").split(delimiter) for line in file if line.strip()]
@@ -389,6 +392,20 @@ def serving_reference(script: str, output_dir: str, reference: str) -> dict:
         found["class_names"] = sorted(e.name for e in os.scandir(root) if e.is_dir())
     np.savez(reference, **found, **raw)
     return {"examples": int(tf.shape(expected)[0]), "spread": float(np.std(expected))}
+
+
+def tfds_class_names(source: str) -> list[str] | None:
+    """The names of the classes of a TFDS label where the script serves them: TFDS's own
+    ClassLabel names of the dataset and label the script reads."""
+    import re
+
+    found = re.search(r'getattr\(features\[("[^"]+")\], "names"', source)
+    if found is None:
+        return None
+    import tensorflow_datasets as tfds
+
+    name = re.search(r'tfds\.load\(\s*"([^"]+)"', source)[1]
+    return list(tfds.builder(name).info.features[json.loads(found[1])].names)
 
 
 def adapted_model(module, script: str, examples):
