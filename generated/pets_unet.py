@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 94f5cdb55251b0a2, script sha256 1263d253275fa3a2).
+(spec sha256 94f5cdb55251b0a2, script sha256 2a4a55765afe1887).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -349,7 +349,8 @@ def serving_function(model):
     were, then the network answers.
     Named outputs: "scores", the network's output; "probabilities" and
     "class_ids"."""
-    feature = tfds.builder("oxford_iiit_pet:4.*.*").info.features["image"]
+    features = tfds.builder("oxford_iiit_pet:4.*.*").info.features
+    feature = features["image"]
     signature = tf.TensorSpec((None, *feature.shape), feature.dtype, name="images")
 
     @tf.function(input_signature=[signature])
@@ -697,7 +698,7 @@ class RunDirectory:
     def restore_to_read(self, checkpoint, setup, networks):
         """evaluate: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(setup, "evaluate")
+        self.check_setup(setup, f"{self.args.command} with")
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)

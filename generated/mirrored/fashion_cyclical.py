@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 db6dabb197c0b2d7, script sha256 ede5e407aa47ce3d).
+(spec sha256 db6dabb197c0b2d7, script sha256 f36d79294126099e).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -461,9 +461,9 @@ def read_examples(path, like):
     return array.astype(like.dtype)
 
 
-def prediction_batches(paths, examples):
-    """predict: (names, examples) in batches, in the order named (a file of several examples
-    names them <path>[<i>]). Every file is read and checked before any is predicted."""
+def read_inputs(paths, examples):
+    """predict: (names, examples), in the order named (a file of several examples names them
+    <path>[<i>]). Every file is read and checked before any is predicted."""
     like, _ = examples
     names, arrays = [], []
     for path in input_files(paths):
@@ -473,10 +473,7 @@ def prediction_batches(paths, examples):
         else:
             names += [f"{path}[{i}]" for i in range(len(array))]
         arrays.append(array)
-    examples = np.concatenate(arrays)
-    for start in range(0, len(names), GLOBAL_BATCH_SIZE):
-        batch = slice(start, start + GLOBAL_BATCH_SIZE)
-        yield names[batch], examples[batch]
+    return names, np.concatenate(arrays)
 
 
 def predict(serve, args, examples):
@@ -489,8 +486,12 @@ def predict(serve, args, examples):
         raise SystemExit(
             f"--predictions {destination}: not a file in an existing directory"
         )
+    all_names, all_inputs = read_inputs(args.inputs, examples)
     lines = []
-    for names, inputs in prediction_batches(args.inputs, examples):
+    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        names = all_names[batch]
+        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
         try:
             outputs = {name: output.numpy() for name, output in serve(inputs).items()}
         except tf.errors.InvalidArgumentError:
@@ -879,9 +880,7 @@ class RunDirectory:
     def restore_to_read(self, checkpoint, setup, networks):
         """evaluate, predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(
-            setup, "evaluate" if self.args.command == "evaluate" else "predict with"
-        )
+        self.check_setup(setup, f"{self.args.command} with")
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)

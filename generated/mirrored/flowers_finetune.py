@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 18c0c8c2937e77cb, script sha256 b9ea7e51b606012f).
+(spec sha256 18c0c8c2937e77cb, script sha256 0bd26a366691a2d9).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -540,8 +540,8 @@ def input_files(paths):
     return files
 
 
-def prediction_batches(paths):
-    """predict: (names, features) in batches, from TFRecord files of tf.train.Example
+def read_inputs(paths):
+    """predict: (names, features), from TFRecord files of tf.train.Example
     records: the features the model reads, as the records hold them (<path>[<i>] names a
     record). Every file is read and checked before any is predicted."""
     wanted = {
@@ -559,14 +559,11 @@ def prediction_batches(paths):
                 f"{list(wanted)}: {error.message.split(' [Op')[0]}"
             ) from None
         names += [f"{path}[{i}]" for i in range(len(records))]
-    if not parts:
-        return
-    features = {name: tf.concat([part[name] for part in parts], 0) for name in wanted}
-    for start in range(0, len(names), GLOBAL_BATCH_SIZE):
-        batch = slice(start, start + GLOBAL_BATCH_SIZE)
-        yield names[batch], tf.nest.map_structure(
-            lambda values: values[batch], features
-        )
+    if not parts:  # empty files alone
+        return [], {}
+    return names, {
+        name: tf.concat([part[name] for part in parts], 0) for name in wanted
+    }
 
 
 def predict(serve, args):
@@ -579,8 +576,12 @@ def predict(serve, args):
         raise SystemExit(
             f"--predictions {destination}: not a file in an existing directory"
         )
+    all_names, all_inputs = read_inputs(args.inputs)
     lines = []
-    for names, inputs in prediction_batches(args.inputs):
+    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        names = all_names[batch]
+        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
         try:
             outputs = {name: output.numpy() for name, output in serve(inputs).items()}
         except tf.errors.InvalidArgumentError:
@@ -971,9 +972,7 @@ class RunDirectory:
     def restore_to_read(self, checkpoint, setup, networks):
         """evaluate, predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(
-            setup, "evaluate" if self.args.command == "evaluate" else "predict with"
-        )
+        self.check_setup(setup, f"{self.args.command} with")
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)

@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 58cc0b372ca066d6, script sha256 8c4dc03907ae73b4).
+(spec sha256 58cc0b372ca066d6, script sha256 a816807fafd16921).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -414,8 +414,8 @@ def input_files(paths):
     return files
 
 
-def prediction_batches(paths):
-    """predict: (names, texts) in batches, from files of lines as the training file's: a
+def read_inputs(paths):
+    """predict: (names, texts), from files of lines as the training file's: a
     line's text is the line, up to a '\t' (a label after it is left out); <path>:<line>
     names it, and empty lines are skipped. All are read before any is predicted."""
     names, texts = [], []
@@ -431,9 +431,7 @@ def prediction_batches(paths):
                 continue
             names.append(f"{path}:{number}")
             texts.append(columns[0])
-    for start in range(0, len(names), GLOBAL_BATCH_SIZE):
-        batch = slice(start, start + GLOBAL_BATCH_SIZE)
-        yield names[batch], tf.constant(texts[batch])
+    return names, tf.constant(texts, tf.string)
 
 
 def predict(serve, args):
@@ -446,8 +444,12 @@ def predict(serve, args):
         raise SystemExit(
             f"--predictions {destination}: not a file in an existing directory"
         )
+    all_names, all_inputs = read_inputs(args.inputs)
     lines = []
-    for names, inputs in prediction_batches(args.inputs):
+    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        names = all_names[batch]
+        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
         try:
             outputs = {name: output.numpy() for name, output in serve(inputs).items()}
         except tf.errors.InvalidArgumentError:
@@ -829,9 +831,7 @@ class RunDirectory:
     def restore_to_read(self, checkpoint, setup, networks):
         """evaluate, predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(
-            setup, "evaluate" if self.args.command == "evaluate" else "predict with"
-        )
+        self.check_setup(setup, f"{self.args.command} with")
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)

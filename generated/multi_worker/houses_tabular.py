@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 57570e22e912f414, script sha256 4eae748f1a74cdab).
+(spec sha256 57570e22e912f414, script sha256 3828cd9e5e16319e).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -556,8 +556,8 @@ def input_files(paths):
     return files
 
 
-def prediction_batches(paths):
-    """predict: (names, columns) in batches, from CSV files with a header: the columns the
+def read_inputs(paths):
+    """predict: (names, columns), from CSV files with a header: the columns the
     model reads, parsed as in training (<path>:<line> names a row). Every file is read and
     checked before any is predicted."""
     wanted = ["area", "rooms", "age", "city"]
@@ -600,10 +600,9 @@ def prediction_batches(paths):
             raise SystemExit(f"predict: {where}:{column} {problem}") from None
         names += [f"{path}:{number}" for number, _ in lines]
         parts.append(dict(zip(order, values)))
-    columns = {name: tf.concat([part[name] for part in parts], 0) for name in wanted}
-    for start in range(0, len(names), GLOBAL_BATCH_SIZE):
-        batch = slice(start, start + GLOBAL_BATCH_SIZE)
-        yield names[batch], tf.nest.map_structure(lambda values: values[batch], columns)
+    return names, {
+        name: tf.concat([part[name] for part in parts], 0) for name in wanted
+    }
 
 
 def predict(serve, args):
@@ -616,8 +615,12 @@ def predict(serve, args):
         raise SystemExit(
             f"--predictions {destination}: not a file in an existing directory"
         )
+    all_names, all_inputs = read_inputs(args.inputs)
     lines = []
-    for names, inputs in prediction_batches(args.inputs):
+    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        names = all_names[batch]
+        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
         try:
             outputs = {name: output.numpy() for name, output in serve(inputs).items()}
         except tf.errors.InvalidArgumentError:
@@ -1040,9 +1043,7 @@ class RunDirectory:
     def restore_to_read(self, checkpoint, setup, networks):
         """evaluate, predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(
-            setup, "evaluate" if self.args.command == "evaluate" else "predict with"
-        )
+        self.check_setup(setup, f"{self.args.command} with")
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 3d7c4ecaece42ab8, script sha256 3264e2953c59eb65).
+(spec sha256 3d7c4ecaece42ab8, script sha256 2e47d4e115a5c10b).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -388,9 +388,9 @@ def read_examples(path, like):
     return array.astype(like.dtype)
 
 
-def prediction_batches(paths, examples):
-    """predict: (names, examples) in batches, in the order named (a file of several examples
-    names them <path>[<i>]). Every file is read and checked before any is predicted."""
+def read_inputs(paths, examples):
+    """predict: (names, examples), in the order named (a file of several examples names them
+    <path>[<i>]). Every file is read and checked before any is predicted."""
     like, _ = examples
     names, arrays = [], []
     for path in input_files(paths):
@@ -400,10 +400,7 @@ def prediction_batches(paths, examples):
         else:
             names += [f"{path}[{i}]" for i in range(len(array))]
         arrays.append(array)
-    examples = np.concatenate(arrays)
-    for start in range(0, len(names), GLOBAL_BATCH_SIZE):
-        batch = slice(start, start + GLOBAL_BATCH_SIZE)
-        yield names[batch], examples[batch]
+    return names, np.concatenate(arrays)
 
 
 def predict(serve, args, examples):
@@ -416,8 +413,12 @@ def predict(serve, args, examples):
         raise SystemExit(
             f"--predictions {destination}: not a file in an existing directory"
         )
+    all_names, all_inputs = read_inputs(args.inputs, examples)
     lines = []
-    for names, inputs in prediction_batches(args.inputs, examples):
+    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        names = all_names[batch]
+        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
         try:
             outputs = {name: output.numpy() for name, output in serve(inputs).items()}
         except tf.errors.InvalidArgumentError:
@@ -802,7 +803,7 @@ class RunDirectory:
     def restore_to_read(self, checkpoint, setup, networks):
         """predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(setup, "predict with")
+        self.check_setup(setup, f"{self.args.command} with")
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 babcd06e6f76affc, script sha256 87665bd24875b1a9).
+(spec sha256 babcd06e6f76affc, script sha256 4781b18f7a4cb244).
 Rendered with: --variant single_device
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -313,7 +313,8 @@ def serving_function(model):
     were, then the network answers.
     Named outputs: "scores", the network's output; "probabilities" and
     "class_ids"."""
-    feature = tfds.builder("oxford_iiit_pet:4.*.*").info.features["image"]
+    features = tfds.builder("oxford_iiit_pet:4.*.*").info.features
+    feature = features["image"]
     signature = tf.TensorSpec((None, *feature.shape), feature.dtype, name="images")
 
     @tf.function(input_signature=[signature])
@@ -610,7 +611,7 @@ class RunDirectory:
     def restore_to_read(self, checkpoint, setup, networks):
         """evaluate: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
-        self.check_setup(setup, "evaluate")
+        self.check_setup(setup, f"{self.args.command} with")
         path = self.args.checkpoint
         if path == "latest":
             path = tf.train.latest_checkpoint(self.checkpoints)
