@@ -63,12 +63,13 @@ class Export(StrictModel):
     saved_model: bool = True
     """SavedModels, which load without the custom layer classes: `export/network/`, the bare
     network (`model.export`), and for `Npz`, `KerasDataset`, `Shapes`, `ImageDirectory`, `Csv`,
-    `TFRecord` and `Text` training data `export/saved_model/1/` to serve (TF Serving's layout,
-    version 1), whose `serving_default` takes raw examples (the source's arrays; image files'
-    bytes; a CSV's columns by name; a record's features by name, images as their encoded bytes;
-    texts), prepares them with the training pipeline's own functions, and returns `scores` (and
-    `probabilities`, `class_ids` for a classifier, `class_names` where the source names the
-    classes: an image directory's sub-directories, a text file's labels); for a multi-task
+    `TFRecord`, `Text` and `Tfds` training data `export/saved_model/1/` to serve (TF Serving's
+    layout, version 1), whose `serving_default` takes raw examples (the source's arrays; image
+    files' bytes; a CSV's columns by name; a record's features by name, images as their encoded
+    bytes; texts; a TFDS feature as TFDS decodes it), prepares them with the training
+    pipeline's own functions, and returns `scores` (and `probabilities`, `class_ids` for a
+    classifier, `class_names` where the source names the classes: an image directory's
+    sub-directories, a text file's labels, a TFDS ClassLabel's names); for a multi-task
     model each head's, as `<task>_scores`, `<task>_probabilities`, `<task>_class_ids`."""
     keras: bool = False
     """A `.keras` file (`model.save`) to continue in Keras; needs the custom classes to load."""
@@ -80,8 +81,8 @@ class Export(StrictModel):
     it. Refused at render time where it cannot be converted so: without `saved_model`;
     training data other than `Npz`, `KerasDataset` or `Shapes` arrays (an `ImageDirectory`
     model decodes image files, a TensorFlow op; a CSV, TFRecord or text model takes inputs by
-    name or strings, which do not run as served; other streams have no model to serve); mixed
-    precision (float16 and bfloat16 ops); layers
+    name or strings, which do not run as served; a TFDS model takes images of any size; a
+    generator has no model to serve); mixed precision (float16 and bfloat16 ops); layers
     TFLite's builtins cannot run (recurrent layers not unrolled, integer lookups, hashing,
     category encoding, text vectorization, random augmentation in the model). An imported
     model's layers are not visible: the conversion tells at export."""
