@@ -91,6 +91,80 @@ PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 Probability = Annotated[float, Field(ge=0, lt=1)]
 
+SEED_MAX = 2**32 - 1
+"""The largest seed NumPy takes (`np.random.seed`, which `keras.utils.set_random_seed` calls;
+`np.random.default_rng` takes no negative one)."""
+BATCH_SIZE_MAX = 2**31 - 1
+"""The script counts a batch's examples with `tf.shape`, an int32 (a global batch size is the
+sum of its replicas' int32 counts, which would wrap around past this)."""
+EPOCHS_MAX = 2**31 - 1
+"""The script's step counter is a tf.int64 variable: epochs × steps per epoch must fit in it,
+which this leaves room for up to 2**32 steps per epoch."""
+STEPS_MAX = 2**63 - 1
+"""The largest value of the script's step counter, a tf.int64 variable."""
+
+
+def _check_seed(value: int) -> int:
+    if not 0 <= value <= SEED_MAX:
+        raise ValueError(
+            f"{value} is out of range: a seed is from 0 to {SEED_MAX} (2**32 - 1), the seeds "
+            "NumPy takes; pick one in that range"
+        )
+    return value
+
+
+def _check_batch_size(value: int) -> int:
+    if value > BATCH_SIZE_MAX:
+        raise ValueError(
+            f"{value} is out of range: a batch size is from 1 to {BATCH_SIZE_MAX} (2**31 - 1), "
+            "since the script counts a batch's examples in an int32 (tf.shape); use a smaller "
+            "batch"
+        )
+    return value
+
+
+def _check_epochs(value: int) -> int:
+    if value > EPOCHS_MAX:
+        raise ValueError(
+            f"{value} is out of range: epochs are from 1 to {EPOCHS_MAX} (2**31 - 1), so that "
+            "epochs × steps per epoch fits the script's step counter (an int64); train fewer "
+            "epochs"
+        )
+    return value
+
+
+def _check_steps(value: int) -> int:
+    if value > STEPS_MAX:
+        raise ValueError(
+            f"{value} is out of range: steps are from 1 to {STEPS_MAX} (2**63 - 1), the most "
+            "the script's step counter (an int64) holds; train fewer steps"
+        )
+    return value
+
+
+# The bounds are checked by the validators, whose messages say why; `json_schema_extra` tells
+# editors the same bounds through `loopgen schema`.
+Seed = Annotated[
+    int,
+    AfterValidator(_check_seed),
+    Field(json_schema_extra={"minimum": 0, "maximum": SEED_MAX}),
+]
+"""A random seed: from 0 to 2**32 - 1."""
+BatchSize = Annotated[
+    int,
+    Field(gt=0, json_schema_extra={"maximum": BATCH_SIZE_MAX}),
+    AfterValidator(_check_batch_size),
+]
+"""Examples per batch: from 1 to 2**31 - 1."""
+Epochs = Annotated[
+    int, Field(gt=0, json_schema_extra={"maximum": EPOCHS_MAX}), AfterValidator(_check_epochs)
+]
+"""A number of epochs: from 1 to 2**31 - 1."""
+Steps = Annotated[
+    int, Field(gt=0, json_schema_extra={"maximum": STEPS_MAX}), AfterValidator(_check_steps)
+]
+"""A number of training steps: from 1 to 2**63 - 1."""
+
 
 class Var(StrictModel):
     """A reference to a loop variable of an enclosing `Repeat` or a parameter of a custom layer.

@@ -4,7 +4,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .base import Identifier, PositiveFloat, PositiveInt, StrictModel
+from .base import BatchSize, Identifier, PositiveFloat, PositiveInt, Seed, StrictModel
 from .layers import KerasLayer
 from .sources import Csv, Generator, Text, TextDirectory, TFRecord
 
@@ -120,7 +120,7 @@ class Shapes(StrictModel):
         """The tasks the labels are for (None: one label per example)."""
         return ["shape", "mask"] if self.task == "multitask" else None
 
-    seed: int = 0
+    seed: Seed = 0
     """Seed of the drawing; use different seeds for training and validation data."""
 
 
@@ -139,7 +139,7 @@ class Split(StrictModel):
     fraction: Annotated[float, Field(gt=0, lt=1)] = 0.1
     """Fraction of the training examples held out for validation (of each class's files, for
     a directory: rounded, at least one and never all of them)."""
-    seed: int | None = None
+    seed: Seed | None = None
     """Image and text directories: the seed of the permutation that picks each class's
     validation files (Keras' `seed`); None uses the spec's `seed`. Arrays are split at their
     end and take no seed."""
@@ -174,7 +174,7 @@ class Data(StrictModel):
     """Training examples."""
     validation: ValidationSource | None = None
     """Validation examples; None disables validation."""
-    batch_size: PositiveInt = 32
+    batch_size: BatchSize = 32
     """Examples per training step (the global batch size under a distribution strategy)."""
     shuffle_buffer: Annotated[int, Field(ge=0)] = 1024
     """Shuffling; 0 keeps the examples in their order (e.g. for exact comparisons). Sources

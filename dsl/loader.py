@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import json
 import sys
@@ -36,6 +37,7 @@ def load_spec(
             f"{path}: {name!r} is an object of type {type(obj).__name__}, not a loopgen Spec; "
             f"bind it to Spec(...) from loopgen.dsl (or a dict of spec fields)"
         )
+    _check_depth(data, path)
     steps = []
     if variant is not None and _strategy_kind(data) != variant:
         # Another strategy's settings (devices, ...) do not carry over: start from defaults.
@@ -45,7 +47,38 @@ def load_spec(
     for override in overrides or []:
         data = apply_override(data, override)
         steps.append(f"--set {override}")
+        _check_depth(data, path, steps)
     return _validate(data, path, steps)
+
+
+MAX_DEPTH = 100
+"""How deeply lists and dicts may nest in a spec's data. The examples nest 8 levels at most;
+Python's parser, pydantic's validators and the renderer recurse into each level, and a value
+nested thousands of levels deep would exhaust Python's stack (a RecursionError)."""
+
+
+def _check_depth(data: Any, path: Path, steps: list[str] | None = None) -> None:
+    """Refuses data nested more than MAX_DEPTH levels deep, naming the field it is in (the
+    first 8 steps of its path). Walks the data with a stack of its own: it may be far deeper
+    than Python can recurse."""
+    todo: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while todo:
+        value, parts = todo.pop()
+        if isinstance(value, dict):
+            children: Any = value.items()
+        elif isinstance(value, list | tuple):
+            children = enumerate(value)
+        else:
+            continue
+        if len(parts) >= MAX_DEPTH:
+            where = f" after {', '.join(steps)}" if steps else ""
+            field = "spec" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts[:8])
+            raise SpecError(
+                f"{path}{where}: {field}{'...' if len(parts) > 8 else ''}: lists and dicts "
+                f"nested more than {MAX_DEPTH} levels deep; a spec needs a few levels (the "
+                "examples at most 8): look for a value that wraps itself, e.g. in a loop"
+            )
+        todo.extend((child, (*parts, key)) for key, child in children)
 
 
 def _strategy_kind(data: dict) -> str:
@@ -92,17 +125,52 @@ def _read_data(path: Path) -> Any:
     if not path.is_file():
         raise SpecError(f"spec file not found: {path}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
     except json.JSONDecodeError as error:
         where = f"{path}:{error.lineno}:{error.colno}"
         raise SpecError(f"{where}: not valid JSON: {error.msg}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise SpecError(f"{path}: cannot be read: {error}") from None
+    except RecursionError:
+        # Python's JSON reader recurses into each level: it gives up near a thousand.
+        line, column = _too_deep(text)
+        raise SpecError(
+            f"{path}:{line}:{column}: lists and objects nested more than {MAX_DEPTH} levels "
+            "deep; a spec needs a few levels (the examples at most 8): remove the extra "
+            "brackets"
+        ) from None
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise SpecError(f"{path}: a JSON spec is an object of spec fields, not a {kind}")
     data.pop("$schema", None)  # the editor's pointer to `loopgen schema`, not a spec field
     return data
+
+
+def _too_deep(text: str) -> tuple[int, int]:
+    """Line and column (from 1) of the bracket that opens level MAX_DEPTH + 1 of a JSON text
+    (of its end, if none does)."""
+    depth, in_string, escaped = 0, False, False
+    index = len(text)
+    for i, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                index = i
+                break
+        elif char in "]}":
+            depth -= 1
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
 def _import_object(path: Path, name: str) -> Any:
@@ -114,21 +182,28 @@ def _import_object(path: Path, name: str) -> Any:
         )
     module_name = f"_loopgen_spec_{uuid.uuid4().hex}"
     spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
+    if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
         raise SpecError(f"{path}: cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
+    # What `spec.loader.exec_module(module)` does, in two steps: compiling is the file's
+    # problem, running it the spec's.
+    try:
+        code = spec.loader.get_code(module_name)
+    except SyntaxError as error:
+        raise _syntax_error(error, path) from None
+    except (RecursionError, MemoryError):
+        # Python's parser and compiler recurse into each level of an expression: thousands of
+        # levels exhaust the stack (the parser's overflow is a MemoryError, without a message).
+        raise SpecError(
+            f"{path}: an expression in it is nested too deeply for Python to compile; a spec "
+            "needs a few levels: write it with fewer brackets, operators or calls inside "
+            "each other"
+        ) from None
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
-    except SyntaxError as error:
-        # The error may be in a module the spec imports: name the file it is in.
-        where: Any = path
-        if error.filename and Path(error.filename).is_file():
-            if Path(error.filename).resolve() != path.resolve():
-                where = error.filename
-        raise SpecError(
-            f"{where}:{error.lineno}: syntax error: {error.msg}\n    {(error.text or '').rstrip()}"
-        ) from None
+        exec(code, module.__dict__)
+    except SyntaxError as error:  # in a module the spec imports, or code it compiles
+        raise _syntax_error(error, path) from None
     except ValidationError as error:
         # Raised by a model constructed in the file, e.g. `Data(batch_size=0)`: its fields are
         # relative to that model, so the path starts at the model's class name.
@@ -138,7 +213,14 @@ def _import_object(path: Path, name: str) -> Any:
         raise SpecError(f"{where}: {format_validation_error(error, root, model)}{line}") from None
     except (Exception, SystemExit) as error:
         where, line = _user_frame(error, path)
-        raise SpecError(f"{where}: the spec raised {type(error).__name__}: {error}{line}") from None
+        hint = (
+            " (a value nested too deeply, or a function that calls itself without end)"
+            if isinstance(error, RecursionError)
+            else ""
+        )
+        raise SpecError(
+            f"{where}: the spec raised {type(error).__name__}: {error}{hint}{line}"
+        ) from None
     finally:
         sys.modules.pop(module_name, None)
     if not hasattr(module, name):
@@ -146,6 +228,28 @@ def _import_object(path: Path, name: str) -> Any:
         hint = f" (Spec objects in it: {', '.join(candidates)}; pass --name)" if candidates else ""
         raise SpecError(f"{path}: no object named {name!r}{hint}; define `{name} = Spec(...)`")
     return getattr(module, name)
+
+
+NESTING_LIMITS = ("too many nested parentheses", "too many levels of indentation")
+"""Python's syntax errors for code nested past its parser's limits."""
+
+
+def _syntax_error(error: SyntaxError, path: Path) -> SpecError:
+    """`file:line: syntax error: ...` and the line (cut to about 100 characters around the
+    error): in the spec file, or in the file it imports that has the error."""
+    where: Any = path
+    if error.filename and Path(error.filename).is_file():
+        if Path(error.filename).resolve() != path.resolve():
+            where = error.filename
+    message = f"{where}:{error.lineno}: syntax error: {error.msg}"
+    if error.msg in NESTING_LIMITS:  # the line is all brackets or indentation: not shown
+        return SpecError(f"{message}; a spec needs a few levels: write it with fewer")
+    text = (error.text or "").rstrip()
+    if len(text) > 100:  # the 100 characters up to the error
+        end = max(100, min(error.offset or 0, len(text)))
+        cut = f"{'... ' if end > 100 else ''}{text[end - 100 : end]}"
+        text = f"{cut}{' ...' if end < len(text) else ''}"
+    return SpecError(f"{message}\n    {text}")
 
 
 def _user_frame(error: BaseException, path: Path) -> tuple[str, str]:
@@ -187,6 +291,11 @@ def apply_override(data: Any, override: str) -> Any:
         value = json.loads(raw)
     except json.JSONDecodeError:
         value = raw
+    except RecursionError:
+        raise SpecError(
+            f"--set {key}: the value is nested more than {MAX_DEPTH} levels deep; a spec needs "
+            "a few levels: remove the extra brackets"
+        ) from None
     parts = _split_path(key, override)
     data = json.loads(json.dumps(data, default=_jsonable))  # a deep, plain copy
     node = data

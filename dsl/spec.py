@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from . import rules
-from .base import Identifier, PositiveInt, StrictModel
+from .base import Epochs, Identifier, PositiveInt, Seed, Steps, StrictModel
 from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data
 from .finetune import FineTune
@@ -20,9 +20,9 @@ from .ways import GAN, Supervised, Task, Training
 class Loop(StrictModel):
     """How long to train and how often to log and validate."""
 
-    epochs: PositiveInt | None = None
+    epochs: Epochs | None = None
     """Passes over the training data (the script's `--epochs` overrides it)."""
-    steps: PositiveInt | None = None
+    steps: Steps | None = None
     """Total optimizer steps instead of epochs; training stops mid-epoch when reached."""
     log_every_steps: PositiveInt = 100
     """Update the progress bar and write training scalars every N steps."""
@@ -196,7 +196,7 @@ class Spec(StrictModel):
     """Name of the run: the model's name and the default output directory `runs/<name>`."""
     description: str = ""
     """One or two sentences for the script's docstring."""
-    seed: int = 0
+    seed: Seed = 0
     """Seed for Python, NumPy, TensorFlow and Keras (`keras.utils.set_random_seed`)."""
     data: Data
     """The input pipeline."""

@@ -107,12 +107,18 @@ def keras_object(module: str, obj: Any, extra: list[tuple[str | None, Any]] | No
 
 def _wrapped(text: str, width: int = 88) -> str:
     """Paragraphs longer than a line re-flowed to `width` (black leaves docstrings as they are);
-    text already broken into short lines is kept."""
+    text already broken into short lines is kept.
+
+    A word longer than a line (a URL, a path) stays whole on a line of its own: cut, it would
+    no longer be found or followed, and textwrap cuts it one line at a time, copying the rest
+    of the word each time, which takes time quadratic in its length (seconds for a megabyte)."""
     if all(len(line) <= width for line in text.splitlines()):
         return text
     paragraphs = text.split("\n\n")
     return "\n\n".join(
-        textwrap.fill(" ".join(p.split()), width) if len(p) > width and "\n" not in p.strip() else p
+        textwrap.fill(" ".join(p.split()), width, break_long_words=False)
+        if len(p) > width and "\n" not in p.strip()
+        else p
         for p in paragraphs
     )
 
@@ -127,7 +133,7 @@ def docstring(text: str) -> str:
         '"""' not in text
         and "\\" not in text
         and not text.endswith('"')
-        and all(c == "\n" or c.isprintable() for c in text)
+        and text.replace("\n", "").isprintable()
     )
     # Either form holds the same string: a multi-line docstring ends in a newline.
     value = f"{text}\n" if "\n" in text else text

@@ -165,6 +165,21 @@ def test_user_strings_become_string_literals(text):
     )  # fmt: skip
 
 
+def test_a_word_longer_than_a_line_stays_whole_in_the_docstring():
+    """A long description is re-flowed, but a URL in it stays whole (textwrap cut such a word
+    one line at a time, in time quadratic in its length: 13 s for an 8 MB word)."""
+    url = "https://example.com/" + "a" * 200
+    text = f"Follows {url} for the layers, and trains them longer than that page says to."
+    data = apply_override(base(), f"description={json.dumps(text)}")
+    source = render_script(Spec.model_validate(data), spec_file="spec.py")
+    lines = ast.get_docstring(ast.parse(source), clean=False).splitlines()
+    assert lines[:3] == [
+        "Follows",
+        url,
+        "for the layers, and trains them longer than that page says to.",
+    ]
+
+
 @pytest.mark.slow
 def test_step_based_variant_runs_and_checkpoints_on_its_cadence(tmp_path):
     """loop.steps (stops mid-epoch), checkpoints every 3 steps plus one where training ended,

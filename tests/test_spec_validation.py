@@ -968,3 +968,143 @@ def test_nan_and_infinity_are_refused_with_the_field_path(override, path):
     proc = run_cli("render", str(EXAMPLES / "mnist_mlp.py"), "--set", override)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert path in proc.stderr
+
+
+# --- values that validate as numbers but that the script cannot take ---------------------------
+
+
+@pytest.mark.parametrize(
+    "changes, path, phrase",
+    [
+        ({"seed": -1}, "spec.seed", "-1 is out of range: a seed is from 0 to 4294967295"),
+        ({"seed": 2**32}, "spec.seed", "a seed is from 0 to 4294967295 (2**32 - 1)"),
+        ({"data": {"train": {"kind": "shapes", "seed": -7}}}, "spec.data.train.seed", "a seed"),
+        (
+            {"data": {"validation": {"kind": "split", "seed": 2**40}}},
+            "spec.data.validation.seed",
+            "a seed is from 0 to 4294967295",
+        ),
+        (
+            {"data": {"batch_size": 2**31}},
+            "spec.data.batch_size",
+            "a batch size is from 1 to 2147483647 (2**31 - 1)",
+        ),
+        ({"loop": {"epochs": 10**12}}, "spec.loop.epochs", "epochs are from 1 to 2147483647"),
+        (
+            {"loop": {"epochs": None, "steps": 2**63}},
+            "spec.loop.steps",
+            "steps are from 1 to 9223372036854775807 (2**63 - 1)",
+        ),
+    ],
+    ids=[
+        "seed_negative",
+        "seed_2**32",
+        "shapes_seed",
+        "split_seed",
+        "batch_size",
+        "epochs",
+        "steps",
+    ],
+)
+def test_numbers_out_of_the_scripts_range_are_refused(tmp_path, changes, path, phrase):
+    """Before, these validated and the script failed (NumPy's seeds are 0 to 2**32 - 1) or
+    counted wrong (a batch's examples are counted in an int32, steps in an int64)."""
+    data = dumped("mnist_mlp")
+    for key, value in changes.items():
+        if isinstance(value, dict):
+            data[key].update(value)
+        else:
+            data[key] = value
+    line = line_for(reject(tmp_path, data), path)
+    assert phrase in line
+    assert "out of range" in line
+
+
+def test_the_largest_numbers_the_script_takes_are_fine():
+    data = dumped("mnist_mlp")
+    data["seed"] = 2**32 - 1
+    data["data"]["batch_size"] = 2**31 - 1
+    data["loop"]["epochs"] = 2**31 - 1
+    spec = accept(data)
+    assert (spec.seed, spec.data.batch_size, spec.loop.epochs) == (2**32 - 1, 2**31 - 1, 2**31 - 1)
+    data["loop"].update(epochs=None, steps=2**63 - 1)
+    assert accept(data).loop.steps == 2**63 - 1
+
+
+def test_the_schema_tells_editors_the_ranges():
+    from loopgen.dsl.schema import spec_schema
+
+    schema = spec_schema()
+    assert schema["properties"]["seed"]["minimum"] == 0
+    assert schema["properties"]["seed"]["maximum"] == 2**32 - 1
+    assert schema["$defs"]["Data"]["properties"]["batch_size"]["maximum"] == 2**31 - 1
+
+
+# --- specs nested too deeply for Python to read --------------------------------------------------
+
+DEEP = 100_000
+DEEP_SPECS = {
+    "lists.json": '{"name": "deep", "seed": ' + "[" * DEEP + "]" * DEEP + "}",
+    "objects.json": '{"name": "deep", "seed": ' + '{"a": ' * DEEP + "1" + "}" * DEEP + "}",
+    "brackets.py": "spec = " + "[" * DEEP + "]" * DEEP + "\n",
+    "subscripts.py": "spec = x" + "[0]" * DEEP + "\n",
+    "signs.py": "spec = " + "-" * DEEP + "1\n",
+    "sum.py": "spec = " + " + ".join(["1"] * DEEP) + "\n",
+    "data.py": f"seed = 1\nfor _ in range({DEEP}):\n    seed = [seed]\nspec = {{'seed': seed}}\n",
+}
+"""Spec files nested 100,000 levels deep: as JSON, as Python source, as data the file builds."""
+
+
+@pytest.mark.parametrize("name", DEEP_SPECS)
+@pytest.mark.parametrize("command", ["render", "validate"])
+def test_a_spec_nested_100000_levels_deep_is_one_line_of_error(tmp_path, command, name):
+    """Before, a RecursionError traceback (JSON, data), a message with the 200,000-character
+    line (brackets) or a bare `MemoryError:` (signs)."""
+    spec_file = tmp_path / name
+    spec_file.write_text(DEEP_SPECS[name])
+    out = tmp_path / "out" / "train.py"
+    proc = run_cli(command, str(spec_file), *(["-o", str(out)] if command == "render" else []))
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.startswith(f"error: {spec_file}"), proc.stderr[:2000]
+    assert proc.stderr.count("\n") == 1 and len(proc.stderr) < 300, proc.stderr[:2000]
+    assert "nested" in proc.stderr and "a spec needs a few levels" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_data_nested_too_deeply_names_the_field(tmp_path):
+    data = dumped("mnist_mlp")
+    value: Any = 3
+    for _ in range(150):  # within what Python reads, beyond what a spec needs
+        value = [value]
+    data["model"]["layers"][1]["units"] = value
+    path = tmp_path / "deep.py"
+    path.write_text(f"spec = {data!r}\n")
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert str(info.value).startswith(
+        f"{path}: spec.model.layers[1].units[0][0][0][0]...: lists and dicts nested more than "
+        "100 levels deep"
+    )
+
+
+@pytest.mark.parametrize("depth", [150, 5000])
+def test_a_value_nested_too_deeply_through_set(depth):
+    message = reject_set("mnist_mlp", "seed=" + "[" * depth + "]" * depth, errors=0)
+    assert "nested more than 100 levels deep" in message
+
+
+def test_a_spec_object_built_from_a_value_nested_too_deeply(tmp_path):
+    """The spec's own classes validate it as the file runs: Python's stack ends first."""
+    spec_file = tmp_path / "spec.py"
+    spec_file.write_text(
+        "from loopgen.dsl import Reshape\n"
+        "shape = (7, 7, 16)\n"
+        f"for _ in range({DEEP}):\n"
+        "    shape = [shape]\n"
+        "layer = Reshape(target_shape=shape)\n"
+    )
+    proc = run_cli("validate", str(spec_file))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.startswith(f"error: {spec_file}:5: the spec raised RecursionError")
+    assert "a value nested too deeply" in proc.stderr
