@@ -19,9 +19,10 @@ from test_predict import assert_served
 EXAMPLE = "shapes_plateau"  # validation, checkpoints every epoch, the best model kept
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def trained(tmp_path_factory):
-    """One small shapes_plateau run (4 epochs), its script and output directory."""
+    """One small shapes_plateau run (4 epochs), its script and output directory: once per test
+    process (the tests run longest first, not module by module)."""
     tmp = tmp_path_factory.mktemp("evaluate")
     script = tmp / "train.py"
     overrides = [*data.small_data_overrides(EXAMPLE, tmp), "checkpoint.keep=5"]
