@@ -26,13 +26,19 @@ EXAMPLE_FILES = sorted(EXAMPLES.glob("*.py"))
 LOOPGEN = Path(sys.executable).parent / "loopgen"  # the installed command, as users call it
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def schema() -> dict:
     proc = run_cli("schema")
     assert proc.returncode == 0, proc.stderr
     schema = json.loads(proc.stdout)
     jsonschema.Draft202012Validator.check_schema(schema)
     return schema
+
+
+@pytest.fixture(scope="session")
+def validator(schema) -> jsonschema.Draft202012Validator:
+    """One validator for every test (jsonschema.validate checks the schema again each call)."""
+    return jsonschema.Draft202012Validator(schema)
 
 
 def as_data(example: Path) -> dict:
@@ -43,8 +49,8 @@ def as_data(example: Path) -> dict:
 
 
 @pytest.mark.parametrize("example", EXAMPLE_FILES, ids=lambda p: p.stem)
-def test_schema_validates_every_example_as_data(schema, example):
-    jsonschema.validate(as_data(example), schema)
+def test_schema_validates_every_example_as_data(validator, example):
+    validator.validate(as_data(example))
 
 
 @pytest.mark.parametrize(
@@ -58,11 +64,11 @@ def test_schema_validates_every_example_as_data(schema, example):
     ],
     ids=["unknown-field", "wrong-type", "unknown-optimizer", "zero-epochs", "unknown-layer"],
 )
-def test_schema_rejects_a_broken_spec_like_the_loader_does(schema, breakage, tmp_path):
+def test_schema_rejects_a_broken_spec_like_the_loader_does(validator, breakage, tmp_path):
     field, value = breakage
     data = {**as_data(EXAMPLES / "mnist_mlp.py"), field: value}
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(data, schema)
+        validator.validate(data)
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(data))
     failed(run_cli("validate", str(path)), f"spec.{field}")
