@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import EXAMPLES, run_cli
+from helpers import render_into
 from hypothesis import settings
 
 # The suite draws the same examples every run (derandomized), so a failure reproduces and the
@@ -41,13 +43,28 @@ def render(tmp_path: Path):
     def _render(
         example: str, *overrides: str, name: str = "train.py", variant: str | None = None
     ) -> Path:
-        out = tmp_path / name
-        args = ["render", str(EXAMPLES / f"{example}.py"), "-o", str(out)]
-        args += ["--variant", variant] if variant else []
-        for override in overrides:
-            args += ["--set", override]
-        proc = run_cli(*args)
-        assert proc.returncode == 0, proc.stderr
-        return out
+        return render_into(tmp_path / name, example, *overrides, variant=variant)
 
     return _render
+
+
+@pytest.fixture(scope="session")
+def shared(tmp_path_factory, worker_id) -> Callable[[str, Callable[[Path], None]], Path]:
+    """`shared(name, make)`: a folder that `make(folder)` filled, made once for the whole run:
+    the first test process to ask makes it while the others wait on its lock. Tests only read
+    it (a test that changes a run copies it first)."""
+    root = tmp_path_factory.getbasetemp()
+    root = (root.parent if worker_id != "master" else root) / "shared"
+    root.mkdir(exist_ok=True)
+
+    def once(name: str, make: Callable[[Path], None]) -> Path:
+        folder, done = root / name, root / f"{name}.done"
+        with open(root / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                folder.mkdir()  # a failed make leaves it: the next test fails on it, not on a mix
+                make(folder)
+                done.touch()
+        return folder
+
+    return once

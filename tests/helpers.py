@@ -33,6 +33,17 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     )
 
 
+def render_into(out: Path, example: str, *overrides: str, variant: str | None = None) -> Path:
+    """`loopgen render examples/EXAMPLE.py -o OUT --set ...` (and --variant); returns OUT."""
+    args = ["render", str(EXAMPLES / f"{example}.py"), "-o", str(out)]
+    args += ["--variant", variant] if variant else []
+    for override in overrides:
+        args += ["--set", override]
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
 def script_env(**extra: str) -> dict[str, str]:
     """The environment generated scripts run in: quiet TF logs, a fixed hash seed."""
     return {

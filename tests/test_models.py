@@ -5,39 +5,53 @@ your own loss and metric in a run on two replicas."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import data
 import pytest
-from helpers import TWO_CPUS, records, run_python, tf_check
+from helpers import TWO_CPUS, records, render_into, run_python, tf_check
 
 pytestmark = pytest.mark.slow
 
 
+FINETUNE = ["data.validation=null", "loop.log_every_steps=1",
+            'checkpoint={"every_steps": 1, "keep": 20}']  # fmt: skip
+"""flowers_finetune on 48 small JPEGs at batch 16: 3 steps an epoch, the backbone (its layers
+from block_13_expand on) unfreezing when epoch 3 starts, at step 6."""
+
+FLAGS = ["--epochs", "4", "--deterministic"]
+
+
 @pytest.fixture
-def finetune(render, tmp_path):
-    """flowers_finetune on 48 small JPEGs at batch 16: 3 steps an epoch, the backbone (its
-    layers from block_13_expand on) unfreezing when epoch 3 starts, at step 6."""
-    return render(
-        "flowers_finetune", *data.small_data_overrides("flowers_finetune", tmp_path),
-        "data.validation=null", "loop.log_every_steps=1",
-        'checkpoint={"every_steps": 1, "keep": 20}',
-    )  # fmt: skip
+def finetuned(shared) -> tuple[Path, Path]:
+    """The script of FINETUNE and its run of 4 epochs (12 steps), made once for the tests that
+    read it."""
+
+    def make(folder: Path) -> None:
+        overrides = [*data.small_data_overrides("flowers_finetune", folder), *FINETUNE]
+        render_into(folder / "train.py", "flowers_finetune", *overrides)
+        proc = run_python(folder / "train.py", *FLAGS, "--output-dir", str(folder / "run"),
+                          cwd=folder)  # fmt: skip
+        (folder / "run" / "stdout.txt").write_text(proc.stdout)
+
+    folder = shared("finetuned", make)
+    return folder / "train.py", folder / "run"
 
 
-def test_the_backbone_starts_from_the_weights_file_the_spec_names(finetune, tmp_path):
+def test_the_backbone_starts_from_the_weights_file_the_spec_names(finetuned, tmp_path):
     """`Backbone(weights=PATH)`: the script's backbone holds the file's weights, every one (the
     file's seed is not the script's, so weights the script made itself would differ)."""
-    path = tmp_path / "mobilenet_v2_0.35_no_top.weights.h5"
+    finetune, _ = finetuned
+    path = finetune.parent / "mobilenet_v2_0.35_no_top.weights.h5"
     assert str(path) in finetune.read_text()
     result = tf_check("backbone_from_file", str(finetune), "features", "MobileNetV2",
                       data.BACKBONE_ARGS, str(path), cwd=tmp_path)  # fmt: skip
     assert result["weights"] > 100 and result["max_diff"] == 0.0, result
 
 
-def test_a_frozen_backbone_and_its_statistics_stay_put_until_it_unfreezes(finetune, tmp_path):
-    out = tmp_path / "run"
-    proc = run_python(finetune, "--epochs", "4", "--deterministic", "--output-dir", str(out),
-                      cwd=tmp_path)  # fmt: skip
-    assert "Step 6: the backbone unfreezes" in proc.stdout
+def test_a_frozen_backbone_and_its_statistics_stay_put_until_it_unfreezes(finetuned, tmp_path):
+    finetune, out = finetuned
+    assert "Step 6: the backbone unfreezes" in (out / "stdout.txt").read_text()
 
     def state(step):
         return tf_check("backbone_state", str(finetune), str(out / "checkpoints" / f"ckpt-{step}"),
@@ -80,16 +94,17 @@ def test_top_layers_unfreezes_the_backbone_s_last_layers_but_batch_normalization
     )
 
 
-@pytest.mark.parametrize("stop", [4, 8], ids=["before-unfreeze", "after-unfreeze"])
-def test_a_run_resumed_on_either_side_of_the_unfreeze_is_exact(finetune, stop, tmp_path):
-    flags = ["--epochs", "4", "--deterministic"]
-    straight, split = tmp_path / "straight", tmp_path / "split"
-    run_python(finetune, *flags, "--output-dir", str(straight), cwd=tmp_path)
-    run_python(finetune, *flags, "--max-steps", str(stop), "--output-dir", str(split),
-               cwd=tmp_path)  # fmt: skip
-    resumed = run_python(finetune, *flags, "--output-dir", str(split), cwd=tmp_path)
-    assert f"at step {stop}" in resumed.stdout
-    assert ("the backbone unfreezes" in resumed.stdout) == (stop < 6)
+def test_a_run_resumed_on_either_side_of_the_unfreeze_is_exact(finetuned, tmp_path):
+    """Stopped at step 4 (before the unfreeze at 6), resumed and stopped again at step 8 (after
+    it), resumed to the end: the weights of the run that never stopped."""
+    script, straight = finetuned
+    split = tmp_path / "split"
+    run_python(script, *FLAGS, "--max-steps", "4", "--output-dir", str(split), cwd=tmp_path)
+    for stop, resumed_at in ((8, 4), (None, 8)):
+        until = ["--max-steps", str(stop)] if stop else []
+        resumed = run_python(script, *FLAGS, *until, "--output-dir", str(split), cwd=tmp_path)
+        assert f"at step {resumed_at}" in resumed.stdout
+        assert ("the backbone unfreezes" in resumed.stdout) == (resumed_at < 6)
     result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
                       str(split / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert result["same_keys"] and result["step"] == 12, result
