@@ -1,7 +1,7 @@
 """Classify MNIST digits with a confidence penalty of your own, by sign descent.
 
 Written by loopgen 0.1.0 from examples/mnist_own_step.py
-(spec sha256 2fc19584b1495a4a, script sha256 1c230ed1ed127be9).
+(spec sha256 2fc19584b1495a4a, script sha256 54a6b12bf2b2f374).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -808,10 +808,11 @@ class RunDirectory:
         setup_path = os.path.join(self.checkpoints, "setup.json")
         if self.args.command != "train":
             return self.restore_to_read(checkpoint, setup, networks)
+        # Before the manager reads the state file, which may be damaged.
+        paths = checkpoint_paths(self.checkpoints)
         self.manager = tf.train.CheckpointManager(
             checkpoint, self.checkpoints, KEEP_CHECKPOINTS
         )
-        paths = self.manager.checkpoints
         self.remove_partial_checkpoints(self.manager.directory)
         if not paths:
             if self.args.init_from:
@@ -864,7 +865,7 @@ class RunDirectory:
         self.check_setup(setup, f"{self.args.command} with")
         path = self.args.checkpoint
         if path == "latest":
-            path = tf.train.latest_checkpoint(self.checkpoints)
+            path = (checkpoint_paths(self.checkpoints, repair=False) or [None])[-1]
         if path is None:
             raise SystemExit(
                 f"--checkpoint {self.args.checkpoint}: none in {self.checkpoints}"
@@ -968,7 +969,8 @@ class RunDirectory:
 
     def remove_partial_checkpoints(self, directory):
         """Removes what a save cut short left behind (a full disk, a kill): its _temp directory,
-        and the files of a checkpoint that the `checkpoint` file does not list."""
+        the files of a checkpoint that the `checkpoint` file does not list, and that file's
+        checkpoint.tmp<hex> copy (TensorFlow writes it there, then renames it)."""
         state = tf.train.get_checkpoint_state(directory)
         listed = (
             [os.path.basename(path) for path in state.all_model_checkpoint_paths]
@@ -978,6 +980,9 @@ class RunDirectory:
         for path in glob.glob(os.path.join(directory, "ckpt-*")):
             if re.match(r"ckpt-\d+", os.path.basename(path)).group(0) not in listed:
                 shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+        for path in glob.glob(os.path.join(directory, "checkpoint.tmp*")):
+            os.remove(path)
+            print(f"Removed {path}: the state file of a save that was cut short")
 
     def finish(self, step):
         """Saves where training stopped, if no checkpoint is there yet (mid-epoch after
@@ -1014,19 +1019,29 @@ class RunDirectory:
         try:
             self.append("runs.jsonl", record)
         except OSError as failure:  # the disk that ended the run may refuse this too
+            path = os.path.join(self.path, "runs.jsonl")
             print(
-                f"Cannot write the end record to runs.jsonl: {failure}", file=sys.stderr
+                f"Cannot write the end record to {path}: {failure.strerror}",
+                file=sys.stderr,
             )
 
     def append(self, name, record):
-        """Appends a JSON line, whole or not at all (a full disk would leave part of it)."""
-        with open(os.path.join(self.path, name), "a") as f:
-            end = f.tell()
+        """Appends a JSON line, whole or not at all (a full disk would leave part of it), on a
+        line of its own: a line an earlier run left cut short stays apart, and readers skip it
+        (jq -R 'fromjson?')."""
+        line = (json.dumps(record) + "\n").encode()
+        # Unbuffered: a buffered file's truncate() flushes first, and fails again on a full disk.
+        with open(os.path.join(self.path, name), "ab+", buffering=0) as f:
+            end = f.seek(0, os.SEEK_END)
+            if end:  # a line cut short (a kill mid-write) must not swallow this record
+                f.seek(end - 1)
+                line = line if f.read(1) == b"\n" else b"\n" + line
             try:
-                f.write(json.dumps(record) + "\n")
-                f.flush()
-            except OSError:
+                while line:  # a full disk may take part of it, then refuse the rest
+                    line = line[f.write(line) :]
+            except OSError as error:
                 f.truncate(end)
+                error.filename = f.name  # os-level write errors name no file
                 raise
 
     def fault(self, error):
@@ -1100,6 +1115,45 @@ def written_whole(directory):
         raise
     shutil.rmtree(directory, ignore_errors=True)
     os.rename(partial, directory)
+
+
+def checkpoint_paths(directory, repair=True):
+    """The checkpoints in `directory`, oldest first, as its `checkpoint` file (TensorFlow's
+    CheckpointState) lists them. A damaged one would make the run start over and overwrite
+    them: then they are found from the ckpt-<step>.index files, and it is rewritten."""
+    state_file = os.path.join(directory, "checkpoint")
+    try:  # TensorFlow only warns of text it cannot parse, and returns None
+        state = tf.train.get_checkpoint_state(directory)
+    except (UnicodeDecodeError, ValueError):  # binary garbage; an emptied file
+        state = None
+    if state or not os.path.exists(state_file):
+        return list(state.all_model_checkpoint_paths) if state else []
+    steps = sorted(
+        int(name[5:-6])
+        for name in os.listdir(directory)
+        if re.fullmatch(r"ckpt-\d+\.index", name)
+    )
+    names = [f"ckpt-{step}" for step in steps]
+    if repair and names:
+        # The CheckpointManager keeps (and later deletes) only the checkpoints saved after
+        # last_preserved_timestamp: their save times, from the files.
+        saved = [
+            os.path.getmtime(os.path.join(directory, f"{name}.index")) for name in names
+        ]
+        lines = [f'model_checkpoint_path: "{names[-1]}"']
+        lines += [f'all_model_checkpoint_paths: "{name}"' for name in names]
+        lines += [f"all_model_checkpoint_timestamps: {when!r}" for when in saved]
+        lines.append(f"last_preserved_timestamp: {min(saved) - 1!r}")
+        # Written aside, then renamed: never a half-written state file.
+        with open(state_file + ".tmp", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(state_file + ".tmp", state_file)
+    elif repair:
+        os.remove(state_file)  # it lists nothing: no checkpoint was saved whole
+    if repair:
+        found = ", ".join(names) or "none"
+        print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
+    return [os.path.join(directory, name) for name in names]
 
 
 def weights_fingerprint(*networks):
