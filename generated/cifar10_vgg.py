@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 cb164aa93ecbc0b8, script sha256 861f9b79ec1d4c60).
+(spec sha256 cb164aa93ecbc0b8, script sha256 933891dbe6d9635f).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -306,6 +306,141 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
+def train(args, run):
+    """The run, from the seeds to the export; main() records how it ends."""
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    run.lock()  # one run at a time in the output directory
+
+    # --- Data -------------------------------------------------------------------------
+    train_examples, validation_examples = load_examples()
+    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
+    steps_per_epoch = math.ceil(num_examples(train_examples) / BATCH_SIZE)
+    validation_steps = math.ceil(num_examples(validation_examples) / BATCH_SIZE)
+    # One iterator for all passes: one per pass can stall tf.data's autotuner for seconds.
+    validation_iterator = iter(validation_batches(validation_examples))
+
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
+    model = build_model()
+    model.summary()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    # The schedule is evaluated at optimizer.iterations, which the checkpoint saves
+    # with the optimizer: a resumed run continues the schedule, not restarts it.
+    learning_rate = keras.optimizers.schedules.PiecewiseConstantDecay(
+        boundaries=[7820, 15640], values=[0.01, 0.001, 0.0001]
+    )
+    optimizer = keras.optimizers.SGD(learning_rate=learning_rate, momentum=0.9)
+    # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
+    optimizer.build(model.trainable_variables)
+    train_loss, train_metrics = make_metrics()
+    validation_loss, validation_metrics = make_metrics()
+    train_values = [train_loss, *train_metrics]
+    validation_values = [validation_loss, *validation_metrics]
+    # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
+    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
+    nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    # --- Train and eval steps ---------------------------------------------------------
+    @tf.function
+    def train_step(images, labels):
+        with tf.GradientTape() as tape:
+            predictions = model(images, training=True)
+            loss = loss_fn(labels, predictions)
+            # The layers' weight penalties (kernel_regularizer, ...) live in model.losses:
+            # a hand-written step must add them, or the regularizers silently do nothing.
+            loss += tf.add_n(model.losses)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        step.assign_add(1)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(loss):
+            nonfinite_step.assign(step)
+        # Metrics accumulate on the device; Python reads them only when it logs.
+        train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
+
+    train_loop = make_train_loop(train_step)
+
+    @tf.function
+    def validation_pass(iterator, num_steps):
+        """One pass over the validation set in one call: num_steps batches."""
+        for _ in tf.range(num_steps):
+            images, labels = next(iterator)
+            predictions = model(images, training=False)
+            # The data loss only: weight penalties say nothing about generalization.
+            loss = loss_fn(labels, predictions)
+            validation_loss.update_state(loss, sample_weight=tf.shape(images)[0])
+            for metric in validation_metrics:
+                metric.update_state(labels, predictions)
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
+        step=step,
+        # Dropout's random state lives in Keras SeedGenerator variables that the model does
+        # not expose to tf.train.Checkpoint: without them a resumed run repeats old masks.
+        rng_states=[v for v in model.variables if "seed_generator_state" in v.path],
+    )
+    run.restore(checkpoint, model=model)
+    if args.command == "evaluate":  # one validation pass of the restored weights
+        validation_pass(validation_iterator, tf.constant(validation_steps))
+        return run.evaluated(results(validation_values))
+    if args.command == "predict":  # the model to serve, of the restored weights
+        return predict(serving_function(model, train_examples), args, train_examples)
+    run.start(step, nonfinite_step)
+
+    # --- Training loop ----------------------------------------------------------------
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step: reading the variable would wait for the device each time.
+    global_step = int(step.numpy())
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
+    # One iterator for the whole run, from the current step on.
+    train_iterator = iter(training_batches(train_examples, start_step=global_step))
+
+    for epoch in range(first_epoch, epochs):
+        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
+        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
+        while global_step < epoch_end and not run.preempted:
+            num_steps = steps_in_call(global_step, epoch_end)
+            train_loop(train_iterator, tf.constant(num_steps))
+            global_step += num_steps
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results(train_values)
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                run.log("train", global_step, epoch, logs)
+                run.stop_if_diverged()
+        if run.preempted:
+            break
+
+        if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
+            for metric in validation_values:
+                metric.reset_state()
+            validation_pass(validation_iterator, tf.constant(validation_steps))
+            validation_logs = results(validation_values)
+            run.log("validation", global_step, epoch, validation_logs)
+        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
+            run.save(global_step)
+    run.finish(global_step)
+
+    # --- Export -----------------------------------------------------------------------
+    export(model, os.path.join(args.output_dir, "export"), train_examples)
+
+
 def export(model, directory, examples):
     """The trained network, written whole into `directory`:
 
@@ -490,141 +625,6 @@ def predict(serve, args, examples):
             os.remove(partial)
         raise
     print(f"{len(lines)} predictions written to {destination}")
-
-
-def train(args, run):
-    """The run, from the seeds to the export; main() records how it ends."""
-    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
-    # and dropout masks on every run.
-    keras.utils.set_random_seed(SEED)
-    if args.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    run.lock()  # one run at a time in the output directory
-
-    # --- Data -------------------------------------------------------------------------
-    train_examples, validation_examples = load_examples()
-    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
-    steps_per_epoch = math.ceil(num_examples(train_examples) / BATCH_SIZE)
-    validation_steps = math.ceil(num_examples(validation_examples) / BATCH_SIZE)
-    # One iterator for all passes: one per pass can stall tf.data's autotuner for seconds.
-    validation_iterator = iter(validation_batches(validation_examples))
-
-    # --- Model, loss, optimizer, metrics ----------------------------------------------
-    model = build_model()
-    model.summary()
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    # The schedule is evaluated at optimizer.iterations, which the checkpoint saves
-    # with the optimizer: a resumed run continues the schedule, not restarts it.
-    learning_rate = keras.optimizers.schedules.PiecewiseConstantDecay(
-        boundaries=[7820, 15640], values=[0.01, 0.001, 0.0001]
-    )
-    optimizer = keras.optimizers.SGD(learning_rate=learning_rate, momentum=0.9)
-    # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
-    optimizer.build(model.trainable_variables)
-    train_loss, train_metrics = make_metrics()
-    validation_loss, validation_metrics = make_metrics()
-    train_values = [train_loss, *train_metrics]
-    validation_values = [validation_loss, *validation_metrics]
-    # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
-    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
-    nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
-
-    # --- Train and eval steps ---------------------------------------------------------
-    @tf.function
-    def train_step(images, labels):
-        with tf.GradientTape() as tape:
-            predictions = model(images, training=True)
-            loss = loss_fn(labels, predictions)
-            # The layers' weight penalties (kernel_regularizer, ...) live in model.losses:
-            # a hand-written step must add them, or the regularizers silently do nothing.
-            loss += tf.add_n(model.losses)
-        gradients = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-        step.assign_add(1)
-        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
-        # loop stops before a checkpoint saves them.
-        if nonfinite_step < 0 and not tf.math.is_finite(loss):
-            nonfinite_step.assign(step)
-        # Metrics accumulate on the device; Python reads them only when it logs.
-        train_loss.update_state(loss, sample_weight=tf.shape(images)[0])
-        for metric in train_metrics:
-            metric.update_state(labels, predictions)
-
-    train_loop = make_train_loop(train_step)
-
-    @tf.function
-    def validation_pass(iterator, num_steps):
-        """One pass over the validation set in one call: num_steps batches."""
-        for _ in tf.range(num_steps):
-            images, labels = next(iterator)
-            predictions = model(images, training=False)
-            # The data loss only: weight penalties say nothing about generalization.
-            loss = loss_fn(labels, predictions)
-            validation_loss.update_state(loss, sample_weight=tf.shape(images)[0])
-            for metric in validation_metrics:
-                metric.update_state(labels, predictions)
-
-    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
-    checkpoint = tf.train.Checkpoint(
-        model=model,
-        # Slots and optimizer.iterations, which drives the learning-rate schedule.
-        optimizer=optimizer,
-        # The step also fixes the position in the data: see training_batches().
-        step=step,
-        # Dropout's random state lives in Keras SeedGenerator variables that the model does
-        # not expose to tf.train.Checkpoint: without them a resumed run repeats old masks.
-        rng_states=[v for v in model.variables if "seed_generator_state" in v.path],
-    )
-    run.restore(checkpoint, model=model)
-    if args.command == "evaluate":  # one validation pass of the restored weights
-        validation_pass(validation_iterator, tf.constant(validation_steps))
-        return run.evaluated(results(validation_values))
-    if args.command == "predict":  # the model to serve, of the restored weights
-        return predict(serving_function(model, train_examples), args, train_examples)
-    run.start(step, nonfinite_step)
-
-    # --- Training loop ----------------------------------------------------------------
-    total_steps = args.epochs * steps_per_epoch
-    if args.max_steps is not None:
-        total_steps = min(total_steps, args.max_steps)
-    epochs = math.ceil(total_steps / steps_per_epoch)
-    # A Python copy of the step: reading the variable would wait for the device each time.
-    global_step = int(step.numpy())
-    first_epoch = global_step // steps_per_epoch
-    if global_step >= total_steps:
-        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
-        first_epoch = epochs
-    # One iterator for the whole run, from the current step on.
-    train_iterator = iter(training_batches(train_examples, start_step=global_step))
-
-    for epoch in range(first_epoch, epochs):
-        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
-        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
-        while global_step < epoch_end and not run.preempted:
-            num_steps = steps_in_call(global_step, epoch_end)
-            train_loop(train_iterator, tf.constant(num_steps))
-            global_step += num_steps
-            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
-                logs = results(train_values)
-                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
-                run.log("train", global_step, epoch, logs)
-                run.stop_if_diverged()
-        if run.preempted:
-            break
-
-        if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
-            for metric in validation_values:
-                metric.reset_state()
-            validation_pass(validation_iterator, tf.constant(validation_steps))
-            validation_logs = results(validation_values)
-            run.log("validation", global_step, epoch, validation_logs)
-        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
-            run.save(global_step)
-    run.finish(global_step)
-
-    # --- Export -----------------------------------------------------------------------
-    export(model, os.path.join(args.output_dir, "export"), train_examples)
 
 
 # --- The run directory ------------------------------------------------------------------

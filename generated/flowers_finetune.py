@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 19ae95d9fa0ff21e, script sha256 e2edf31b949106ce).
+(spec sha256 19ae95d9fa0ff21e, script sha256 8a64ddde4dfbe762).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -438,149 +438,6 @@ def steps_in_call(global_step, epoch_end, unfreeze_step):
     )
 
 
-def export(model, directory):
-    """The trained network, written whole into `directory`:
-
-    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
-      highest numbered directory under saved_model/; a new export replaces this one). Its
-      serving_default signature takes raw examples and prepares them as the training
-      examples were (serving_function).
-    - network/: the bare network (model.export), for inputs already prepared as
-      prepare_inputs() does.
-
-    Both SavedModels load without this script's classes."""
-    with written_whole(directory) as partial:
-        served = keras.export.ExportArchive()
-        served.track(model)
-        served.add_endpoint("serving_default", serving_function(model))
-        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
-        model.export(os.path.join(partial, "network"), verbose=False)
-
-
-def serving_function(model):
-    """The exported model's serving_default: a batch of records' features, one input per
-    feature the model reads (not the label), as the records hold them: an image as its encoded
-    bytes (tf.string: PNG, JPEG, BMP or GIF). record_inputs() decodes and resizes images as in
-    training, prepare_inputs() prepares them, then the network answers.
-    Named outputs: "scores", the network's output; "probabilities" and
-    "class_ids"."""
-    signature = {
-        "image": tf.TensorSpec((None,), tf.string, name="image"),
-    }
-
-    @tf.function(input_signature=[signature])
-    def serve(features):
-        scores = model(prepare_inputs(record_inputs(features)), training=False)
-        probabilities = tf.nn.softmax(scores)
-        class_ids = tf.argmax(scores, axis=-1)
-        return {
-            "scores": scores,
-            "probabilities": probabilities,
-            "class_ids": class_ids,
-        }
-
-    return serve
-
-
-def input_files(paths):
-    """predict: the files named, and the files in the directories named (sorted by path; not
-    hidden files, such as .DS_Store)."""
-    files = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = [
-                os.path.join(root, name)
-                for root, _, names in os.walk(path)
-                for name in names
-                if not name.startswith(".")
-            ]
-            files += sorted(found)
-        elif os.path.isfile(path):
-            files.append(path)
-        else:
-            raise SystemExit(f"predict: {path}: no such file or directory")
-    if not files:
-        raise SystemExit(f"predict: no files in {', '.join(paths)}")
-    return files
-
-
-def read_inputs(paths):
-    """predict: (names, features), from TFRecord files of tf.train.Example
-    records: the features the model reads, as the records hold them (<path>[<i>] names a
-    record). Every file is read and checked before any is predicted."""
-    wanted = {
-        "image": tf.io.FixedLenFeature((), tf.string),
-    }
-    names, parts = [], []
-    for path in input_files(paths):
-        try:
-            records = [record.numpy() for record in tf.data.TFRecordDataset(path)]
-            if records:  # an empty file has none to predict
-                parts.append(tf.io.parse_example(records, wanted))
-        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
-            raise SystemExit(
-                f"predict: {path} is not a TFRecord file of records with the features "
-                f"{list(wanted)}: {error.message.split(' [Op')[0]}"
-            ) from None
-        names += [f"{path}[{i}]" for i in range(len(records))]
-    if not parts:  # empty files alone
-        return [], {}
-    return names, {
-        name: tf.concat([part[name] for part in parts], 0) for name in wanted
-    }
-
-
-def predict(serve, args):
-    """predict: the served model's outputs for each input, a JSON line each in input order
-    ("input": its name, then the outputs), written whole to --predictions."""
-    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
-    if os.path.isdir(destination) or not os.path.isdir(
-        os.path.dirname(destination) or "."
-    ):
-        raise SystemExit(
-            f"--predictions {destination}: not a file in an existing directory"
-        )
-    all_names, all_inputs = read_inputs(args.inputs)
-    lines = []
-    for start in range(0, len(all_names), BATCH_SIZE):
-        batch = slice(start, start + BATCH_SIZE)
-        names = all_names[batch]
-        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
-        try:
-            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
-        except tf.errors.InvalidArgumentError:
-            # An input the model to serve cannot read (a damaged image): named, one by one.
-            for i, name in enumerate(names):
-                try:
-                    serve(
-                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
-                    )
-                except tf.errors.InvalidArgumentError as error:
-                    problem = error.message.split("[[")[0].strip()
-                    raise SystemExit(f"predict: {name}: {problem}") from None
-            raise
-        for i, name in enumerate(names):
-            record = {"input": name}
-            for key, values in outputs.items():
-                value = values[i]
-                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
-                record[key] = (
-                    value.decode() if isinstance(value, bytes) else value.tolist()
-                )
-            lines.append(json.dumps(record) + "\n")
-    # Another predict may write the same file: each writes its own partial file.
-    partial = f"{destination}.{os.getpid()}.partial"
-    try:
-        with open(partial, "w") as f:
-            f.writelines(lines)
-        os.replace(partial, destination)
-    except BaseException:  # a full disk: no half file left behind
-        if os.path.exists(partial):
-            os.remove(partial)
-        raise
-    print(f"{len(lines)} predictions written to {destination}")
-
-
 def train(args, run):
     """The run, from the seeds to the export; main() records how it ends."""
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
@@ -726,6 +583,149 @@ def train(args, run):
 
     # --- Export -----------------------------------------------------------------------
     export(model, os.path.join(args.output_dir, "export"))
+
+
+def export(model, directory):
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs already prepared as
+      prepare_inputs() does.
+
+    Both SavedModels load without this script's classes."""
+    with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model):
+    """The exported model's serving_default: a batch of records' features, one input per
+    feature the model reads (not the label), as the records hold them: an image as its encoded
+    bytes (tf.string: PNG, JPEG, BMP or GIF). record_inputs() decodes and resizes images as in
+    training, prepare_inputs() prepares them, then the network answers.
+    Named outputs: "scores", the network's output; "probabilities" and
+    "class_ids"."""
+    signature = {
+        "image": tf.TensorSpec((None,), tf.string, name="image"),
+    }
+
+    @tf.function(input_signature=[signature])
+    def serve(features):
+        scores = model(prepare_inputs(record_inputs(features)), training=False)
+        probabilities = tf.nn.softmax(scores)
+        class_ids = tf.argmax(scores, axis=-1)
+        return {
+            "scores": scores,
+            "probabilities": probabilities,
+            "class_ids": class_ids,
+        }
+
+    return serve
+
+
+def input_files(paths):
+    """predict: the files named, and the files in the directories named (sorted by path; not
+    hidden files, such as .DS_Store)."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [
+                os.path.join(root, name)
+                for root, _, names in os.walk(path)
+                for name in names
+                if not name.startswith(".")
+            ]
+            files += sorted(found)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise SystemExit(f"predict: {path}: no such file or directory")
+    if not files:
+        raise SystemExit(f"predict: no files in {', '.join(paths)}")
+    return files
+
+
+def read_inputs(paths):
+    """predict: (names, features), from TFRecord files of tf.train.Example
+    records: the features the model reads, as the records hold them (<path>[<i>] names a
+    record). Every file is read and checked before any is predicted."""
+    wanted = {
+        "image": tf.io.FixedLenFeature((), tf.string),
+    }
+    names, parts = [], []
+    for path in input_files(paths):
+        try:
+            records = [record.numpy() for record in tf.data.TFRecordDataset(path)]
+            if records:  # an empty file has none to predict
+                parts.append(tf.io.parse_example(records, wanted))
+        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
+            raise SystemExit(
+                f"predict: {path} is not a TFRecord file of records with the features "
+                f"{list(wanted)}: {error.message.split(' [Op')[0]}"
+            ) from None
+        names += [f"{path}[{i}]" for i in range(len(records))]
+    if not parts:  # empty files alone
+        return [], {}
+    return names, {
+        name: tf.concat([part[name] for part in parts], 0) for name in wanted
+    }
+
+
+def predict(serve, args):
+    """predict: the served model's outputs for each input, a JSON line each in input order
+    ("input": its name, then the outputs), written whole to --predictions."""
+    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    if os.path.isdir(destination) or not os.path.isdir(
+        os.path.dirname(destination) or "."
+    ):
+        raise SystemExit(
+            f"--predictions {destination}: not a file in an existing directory"
+        )
+    all_names, all_inputs = read_inputs(args.inputs)
+    lines = []
+    for start in range(0, len(all_names), BATCH_SIZE):
+        batch = slice(start, start + BATCH_SIZE)
+        names = all_names[batch]
+        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
+        try:
+            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        except tf.errors.InvalidArgumentError:
+            # An input the model to serve cannot read (a damaged image): named, one by one.
+            for i, name in enumerate(names):
+                try:
+                    serve(
+                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
+                    )
+                except tf.errors.InvalidArgumentError as error:
+                    problem = error.message.split("[[")[0].strip()
+                    raise SystemExit(f"predict: {name}: {problem}") from None
+            raise
+        for i, name in enumerate(names):
+            record = {"input": name}
+            for key, values in outputs.items():
+                value = values[i]
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
+                record[key] = (
+                    value.decode() if isinstance(value, bytes) else value.tolist()
+                )
+            lines.append(json.dumps(record) + "\n")
+    # Another predict may write the same file: each writes its own partial file.
+    partial = f"{destination}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.writelines(lines)
+        os.replace(partial, destination)
+    except BaseException:  # a full disk: no half file left behind
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+    print(f"{len(lines)} predictions written to {destination}")
 
 
 # --- The run directory ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 8e0bc193c0f6cd38, script sha256 3bf0925b21bed491).
+(spec sha256 8e0bc193c0f6cd38, script sha256 9556bf3c0de50feb).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -255,13 +255,6 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(generator, directory):
-    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
-    out. A SavedModel, which loads without this script's classes."""
-    with written_whole(directory) as partial:
-        generator.export(os.path.join(partial, "generator"), verbose=False)
-
-
 def train(args, run):
     """The run, from the seeds to the export; main() records how it ends."""
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
@@ -416,6 +409,13 @@ def train(args, run):
 
     # --- Export -----------------------------------------------------------------------
     export(generator, os.path.join(args.output_dir, "export"))
+
+
+def export(generator, directory):
+    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
+    out. A SavedModel, which loads without this script's classes."""
+    with written_whole(directory) as partial:
+        generator.export(os.path.join(partial, "generator"), verbose=False)
 
 
 # --- The run directory ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 f92129b954f93234, script sha256 7e59c80d91af9618).
+(spec sha256 f92129b954f93234, script sha256 24be005e51f897b1).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -267,13 +267,6 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(generator, directory):
-    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
-    out. A SavedModel, which loads without this script's classes."""
-    with written_whole(directory) as partial:
-        generator.export(os.path.join(partial, "generator"), verbose=False)
-
-
 def train(args, run):
     """The run, from the seeds to the export; main() records how it ends."""
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
@@ -434,6 +427,13 @@ def train(args, run):
 
     # --- Export -----------------------------------------------------------------------
     export(generator, os.path.join(args.output_dir, "export"))
+
+
+def export(generator, directory):
+    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
+    out. A SavedModel, which loads without this script's classes."""
+    with written_whole(directory) as partial:
+        generator.export(os.path.join(partial, "generator"), verbose=False)
 
 
 # --- The run directory ------------------------------------------------------------------

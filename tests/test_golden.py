@@ -133,6 +133,28 @@ LOSS_MARKERS = (" loss_fn = ", " loss_fns = ", " cross_entropy = ", " discrimina
 
 
 LOSS_MARKERS = (" loss_fn = ", " loss_fns = ", " cross_entropy = ", " discriminator = build_")
+AFTER_TRAINING = {"export", "serving_function", "tflite", "IMAGE_SIGNATURES", "input_files",
+                  "read_examples", "read_inputs", "predict"}  # fmt: skip
+"""What runs after training (the export, the model to serve) or instead of it (predict): defined
+below train(), before the run directory's machinery."""
+
+
+def _defined(node: ast.stmt) -> str | None:
+    """The name a top-level definition or assignment defines."""
+    if isinstance(node, ast.FunctionDef | ast.ClassDef):
+        return node.name
+    if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
+    return None
+
+
+def _train(source: str) -> ast.FunctionDef:
+    (train,) = [
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef) and node.name == "train"
+    ]
+    return train
 
 
 @pytest.mark.parametrize("golden", sorted(GOLDEN))
@@ -141,7 +163,8 @@ def test_sections_come_in_reading_order(golden):
     distributed = "strategy = " in source
     gan = "def build_generator(" in source
     # What it trains (constants, flags: parsed before TensorFlow is imported), the data, the
-    # model, then train(): the steps and the loop; the run directory's machinery after it.
+    # model, then train(): the steps and the loop. After it what runs after training (the
+    # export, serving, predict), then the run directory's machinery.
     order = [
         "\nimport ",
         "\nSEED = ",
@@ -168,6 +191,9 @@ def test_sections_come_in_reading_order(golden):
         "        run.start_epoch(",
         '                run.log("train", ',
         "    export(",
+        "\ndef export(",
+        *(["\ndef serving_function("] if "\ndef serving_function(" in source else []),
+        *(["\ndef predict("] if "\ndef predict(" in source else []),
         "\n# --- The run directory",
         "\nclass RunDirectory:",
         "keras.utils.Progbar(",
@@ -182,6 +208,12 @@ def test_sections_come_in_reading_order(golden):
     assert positions == sorted(positions), list(zip(order, positions, strict=False))
     classes = [m.start() for m in re.finditer(r"\nclass \w+\(layers\.Layer\)", source)]
     assert all(c < source.index("\ndef build_model(") for c in classes)
+    # None of what runs after training is above train(), where it would lengthen the reading path.
+    names = [_defined(node) for node in ast.parse(source).body]
+    after = [i for i, name in enumerate(names) if name in AFTER_TRAINING]
+    assert after, golden
+    assert names.index("train") < min(after), [names[i] for i in after]
+    assert max(after) < names.index("RENDERED_FROM"), [names[i] for i in after]
 
 
 def test_spec_change_changes_hash():
@@ -235,12 +267,36 @@ in one sitting (helpers, monitors and the run directory live beside it)."""
 @pytest.mark.parametrize("golden", [g for g in sorted(GOLDEN) if "/" not in g])
 def test_train_reads_in_one_sitting(golden):
     source = (GENERATED / f"{golden}.py").read_text()
-    (train,) = [
-        node
-        for node in ast.parse(source).body
-        if isinstance(node, ast.FunctionDef) and node.name == "train"
-    ]
+    train = _train(source)
     lines = train.end_lineno - train.lineno + 1
     # A strategy's script (pets_unet's own spec asks for one) adds its replica steps.
     limit = TRAIN_LINES + (15 if "strategy = " in source else 0)
     assert lines <= limit, f"{golden}: train() is {lines} lines, at most {limit}"
+
+
+SINGLE_DEVICE = sorted(
+    golden
+    for golden in GOLDEN
+    if golden.startswith("single_device/")
+    or ("/" not in golden and f"single_device/{golden}" not in GOLDEN)
+)
+"""The single-device golden of each example: the spec as written, or its single_device/ twin
+where the spec asks for a strategy (pets_unet)."""
+READING_PATH_LINES = 600
+"""At most this many lines in the reading path of a single-device script: from its top to the
+end of train() (flags, data, model, steps, loop), what a reader reads to know how it trains.
+The longest are flowers_finetune's (585 lines: TFRecord files read and parsed, a backbone to
+unfreeze) and houses_tabular's (583: CSV files read and parsed, a validation pass)."""
+MNIST_MLP_READING_PATH = 400
+"""The plainest example's reading path (334 lines when this was written)."""
+
+
+def test_reading_path_ends_with_train():
+    lengths = {
+        golden: _train((GENERATED / f"{golden}.py").read_text()).end_lineno
+        for golden in SINGLE_DEVICE
+    }
+    assert len(lengths) == len(NAMES), sorted(lengths)
+    assert lengths["mnist_mlp"] <= MNIST_MLP_READING_PATH, lengths["mnist_mlp"]
+    too_long = {golden: n for golden, n in lengths.items() if n > READING_PATH_LINES}
+    assert not too_long, f"reading paths of more than {READING_PATH_LINES} lines: {too_long}"

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 8da611d4ccc5fbd9, script sha256 68c10f63b43cd365).
+(spec sha256 8da611d4ccc5fbd9, script sha256 dc134a2d649b7536).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -489,167 +489,6 @@ def steps_in_call(global_step, epoch_end, smaller_last_batch):
     )
 
 
-def export(model, directory):
-    """The trained network, written whole into `directory`:
-
-    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
-      highest numbered directory under saved_model/; a new export replaces this one). Its
-      serving_default signature takes raw examples and prepares them as the training
-      examples were (serving_function).
-    - network/: the bare network (model.export), for inputs already prepared as
-      prepare_inputs() does.
-
-    Both SavedModels load without this script's classes."""
-    with written_whole(directory) as partial:
-        served = keras.export.ExportArchive()
-        served.track(model)
-        served.add_endpoint("serving_default", serving_function(model))
-        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
-        model.export(os.path.join(partial, "network"), verbose=False)
-
-
-def serving_function(model):
-    """The exported model's serving_default: a batch of CSV rows as columns, one input per
-    column the model's inputs are made of (not the label), each of shape (None,) and of its
-    type in COLUMN_DTYPES. csv_inputs() makes the model's inputs of them as in training,
-    prepare_inputs() prepares them, then the network answers.
-    Named outputs: "scores", the network's output."""
-    dtypes = dict(zip(COLUMNS, COLUMN_DTYPES))
-    signature = {
-        column: tf.TensorSpec((None,), dtypes[column], name=column)
-        for column in ["area", "rooms", "age", "city"]
-    }
-
-    @tf.function(input_signature=[signature])
-    def serve(columns):
-        scores = model(prepare_inputs(csv_inputs(columns)), training=False)
-        return {"scores": scores}
-
-    return serve
-
-
-def input_files(paths):
-    """predict: the files named, and the files in the directories named (sorted by path; not
-    hidden files, such as .DS_Store)."""
-    files = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = [
-                os.path.join(root, name)
-                for root, _, names in os.walk(path)
-                for name in names
-                if not name.startswith(".")
-            ]
-            files += sorted(found)
-        elif os.path.isfile(path):
-            files.append(path)
-        else:
-            raise SystemExit(f"predict: {path}: no such file or directory")
-    if not files:
-        raise SystemExit(f"predict: no files in {', '.join(paths)}")
-    return files
-
-
-def read_inputs(paths):
-    """predict: (names, columns), from CSV files with a header: the columns the
-    model reads, parsed as in training (<path>:<line> names a row). Every file is read and
-    checked before any is predicted."""
-    wanted = ["area", "rooms", "age", "city"]
-    dtypes = dict(zip(COLUMNS, COLUMN_DTYPES))
-    names, parts = [], []
-    for path in input_files(paths):
-        try:
-            # Lines end at "\n" alone (a "\r" before it is dropped), as in training.
-            with open(path, encoding="utf-8", newline="") as f:
-                header, *rows = [
-                    line.removesuffix("\r") for line in f.read().split("\n")
-                ]
-        except UnicodeDecodeError:
-            raise SystemExit(f"predict: {path} is not UTF-8 text") from None
-        header = header.split(DELIMITER)
-        missing = [column for column in wanted if column not in header]
-        if missing:
-            raise SystemExit(
-                f"predict: {path}: no column {missing[0]!r}, which the model reads; its "
-                f"columns are {header}"
-            )
-        lines = [(number, row) for number, row in enumerate(rows, start=2) if row]
-        # decode_csv takes the selected columns in the file's order.
-        order = sorted(wanted, key=header.index)
-        try:
-            values = tf.io.decode_csv(
-                [row for _, row in lines],
-                record_defaults=[tf.constant([], dtypes[column]) for column in order],
-                field_delim=DELIMITER,
-                select_cols=[header.index(column) for column in order],
-            )
-        except tf.errors.InvalidArgumentError as error:
-            # "Field 1 in record 0 is not a valid float: x", "Field 1 is required but missing
-            # in record 0!", "Expect 4 fields but have 2 in record 0"
-            problem = str(error).split(" [Op")[0].split("}} ")[-1]
-            record = re.search(r"record (\d+)", problem)
-            field = re.search(r"Field (\d+)", problem)
-            where = f"{path}:{lines[int(record[1])][0]}" if record else path
-            column = f" column {order[int(field[1])]!r}:" if field else ""
-            raise SystemExit(f"predict: {where}:{column} {problem}") from None
-        names += [f"{path}:{number}" for number, _ in lines]
-        parts.append(dict(zip(order, values)))
-    return names, {
-        name: tf.concat([part[name] for part in parts], 0) for name in wanted
-    }
-
-
-def predict(serve, args):
-    """predict: the served model's outputs for each input, a JSON line each in input order
-    ("input": its name, then the outputs), written whole to --predictions."""
-    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
-    if os.path.isdir(destination) or not os.path.isdir(
-        os.path.dirname(destination) or "."
-    ):
-        raise SystemExit(
-            f"--predictions {destination}: not a file in an existing directory"
-        )
-    all_names, all_inputs = read_inputs(args.inputs)
-    lines = []
-    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
-        batch = slice(start, start + GLOBAL_BATCH_SIZE)
-        names = all_names[batch]
-        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
-        try:
-            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
-        except tf.errors.InvalidArgumentError:
-            # An input the model to serve cannot read (a damaged image): named, one by one.
-            for i, name in enumerate(names):
-                try:
-                    serve(
-                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
-                    )
-                except tf.errors.InvalidArgumentError as error:
-                    problem = error.message.split("[[")[0].strip()
-                    raise SystemExit(f"predict: {name}: {problem}") from None
-            raise
-        for i, name in enumerate(names):
-            record = {"input": name}
-            for key, values in outputs.items():
-                value = values[i]
-                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
-                record[key] = (
-                    value.decode() if isinstance(value, bytes) else value.tolist()
-                )
-            lines.append(json.dumps(record) + "\n")
-    # Another predict may write the same file: each writes its own partial file.
-    partial = f"{destination}.{os.getpid()}.partial"
-    try:
-        with open(partial, "w") as f:
-            f.writelines(lines)
-        os.replace(partial, destination)
-    except BaseException:  # a full disk: no half file left behind
-        if os.path.exists(partial):
-            os.remove(partial)
-        raise
-    print(f"{len(lines)} predictions written to {destination}")
-
-
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -831,6 +670,167 @@ def train(args, run):
 
     # --- Export -----------------------------------------------------------------------
     export(model, os.path.join(args.output_dir, "export"))
+
+
+def export(model, directory):
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs already prepared as
+      prepare_inputs() does.
+
+    Both SavedModels load without this script's classes."""
+    with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model):
+    """The exported model's serving_default: a batch of CSV rows as columns, one input per
+    column the model's inputs are made of (not the label), each of shape (None,) and of its
+    type in COLUMN_DTYPES. csv_inputs() makes the model's inputs of them as in training,
+    prepare_inputs() prepares them, then the network answers.
+    Named outputs: "scores", the network's output."""
+    dtypes = dict(zip(COLUMNS, COLUMN_DTYPES))
+    signature = {
+        column: tf.TensorSpec((None,), dtypes[column], name=column)
+        for column in ["area", "rooms", "age", "city"]
+    }
+
+    @tf.function(input_signature=[signature])
+    def serve(columns):
+        scores = model(prepare_inputs(csv_inputs(columns)), training=False)
+        return {"scores": scores}
+
+    return serve
+
+
+def input_files(paths):
+    """predict: the files named, and the files in the directories named (sorted by path; not
+    hidden files, such as .DS_Store)."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [
+                os.path.join(root, name)
+                for root, _, names in os.walk(path)
+                for name in names
+                if not name.startswith(".")
+            ]
+            files += sorted(found)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise SystemExit(f"predict: {path}: no such file or directory")
+    if not files:
+        raise SystemExit(f"predict: no files in {', '.join(paths)}")
+    return files
+
+
+def read_inputs(paths):
+    """predict: (names, columns), from CSV files with a header: the columns the
+    model reads, parsed as in training (<path>:<line> names a row). Every file is read and
+    checked before any is predicted."""
+    wanted = ["area", "rooms", "age", "city"]
+    dtypes = dict(zip(COLUMNS, COLUMN_DTYPES))
+    names, parts = [], []
+    for path in input_files(paths):
+        try:
+            # Lines end at "\n" alone (a "\r" before it is dropped), as in training.
+            with open(path, encoding="utf-8", newline="") as f:
+                header, *rows = [
+                    line.removesuffix("\r") for line in f.read().split("\n")
+                ]
+        except UnicodeDecodeError:
+            raise SystemExit(f"predict: {path} is not UTF-8 text") from None
+        header = header.split(DELIMITER)
+        missing = [column for column in wanted if column not in header]
+        if missing:
+            raise SystemExit(
+                f"predict: {path}: no column {missing[0]!r}, which the model reads; its "
+                f"columns are {header}"
+            )
+        lines = [(number, row) for number, row in enumerate(rows, start=2) if row]
+        # decode_csv takes the selected columns in the file's order.
+        order = sorted(wanted, key=header.index)
+        try:
+            values = tf.io.decode_csv(
+                [row for _, row in lines],
+                record_defaults=[tf.constant([], dtypes[column]) for column in order],
+                field_delim=DELIMITER,
+                select_cols=[header.index(column) for column in order],
+            )
+        except tf.errors.InvalidArgumentError as error:
+            # "Field 1 in record 0 is not a valid float: x", "Field 1 is required but missing
+            # in record 0!", "Expect 4 fields but have 2 in record 0"
+            problem = str(error).split(" [Op")[0].split("}} ")[-1]
+            record = re.search(r"record (\d+)", problem)
+            field = re.search(r"Field (\d+)", problem)
+            where = f"{path}:{lines[int(record[1])][0]}" if record else path
+            column = f" column {order[int(field[1])]!r}:" if field else ""
+            raise SystemExit(f"predict: {where}:{column} {problem}") from None
+        names += [f"{path}:{number}" for number, _ in lines]
+        parts.append(dict(zip(order, values)))
+    return names, {
+        name: tf.concat([part[name] for part in parts], 0) for name in wanted
+    }
+
+
+def predict(serve, args):
+    """predict: the served model's outputs for each input, a JSON line each in input order
+    ("input": its name, then the outputs), written whole to --predictions."""
+    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    if os.path.isdir(destination) or not os.path.isdir(
+        os.path.dirname(destination) or "."
+    ):
+        raise SystemExit(
+            f"--predictions {destination}: not a file in an existing directory"
+        )
+    all_names, all_inputs = read_inputs(args.inputs)
+    lines = []
+    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        names = all_names[batch]
+        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
+        try:
+            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        except tf.errors.InvalidArgumentError:
+            # An input the model to serve cannot read (a damaged image): named, one by one.
+            for i, name in enumerate(names):
+                try:
+                    serve(
+                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
+                    )
+                except tf.errors.InvalidArgumentError as error:
+                    problem = error.message.split("[[")[0].strip()
+                    raise SystemExit(f"predict: {name}: {problem}") from None
+            raise
+        for i, name in enumerate(names):
+            record = {"input": name}
+            for key, values in outputs.items():
+                value = values[i]
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
+                record[key] = (
+                    value.decode() if isinstance(value, bytes) else value.tolist()
+                )
+            lines.append(json.dumps(record) + "\n")
+    # Another predict may write the same file: each writes its own partial file.
+    partial = f"{destination}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.writelines(lines)
+        os.replace(partial, destination)
+    except BaseException:  # a full disk: no half file left behind
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+    print(f"{len(lines)} predictions written to {destination}")
 
 
 # --- The run directory ------------------------------------------------------------------

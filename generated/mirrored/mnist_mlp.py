@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 2e9f78336e54c34d, script sha256 9bf7678ada72b99c).
+(spec sha256 2e9f78336e54c34d, script sha256 f5166eb657062c19).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -266,6 +266,151 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
+def train(args, run):
+    """The run, from the strategy to the export; main() records how it ends."""
+    # --- Strategy -----------------------------------------------------------------------
+    # A replica of the model on each device; every step, each replica takes its slice of the
+    # global batch and the gradients are summed across replicas.
+    # No device list: every GPU, or the CPU when there is none.
+    strategy = tf.distribute.MirroredStrategy()
+    print(f"{strategy.num_replicas_in_sync} replica(s) on this machine")
+
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
+    # and dropout masks on every run.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    run.lock()  # one run at a time in the output directory
+
+    # --- Data -------------------------------------------------------------------------
+    train_examples = load_examples()
+    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
+    steps_per_epoch = math.ceil(num_examples(train_examples) / GLOBAL_BATCH_SIZE)
+
+    # --- Model, loss, optimizer, metrics ----------------------------------------------
+    # Everything that owns variables is created under the strategy's scope: its variables
+    # are then mirrored on every replica and kept in sync.
+    with strategy.scope():
+        model = build_model()
+        model.summary()
+        # One loss per example (see per_example). The replica step sums them and divides by
+        # the global batch size; a mean per replica would be num_replicas times off.
+        loss_fn = per_example(
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+        )
+        optimizer = keras.optimizers.SGD(learning_rate=0.001)
+        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
+        optimizer.build(model.trainable_variables)
+        # Metrics are summed over replicas when read.
+        train_loss = keras.metrics.Mean(name="loss")
+        train_metrics = [
+            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+        ]
+        train_values = [train_loss, *train_metrics]
+        # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
+        nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    # --- Train and eval steps ---------------------------------------------------------
+    def replica_train_step(images, labels):
+        """One replica's part of a train step, on its slice of the global batch."""
+        # The size of this global batch: the last batch of an epoch is smaller than
+        # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
+        batch_size = tf.shape(images)[0]
+        global_batch_size = tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, batch_size
+        )
+        with tf.GradientTape() as tape:
+            predictions = model(images, training=True)
+            # Divided by the global batch size, not this replica's: apply_gradients sums the
+            # replicas' gradients, and the sum is then the gradient of the global batch's mean.
+            loss = tf.nn.compute_average_loss(
+                loss_fn(labels, predictions), global_batch_size=global_batch_size
+            )
+        gradients = tape.gradient(loss, model.trainable_variables)
+        # Sums the gradients over all replicas, then applies the same update on each.
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        # Metrics accumulate on each replica; reading them sums over replicas.
+        for metric in train_metrics:
+            metric.update_state(labels, predictions)
+        return loss, batch_size
+
+    @tf.function
+    def train_step(images, labels):
+        """One train step on every replica."""
+        replica_losses, batch_sizes = strategy.run(
+            replica_train_step, args=(images, labels)
+        )
+        # Each replica's loss is its share of the global batch's mean: their sum is the mean.
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
+        batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
+        train_loss.update_state(loss, sample_weight=batch_size)
+        step.assign_add(1)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(loss):
+            nonfinite_step.assign(step)
+
+    train_loop = make_train_loop(train_step)
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        # Slots and optimizer.iterations, which drives the learning-rate schedule.
+        optimizer=optimizer,
+        # The step also fixes the position in the data: see training_batches().
+        step=step,
+    )
+    # Checkpoints do not depend on the strategy: they may come from any variant.
+    run.restore(checkpoint, model=model)
+    if args.command == "predict":  # the model to serve, of the restored weights
+        return predict(serving_function(model, train_examples), args, train_examples)
+    run.start(step, nonfinite_step, strategy)
+
+    # --- Training loop ----------------------------------------------------------------
+    total_steps = args.epochs * steps_per_epoch
+    if args.max_steps is not None:
+        total_steps = min(total_steps, args.max_steps)
+    epochs = math.ceil(total_steps / steps_per_epoch)
+    # A Python copy of the step: reading the variable would wait for the device each time.
+    global_step = int(step.numpy())
+    first_epoch = global_step // steps_per_epoch
+    if global_step >= total_steps:
+        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+        first_epoch = epochs
+    # One iterator for the whole run, from the current step on. Each input pipeline (one per
+    # worker) reads only the slices of each global batch that its replicas train on.
+    train_iterator = iter(
+        strategy.distribute_datasets_from_function(
+            lambda context: training_batches(
+                train_examples, start_step=global_step, context=context
+            )
+        )
+    )
+
+    for epoch in range(first_epoch, epochs):
+        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
+        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
+        while global_step < epoch_end and not run.preempted:
+            num_steps = steps_in_call(global_step, epoch_end)
+            train_loop(train_iterator, tf.constant(num_steps))
+            global_step += num_steps
+            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
+                logs = results(train_values)
+                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+                run.log("train", global_step, epoch, logs)
+                run.stop_if_diverged()
+        if run.preempted:
+            break
+        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
+            run.save(global_step)
+    run.finish(global_step)
+
+    # --- Export -----------------------------------------------------------------------
+    export(model, os.path.join(args.output_dir, "export"), train_examples)
+
+
 def export(model, directory, examples):
     """The trained network, written whole into `directory`:
 
@@ -446,151 +591,6 @@ def predict(serve, args, examples):
             os.remove(partial)
         raise
     print(f"{len(lines)} predictions written to {destination}")
-
-
-def train(args, run):
-    """The run, from the strategy to the export; main() records how it ends."""
-    # --- Strategy -----------------------------------------------------------------------
-    # A replica of the model on each device; every step, each replica takes its slice of the
-    # global batch and the gradients are summed across replicas.
-    # No device list: every GPU, or the CPU when there is none.
-    strategy = tf.distribute.MirroredStrategy()
-    print(f"{strategy.num_replicas_in_sync} replica(s) on this machine")
-
-    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
-    # and dropout masks on every run.
-    keras.utils.set_random_seed(SEED)
-    if args.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    run.lock()  # one run at a time in the output directory
-
-    # --- Data -------------------------------------------------------------------------
-    train_examples = load_examples()
-    # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
-    steps_per_epoch = math.ceil(num_examples(train_examples) / GLOBAL_BATCH_SIZE)
-
-    # --- Model, loss, optimizer, metrics ----------------------------------------------
-    # Everything that owns variables is created under the strategy's scope: its variables
-    # are then mirrored on every replica and kept in sync.
-    with strategy.scope():
-        model = build_model()
-        model.summary()
-        # One loss per example (see per_example). The replica step sums them and divides by
-        # the global batch size; a mean per replica would be num_replicas times off.
-        loss_fn = per_example(
-            keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
-        )
-        optimizer = keras.optimizers.SGD(learning_rate=0.001)
-        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
-        optimizer.build(model.trainable_variables)
-        # Metrics are summed over replicas when read.
-        train_loss = keras.metrics.Mean(name="loss")
-        train_metrics = [
-            keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
-        ]
-        train_values = [train_loss, *train_metrics]
-        # Counts train steps: checkpointed, it fixes the epoch, data position and cadences.
-        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-        # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
-        nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
-
-    # --- Train and eval steps ---------------------------------------------------------
-    def replica_train_step(images, labels):
-        """One replica's part of a train step, on its slice of the global batch."""
-        # The size of this global batch: the last batch of an epoch is smaller than
-        # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
-        batch_size = tf.shape(images)[0]
-        global_batch_size = tf.distribute.get_replica_context().all_reduce(
-            tf.distribute.ReduceOp.SUM, batch_size
-        )
-        with tf.GradientTape() as tape:
-            predictions = model(images, training=True)
-            # Divided by the global batch size, not this replica's: apply_gradients sums the
-            # replicas' gradients, and the sum is then the gradient of the global batch's mean.
-            loss = tf.nn.compute_average_loss(
-                loss_fn(labels, predictions), global_batch_size=global_batch_size
-            )
-        gradients = tape.gradient(loss, model.trainable_variables)
-        # Sums the gradients over all replicas, then applies the same update on each.
-        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-        # Metrics accumulate on each replica; reading them sums over replicas.
-        for metric in train_metrics:
-            metric.update_state(labels, predictions)
-        return loss, batch_size
-
-    @tf.function
-    def train_step(images, labels):
-        """One train step on every replica."""
-        replica_losses, batch_sizes = strategy.run(
-            replica_train_step, args=(images, labels)
-        )
-        # Each replica's loss is its share of the global batch's mean: their sum is the mean.
-        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, replica_losses, axis=None)
-        batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
-        train_loss.update_state(loss, sample_weight=batch_size)
-        step.assign_add(1)
-        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
-        # loop stops before a checkpoint saves them.
-        if nonfinite_step < 0 and not tf.math.is_finite(loss):
-            nonfinite_step.assign(step)
-
-    train_loop = make_train_loop(train_step)
-
-    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
-    checkpoint = tf.train.Checkpoint(
-        model=model,
-        # Slots and optimizer.iterations, which drives the learning-rate schedule.
-        optimizer=optimizer,
-        # The step also fixes the position in the data: see training_batches().
-        step=step,
-    )
-    # Checkpoints do not depend on the strategy: they may come from any variant.
-    run.restore(checkpoint, model=model)
-    if args.command == "predict":  # the model to serve, of the restored weights
-        return predict(serving_function(model, train_examples), args, train_examples)
-    run.start(step, nonfinite_step, strategy)
-
-    # --- Training loop ----------------------------------------------------------------
-    total_steps = args.epochs * steps_per_epoch
-    if args.max_steps is not None:
-        total_steps = min(total_steps, args.max_steps)
-    epochs = math.ceil(total_steps / steps_per_epoch)
-    # A Python copy of the step: reading the variable would wait for the device each time.
-    global_step = int(step.numpy())
-    first_epoch = global_step // steps_per_epoch
-    if global_step >= total_steps:
-        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
-        first_epoch = epochs
-    # One iterator for the whole run, from the current step on. Each input pipeline (one per
-    # worker) reads only the slices of each global batch that its replicas train on.
-    train_iterator = iter(
-        strategy.distribute_datasets_from_function(
-            lambda context: training_batches(
-                train_examples, start_step=global_step, context=context
-            )
-        )
-    )
-
-    for epoch in range(first_epoch, epochs):
-        epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
-        run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
-        while global_step < epoch_end and not run.preempted:
-            num_steps = steps_in_call(global_step, epoch_end)
-            train_loop(train_iterator, tf.constant(num_steps))
-            global_step += num_steps
-            if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
-                logs = results(train_values)
-                logs["learning_rate"] = float(optimizer.learning_rate.numpy())
-                run.log("train", global_step, epoch, logs)
-                run.stop_if_diverged()
-        if run.preempted:
-            break
-        if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
-            run.save(global_step)
-    run.finish(global_step)
-
-    # --- Export -----------------------------------------------------------------------
-    export(model, os.path.join(args.output_dir, "export"), train_examples)
 
 
 # --- The run directory ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 6113726d6dd533b5, script sha256 a6c5a8474232382b).
+(spec sha256 6113726d6dd533b5, script sha256 0f5305622a7205c6).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -278,13 +278,6 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(generator, directory):
-    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
-    out. A SavedModel, which loads without this script's classes."""
-    with written_whole(directory) as partial:
-        generator.export(os.path.join(partial, "generator"), verbose=False)
-
-
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -499,6 +492,13 @@ def train(args, run):
 
     # --- Export -----------------------------------------------------------------------
     export(generator, os.path.join(args.output_dir, "export"))
+
+
+def export(generator, directory):
+    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
+    out. A SavedModel, which loads without this script's classes."""
+    with written_whole(directory) as partial:
+        generator.export(os.path.join(partial, "generator"), verbose=False)
 
 
 # --- The run directory ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 806778977d5e11e4, script sha256 e5dbd4aa86414975).
+(spec sha256 806778977d5e11e4, script sha256 20fa516f9a8adede).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -450,155 +450,6 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(model, directory, examples):
-    """The trained network, written whole into `directory`:
-
-    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
-      highest numbered directory under saved_model/; a new export replaces this one). Its
-      serving_default signature takes raw examples and prepares them as the training
-      examples were (serving_function).
-    - network/: the bare network (model.export), for inputs already prepared as
-      prepare_inputs() does.
-
-    Both SavedModels load without this script's classes. `examples`: the training examples, whose
-    dtype and shape the served model takes."""
-    with written_whole(directory) as partial:
-        served = keras.export.ExportArchive()
-        served.track(model)
-        served.add_endpoint("serving_default", serving_function(model, examples))
-        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
-        model.export(os.path.join(partial, "network"), verbose=False)
-
-
-def serving_function(model, examples):
-    """The exported model's serving_default: a batch of raw examples, of the dtype and shape
-    of the training images load_examples() gives (uint8 pixels, say).
-    prepare_inputs() prepares them as it did the training images, then the network
-    answers. Named outputs: "scores", the network's output."""
-    images, _ = examples
-    signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
-
-    @tf.function(input_signature=[signature])
-    def serve(images):
-        scores = model(prepare_inputs(images), training=False)
-        return {"scores": scores}
-
-    return serve
-
-
-def input_files(paths):
-    """predict: the files named, and the files in the directories named (sorted by path; not
-    hidden files, such as .DS_Store)."""
-    files = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = [
-                os.path.join(root, name)
-                for root, _, names in os.walk(path)
-                for name in names
-                if not name.startswith(".")
-            ]
-            files += sorted(found)
-        elif os.path.isfile(path):
-            files.append(path)
-        else:
-            raise SystemExit(f"predict: {path}: no such file or directory")
-    if not files:
-        raise SystemExit(f"predict: no files in {', '.join(paths)}")
-    return files
-
-
-def read_examples(path, like):
-    """predict: the examples in one file, of the training images' (`like`) shape and dtype:
-    an .npy array of them (or of one), an .npz file's array 'x'."""
-    shape = like.shape[1:]
-    try:
-        array = np.load(path)
-    except (OSError, ValueError):  # not NumPy's format (nor pickles, which it refuses)
-        raise SystemExit(f"predict: {path} is not an .npy or .npz file") from None
-    if isinstance(array, np.lib.npyio.NpzFile):
-        if "x" not in array.files:
-            raise SystemExit(
-                f"predict: {path} has no array 'x' (its arrays: {array.files})"
-            )
-        array = array["x"]
-    if array.shape == shape:
-        array = array[None]  # one example
-    kind_ok = np.can_cast(array.dtype, like.dtype, "same_kind")  # no floats for uint8
-    if array.shape[1:] != shape or not kind_ok:
-        raise SystemExit(
-            f"predict: {path} holds {array.dtype} examples of shape {array.shape[1:]}; the "
-            f"model takes {like.dtype} examples of shape {shape}"
-        )
-    return array.astype(like.dtype)
-
-
-def read_inputs(paths, examples):
-    """predict: (names, examples), in the order named (a file of several examples names them
-    <path>[<i>]). Every file is read and checked before any is predicted."""
-    like, _ = examples
-    names, arrays = [], []
-    for path in input_files(paths):
-        array = read_examples(path, like)
-        if len(array) == 1:
-            names.append(path)
-        else:
-            names += [f"{path}[{i}]" for i in range(len(array))]
-        arrays.append(array)
-    return names, np.concatenate(arrays)
-
-
-def predict(serve, args, examples):
-    """predict: the served model's outputs for each input, a JSON line each in input order
-    ("input": its name, then the outputs), written whole to --predictions."""
-    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
-    if os.path.isdir(destination) or not os.path.isdir(
-        os.path.dirname(destination) or "."
-    ):
-        raise SystemExit(
-            f"--predictions {destination}: not a file in an existing directory"
-        )
-    all_names, all_inputs = read_inputs(args.inputs, examples)
-    lines = []
-    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
-        batch = slice(start, start + GLOBAL_BATCH_SIZE)
-        names = all_names[batch]
-        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
-        try:
-            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
-        except tf.errors.InvalidArgumentError:
-            # An input the model to serve cannot read (a damaged image): named, one by one.
-            for i, name in enumerate(names):
-                try:
-                    serve(
-                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
-                    )
-                except tf.errors.InvalidArgumentError as error:
-                    problem = error.message.split("[[")[0].strip()
-                    raise SystemExit(f"predict: {name}: {problem}") from None
-            raise
-        for i, name in enumerate(names):
-            record = {"input": name}
-            for key, values in outputs.items():
-                value = values[i]
-                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
-                record[key] = (
-                    value.decode() if isinstance(value, bytes) else value.tolist()
-                )
-            lines.append(json.dumps(record) + "\n")
-    # Another predict may write the same file: each writes its own partial file.
-    partial = f"{destination}.{os.getpid()}.partial"
-    try:
-        with open(partial, "w") as f:
-            f.writelines(lines)
-        os.replace(partial, destination)
-    except BaseException:  # a full disk: no half file left behind
-        if os.path.exists(partial):
-            os.remove(partial)
-        raise
-    print(f"{len(lines)} predictions written to {destination}")
-
-
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -792,6 +643,155 @@ def train(args, run):
 
     # --- Export -----------------------------------------------------------------------
     export(model, os.path.join(args.output_dir, "export"), train_examples)
+
+
+def export(model, directory, examples):
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs already prepared as
+      prepare_inputs() does.
+
+    Both SavedModels load without this script's classes. `examples`: the training examples, whose
+    dtype and shape the served model takes."""
+    with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model, examples))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model, examples):
+    """The exported model's serving_default: a batch of raw examples, of the dtype and shape
+    of the training images load_examples() gives (uint8 pixels, say).
+    prepare_inputs() prepares them as it did the training images, then the network
+    answers. Named outputs: "scores", the network's output."""
+    images, _ = examples
+    signature = tf.TensorSpec((None, *images.shape[1:]), images.dtype, name="images")
+
+    @tf.function(input_signature=[signature])
+    def serve(images):
+        scores = model(prepare_inputs(images), training=False)
+        return {"scores": scores}
+
+    return serve
+
+
+def input_files(paths):
+    """predict: the files named, and the files in the directories named (sorted by path; not
+    hidden files, such as .DS_Store)."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [
+                os.path.join(root, name)
+                for root, _, names in os.walk(path)
+                for name in names
+                if not name.startswith(".")
+            ]
+            files += sorted(found)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise SystemExit(f"predict: {path}: no such file or directory")
+    if not files:
+        raise SystemExit(f"predict: no files in {', '.join(paths)}")
+    return files
+
+
+def read_examples(path, like):
+    """predict: the examples in one file, of the training images' (`like`) shape and dtype:
+    an .npy array of them (or of one), an .npz file's array 'x'."""
+    shape = like.shape[1:]
+    try:
+        array = np.load(path)
+    except (OSError, ValueError):  # not NumPy's format (nor pickles, which it refuses)
+        raise SystemExit(f"predict: {path} is not an .npy or .npz file") from None
+    if isinstance(array, np.lib.npyio.NpzFile):
+        if "x" not in array.files:
+            raise SystemExit(
+                f"predict: {path} has no array 'x' (its arrays: {array.files})"
+            )
+        array = array["x"]
+    if array.shape == shape:
+        array = array[None]  # one example
+    kind_ok = np.can_cast(array.dtype, like.dtype, "same_kind")  # no floats for uint8
+    if array.shape[1:] != shape or not kind_ok:
+        raise SystemExit(
+            f"predict: {path} holds {array.dtype} examples of shape {array.shape[1:]}; the "
+            f"model takes {like.dtype} examples of shape {shape}"
+        )
+    return array.astype(like.dtype)
+
+
+def read_inputs(paths, examples):
+    """predict: (names, examples), in the order named (a file of several examples names them
+    <path>[<i>]). Every file is read and checked before any is predicted."""
+    like, _ = examples
+    names, arrays = [], []
+    for path in input_files(paths):
+        array = read_examples(path, like)
+        if len(array) == 1:
+            names.append(path)
+        else:
+            names += [f"{path}[{i}]" for i in range(len(array))]
+        arrays.append(array)
+    return names, np.concatenate(arrays)
+
+
+def predict(serve, args, examples):
+    """predict: the served model's outputs for each input, a JSON line each in input order
+    ("input": its name, then the outputs), written whole to --predictions."""
+    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    if os.path.isdir(destination) or not os.path.isdir(
+        os.path.dirname(destination) or "."
+    ):
+        raise SystemExit(
+            f"--predictions {destination}: not a file in an existing directory"
+        )
+    all_names, all_inputs = read_inputs(args.inputs, examples)
+    lines = []
+    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        names = all_names[batch]
+        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
+        try:
+            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        except tf.errors.InvalidArgumentError:
+            # An input the model to serve cannot read (a damaged image): named, one by one.
+            for i, name in enumerate(names):
+                try:
+                    serve(
+                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
+                    )
+                except tf.errors.InvalidArgumentError as error:
+                    problem = error.message.split("[[")[0].strip()
+                    raise SystemExit(f"predict: {name}: {problem}") from None
+            raise
+        for i, name in enumerate(names):
+            record = {"input": name}
+            for key, values in outputs.items():
+                value = values[i]
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
+                record[key] = (
+                    value.decode() if isinstance(value, bytes) else value.tolist()
+                )
+            lines.append(json.dumps(record) + "\n")
+    # Another predict may write the same file: each writes its own partial file.
+    partial = f"{destination}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.writelines(lines)
+        os.replace(partial, destination)
+    except BaseException:  # a full disk: no half file left behind
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+    print(f"{len(lines)} predictions written to {destination}")
 
 
 # --- The run directory ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 d81897fbf345179c, script sha256 4a9b8a142be66cb5).
+(spec sha256 d81897fbf345179c, script sha256 c54b2e5c680715f5).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -290,13 +290,6 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(generator, directory):
-    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
-    out. A SavedModel, which loads without this script's classes."""
-    with written_whole(directory) as partial:
-        generator.export(os.path.join(partial, "generator"), verbose=False)
-
-
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -524,6 +517,13 @@ def train(args, run):
 
     # --- Export -----------------------------------------------------------------------
     export(generator, os.path.join(args.output_dir, "export"))
+
+
+def export(generator, directory):
+    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
+    out. A SavedModel, which loads without this script's classes."""
+    with written_whole(directory) as partial:
+        generator.export(os.path.join(partial, "generator"), verbose=False)
 
 
 # --- The run directory ------------------------------------------------------------------

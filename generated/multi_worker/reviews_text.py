@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 19ce263853920159, script sha256 f4e836866c21e5ad).
+(spec sha256 19ce263853920159, script sha256 9880392bec7671e4).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -354,143 +354,6 @@ def steps_in_call(global_step, epoch_end, smaller_last_batch):
     )
 
 
-def export(model, directory, classes):
-    """The trained network, written whole into `directory`:
-
-    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
-      highest numbered directory under saved_model/; a new export replaces this one). Its
-      serving_default signature takes raw examples and prepares them as the training
-      examples were (serving_function).
-    - network/: the bare network (model.export), for inputs as the training batches give
-      them.
-
-    Both SavedModels load without this script's classes. `classes`: the class names, in the
-    order of their ids (None where the training file's labels are ids)."""
-    with written_whole(directory) as partial:
-        served = keras.export.ExportArchive()
-        served.track(model)
-        served.add_endpoint("serving_default", serving_function(model, classes))
-        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
-        model.export(os.path.join(partial, "network"), verbose=False)
-
-
-def serving_function(model, classes):
-    """The exported model's serving_default: a batch of texts (tf.string), which the network
-    gets as the training pipeline gives it the file's texts: as they are (it tokenizes them
-    itself). Named outputs: "scores", the network's output; "probabilities", "class_ids"
-    and "class_names", the training file's label of each class where its labels are names.
-    """
-
-    @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name="texts")])
-    def serve(texts):
-        scores = model(texts, training=False)
-        probabilities = tf.nn.softmax(scores)
-        class_ids = tf.argmax(scores, axis=-1)
-        outputs = {
-            "scores": scores,
-            "probabilities": probabilities,
-            "class_ids": class_ids,
-        }
-        if classes is not None:  # the training file's labels are class names, not ids
-            outputs["class_names"] = tf.gather(tf.constant(classes), class_ids)
-        return outputs
-
-    return serve
-
-
-def input_files(paths):
-    """predict: the files named, and the files in the directories named (sorted by path; not
-    hidden files, such as .DS_Store)."""
-    files = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = [
-                os.path.join(root, name)
-                for root, _, names in os.walk(path)
-                for name in names
-                if not name.startswith(".")
-            ]
-            files += sorted(found)
-        elif os.path.isfile(path):
-            files.append(path)
-        else:
-            raise SystemExit(f"predict: {path}: no such file or directory")
-    if not files:
-        raise SystemExit(f"predict: no files in {', '.join(paths)}")
-    return files
-
-
-def read_inputs(paths):
-    """predict: (names, texts), from files of lines as the training file's: a
-    line's text is the line, up to a '\t' (a label after it is left out); <path>:<line>
-    names it, and empty lines are skipped. All are read before any is predicted."""
-    names, texts = [], []
-    for path in input_files(paths):
-        try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.read().split("\n")  # as training reads its lines
-        except UnicodeDecodeError:
-            raise SystemExit(f"predict: {path} is not UTF-8 text") from None
-        for number, line in enumerate(lines, start=1):
-            columns = line.split("\t")
-            if columns == [""]:
-                continue
-            names.append(f"{path}:{number}")
-            texts.append(columns[0])
-    return names, tf.constant(texts, tf.string)
-
-
-def predict(serve, args):
-    """predict: the served model's outputs for each input, a JSON line each in input order
-    ("input": its name, then the outputs), written whole to --predictions."""
-    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
-    if os.path.isdir(destination) or not os.path.isdir(
-        os.path.dirname(destination) or "."
-    ):
-        raise SystemExit(
-            f"--predictions {destination}: not a file in an existing directory"
-        )
-    all_names, all_inputs = read_inputs(args.inputs)
-    lines = []
-    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
-        batch = slice(start, start + GLOBAL_BATCH_SIZE)
-        names = all_names[batch]
-        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
-        try:
-            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
-        except tf.errors.InvalidArgumentError:
-            # An input the model to serve cannot read (a damaged image): named, one by one.
-            for i, name in enumerate(names):
-                try:
-                    serve(
-                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
-                    )
-                except tf.errors.InvalidArgumentError as error:
-                    problem = error.message.split("[[")[0].strip()
-                    raise SystemExit(f"predict: {name}: {problem}") from None
-            raise
-        for i, name in enumerate(names):
-            record = {"input": name}
-            for key, values in outputs.items():
-                value = values[i]
-                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
-                record[key] = (
-                    value.decode() if isinstance(value, bytes) else value.tolist()
-                )
-            lines.append(json.dumps(record) + "\n")
-    # Another predict may write the same file: each writes its own partial file.
-    partial = f"{destination}.{os.getpid()}.partial"
-    try:
-        with open(partial, "w") as f:
-            f.writelines(lines)
-        os.replace(partial, destination)
-    except BaseException:  # a full disk: no half file left behind
-        if os.path.exists(partial):
-            os.remove(partial)
-        raise
-    print(f"{len(lines)} predictions written to {destination}")
-
-
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -705,6 +568,143 @@ def train(args, run):
     export(model, export_dir, label_names("data/reviews.tsv", "\t", 1))
     if not chief:
         shutil.rmtree(export_dir)
+
+
+def export(model, directory, classes):
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs as the training batches give
+      them.
+
+    Both SavedModels load without this script's classes. `classes`: the class names, in the
+    order of their ids (None where the training file's labels are ids)."""
+    with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model, classes))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model, classes):
+    """The exported model's serving_default: a batch of texts (tf.string), which the network
+    gets as the training pipeline gives it the file's texts: as they are (it tokenizes them
+    itself). Named outputs: "scores", the network's output; "probabilities", "class_ids"
+    and "class_names", the training file's label of each class where its labels are names.
+    """
+
+    @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name="texts")])
+    def serve(texts):
+        scores = model(texts, training=False)
+        probabilities = tf.nn.softmax(scores)
+        class_ids = tf.argmax(scores, axis=-1)
+        outputs = {
+            "scores": scores,
+            "probabilities": probabilities,
+            "class_ids": class_ids,
+        }
+        if classes is not None:  # the training file's labels are class names, not ids
+            outputs["class_names"] = tf.gather(tf.constant(classes), class_ids)
+        return outputs
+
+    return serve
+
+
+def input_files(paths):
+    """predict: the files named, and the files in the directories named (sorted by path; not
+    hidden files, such as .DS_Store)."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [
+                os.path.join(root, name)
+                for root, _, names in os.walk(path)
+                for name in names
+                if not name.startswith(".")
+            ]
+            files += sorted(found)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise SystemExit(f"predict: {path}: no such file or directory")
+    if not files:
+        raise SystemExit(f"predict: no files in {', '.join(paths)}")
+    return files
+
+
+def read_inputs(paths):
+    """predict: (names, texts), from files of lines as the training file's: a
+    line's text is the line, up to a '\t' (a label after it is left out); <path>:<line>
+    names it, and empty lines are skipped. All are read before any is predicted."""
+    names, texts = [], []
+    for path in input_files(paths):
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().split("\n")  # as training reads its lines
+        except UnicodeDecodeError:
+            raise SystemExit(f"predict: {path} is not UTF-8 text") from None
+        for number, line in enumerate(lines, start=1):
+            columns = line.split("\t")
+            if columns == [""]:
+                continue
+            names.append(f"{path}:{number}")
+            texts.append(columns[0])
+    return names, tf.constant(texts, tf.string)
+
+
+def predict(serve, args):
+    """predict: the served model's outputs for each input, a JSON line each in input order
+    ("input": its name, then the outputs), written whole to --predictions."""
+    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    if os.path.isdir(destination) or not os.path.isdir(
+        os.path.dirname(destination) or "."
+    ):
+        raise SystemExit(
+            f"--predictions {destination}: not a file in an existing directory"
+        )
+    all_names, all_inputs = read_inputs(args.inputs)
+    lines = []
+    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
+        batch = slice(start, start + GLOBAL_BATCH_SIZE)
+        names = all_names[batch]
+        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
+        try:
+            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        except tf.errors.InvalidArgumentError:
+            # An input the model to serve cannot read (a damaged image): named, one by one.
+            for i, name in enumerate(names):
+                try:
+                    serve(
+                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
+                    )
+                except tf.errors.InvalidArgumentError as error:
+                    problem = error.message.split("[[")[0].strip()
+                    raise SystemExit(f"predict: {name}: {problem}") from None
+            raise
+        for i, name in enumerate(names):
+            record = {"input": name}
+            for key, values in outputs.items():
+                value = values[i]
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
+                record[key] = (
+                    value.decode() if isinstance(value, bytes) else value.tolist()
+                )
+            lines.append(json.dumps(record) + "\n")
+    # Another predict may write the same file: each writes its own partial file.
+    partial = f"{destination}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.writelines(lines)
+        os.replace(partial, destination)
+    except BaseException:  # a full disk: no half file left behind
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+    print(f"{len(lines)} predictions written to {destination}")
 
 
 # --- The run directory ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 3293b2bb8168c97f, script sha256 8673c5f77b0cc9ef).
+(spec sha256 3293b2bb8168c97f, script sha256 c7f9e1ced999547c).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -296,14 +296,6 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(model, directory):
-    """The trained network, written whole into `directory`: network/ is the SavedModel
-    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
-    and takes inputs prepared as the training batches are (preprocess())."""
-    with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "network"), verbose=False)
-
-
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -477,6 +469,14 @@ def train(args, run):
     export(model, export_dir)
     if not chief:
         shutil.rmtree(export_dir)
+
+
+def export(model, directory):
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
+    with written_whole(directory) as partial:
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 # --- The run directory ------------------------------------------------------------------

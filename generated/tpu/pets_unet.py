@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 6f75650cf70b6f60, script sha256 dc2c3a3ca05eee95).
+(spec sha256 6f75650cf70b6f60, script sha256 6980fc9571b65cef).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -326,50 +326,6 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(model, directory):
-    """The trained network, written whole into `directory`:
-
-    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
-      highest numbered directory under saved_model/; a new export replaces this one). Its
-      serving_default signature takes raw examples and prepares them as the training
-      examples were (serving_function).
-    - network/: the bare network (model.export), for inputs already prepared as
-      prepare_inputs() does.
-
-    Both SavedModels load without this script's classes."""
-    with written_whole(directory) as partial:
-        served = keras.export.ExportArchive()
-        served.track(model)
-        served.add_endpoint("serving_default", serving_function(model))
-        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
-        model.export(os.path.join(partial, "network"), verbose=False)
-
-
-def serving_function(model):
-    """The exported model's serving_default: a batch of images as TFDS decodes the dataset's
-    'image' feature, of the dtype and shape its info gives (one size in a batch).
-    resize_images() resizes them and prepare_inputs() prepares them as the training images
-    were, then the network answers.
-    Named outputs: "scores", the network's output; "probabilities" and
-    "class_ids"."""
-    features = tfds.builder("oxford_iiit_pet:4.*.*").info.features
-    feature = features["image"]
-    signature = tf.TensorSpec((None, *feature.shape), feature.dtype, name="images")
-
-    @tf.function(input_signature=[signature])
-    def serve(images):
-        scores = model(prepare_inputs(resize_images(images)), training=False)
-        probabilities = tf.nn.softmax(scores)
-        class_ids = tf.argmax(scores, axis=-1)
-        return {
-            "scores": scores,
-            "probabilities": probabilities,
-            "class_ids": class_ids,
-        }
-
-    return serve
-
-
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -549,6 +505,50 @@ def train(args, run):
 
     # --- Export -----------------------------------------------------------------------
     export(model, os.path.join(args.output_dir, "export"))
+
+
+def export(model, directory):
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs already prepared as
+      prepare_inputs() does.
+
+    Both SavedModels load without this script's classes."""
+    with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.add_endpoint("serving_default", serving_function(model))
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+        model.export(os.path.join(partial, "network"), verbose=False)
+
+
+def serving_function(model):
+    """The exported model's serving_default: a batch of images as TFDS decodes the dataset's
+    'image' feature, of the dtype and shape its info gives (one size in a batch).
+    resize_images() resizes them and prepare_inputs() prepares them as the training images
+    were, then the network answers.
+    Named outputs: "scores", the network's output; "probabilities" and
+    "class_ids"."""
+    features = tfds.builder("oxford_iiit_pet:4.*.*").info.features
+    feature = features["image"]
+    signature = tf.TensorSpec((None, *feature.shape), feature.dtype, name="images")
+
+    @tf.function(input_signature=[signature])
+    def serve(images):
+        scores = model(prepare_inputs(resize_images(images)), training=False)
+        probabilities = tf.nn.softmax(scores)
+        class_ids = tf.argmax(scores, axis=-1)
+        return {
+            "scores": scores,
+            "probabilities": probabilities,
+            "class_ids": class_ids,
+        }
+
+    return serve
 
 
 # --- The run directory ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 ff52002a209d5f47, script sha256 65f99e55da406378).
+(spec sha256 ff52002a209d5f47, script sha256 862f458fddc5ac7d).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -280,13 +280,6 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(generator, directory):
-    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
-    out. A SavedModel, which loads without this script's classes."""
-    with written_whole(directory) as partial:
-        generator.export(os.path.join(partial, "generator"), verbose=False)
-
-
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -508,6 +501,13 @@ def train(args, run):
 
     # --- Export -----------------------------------------------------------------------
     export(generator, os.path.join(args.output_dir, "export"))
+
+
+def export(generator, directory):
+    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
+    out. A SavedModel, which loads without this script's classes."""
+    with written_whole(directory) as partial:
+        generator.export(os.path.join(partial, "generator"), verbose=False)
 
 
 # --- The run directory ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 3ded78973361e1ce, script sha256 c214a87e2253fde1).
+(spec sha256 3ded78973361e1ce, script sha256 94bcb764779bce35).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -292,13 +292,6 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(generator, directory):
-    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
-    out. A SavedModel, which loads without this script's classes."""
-    with written_whole(directory) as partial:
-        generator.export(os.path.join(partial, "generator"), verbose=False)
-
-
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -533,6 +526,13 @@ def train(args, run):
 
     # --- Export -----------------------------------------------------------------------
     export(generator, os.path.join(args.output_dir, "export"))
+
+
+def export(generator, directory):
+    """The generator, which is what a GAN is trained for: noise vectors (LATENT_DIM) in, images
+    out. A SavedModel, which loads without this script's classes."""
+    with written_whole(directory) as partial:
+        generator.export(os.path.join(partial, "generator"), verbose=False)
 
 
 # --- The run directory ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 026eb7f3387b5118, script sha256 e9daa2f531bc8a3c).
+(spec sha256 026eb7f3387b5118, script sha256 43e559be1db22a14).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -292,14 +292,6 @@ def steps_in_call(global_step, epoch_end):
     )
 
 
-def export(model, directory):
-    """The trained network, written whole into `directory`: network/ is the SavedModel
-    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
-    and takes inputs prepared as the training batches are (preprocess())."""
-    with written_whole(directory) as partial:
-        model.export(os.path.join(partial, "network"), verbose=False)
-
-
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
@@ -448,6 +440,14 @@ def train(args, run):
 
     # --- Export -----------------------------------------------------------------------
     export(model, os.path.join(args.output_dir, "export"))
+
+
+def export(model, directory):
+    """The trained network, written whole into `directory`: network/ is the SavedModel
+    (model.export; TF Serving, tf.saved_model.load), which loads without this script's classes
+    and takes inputs prepared as the training batches are (preprocess())."""
+    with written_whole(directory) as partial:
+        model.export(os.path.join(partial, "network"), verbose=False)
 
 
 # --- The run directory ------------------------------------------------------------------
