@@ -70,7 +70,15 @@ COMET_OFFLINE = {
 def run_python(
     script: Path, *args: str, cwd: Path, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
-    """Runs a generated script (or a test helper) in a fresh process; fails with its output."""
+    """Runs a generated script (or a test helper) in a process of its own, forked from one that
+    has imported TensorFlow (run_preloaded); fails with its output."""
+    return run_preloaded(str(script), *args, cwd=cwd, timeout=timeout)
+
+
+def run_fresh(
+    script: Path, *args: str, cwd: Path, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """`python SCRIPT ARGS` in a new interpreter, as a user runs it; fails with its output."""
     proc = subprocess.run(
         [sys.executable, str(script), *args],
         cwd=cwd,
@@ -164,10 +172,9 @@ _PRELOADED = _Preloaded()
 
 
 def run_preloaded(*argv: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """Runs `python ARGV` (a test program: a file, or `-c CODE`), never a generated script, in a
-    process of its own forked from one that has imported TensorFlow (tests/preloaded.py): what
-    it finds is what a fresh `python ARGV` finds, 2.5 s sooner. Fails the test with its output
-    unless it exits 0."""
+    """Runs `python ARGV` (a file, or `-c CODE`) in a process of its own forked from one that has
+    imported TensorFlow (tests/preloaded.py): it runs as a fresh `python ARGV` would, 2.5 s
+    sooner. Fails the test with its output unless it exits 0."""
     proc = _PRELOADED.run(list(argv), cwd, timeout)
     if proc.returncode != 0:
         pytest.fail(

@@ -8,7 +8,7 @@ import math
 
 import pytest
 from data import runnable, small_data_overrides
-from helpers import ROOT, run_python, saved_models, serving_matches, tf_check
+from helpers import ROOT, run_fresh, saved_models, serving_matches, tf_check
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,9 @@ EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
 def test_example_trains_end_to_end(example, render, tmp_path):
     script = render(example, *small_data_overrides(example, tmp_path))
     out = tmp_path / "run"
-    proc = run_python(
+    # A new interpreter, as users run it (the other tests fork theirs from one that has
+    # imported TensorFlow).
+    proc = run_fresh(
         runnable(example, script), "--epochs", "2", "--output-dir", str(out), cwd=tmp_path
     )
 
