@@ -6,10 +6,12 @@ the teacher's weights and BatchNormalization statistics never change; a teacher 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import data
 import pytest
-from helpers import records, run_python, tf_check
+from helpers import records, run_python, script_env, tf_check
 from test_spec_validation import reject_set
 
 
@@ -99,3 +101,59 @@ def test_a_teacher_file_or_export_teaches_what_its_weights_teach(render, tmp_pat
         first[name] = records(out)[0]["distillation_loss"]
     assert first["keras_file"] == pytest.approx(first["trained"], abs=1e-6), first
     assert first["saved_model"] == pytest.approx(first["trained"], abs=1e-5), first
+
+
+# A teacher of another output shape (5 classes; the student has 10), saved whole and exported.
+WRONG_TEACHER = """
+import sys
+
+import keras
+
+teacher = keras.Sequential(
+    [keras.Input((28, 28)), keras.layers.Flatten(), keras.layers.Dense(8, activation="relu"),
+     keras.layers.Dense(5), keras.layers.Activation("softmax")]
+)
+teacher.save(sys.argv[1])
+teacher.export(sys.argv[2], verbose=False)
+"""
+
+
+def teacher_set(kind, path):
+    return f"training.teacher={json.dumps({'kind': kind, 'path': str(path)})}"
+
+
+def run_failing(script, out, cwd):
+    """A run that must stop before step 0: exit 1, one line on stderr, no traceback."""
+    command = [sys.executable, str(script), "--max-steps", "1", "--output-dir", str(out)]
+    proc = subprocess.run(command, cwd=cwd, env=script_env(), capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert not (out / "metrics.jsonl").exists() or not records(out), records(out)
+    return proc.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_missing_teacher_or_one_of_another_shape_stops_before_step_0(render, tmp_path):
+    small = data.small_data_overrides("mnist_distillation", tmp_path)
+    keras_file, export = tmp_path / "teacher.keras", tmp_path / "teacher_export"
+    teachers = {"keras_file": keras_file, "saved_model": export}
+    scripts = {
+        kind: render("mnist_distillation", *small, teacher_set(kind, path), name=f"{kind}.py")
+        for kind, path in teachers.items()
+    }  # rendered while the files are not there: nothing to check yet
+    # Not there when the script starts: said in one line.
+    line = run_failing(scripts["keras_file"], tmp_path / "missing", tmp_path)
+    assert line == f"training.teacher.path: {keras_file}: no such file or directory", line
+
+    maker = tmp_path / "make_teacher.py"
+    maker.write_text(WRONG_TEACHER)
+    run_python(maker, str(keras_file), str(export), cwd=tmp_path)
+    # The .keras file's output shape, read from its config by validate (without TensorFlow).
+    message = reject_set("mnist_distillation", teacher_set("keras_file", keras_file))
+    assert f"training.teacher: {keras_file} outputs shape (5,)" in message, message
+    assert "the model (the student) outputs (10,)" in message, message
+    # And by the script when it loads either teacher, before step 0.
+    for kind, path in teachers.items():
+        line = run_failing(scripts[kind], tmp_path / kind, tmp_path)
+        assert line.startswith(f"training.teacher: {path} outputs shape (5,)"), line
+        assert "the model (the student) outputs (10,)" in line, line

@@ -234,3 +234,58 @@ def test_predict_tfrecord_features_and_text_lines(render, tmp_path):
     assert all(r["class_names"] == ["neg", "pos"][r["class_ids"]] for r in records)
     assert_served(records, tmp_path / "texts", [["text", str(plain)], ["text", str(path)]],
                   tmp_path)  # fmt: skip
+
+
+# Each head's spec (a --set each): its loss on one or several logits, and its training data:
+# labels of an image directory's classes, or an .npz file's multi-hot or real-valued labels.
+HEADS = {
+    "binary": ["model.layers[-1].units=1",
+               'loss={"kind": "binary_crossentropy", "from_logits": true}'],
+    "multi_label": ["model.layers[-1].units=3",
+                    'loss={"kind": "binary_crossentropy", "from_logits": true}'],
+    "regression": ["model.layers[-1].units=1", 'loss={"kind": "mean_squared_error"}'],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("head", list(HEADS))
+def test_predict_and_serve_binary_multi_label_and_regression_heads(render, tmp_path, head):
+    """What predict writes and the model to serve returns for each kind of head (a softmax
+    classifier's: test_predict_image_files_and_directories_with_class_names): a binary
+    classifier's one logit gives one class id and one class name an example, a multi-label
+    classifier's several a multi-hot id each, a regression's scores alone."""
+    if head == "binary":  # two classes of image files: one logit, class names
+        folder = tmp_path / "images"
+        tf_check("write_image_files", str(folder), "2", cwd=tmp_path)
+        source = {"kind": "image_directory", "path": str(folder), "image_size": [32, 32]}
+        example, inputs = "cifar10_vgg", files_under(folder)
+        served = [["bytes", path] for path in inputs]
+    else:
+        rng = np.random.default_rng(1)
+        x = rng.integers(0, 256, (8, 28, 28)).astype(np.uint8)
+        y = (rng.random((8, 3)) > 0.5) if head == "multi_label" else rng.random((8, 1))
+        np.savez(tmp_path / "train.npz", x=x, y=y.astype(np.float32))
+        np.save(tmp_path / "x.npy", x[:3])
+        source = {"kind": "npz", "path": str(tmp_path / "train.npz")}
+        example, inputs = "mnist_mlp", [str(tmp_path / "x.npy")]
+        served = [["npy", inputs[0]]]
+    script = render(example, f"data.train={json.dumps(source)}", "data.validation=null",
+                    "data.batch_size=2", "metrics=[]", *HEADS[head])  # fmt: skip
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+    proc = predict(script, out, *inputs)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    records = predictions(out / "predictions.jsonl")
+    assert len(records) == (4 if head == "binary" else 3), records
+    keys = {"input", "scores", "probabilities", "class_ids"}
+    for record in records:
+        if head == "binary":
+            assert set(record) == {*keys, "class_names"}, record
+            assert len(record["scores"]) == len(record["probabilities"]) == 1, record
+            assert record["class_ids"] == int(record["probabilities"][0] > 0.5), record
+            assert record["class_names"] == ["dark", "light"][record["class_ids"]], record
+        elif head == "multi_label":
+            assert set(record) == keys and len(record["scores"]) == 3, record
+            assert record["class_ids"] == [int(p > 0.5) for p in record["probabilities"]]
+        else:
+            assert set(record) == {"input", "scores"} and len(record["scores"]) == 1, record
+    assert_served(records, out, served, tmp_path)

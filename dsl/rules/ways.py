@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import shapes
+from ..keras_file import keras_file_output_shape
 from ..model import Imported
 
 if TYPE_CHECKING:
@@ -46,8 +47,20 @@ def check_distillation(spec: Spec) -> None:
             "logits, which the distillation loss softens by the temperature; set "
             "loss.from_logits=True (and end the model without a softmax)"
         )
+    if way.teacher.kind == "keras_file":
+        # Read from the file's config where it is there already (it may be made later): the
+        # script checks it again when it loads it, as it checks an exported teacher, whose
+        # SavedModel only TensorFlow reads (keras_file.py).
+        teacher = keras_file_output_shape(way.teacher.path)
+        student = output_shape(spec.model, spec, "model") if teacher else None
+        if None not in (student, teacher) and tuple(student) != tuple(teacher):
+            raise ValueError(
+                f"training.teacher: {way.teacher.path} outputs shape {teacher} but the model "
+                f"(the student) outputs {tuple(student)}: the student learns the teacher's "
+                "predictions class by class, so both need the same output shape"
+            )
     if way.teacher.kind != "trained":
-        return  # a saved teacher's shape is checked when the script loads it
+        return
     student = output_shape(spec.model, spec, "model")
     teacher = output_shape(way.teacher.model, spec, "training.teacher.model")
     if None not in (student, teacher) and tuple(student) != tuple(teacher):
