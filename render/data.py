@@ -46,6 +46,13 @@ def data_context(spec: Spec) -> dict[str, Any]:
         # Augmentation in the input pipeline: per example, then the batch-level ones (MixUp).
         "pipeline_augmentation": bool(spec.data.augmentation)
         and spec.data.augment_in == "pipeline",
+        # Training arrays of an .npz file, checked against the model's input when the model
+        # is built: the examples fed to it are the arrays as preprocessed (no pipeline
+        # augmentation, which may crop, nor views of a contrastive way).
+        "input_check": spec.data.train.kind == "npz"
+        and not features
+        and not (spec.data.augmentation and spec.data.augment_in == "pipeline")
+        and spec.training.kind in ("supervised", "adversarial", "distillation", "reptile", "maml"),
         "per_example_augmentation": sum(
             not x.entry.get("batch_level") for x in spec.data.augmentation
         ),

@@ -1,0 +1,136 @@
+"""Data that cannot train, or that changed under a run, stops the script at its start: one
+line naming the file or spec field and the fix, exit 1, no traceback (issue 32)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from data import classification_npz, image_directory, pattern_npz
+from helpers import npz, script_env
+
+pytestmark = pytest.mark.slow
+
+
+def run(script: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        env=script_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def refused(proc: subprocess.CompletedProcess[str], *words: str, lines: int = 1) -> str:
+    """The refusal: exit 1, no traceback, its message the last `lines` lines of stderr (TF's
+    own log lines come before), naming each of `words`."""
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
+    message = "\n".join(proc.stderr.strip().splitlines()[-lines:])
+    for word in words:
+        assert word in message, proc.stderr[-2000:]
+    return message
+
+
+def test_a_resume_on_other_training_data_is_refused_and_new_data_accepts_it(render, tmp_path):
+    path = tmp_path / "train.npz"
+    script = render("mnist_mlp", f"data.train={npz(classification_npz(path, 96, (28, 28)))}")
+    out = tmp_path / "run"
+    first = run(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-4000:]
+    checkpoints = out / "checkpoints"
+    setup = json.loads((checkpoints / "setup.json").read_text())
+    assert setup["data"]["examples"] == 96 and str(path) in setup["data"]["files"]
+    before = {p.name: p.read_bytes() for p in checkpoints.iterdir() if p.is_file()}
+
+    # A valid file with fewer examples: another epoch length and order.
+    classification_npz(path, 64, (28, 28), seed=3)
+    stat = os.stat(path)
+    os.utime(path, (stat.st_atime, stat.st_mtime + 5))  # a later write, whatever the clock
+    message = refused(
+        run(script, "--epochs", "3", "--output-dir", str(out), cwd=tmp_path),
+        "Refusing to resume",
+        "data.train: 96 examples in the checkpoints, 64 in this run",
+        str(path),
+        "--new-data",
+        lines=4,
+    )
+    assert message.startswith("Refusing"), message
+    after = {p.name: p.read_bytes() for p in checkpoints.iterdir() if p.is_file()}
+    assert after == before  # nothing lost, nothing written
+
+    accepted = run(script, "--max-steps", "3", "--new-data", "--output-dir", str(out),
+                   cwd=tmp_path)  # fmt: skip
+    assert accepted.returncode == 0, accepted.stderr[-4000:]
+    assert "Resuming on other training data (--new-data)" in accepted.stdout
+    assert "Resumed from" in accepted.stdout
+    assert json.loads((checkpoints / "setup.json").read_text())["data"]["examples"] == 64
+
+
+def bad_npz(path: Path, case: str) -> None:
+    rng = np.random.default_rng(0)
+    if case == "shape":
+        x = rng.integers(0, 255, (32, 28, 28, 3)).astype(np.uint8)
+        np.savez(path, x=x, y=np.arange(32) % 10)
+    elif case == "strings":
+        np.savez(path, x=np.array(["a picture"] * 32), y=np.arange(32) % 10)
+    elif case == "lengths":
+        x = rng.integers(0, 255, (32, 28, 28)).astype(np.uint8)
+        np.savez(path, x=x, y=np.arange(30) % 10)
+
+
+@pytest.mark.parametrize(
+    ("case", "words"),
+    [
+        ("shape", ["data.train.path", "(28, 28, 3)", "model takes (28, 28)"]),
+        ("strings", ["data.train.path", "'x'", "not numbers"]),
+        ("lengths", ["data.train.path", "differ in length", "'y': 30"]),
+    ],
+)
+def test_an_npz_that_cannot_train_stops_the_script_at_its_start(render, tmp_path, case, words):
+    path = tmp_path / "train.npz"
+    bad_npz(path, case)
+    script = render("mnist_mlp", f"data.train={npz(str(path))}", "data.batch_size=8")
+    out = tmp_path / "run"
+    refused(
+        run(script, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path), str(path), *words
+    )
+    assert not (out / "checkpoints").exists()  # stopped before training
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "not_an_image"])
+def test_a_damaged_image_file_stops_the_script_naming_it(render, tmp_path, damage):
+    images = Path(image_directory(tmp_path / "images", per_class=4, size=8, classes=2))
+    bad = images / "class_1" / "2.png"
+    content = bad.read_bytes()
+    bad.write_bytes({"empty": b"", "truncated": content[: len(content) // 2],
+                     "not_an_image": b"<html>not found</html>"}[damage])  # fmt: skip
+    source = {"kind": "image_directory", "path": str(images), "image_size": [8, 8]}
+    script = render("mnist_mlp", f"data.train={json.dumps(source)}",
+                    "model.input_shape=[8, 8, 3]", "data.batch_size=4")  # fmt: skip
+    refused(
+        run(script, "--max-steps", "1", "--output-dir", str(tmp_path / "run"), cwd=tmp_path),
+        "data.train.path",
+        str(bad),
+    )
+
+
+@pytest.mark.parametrize("example", ["mnist_reptile", "mnist_maml"])
+def test_a_held_out_class_the_data_lacks_is_refused(render, tmp_path, example):
+    # Ten classes (0 to 9): class 12 is none of them.
+    train = pattern_npz(tmp_path / "train.npz", 300, (28, 28))
+    script = render(example, f"data.train={npz(train)}", "training.ways=3",
+                    "training.test_classes=[7, 8, 12]", "model.layers[6].units=3",
+                    "training.evaluation_tasks=6")  # fmt: skip
+    refused(
+        run(script, "--max-steps", "1", "--output-dir", str(tmp_path / "run"), cwd=tmp_path),
+        "training.test_classes",
+        "class 12",
+    )
