@@ -251,7 +251,7 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     stdlib = {"import argparse", "import math", "import os", "import time"}
     # The output directory's lock, runs.jsonl and its tracebacks (run_dir.jinja).
     stdlib |= {"import fcntl", "import hashlib", "import json", "import re", "import socket"}
-    stdlib |= {"import errno", "import sys", "import traceback"}
+    stdlib |= {"import contextlib", "import errno", "import sys", "import traceback"}
     if spec.logging.csv:
         stdlib.add("import csv")
     if spec.checkpoint or spec.best_model:  # a checkpoint the disk could not hold is removed

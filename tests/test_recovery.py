@@ -4,16 +4,18 @@ of it that a killed save leaves, and a runs.jsonl whose last line a full disk or
 
 from __future__ import annotations
 
+import csv
 import json
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from data import classification_npz
-from helpers import npz, run_python, script_env, tf_check
+from helpers import npz, records, run_python, saved_models, script_env, tf_check, tree
 
 pytestmark = pytest.mark.slow
 
@@ -136,3 +138,157 @@ def readable(lines: list[str]) -> list[dict]:
         except json.JSONDecodeError:
             continue
     return records
+
+
+# Runs a generated script (argv[1]) in this process and SIGKILLs it at a point of its run,
+# from the outside of the script: after it logs step KILL_AT_STEP, or as it swaps in a new
+# export (KILL_AT_SWAP: the export directory), once the old one is renamed aside or partly
+# removed.
+KILLER = """
+import importlib.util, os, shutil, signal, sys
+
+spec = importlib.util.spec_from_file_location("train", sys.argv[1])
+script = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(script)
+die = lambda: os.kill(os.getpid(), signal.SIGKILL)
+step, swap = os.environ.get("KILL_AT_STEP"), os.environ.get("KILL_AT_SWAP")
+log, rename, rmtree = script.RunDirectory.log, os.rename, shutil.rmtree
+
+def log_then_die(self, split, at, epoch, values):
+    log(self, split, at, epoch, values)
+    if str(at) == step:
+        die()
+
+def rename_then_die(source, target):
+    rename(source, target)
+    if os.path.abspath(source) == swap:
+        die()
+
+def remove_part_then_die(path, *args, **kwargs):
+    if os.path.abspath(path) != swap:
+        return rmtree(path, *args, **kwargs)
+    rmtree(os.path.join(path, sorted(os.listdir(path))[-1]))
+    die()
+
+script.RunDirectory.log = log_then_die
+os.rename, shutil.rmtree = rename_then_die, remove_part_then_die
+script.main(sys.argv[2:])
+"""
+
+
+def killed(script: Path, out: Path, *args: str, epochs: int = EPOCHS, **kill_at: str):
+    """A run into `out` that KILLER ends with SIGKILL (kill_at: KILL_AT_STEP or KILL_AT_SWAP)."""
+    killer = script.parent / "killer.py"
+    killer.write_text(KILLER)
+    proc = subprocess.run(
+        [sys.executable, str(killer), str(script), "--epochs", str(epochs), "--output-dir",
+         str(out), "--deterministic", *args],
+        cwd=script.parent, env=script_env(**kill_at), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == -signal.SIGKILL, (kill_at, proc.stdout[-2000:], proc.stderr[-3000:])
+    return proc
+
+
+def finished(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def small_script(render, tmp_path: Path, *overrides: str) -> Path:
+    return render(
+        "mnist_mlp",
+        f"data.train={npz(classification_npz(tmp_path / 'train.npz', 64, (28, 28)))}",
+        "data.batch_size=16",
+        'checkpoint={"every_steps": 2}',
+        *overrides,
+    )
+
+
+# The logged values that depend on wall time, not on the training.
+WALL_TIME = {"steps_per_second"}
+
+
+def logged(out: Path) -> tuple[list[dict], list[dict]]:
+    """metrics.jsonl's and metrics.csv's records, without the values of WALL_TIME."""
+    with open(out / "metrics.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [
+        [{key: value for key, value in record.items() if key not in WALL_TIME} for record in found]
+        for found in (records(out), rows)
+    ]
+
+
+def test_a_run_killed_between_checkpoints_logs_each_step_once_after_its_resume(render, tmp_path):
+    script = small_script(render, tmp_path, "loop.log_every_steps=1", "logging.csv=true")
+    straight, out = tmp_path / "straight", tmp_path / "run"
+    finished(run(script, straight))
+    jsonl, rows = logged(straight)
+    assert set(records(straight)[0]) == {"step", "epoch", "loss", "accuracy", "learning_rate",
+                                         *WALL_TIME}  # fmt: skip
+    assert [r["step"] for r in jsonl] == [int(r["step"]) for r in rows] == list(range(1, 13))
+
+    # Killed after logging step 5 (saved at 4), then after step 9 (saved at 8): each resume
+    # logs again the steps the killed run logged after its last checkpoint.
+    killed(script, out, KILL_AT_STEP="5")
+    assert [r["step"] for r in records(out)] == [1, 2, 3, 4, 5]
+    resumed = killed(script, out, KILL_AT_STEP="9").stdout
+    assert f"Resumed from {out / 'checkpoints' / 'ckpt-4'} at step 4" in resumed
+    stdout = finished(run(script, out))
+    assert f"Resumed from {out / 'checkpoints' / 'ckpt-8'} at step 8" in stdout
+    # Each step once, with the values of the uninterrupted run (--deterministic: exactly).
+    assert [r["step"] for r in records(out)] == list(range(1, 13))
+    assert logged(out) == [jsonl, rows]
+    assert f"Dropped from {out / 'metrics.jsonl'} its 1 records after step 4" in resumed
+    assert f"Dropped from {out / 'metrics.csv'} its 1 records after step 8" in stdout
+    lines = (out / "metrics.csv").read_text().splitlines()
+    assert lines[0].startswith("step,") and len(lines) == 13
+    assert not list(out.glob("metrics.*.tmp"))
+
+
+def whole(export: Path, script: Path) -> bool:
+    """Whether `export` holds each SavedModel of the script's export, and nothing else."""
+    models = saved_models(export, script)
+    return {path.name for path in export.iterdir()} == {"network", "saved_model"} and all(
+        (model / "saved_model.pb").is_file() and (model / "variables" / "variables.index").is_file()
+        for model in models
+    )
+
+
+def test_an_export_killed_as_it_is_swapped_in_is_whole_and_the_next_run_settles_it(
+    render, tmp_path
+):
+    script = small_script(render, tmp_path)
+    out = tmp_path / "run"
+    export = out / "export"
+    finished(run(script, out, epochs=1))
+    assert whole(export, script)
+    first = tree(export)
+
+    # Killed as the new export replaces the old one: the old one is whole, in export/ or
+    # aside; never a part of it in export/.
+    killed(script, out, epochs=2, KILL_AT_SWAP=str(export))
+    aside = out / "export.old"
+    assert whole(export, script) if export.exists() else whole(aside, script), sorted(
+        str(path.relative_to(out)) for path in out.glob("export*/*")
+    )
+    # The next run puts it back before it trains: killed before it exports (after logging its
+    # last step, 12), it leaves the old one whole.
+    stdout = killed(script, out, epochs=3, KILL_AT_STEP="12").stdout
+    assert f"Put back {export}" in stdout
+    assert tree(export) == first
+    assert sorted(path.name for path in out.glob("export*")) == ["export"]
+
+    # A finished run, and one that only exports again: a whole export, nothing beside it.
+    for epochs in (3, 3):
+        finished(run(script, out, epochs=epochs))
+        assert whole(export, script)
+        assert sorted(path.name for path in out.glob("export*")) == ["export"]
+
+
+def test_the_first_write_of_a_new_run_that_the_disk_refuses_is_named(script, tmp_path):
+    out = tmp_path / "new"
+    # 16 bytes: less than run.lock's line, the first file a new run writes.
+    proc = run(script, out, RLIMIT_FSIZE=16)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"Stopped: cannot write {out / 'run.lock'} (File too large)." in proc.stderr
+    assert "cannot write None" not in proc.stderr
