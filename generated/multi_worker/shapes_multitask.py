@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 337cd6f19686936e, script sha256 682fb1c7c1e16702).
+(spec sha256 337cd6f19686936e, script sha256 6e9b7db8485d84d4).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -78,6 +78,12 @@ def parse_args(argv=None):
         metavar="DIR",
         help="start a new run from the weights of the newest checkpoint in DIR (another "
         "run's --output-dir)",
+    )
+    parser.add_argument(
+        "--new-data",
+        action="store_true",
+        help="resume on training data other than the checkpoints' (setup.json records it): "
+        "an epoch then has another length and order",
     )
     parser.add_argument(
         "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
@@ -561,7 +567,7 @@ def train(args, run):
         best=best,
     )
     # Checkpoints do not depend on the strategy: they may come from any variant.
-    run.restore(checkpoint, model=model)
+    run.restore(checkpoint, train_examples, model=model)
     if args.command == "evaluate":  # one validation pass of the restored weights
         validation_pass(validation_iterator, tf.constant(validation_steps))
         return run.evaluated(results(validation_values))
@@ -785,11 +791,12 @@ def predict(serve, args, examples):
             record = {"input": name}
             for key, values in outputs.items():
                 value = values[i]
-                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists.
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists (of
+                # bytes too, class names in arrays: decoded by json.dumps's default).
                 record[key] = (
                     value.decode() if isinstance(value, bytes) else value.tolist()
                 )
-            lines.append(json.dumps(record) + "\n")
+            lines.append(json.dumps(record, default=bytes.decode) + "\n")
     # Another predict may write the same file: each writes its own partial file.
     partial = f"{destination}.{os.getpid()}.partial"
     try:
@@ -897,18 +904,24 @@ class RunDirectory:
             )
         if reader:
             return
-        self.lock_file.truncate(0)
-        self.lock_file.write(
-            f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
-        )
-        self.lock_file.flush()
+        # Often the first write of a run: the one a full disk fails.
+        with writing(self.lock_file.name):
+            self.lock_file.truncate(0)
+            self.lock_file.write(
+                f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
+            )
+            self.lock_file.flush()
+        # What a run killed mid-export left.
+        settle_whole(os.path.join(self.path, "export"))
 
-    def restore(self, checkpoint, **networks):
+    def restore(self, checkpoint, examples, **networks):
         """Resumes from the newest checkpoint that restores (a damaged one is reported and the
-        one before it used), if setup.json says they are this setup's: SETUP, and the network's
-        weights (a hand edit of build_model). A new run records its setup there, and may start
-        from the weights of another run (--init-from)."""
+        one before it used), if setup.json says they are this setup's: SETUP, the network's
+        weights (a hand edit of build_model) and the training data (`examples`, its files). A
+        new run records its setup there, and may start from the weights of another run
+        (--init-from)."""
         setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
+        self.data = data_record(examples)
         setup_path = os.path.join(self.checkpoints, "setup.json")
         if self.args.command != "train":
             return self.restore_to_read(checkpoint, setup, networks)
@@ -926,12 +939,14 @@ class RunDirectory:
         self.manager = tf.train.CheckpointManager(checkpoint, directory, keep)
         self.remove_partial_checkpoints(self.manager.directory)
         if not paths:
+            # What a run killed before its first checkpoint logged.
+            self.forget_logged_after(0)
             if self.args.init_from:
                 self.init_from = load_weights(self.args.init_from, **networks)
             if self.chief:
                 os.makedirs(self.checkpoints, exist_ok=True)
                 with open(setup_path, "w") as f:
-                    json.dump(setup, f, indent=2)
+                    json.dump({**setup, "data": self.data}, f, indent=2)
             return
         if self.args.init_from:
             raise SystemExit(
@@ -939,6 +954,7 @@ class RunDirectory:
                 "checkpoints. Run without --init-from to resume it, or pass a new --output-dir."
             )
         self.check_setup(setup)
+        self.check_data(setup_path)
         for path in reversed(paths):
             try:
                 checkpoint.restore(path).assert_existing_objects_matched()
@@ -946,7 +962,8 @@ class RunDirectory:
                 print(f"Cannot restore {path}: {type(error).__name__}: {error}")
                 continue
             self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
-            return print(f"Resumed from {path} at step {self.saved}")
+            print(f"Resumed from {path} at step {self.saved}")
+            return self.forget_logged_after(self.saved)
         raise SystemExit(
             f"None of the checkpoints restores ({', '.join(paths)}): see the errors above. "
             "Move them away (or pass another --output-dir) to start from scratch."
@@ -959,7 +976,7 @@ class RunDirectory:
         differences = [
             f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
             for key in {**setup, **saved}
-            if saved.get(key) != setup.get(key)
+            if key != "data" and saved.get(key) != setup.get(key)  # data: check_data()
         ]
         if differences:
             raise SystemExit(
@@ -971,6 +988,45 @@ class RunDirectory:
                 "Undo the change, or train in a new --output-dir (with --init-from "
                 f"{self.path} to start from those weights)."
             )
+
+    def check_data(self, setup_path):
+        """Stops unless the training data is the one setup.json records, or --new-data accepts
+        other data (then setup.json records it). An epoch's length and order follow from the
+        data: on other data, a resumed run continues a run that never was. A setup.json that
+        records no data (an earlier script's) is not checked."""
+        with open(setup_path) as f:
+            saved = json.load(f)
+        recorded = saved.get("data")
+        if recorded is None or recorded == self.data:
+            return
+        differences = []
+        if recorded["examples"] != self.data["examples"]:
+            differences.append(
+                f"  data.train: {recorded['examples']} examples in the checkpoints, "
+                f"{self.data['examples']} in this run"
+            )
+        files = {**recorded["files"], **self.data["files"]}
+        for path in files:
+            before, now = recorded["files"].get(path), self.data["files"].get(path)
+            if before != now:
+                differences.append(
+                    f"  {path}: {before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
+                )
+        if not self.args.new_data:
+            raise SystemExit(
+                f"Refusing to resume from {self.checkpoints}: its checkpoints were trained on "
+                "other data (setup.json records the number of examples and each file's size and "
+                "time). What differs:\n" + "\n".join(differences) + "\n"
+                "Put the data back; or resume on this data on purpose with --new-data (an epoch "
+                "then has another length and order); or train in a new --output-dir (with "
+                f"--init-from {self.path} to start from those weights)."
+            )
+        print(
+            "Resuming on other training data (--new-data):\n" + "\n".join(differences)
+        )
+        if self.chief:
+            with open(setup_path, "w") as f:
+                json.dump({**saved, "data": self.data}, f, indent=2)
 
     def restore_to_read(self, checkpoint, setup, networks):
         """evaluate, predict: the weights of --checkpoint (latest, best or a path), of this setup. Nothing in
@@ -1183,6 +1239,39 @@ class RunDirectory:
                 file=sys.stderr,
             )
 
+    def forget_logged_after(self, step):
+        """Drops the logged records of the steps after `step`, where training goes on: a run
+        killed after its last checkpoint logged steps that this run logs again (TensorBoard,
+        too, purges the events past a restart). A file is rewritten whole: aside, then renamed
+        over it."""
+        if not self.chief:
+            return
+        # Each record starts with its step: {"step": 7, ... in metrics.jsonl, 7,... in metrics.csv.
+        for name, pattern in [
+            ("metrics.jsonl", r'\{"step": (\d+),'),
+        ]:
+            path = os.path.join(self.path, name)
+            if not os.path.exists(path):
+                continue
+            with open(path, newline="") as f:
+                lines = f.readlines()
+            header = 1 if name == "metrics.csv" else 0  # the CSV's column names stay
+            # A line whose step cannot be read is a record cut short: it goes too.
+            kept = lines[:header] + [
+                line
+                for line in lines[header:]
+                if (found := re.match(pattern, line)) and int(found[1]) <= step
+            ]
+            if len(kept) == len(lines):
+                continue
+            with writing(path + ".tmp"), open(path + ".tmp", "w", newline="") as f:
+                f.writelines(kept)
+            os.replace(path + ".tmp", path)
+            dropped = len(lines) - len(kept)
+            print(
+                f"Dropped from {path} its {dropped} records after step {step}: logged again"
+            )
+
     def append(self, name, record):
         """Appends a JSON line, whole or not at all (a full disk would leave part of it), on a
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
@@ -1207,7 +1296,8 @@ class RunDirectory:
         write, a path that is not what it should be. None for other errors (their traceback,
         on stderr, says more)."""
         if isinstance(error, OSError) and error.errno in MACHINE_FAULTS:
-            path, code = error.filename, error.errno
+            # A write that names no file (see writing()): at least the directory it was in.
+            path, code = error.filename or f"into {self.path}", error.errno
         else:  # TensorFlow's file errors say "<path>; <the system's words> [Op:...]"
             words = {os.strerror(code): code for code in MACHINE_FAULTS}
             found = isinstance(error, tf.errors.OpError) and re.search(
@@ -1242,6 +1332,18 @@ class RunDirectory:
         return message
 
 
+@contextlib.contextmanager
+def writing(path):
+    """Names `path` in the error of a write to it: the system's write errors (a full disk, a
+    file size limit) name no file, and fault() would not know what could not be written.
+    """
+    try:
+        yield
+    except OSError as error:
+        error.filename = error.filename or path
+        raise
+
+
 def now():
     """Local time with its UTC offset, to the second: 2026-11-23T14:05:09+0100."""
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -1262,17 +1364,36 @@ def script_checksums():
 @contextlib.contextmanager
 def written_whole(directory):
     """A directory written whole or not at all: the files go into <directory>.partial, which
-    replaces `directory` once all are written (a full disk leaves no half export behind).
-    """
-    partial = directory + ".partial"
-    shutil.rmtree(partial, ignore_errors=True)
+    replaces `directory` once all are written (a full disk leaves no half export behind). The
+    swap is two renames, the old one aside to <directory>.old and the new one into place,
+    then the old one is removed: a kill at any instant leaves a whole old or new directory
+    (between the renames, as <directory>.old: settle_whole() puts it back)."""
+    partial, old = directory + ".partial", directory + ".old"
+    settle_whole(directory)
     try:
-        yield partial
+        with writing(partial):
+            yield partial
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    shutil.rmtree(directory, ignore_errors=True)
+    if os.path.exists(directory):
+        os.rename(directory, old)
     os.rename(partial, directory)
+    shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left
+
+
+def settle_whole(directory):
+    """Undoes what a kill in written_whole() left: a <directory>.partial never finished, and
+    a <directory>.old, which is put back if the kill came before the new one was in place.
+    """
+    partial, old = directory + ".partial", directory + ".old"
+    if os.path.exists(old) and not os.path.exists(directory):
+        os.rename(old, directory)
+        print(f"Put back {directory}: a replacement of it was cut short")
+    for leftover in (partial, old):
+        if os.path.exists(leftover):
+            shutil.rmtree(leftover)
+            print(f"Removed {leftover}: left by an export that was cut short")
 
 
 def checkpoint_paths(directory, repair=True):
@@ -1312,6 +1433,12 @@ def checkpoint_paths(directory, repair=True):
         found = ", ".join(names) or "none"
         print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
     return [os.path.join(directory, name) for name in names]
+
+
+def data_record(examples):
+    """The training data, cheaply: how many examples (the source names no file). setup.json
+    keeps it: a resume on other data stops."""
+    return {"examples": num_examples(examples), "files": {}}
 
 
 def weights_fingerprint(*networks):
