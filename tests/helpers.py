@@ -254,7 +254,7 @@ for head in heads or [""]:
     if prefix + "probabilities" in outputs:
         if scores.shape[-1] == 1:
             probabilities = tf.sigmoid(expected).numpy()
-            class_ids = (probabilities > 0.5).astype(np.int64)
+            class_ids = (probabilities[:, 0] > 0.5).astype(np.int64)  # one id an example
         else:
             probabilities = tf.nn.softmax(expected).numpy()
             class_ids = np.argmax(probabilities, axis=-1)

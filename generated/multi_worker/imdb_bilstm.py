@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 5650d8a408bb8647, script sha256 958ba84e44264b83).
+(spec sha256 5650d8a408bb8647, script sha256 633ae25688b7dbb4).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1227,6 +1227,7 @@ def written_whole(directory):
     settle_whole(directory)
     try:
         with writing(partial):
+            os.makedirs(partial)  # a .keras file alone (no SavedModel) needs it made
             yield partial
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)

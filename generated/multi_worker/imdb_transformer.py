@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 6c5ac676c877d577, script sha256 221a1ade93fc6fcc).
+(spec sha256 6c5ac676c877d577, script sha256 a12be23715bed133).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1268,6 +1268,7 @@ def written_whole(directory):
     settle_whole(directory)
     try:
         with writing(partial):
+            os.makedirs(partial)  # a .keras file alone (no SavedModel) needs it made
             yield partial
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)

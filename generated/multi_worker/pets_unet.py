@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 bb0ac63327810325, script sha256 0d72b4357fd027d7).
+(spec sha256 bb0ac63327810325, script sha256 832d6d37a97e7117).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1120,6 +1120,7 @@ def written_whole(directory):
     settle_whole(directory)
     try:
         with writing(partial):
+            os.makedirs(partial)  # a .keras file alone (no SavedModel) needs it made
             yield partial
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)

@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 1318f46f3835d75a, script sha256 7eed4e34ed4d81da).
+(spec sha256 1318f46f3835d75a, script sha256 05f57574ac854cbc).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1323,6 +1323,7 @@ def written_whole(directory):
     settle_whole(directory)
     try:
         with writing(partial):
+            os.makedirs(partial)  # a .keras file alone (no SavedModel) needs it made
             yield partial
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)

@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 791493a83417d8fd, script sha256 de13f649119f324e).
+(spec sha256 791493a83417d8fd, script sha256 9a61691aff5d7fb2).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1315,6 +1315,7 @@ def written_whole(directory):
     settle_whole(directory)
     try:
         with writing(partial):
+            os.makedirs(partial)  # a .keras file alone (no SavedModel) needs it made
             yield partial
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
