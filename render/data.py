@@ -52,7 +52,9 @@ def data_context(spec: Spec) -> dict[str, Any]:
         "input_check": spec.data.train.kind == "npz"
         and not features
         and not (spec.data.augmentation and spec.data.augment_in == "pipeline")
-        and spec.training.kind in ("supervised", "adversarial", "distillation", "reptile", "maml"),
+        and spec.training.kind in ("supervised", "adversarial", "distillation", "reptile", "maml")
+        # A model of your own (a subclassed keras.Model) may declare no input shape.
+        and spec.model.kind != "import",
         "per_example_augmentation": sum(
             not x.entry.get("batch_level") for x in spec.data.augmentation
         ),

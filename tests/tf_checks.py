@@ -694,8 +694,8 @@ def frozen_teacher(script: str, output_dir: str, *argv: str) -> dict:
     module = load_script(script)
     loaded = {}
 
-    def load_teacher():
-        teacher = loaded["teacher"] = original()
+    def load_teacher(*args):  # the student, when the script checks the teacher's shape
+        teacher = loaded["teacher"] = original(*args)
         loaded["before"] = {v.path: v.numpy().copy() for v in teacher.weights}
         # Every call's `training`, as the steps are traced.
         called = loaded["training"] = []
