@@ -104,42 +104,35 @@ STEPS_MAX = 2**63 - 1
 """The largest value of the script's step counter, a tf.int64 variable."""
 
 
-def _check_seed(value: int) -> int:
-    if not 0 <= value <= SEED_MAX:
-        raise ValueError(
-            f"{value} is out of range: a seed is from 0 to {SEED_MAX} (2**32 - 1), the seeds "
-            "NumPy takes; pick one in that range"
-        )
-    return value
+def _in_range(low: int, high: int, what: str, why: str):
+    """A validator of a value from `low` to `high` (a power of two less one), whose message
+    says `why`."""
+    power = f"2**{high.bit_length()} - 1"
+
+    def check(value: int) -> int:
+        if not low <= value <= high:
+            raise ValueError(
+                f"{value} is out of range: {what} from {low} to {high} ({power}), {why}"
+            )
+        return value
+
+    return check
 
 
-def _check_batch_size(value: int) -> int:
-    if value > BATCH_SIZE_MAX:
-        raise ValueError(
-            f"{value} is out of range: a batch size is from 1 to {BATCH_SIZE_MAX} (2**31 - 1), "
-            "since the script counts a batch's examples in an int32 (tf.shape); use a smaller "
-            "batch"
-        )
-    return value
-
-
-def _check_epochs(value: int) -> int:
-    if value > EPOCHS_MAX:
-        raise ValueError(
-            f"{value} is out of range: epochs are from 1 to {EPOCHS_MAX} (2**31 - 1), so that "
-            "epochs × steps per epoch fits the script's step counter (an int64); train fewer "
-            "epochs"
-        )
-    return value
-
-
-def _check_steps(value: int) -> int:
-    if value > STEPS_MAX:
-        raise ValueError(
-            f"{value} is out of range: steps are from 1 to {STEPS_MAX} (2**63 - 1), the most "
-            "the script's step counter (an int64) holds; train fewer steps"
-        )
-    return value
+_check_seed = _in_range(0, SEED_MAX, "a seed is", "the seeds NumPy takes; pick one in that range")
+_check_batch_size = _in_range(
+    1, BATCH_SIZE_MAX, "a batch size is",
+    "since the script counts a batch's examples in an int32 (tf.shape); use a smaller batch",
+)  # fmt: skip
+_check_epochs = _in_range(
+    1, EPOCHS_MAX, "epochs are",
+    "so that epochs × steps per epoch fits the script's step counter (an int64); train fewer "
+    "epochs",
+)  # fmt: skip
+_check_steps = _in_range(
+    1, STEPS_MAX, "steps are",
+    "the most the script's step counter (an int64) holds; train fewer steps",
+)  # fmt: skip
 
 
 # The bounds are checked by the validators, whose messages say why; `json_schema_extra` tells
