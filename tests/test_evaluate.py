@@ -13,7 +13,7 @@ from pathlib import Path
 import data
 import numpy as np
 import pytest
-from helpers import EXAMPLES, TWO_CPUS, records, run_cli, run_python, script_env
+from helpers import TWO_CPUS, records, render_into, run_python, script_env
 from test_predict import assert_served
 
 EXAMPLE = "shapes_plateau"  # validation, checkpoints every epoch, the best model kept
@@ -24,12 +24,8 @@ def trained(tmp_path_factory):
     """One small shapes_plateau run (4 epochs), its script and output directory: once per test
     process (the tests run longest first, not module by module)."""
     tmp = tmp_path_factory.mktemp("evaluate")
-    script = tmp / "train.py"
     overrides = [*data.small_data_overrides(EXAMPLE, tmp), "checkpoint.keep=5"]
-    args = ["render", str(EXAMPLES / f"{EXAMPLE}.py"), "-o", str(script)]
-    for override in overrides:
-        args += ["--set", override]
-    assert run_cli(*args).returncode == 0
+    script = render_into(tmp / "train.py", EXAMPLE, *overrides)
     out = tmp / "run"
     run_python(script, "--epochs", "4", "--deterministic", "--output-dir", str(out), cwd=tmp)
     return script, out
