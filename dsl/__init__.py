@@ -8,6 +8,7 @@ whole."""
 
 from .base import Var, var
 from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
+from .environment import Environment
 from .data import Data, ImageDirectory, KerasDataset, Npz, Shapes, Split, Tfds
 from .finetune import FineTune
 from .graph import Block, Graph, Input, Node
@@ -61,7 +62,9 @@ from .vocabulary.losses import *  # noqa: F403
 from .vocabulary.metrics import *  # noqa: F403
 from .vocabulary.optimizers import *  # noqa: F403
 from .ways import (
+    DQN,
     FGSM,
+    PPO,
     GAN,
     MAML,
     PGD,
@@ -81,7 +84,10 @@ from .ways import (
 )
 
 __all__ = [
+    "DQN",
     "FGSM",
+    "PPO",
+    "Environment",
     "GAN",
     "MAML",
     "PGD",

@@ -3,18 +3,19 @@
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
 from . import rules
 from .base import Epochs, Identifier, PositiveInt, Seed, Steps, StrictModel
 from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data
+from .environment import Environment
 from .finetune import FineTune
 from .layers import CustomLayerClass, KerasLayer
 from .model import Imported, Model
 from .performance import Performance
 from .training import Loss, Metric, Optimizer
-from .ways import GAN, Supervised, Task, Training
+from .ways import GAN, RL_KINDS, Supervised, Task, Training
 
 
 class Loop(StrictModel):
@@ -174,6 +175,18 @@ class TPU(StrictModel):
     (or the one named by the `TPU_NAME` environment variable)."""
 
 
+def _data_kind(value: Any) -> str:
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return "environment" if kind == "environment" else "data"
+
+
+DataSection = Annotated[
+    Annotated[Data, Tag("data")] | Annotated[Environment, Tag("environment")],
+    Discriminator(_data_kind),
+]
+"""Examples to learn from (`Data`), or an environment to act in (`Environment`)."""
+
+
 Strategy = Annotated[SingleDevice | Mirrored | MultiWorker | TPU, Field(discriminator="kind")]
 """Distribution strategy of the script."""
 
@@ -198,8 +211,9 @@ class Spec(StrictModel):
     """One or two sentences for the script's docstring."""
     seed: Seed = 0
     """Seed for Python, NumPy, TensorFlow and Keras (`keras.utils.set_random_seed`)."""
-    data: Data
-    """The input pipeline."""
+    data: DataSection
+    """The input pipeline (`Data`), or for reinforcement learning the environment the model acts
+    in (`Environment`)."""
     custom_layers: list[CustomLayerClass] = []
     """Custom layer classes, written into the script as `keras.layers.Layer` subclasses."""
     training: Training = Supervised()
@@ -249,6 +263,11 @@ class Spec(StrictModel):
         return data
 
     @property
+    def acts(self) -> bool:
+        """Reinforcement learning: an environment to act in, or a way of training that acts."""
+        return isinstance(self.data, Environment) or self.training.kind in RL_KINDS
+
+    @property
     def gan(self) -> GAN | None:
         """The GAN, when that is the way of training."""
         return self.training if isinstance(self.training, GAN) else None
@@ -261,7 +280,10 @@ class Spec(StrictModel):
     @model_validator(mode="after")
     def _cross_field(self) -> "Spec":
         # The rules that relate several sections live in dsl/rules/, one small function each.
-        rules.check(self)
+        if self.acts:
+            rules.rl.check(self)
+        else:
+            rules.check(self)
         return self
 
     @property
@@ -273,7 +295,7 @@ class Spec(StrictModel):
     def objectives(self) -> list[tuple[str, Loss, str, list[Metric], str, object]]:
         """(field path of the loss, the loss, field path of its metrics, the metrics, path of
         the output layer, that layer) for the one loss, or for each task (none for a GAN)."""
-        if self.gan is not None or self.training.kind == "own_step":
+        if self.gan is not None or self.training.kind in ("own_step", *RL_KINDS):
             return []  # a GAN's losses are its own; an own step's are yours
         if isinstance(self.model, Imported):
             return [("loss", self.loss, "metrics", self.metrics, "", None)]
@@ -291,6 +313,8 @@ class Spec(StrictModel):
         """The names of the logged losses and metrics (prefixed `val_` for validation)."""
         if self.gan is not None:
             return self.gan.log_names()
+        if self.acts:
+            return self.training.log_names()
         if self.training.kind == "own_step":
             parts = self.training.losses if len(self.training.losses) > 1 else []
             extras = self.training.extras
@@ -337,7 +361,7 @@ class Spec(StrictModel):
         """Whether the script XLA-compiles its per-batch step (performance.xla, `auto`
         resolved: dense-only models on a single device; see `Performance.xla`)."""
         xla = self.performance.xla
-        if self.gan is not None:
+        if self.gan is not None or self.acts:
             return False
         if xla != "auto" or self.distribute.kind != "single_device":
             return xla == "on" and self.distribute.kind == "single_device"
@@ -402,7 +426,7 @@ class Spec(StrictModel):
             found = [(f"model.{path}", item) for path, item in self.model.flat_items()]
         for i, cls in enumerate(self.custom_layers):
             found += [(f"custom_layers[{i}].layers[{j}]", s) for j, s in enumerate(cls.layers)]
-        if self.data.augment_in == "model":
+        if not self.acts and self.data.augment_in == "model":
             found += [(f"data.augmentation[{i}]", x) for i, x in enumerate(self.data.augmentation)]
         return found
 

@@ -12,6 +12,7 @@ from ..dsl.spec import Spec
 from . import code, stamp
 from .blackcache import format_source
 from .context import build_context
+from .rl import rl_context
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -72,8 +73,13 @@ def render_script(
 
     `overrides` and `variant` are the `--set` and `--variant` flags the spec was loaded with
     (already applied to `spec`); the script's header repeats them."""
-    context = build_context(spec, spec_file=spec_file, flags=flag_args(overrides, variant))
-    source = environment().get_template("script.py.jinja").render(context)
+    flags = flag_args(overrides, variant)
+    if spec.acts:  # reinforcement learning: a script of its own shape
+        context = rl_context(spec, spec_file=spec_file, flags=flags)
+        source = environment().get_template("rl.py.jinja").render(context)
+    else:
+        context = build_context(spec, spec_file=spec_file, flags=flags)
+        source = environment().get_template("script.py.jinja").render(context)
     kind = spec.distribute.kind
     try:
         formatted = format_source(source, f"<{kind}.py>")

@@ -66,6 +66,8 @@ def build_context(
         "variant": spec.distribute.kind,
         # Multi-device strategies: mirrored, multi_worker, tpu. Their steps run per replica.
         "distributed": distributed,
+        # Reinforcement learning (rl.py.jinja) shares the run directory's machinery.
+        "acts": False,
         "batch_size": batch_size,
         "version": __version__,
         "spec_file": PurePath(spec_file).as_posix(),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import augmentation, data, export, logging, model, objective, strategy, training, ways
+from . import augmentation, data, export, logging, model, objective, rl, strategy, training, ways
 
 if TYPE_CHECKING:
     from ..spec import Spec

@@ -12,6 +12,7 @@ from .distillation import Distillation, ExportedModel, KerasFile, TrainedModel
 from .gan import GAN, R1, GradientPenalty
 from .meta import MAML, Reptile
 from .own_step import OwnStep
+from .rl import DQN, PPO
 from .supervised import MultiTask, Supervised, Task
 
 Training = Annotated[
@@ -23,12 +24,20 @@ Training = Annotated[
     | Contrastive
     | Reptile
     | MAML
-    | OwnStep,
+    | OwnStep
+    | PPO
+    | DQN,
     Field(discriminator="kind"),
 ]
 """How the script trains: supervised (the default), multi-task, a GAN, ..."""
 
+RL_KINDS = ("ppo", "dqn")
+"""The ways of training that act in an environment (reinforcement learning)."""
+
 __all__ = [
+    "DQN",
+    "PPO",
+    "RL_KINDS",
     "FGSM",
     "GAN",
     "MAML",

@@ -1,0 +1,124 @@
+"""An environment as the data source of reinforcement learning: the model makes its own data by
+acting in a Gymnasium environment. Its spaces are read from the environment itself (by making
+one, at validation), so that the spec's networks are checked against them."""
+
+import importlib
+import sys
+from dataclasses import dataclass
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, model_validator
+
+from .base import PositiveInt, StrictModel, check_target
+
+NUM_ENVS_MAX = 4096
+"""More sub-environments than this in one process spend their time in Python's loop."""
+
+
+class Environment(StrictModel):
+    """A Gymnasium environment, stepped `num_envs` copies at a time (a synchronous vector
+    environment): from Gymnasium's registry by `id` (classic control needs no extra; Box2D and
+    Atari need their packages), or made by a function of yours, `target="my_envs:make"`, that
+    returns a `gymnasium.Env`. Install Gymnasium with `pip install "loopgen[rl]"`."""
+
+    kind: Literal["environment"] = "environment"
+    id: str | None = None
+    """A Gymnasium registry id, e.g. `"CartPole-v1"` or `"Pendulum-v1"`."""
+    target: Annotated[str, AfterValidator(check_target)] | None = None
+    """`"module:function"` returning a `gymnasium.Env` of yours (called with `kwargs`), instead
+    of `id`. The module must be importable where the script runs."""
+    kwargs: dict[str, bool | int | float | str] = {}
+    """Keyword arguments of `gymnasium.make(id, ...)` (or of your function)."""
+    num_envs: Annotated[int, Field(gt=0, le=NUM_ENVS_MAX)] = 4
+    """Copies of the environment stepped together: each rollout step acts in all of them with
+    one call of the policy."""
+    max_episode_steps: PositiveInt | None = None
+    """End (truncate) an episode after this many steps; None keeps the registry's limit (your
+    function's environment: none)."""
+
+    @model_validator(mode="after")
+    def _id_or_target(self) -> "Environment":
+        if (self.id is None) == (self.target is None):
+            raise ValueError(
+                "set exactly one of id (a Gymnasium registry id, e.g. 'CartPole-v1') and target "
+                "('module:function' returning a gymnasium.Env)"
+            )
+        return self
+
+    def spaces(self) -> "Spaces":
+        """The observation and action spaces, read from one environment made as the script
+        makes it. Raises ValueError naming the field when that fails."""
+        return read_spaces(self.id, self.target, tuple(sorted(self.kwargs.items())))
+
+
+@dataclass(frozen=True)
+class Spaces:
+    observation_shape: tuple[int, ...]
+    observation_dtype: str
+    discrete: bool
+    """Discrete actions (an index) or continuous ones (a Box of floats)."""
+    actions: int
+    """Discrete: how many actions; continuous: the width of the action vector."""
+    action_low: tuple[float, ...] = ()
+    action_high: tuple[float, ...] = ()
+
+
+@cache
+def read_spaces(env_id: str | None, target: str | None, kwargs: tuple) -> Spaces:
+    field = "data.id" if env_id else "data.target"
+    try:
+        import gymnasium as gym
+    except ImportError:
+        raise ValueError(
+            f"{field}: Gymnasium is not installed; install it with pip install 'loopgen[rl]' "
+            "(or pip install gymnasium)"
+        ) from None
+    try:
+        if env_id is not None:
+            env = gym.make(env_id, **dict(kwargs))
+        else:
+            module, function = target.split(":")
+            sys.path.insert(0, "")
+            try:
+                env = getattr(importlib.import_module(module), function)(**dict(kwargs))
+            finally:
+                sys.path.remove("")
+    except gym.error.Error as error:  # unknown id, wrong version, missing extra package
+        raise ValueError(f"{field}={env_id or target!r}: {error}") from None
+    except Exception as error:  # a module that does not import, a function that fails
+        raise ValueError(
+            f"{field}={env_id or target!r}: making the environment failed "
+            f"({type(error).__name__}: {error})"
+        ) from None
+    try:
+        return _spaces(env, field, gym)
+    finally:
+        env.close()
+
+
+def _spaces(env: Any, field: str, gym: Any) -> Spaces:
+    observation, action = env.observation_space, env.action_space
+    if not isinstance(observation, gym.spaces.Box):
+        raise ValueError(
+            f"{field}: the environment's observations are {observation}; a Box (an array) is "
+            "what the policy takes: flatten others with a wrapper in your target function"
+        )
+    found = dict(
+        observation_shape=tuple(int(n) for n in observation.shape),
+        observation_dtype=str(observation.dtype),
+    )
+    if isinstance(action, gym.spaces.Discrete):
+        return Spaces(**found, discrete=True, actions=int(action.n))
+    if isinstance(action, gym.spaces.Box) and len(action.shape) == 1:
+        return Spaces(
+            **found,
+            discrete=False,
+            actions=int(action.shape[0]),
+            action_low=tuple(float(v) for v in action.low),
+            action_high=tuple(float(v) for v in action.high),
+        )
+    raise ValueError(
+        f"{field}: the environment's actions are {action}; Discrete and one-dimensional Box "
+        "actions are supported"
+    )

@@ -1,0 +1,173 @@
+"""Rules of reinforcement learning: an environment to act in and a way of training that acts
+(PPO, DQN) go together, the networks fit the environment's spaces, and the sections made for
+datasets (epochs, validation, losses, metrics) are not set. `check` runs instead of the rules
+of learning from data."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..model import Imported
+from ..shapes import check_shapes
+from ..ways import RL_KINDS
+
+if TYPE_CHECKING:
+    from ..spec import Spec
+
+
+def check(spec: Spec) -> None:
+    """Raises ValueError at the first rule the spec breaks."""
+    for rule in (check_pairing, check_sections, check_loop, check_networks, check_way):
+        rule(spec)
+
+
+def check_pairing(spec: Spec) -> None:
+    kind = spec.training.kind
+    if spec.data.kind != "environment":
+        raise ValueError(
+            f"training is {kind.upper()}, which learns by acting in an environment, but data "
+            "is a dataset: set data=Environment(id='CartPole-v1', ...) (or use another way "
+            "of training)"
+        )
+    if kind not in RL_KINDS:
+        raise ValueError(
+            f"data is an Environment, but training is {kind!r}, which learns from examples: "
+            "set training=PPO(...) or training=DQN()"
+        )
+
+
+def check_sections(spec: Spec) -> None:
+    """What a run that acts does not have, and what loopgen does not write for it yet."""
+    kind = spec.training.kind.upper()
+    unused = {
+        "loss": f"{kind}'s losses are its own",
+        "metrics": "the run logs its episodes' returns and lengths and its losses",
+        "early_stopping": "there is no validation",
+        "reduce_on_plateau": "there is no validation",
+        "best_model": "there is no validation",
+        "fine_tune": "it unfreezes a backbone by epochs of a dataset",
+    }
+    for field, why in unused.items():
+        if getattr(spec, field):
+            raise ValueError(f"{field} is set, but training is {kind} ({why}): remove it")
+    if spec.optimizer is None:
+        raise ValueError(f"optimizer is not set: {kind} needs one, e.g. Adam(learning_rate=3e-4)")
+    if spec.distribute.kind != "single_device":
+        raise ValueError(
+            f"distribute.kind={spec.distribute.kind!r}: loopgen writes reinforcement learning "
+            "for one device for now (its rollouts run in Python, one process); remove "
+            "distribute or set SingleDevice()"
+        )
+    if spec.gradients.accumulate_steps > 1 or spec.gradients.clipped:
+        raise ValueError(
+            f"gradients is set, but training is {kind}: "
+            + (
+                "clip with training.max_grad_norm"
+                if kind == "PPO"
+                else "DQN takes one plain gradient step per minibatch"
+            )
+            + "; remove gradients"
+        )
+    if spec.logging.csv or spec.logging.comet or spec.logging.histograms:
+        raise ValueError(
+            f"logging: training is {kind}, which logs to TensorBoard and metrics.jsonl; "
+            "set logging.csv, logging.comet and logging.histograms off"
+        )
+    if spec.export.tflite or spec.export.keras:
+        raise ValueError(
+            f"export.{'tflite' if spec.export.tflite else 'keras'}: training is {kind}, whose "
+            "export is the SavedModel that acts (export.saved_model); set it False"
+        )
+    if spec.performance.precision != "float32":
+        raise ValueError(
+            f"performance.precision={spec.performance.precision!r}: reinforcement learning "
+            "runs in float32; remove it"
+        )
+
+
+def check_loop(spec: Spec) -> None:
+    if spec.loop.epochs is not None:
+        raise ValueError(
+            f"loop.epochs={spec.loop.epochs}: an environment has no epochs; set loop.steps, the "
+            "environment steps to train (over all sub-environments)"
+        )
+    if spec.checkpoint and spec.checkpoint.every_epochs is not None:
+        raise ValueError(
+            "checkpoint.every_epochs: an environment has no epochs; set checkpoint.every_steps "
+            "(environment steps)"
+        )
+    way, envs = spec.training, spec.data.num_envs
+    if way.kind == "ppo":
+        rollout = envs * way.rollout_steps
+        if spec.loop.steps < rollout:
+            raise ValueError(
+                f"loop.steps={spec.loop.steps} is less than one rollout (data.num_envs x "
+                f"training.rollout_steps = {rollout} steps): train at least that many"
+            )
+        if rollout % way.minibatches:
+            raise ValueError(
+                f"training.minibatches={way.minibatches} does not divide a rollout of {rollout} "
+                "transitions (data.num_envs x training.rollout_steps) evenly; pick a divisor"
+            )
+    if way.kind == "dqn" and way.learning_starts < way.batch_size:
+        raise ValueError(
+            f"training.learning_starts={way.learning_starts} is less than training.batch_size="
+            f"{way.batch_size}: the first minibatch is drawn from the buffer then; start later"
+        )
+
+
+def check_networks(spec: Spec) -> None:
+    """The networks take the environment's observations and answer for its actions."""
+    spaces = spec.data.spaces()
+    way = spec.training
+    networks = {"model": spec.model}
+    if way.kind == "ppo":
+        networks["training.value"] = way.value
+    classes = {c.name: c for c in spec.custom_layers}
+    for path, network in networks.items():
+        if network is None:
+            raise ValueError(f"{path} is not set: {way.kind.upper()} needs the network")
+        if isinstance(network, Imported) or network.kind == "graph":
+            raise ValueError(
+                f"{path}: reinforcement learning takes a Sequential or Functional network"
+            )
+        if tuple(network.input_shape) != spaces.observation_shape:
+            raise ValueError(
+                f"{path}.input_shape={tuple(network.input_shape)}, but the environment's "
+                f"observations have shape {spaces.observation_shape}; set input_shape="
+                f"{spaces.observation_shape}"
+            )
+        if getattr(network, "heads", None):
+            raise ValueError(f"{path}.heads: the network has one output; remove the heads")
+    policy = check_shapes(spec.model.input_shape, spec.model.layers, classes, "model.layers")
+    if way.kind == "dqn" and not spaces.discrete:
+        raise ValueError(
+            f"training is DQN, but the environment's actions are continuous ({spaces.actions} "
+            "floats): DQN values a finite set of actions; use PPO for continuous actions"
+        )
+    what = "one logit per action" if spaces.discrete else "the mean of each action dimension"
+    if way.kind == "dqn":
+        what = "one value per action"
+    if tuple(policy) != (spaces.actions,):
+        raise ValueError(
+            f"model outputs shape {tuple(policy)}, but the environment has "
+            f"{spaces.actions} {'actions' if spaces.discrete else 'action dimensions'}: "
+            f"the last layer must give {what} (Dense(units={spaces.actions}))"
+        )
+    if way.kind == "ppo":
+        value = check_shapes(way.value.input_shape, way.value.layers, classes, "training.value")
+        if tuple(value) != (1,):
+            raise ValueError(
+                f"training.value outputs shape {tuple(value)}: it must give one value per "
+                "observation; end it in Dense(units=1)"
+            )
+
+
+def check_way(spec: Spec) -> None:
+    way = spec.training
+    if way.kind == "ppo" and way.anneal_learning_rate and spec.optimizer.schedule is not None:
+        raise ValueError(
+            "training.anneal_learning_rate=True lowers optimizer.learning_rate linearly to 0, "
+            "but optimizer.learning_rate is a schedule: give a number, or set "
+            "anneal_learning_rate=False to keep the schedule"
+        )

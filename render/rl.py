@@ -1,0 +1,63 @@
+"""Spec → render context of a script that acts (reinforcement learning, templates/rl.py.jinja):
+the environment's spaces, the networks, the way of training's constants, and what the shared
+sections (header, model builders, run directory) need."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any
+
+from .. import __version__
+from ..dsl.loader import spec_hash
+from ..dsl.spec import Spec
+from . import fingerprint, stamp
+from .context import net_has, optimizer_expression
+
+STDLIB = [
+    "argparse", "contextlib", "errno", "fcntl", "glob", "hashlib", "json", "os", "pickle", "re",
+    "shutil", "signal", "socket", "sys", "time", "traceback",
+]  # fmt: skip
+
+
+def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any]:
+    way = spec.training
+    spaces = spec.data.spaces()
+    networks = {"ppo": ["model", "value_network"], "dqn": ["model", "target_network"]}[way.kind]
+    return {
+        "spec": spec,
+        "way": way,
+        "spaces": spaces,
+        "variant": "single_device",
+        "distributed": False,
+        "acts": True,
+        "version": __version__,
+        "spec_file": PurePath(spec_file).as_posix(),
+        "spec_hash": spec_hash(spec),
+        "script_placeholder": stamp.PLACEHOLDER,
+        "flags": list(flags),
+        "imports": {"stdlib": [f"import {name}" for name in STDLIB]},
+        "output_dir": spec.output_dir or f"runs/{spec.name}",
+        "setup": fingerprint.setup_entries(spec, "BATCH_SIZE"),
+        "networks": networks,
+        "network_args": ", ".join(f"{name}={name}" for name in networks),
+        "optimizer_expr": optimizer_expression(spec),
+        # What the shared sections ask of a script that learns from data.
+        "monitors": {},
+        "readers": ["evaluate"] if spec.checkpoint else [],
+        "evaluable": False,
+        "has_validation": False,
+        "other_data": False,
+        "preemptible": True,
+        "gan": False,
+        "net_has": net_has,
+        "model_augmentation": False,
+        "precision": "float32",
+        "graph_build": [],
+        "graph_blocks": [],
+        "teacher_blocks": [],
+        "custom_classes": [],
+        "position_embedding": False,
+        "teacher_build": None,
+        "prediction": None,
+        "csv_columns": [],
+    }
