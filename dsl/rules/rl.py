@@ -23,7 +23,7 @@ def check(spec: Spec) -> None:
 
 def check_pairing(spec: Spec) -> None:
     kind = spec.training.kind
-    if spec.data.kind != "environment":
+    if getattr(spec.data, "kind", None) != "environment":
         raise ValueError(
             f"training is {kind.upper()}, which learns by acting in an environment, but data "
             "is a dataset: set data=Environment(id='CartPole-v1', ...) (or use another way "
@@ -142,8 +142,8 @@ def check_networks(spec: Spec) -> None:
     policy = check_shapes(spec.model.input_shape, spec.model.layers, classes, "model.layers")
     if way.kind == "dqn" and not spaces.discrete:
         raise ValueError(
-            f"training is DQN, but the environment's actions are continuous ({spaces.actions} "
-            "floats): DQN values a finite set of actions; use PPO for continuous actions"
+            f"training is DQN, but the environment's actions are continuous (a Box of width "
+            f"{spaces.actions}): DQN values a finite set of actions; use PPO for continuous actions"
         )
     what = "one logit per action" if spaces.discrete else "the mean of each action dimension"
     if way.kind == "dqn":

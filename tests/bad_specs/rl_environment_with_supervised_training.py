@@ -1,0 +1,15 @@
+# Mistake: an environment, but no way of training that acts
+from loopgen.dsl import Adam, Dense, Environment, Loop, Sequential, Spec, Supervised
+
+spec = Spec(
+    name="cartpole_ppo",
+    seed=1,
+    data=Environment(id="CartPole-v1", num_envs=4),
+    model=Sequential(
+        input_shape=(4,),
+        layers=[Dense(units=64, activation="tanh"), Dense(units=2, name="logits")],
+    ),
+    training=Supervised(),
+    optimizer=Adam(learning_rate=2.5e-4),
+    loop=Loop(steps=10_000),
+)

@@ -1,0 +1,15 @@
+# Mistake: a replay buffer that cannot hold one minibatch
+from loopgen.dsl import Adam, DQN, Dense, Environment, Loop, Sequential, Spec
+
+spec = Spec(
+    name="cartpole_ppo",
+    seed=1,
+    data=Environment(id="CartPole-v1", num_envs=4),
+    model=Sequential(
+        input_shape=(4,),
+        layers=[Dense(units=64, activation="tanh"), Dense(units=2, name="logits")],
+    ),
+    training=DQN(buffer_size=64, batch_size=128, learning_starts=1000),
+    optimizer=Adam(learning_rate=2.5e-4),
+    loop=Loop(steps=10_000),
+)

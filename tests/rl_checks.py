@@ -1,0 +1,144 @@
+"""Reinforcement-learning checks that the tests run in a process of their own:
+`python rl_checks.py CHECK ...`. Each prints one JSON object on its last line of stdout. The
+references are written here from the formulas (CleanRL's ppo.py and dqn.py), not from the
+script's code."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+from tf_checks import load_script
+
+
+def gae_reference(rewards, values, ended, last_values, gamma, lam):
+    """GAE as a sum: advantage_t = sum_l (gamma lam)^l delta_t+l over the rest of t's
+    episode within the rollout, delta_t = r_t + gamma V(s_t+1) [0 past an episode's end] -
+    V(s_t)."""
+    steps, envs = rewards.shape
+    advantages = np.zeros((steps, envs))
+    for env in range(envs):
+        for t in range(steps):
+            total, weight = 0.0, 1.0
+            for u in range(t, steps):
+                following = last_values[env] if u == steps - 1 else values[u + 1, env]
+                delta = rewards[u, env] + gamma * following * (1 - ended[u, env]) - values[u, env]
+                total += weight * delta
+                if ended[u, env]:
+                    break
+                weight *= gamma * lam
+            advantages[t, env] = total
+    return advantages
+
+
+def ppo_reference(script: str) -> dict:
+    """The script's GAE and PPO loss against references of the formulas, on random values with
+    episode ends and a policy that moved enough for the clipping to matter."""
+    module = load_script(script)
+    rng = np.random.default_rng(0)
+    steps, envs = module.ROLLOUT_STEPS, module.NUM_ENVS
+    rewards = rng.normal(size=(steps, envs)).astype(np.float32)
+    values = rng.normal(size=(steps, envs)).astype(np.float32)
+    ended = (rng.random((steps, envs)) < 0.1).astype(np.float32)
+    last_values = rng.normal(size=envs).astype(np.float32)
+    advantages, returns = module.advantages_and_returns(rewards, values, ended, last_values)
+    expected = gae_reference(rewards, values, ended, last_values, module.GAMMA, module.GAE_LAMBDA)
+    gae_diff = float(np.max(np.abs(advantages - expected)))
+    returns_diff = float(np.max(np.abs(returns - (expected + values))))
+
+    n = 64
+    batch = {
+        "log_probs": rng.normal(-0.7, 0.3, n),
+        "advantages": rng.normal(0.5, 2.0, n),
+        "returns": rng.normal(size=n),
+        "values": rng.normal(size=n),
+    }
+    log_probs = batch["log_probs"] + rng.normal(0, 0.4, n)  # ratios well outside 1 +- clip
+    entropies = rng.random(n)
+    new_values = batch["values"] + rng.normal(0, 0.5, n)
+    loss, parts = module.ppo_loss(
+        tf.constant(log_probs), tf.constant(entropies), tf.constant(new_values),
+        {k: tf.constant(v) for k, v in batch.items()},
+    )  # fmt: skip
+
+    clip = module.CLIP
+    ratio = np.exp(log_probs - batch["log_probs"])
+    adv = batch["advantages"]
+    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    policy = np.mean(np.maximum(-adv * ratio, -adv * np.clip(ratio, 1 - clip, 1 + clip)))
+    clipped = batch["values"] + np.clip(new_values - batch["values"], -clip, clip)
+    value = 0.5 * np.mean(
+        np.maximum((new_values - batch["returns"]) ** 2, (clipped - batch["returns"]) ** 2)
+    )
+    total = policy - module.ENTROPY_COEF * entropies.mean() + module.VALUE_COEF * value
+    kl = np.mean((ratio - 1) - (log_probs - batch["log_probs"]))
+    clipped_share = np.mean(np.abs(ratio - 1) > clip)
+    got = [float(loss)] + [float(p) for p in parts]
+    want = [total, policy, value, entropies.mean(), kl, clipped_share]
+    return {
+        "gae_diff": gae_diff,
+        "returns_diff": returns_diff,
+        "loss_diff": float(np.max(np.abs(np.array(got) - np.array(want)))),
+        "clipped_share": float(clipped_share),
+        "episode_ends": int(ended.sum()),
+    }
+
+
+def dqn_reference(script: str) -> dict:
+    """The script's DQN targets against the formula, for terminated and other transitions."""
+    module = load_script(script)
+    rng = np.random.default_rng(1)
+    n, actions = 32, module.NUM_ACTIONS
+    rewards = rng.normal(size=n).astype(np.float32)
+    terminated = (rng.random(n) < 0.3).astype(np.float32)
+    next_q = rng.normal(size=(n, actions)).astype(np.float32)
+    next_q_target = rng.normal(size=(n, actions)).astype(np.float32)
+    targets = module.dqn_targets(rewards, terminated, next_q, next_q_target).numpy()
+    chosen = next_q_target[np.arange(n), next_q.argmax(-1)]  # double DQN
+    expected = rewards + module.GAMMA * (1 - terminated) * chosen
+    return {
+        "diff": float(np.max(np.abs(targets - expected))),
+        "terminated": int(terminated.sum()),
+        # A reference that took the target network's own best action differs: the test's
+        # values tell double DQN from plain DQN.
+        "plain_diff": float(
+            np.max(np.abs(targets - (rewards + module.GAMMA * (1 - terminated) * next_q_target.max(-1))))
+        ),
+    }
+
+
+def served_against_networks(script: str, output_dir: str, observations: str) -> dict:
+    """The exported SavedModel on observations (loaded as TF Serving would, no class of the
+    script's) against the script's networks restored from the newest checkpoint."""
+    x = np.array(json.loads(observations), np.float32)
+    served = tf.saved_model.load(f"{output_dir}/export/saved_model/1").signatures["serving_default"]
+    outputs = {k: v.numpy() for k, v in served(observations=tf.constant(x)).items()}
+    sys.path.insert(0, str(Path(script).parent))  # where the script finds your modules
+    module = load_script(script)
+    model = module.build_model()
+    networks = {"model": model}
+    if hasattr(module, "build_value_network"):
+        networks["value_network"] = module.build_value_network()
+    checkpoint = tf.train.Checkpoint(**networks)
+    checkpoint.restore(tf.train.latest_checkpoint(f"{output_dir}/checkpoints")).expect_partial()
+    scores = model(x).numpy()
+    result = {"actions": outputs["actions"].tolist()}
+    if "probabilities" in outputs:
+        result["probabilities_diff"] = float(
+            np.max(np.abs(outputs["probabilities"] - tf.nn.softmax(scores).numpy()))
+        )
+        values = networks["value_network"](x).numpy()[:, 0]
+        result["values_diff"] = float(np.max(np.abs(outputs["values"] - values)))
+        result["values"] = outputs["values"].tolist()
+    else:
+        result["q_values_diff"] = float(np.max(np.abs(outputs["q_values"] - scores)))
+    result["actions_are_best"] = bool(np.array_equal(outputs["actions"], scores.argmax(-1)))
+    return result
+
+
+if __name__ == "__main__":
+    check, *args = sys.argv[1:]
+    print(json.dumps(globals()[check](*args)))

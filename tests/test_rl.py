@@ -1,0 +1,133 @@
+"""Reinforcement learning (data=Environment, training=PPO/DQN): the formulas against
+references, the pitfalls each guarded (truncation bootstrapped, the autoreset step not a
+transition), learning, evaluate, and the export serving the networks. Exact resume after a
+SIGKILL is in test_faults' matrix with the other ways of training."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, records, render_into, run_cli, run_preloaded, run_python
+
+pytestmark = pytest.mark.slow
+
+CHECKS = ROOT / "tests" / "rl_checks.py"
+
+
+def rl_check(check: str, *args: str, cwd: Path) -> dict:
+    proc = run_preloaded(str(CHECKS), check, *args, cwd=cwd)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_ppo_advantages_and_loss_equal_the_formulas(tmp_path):
+    script = render_into(tmp_path / "train.py", "cartpole_ppo", "training.rollout_steps=16")
+    result = rl_check("ppo_reference", str(script), cwd=tmp_path)
+    assert result["episode_ends"] > 0 and 0 < result["clipped_share"] < 1, result
+    assert result["gae_diff"] <= 1e-5 and result["returns_diff"] <= 1e-5, result
+    assert result["loss_diff"] <= 1e-6, result
+
+
+def test_dqn_targets_bootstrap_all_but_terminated_transitions(tmp_path):
+    script = render_into(tmp_path / "train.py", "cartpole_dqn")
+    result = rl_check("dqn_reference", str(script), cwd=tmp_path)
+    assert result["terminated"] > 0 and result["plain_diff"] > 1e-3, result
+    assert result["diff"] <= 1e-6, result
+
+
+ENDLESS = '''
+import gymnasium as gym
+import numpy as np
+
+
+class Endless(gym.Env):
+    """A reward of 1 at every step, forever, and always the same observation: the value of
+    every state is 1 / (1 - gamma). Only a time limit (a truncation) ends an episode."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.ones(1, np.float32), {}
+
+    def step(self, action):
+        return np.ones(1, np.float32), 1.0, False, False, {}
+
+
+def make():
+    return Endless()
+'''
+
+ENDLESS_SPEC = '''
+from loopgen.dsl import PPO, Adam, Checkpoint, Dense, Environment, Loop, Sequential, Spec
+
+spec = Spec(
+    name="endless",
+    data=Environment(target="endless:make", num_envs=2, max_episode_steps=5),
+    model=Sequential(input_shape=(1,), layers=[Dense(units=2)]),
+    training=PPO(
+        value=Sequential(input_shape=(1,), layers=[Dense(units=1)]),
+        rollout_steps=10, minibatches=2, gamma=0.9, clip_value_loss=False,
+        anneal_learning_rate=False,
+    ),
+    optimizer=Adam(learning_rate=0.05),
+    loop=Loop(steps=800, log_every_steps=200),
+    checkpoint=Checkpoint(every_steps=400),
+)
+'''
+
+
+def test_a_truncated_episode_is_bootstrapped_and_the_autoreset_step_is_no_transition(tmp_path):
+    """Episodes of an endless task cut at 5 steps: the value learnt must be the task's,
+    1 / (1 - 0.9) = 10. Treating the cut as the task's end learns about 4 (the discounted sum
+    of the steps left); training on Gymnasium's default autoreset step (reward 0) about 8."""
+    (tmp_path / "endless.py").write_text(ENDLESS)
+    (tmp_path / "spec.py").write_text(ENDLESS_SPEC)
+    proc = run_cli("render", "spec.py", "-o", "train.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run_python(tmp_path / "train.py", "--output-dir", "out", cwd=tmp_path)
+    episodes = records(tmp_path / "out")[-1]
+    assert episodes["episode_length"] == 5 and episodes["episode_return"] == 5, episodes
+    served = rl_check("served_against_networks", str(tmp_path / "train.py"),
+                      str(tmp_path / "out"), "[[1.0]]", cwd=tmp_path)  # fmt: skip
+    assert abs(served["values"][0] - 10) < 0.5, served
+
+
+@pytest.mark.parametrize("example", ["cartpole_ppo", "cartpole_dqn"])
+def test_training_improves_the_return_and_the_export_serves_the_networks(example, tmp_path):
+    """A short run: the greedy policy of its last checkpoint plays clearly better than that of
+    its first (evaluate, on episodes seeded apart from training); the SavedModel, loaded
+    without the script, answers as the checkpoint's networks."""
+    small = {
+        "cartpole_ppo": ["loop.log_every_steps=2048", 'checkpoint={"every_steps": 2048, "keep": 8}'],
+        "cartpole_dqn": ["loop.log_every_steps=1000", 'checkpoint={"every_steps": 1000, "keep": 6}',
+                         "training.learning_starts=1000", "training.exploration_fraction=0.1",
+                         "training.train_every=1", "training.target_update_every=100",
+                         "optimizer.learning_rate=0.001"],
+    }[example]  # fmt: skip
+    steps = {"cartpole_ppo": 16384, "cartpole_dqn": 6000}[example]
+    # A return clearly above a random policy's (about 22): PPO is quicker to learn.
+    least = {"cartpole_ppo": 100, "cartpole_dqn": 30}[example]
+    script = render_into(tmp_path / "train.py", example, *small)
+    run_python(script, "--max-steps", str(steps), "--output-dir", "out", cwd=tmp_path)
+    logged = records(tmp_path / "out")
+    assert logged[-1]["step"] == steps and "episode_return" in logged[-1], logged[-1]
+    first = "out/checkpoints/ckpt-" + ("2048" if example == "cartpole_ppo" else "1000")
+    for checkpoint in (first, "latest"):
+        run_python(script, "evaluate", "--episodes", "8", "--checkpoint", checkpoint,
+                   "--output-dir", "out", cwd=tmp_path)  # fmt: skip
+    before, after = [
+        json.loads(line) for line in (tmp_path / "out" / "evaluations.jsonl").read_text().splitlines()
+    ]
+    assert after["step"] == steps and after["episodes"] == 8, after
+    assert after["return_mean"] >= 2 * before["return_mean"] and after["return_mean"] > least, (
+        before, after,
+    )  # fmt: skip
+    observations = "[[0.0, 0.0, 0.0, 0.0], [0.01, 0.5, -0.1, -0.5], [0.0, -0.3, 0.05, 0.4]]"
+    served = rl_check("served_against_networks", str(script), str(tmp_path / "out"),
+                      observations, cwd=tmp_path)  # fmt: skip
+    assert served["actions_are_best"], served
+    for key in ("probabilities_diff", "values_diff", "q_values_diff"):
+        assert served.get(key, 0.0) <= 1e-6, served
