@@ -167,8 +167,75 @@ class _Preloaded:
                 argv, done["returncode"], out.read_text(), err.read_text()
             )
 
+    def spawn(self, argv: list[str], cwd: Path) -> PreloadedProcess:
+        """Starts `python ARGV` as run() does, without waiting for it: the server is this
+        program's until it ends (PreloadedProcess.communicate)."""
+        self.lock.acquire()
+        try:
+            folder = tempfile.TemporaryDirectory()
+            out, err = Path(folder.name) / "stdout", Path(folder.name) / "stderr"
+            request = {"argv": argv, "cwd": str(cwd), "stdout": str(out), "stderr": str(err)}
+            proc = self.start()
+            assert proc.stdin is not None
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+            pid = self.reply(None)["pid"]
+        except BaseException:
+            self.lock.release()
+            raise
+        return PreloadedProcess(self, pid, folder)
+
+
+class PreloadedProcess:
+    """A program _Preloaded.spawn started: its pid, poll(), send_signal() and communicate(), as
+    a subprocess.Popen's."""
+
+    def __init__(self, server: _Preloaded, pid: int, folder: tempfile.TemporaryDirectory) -> None:
+        self.server, self.pid, self.folder = server, pid, folder
+        self.returncode: int | None = None
+        self.output: tuple[str, str] | None = None
+
+    def _finish(self, deadline: float | None) -> bool:
+        if self.returncode is None:
+            done = self.server.reply(deadline)
+            if done is None:
+                return False
+            self.returncode = done["returncode"]
+            folder = Path(self.folder.name)
+            self.output = ((folder / "stdout").read_text(), (folder / "stderr").read_text())
+            self.folder.cleanup()
+            self.server.lock.release()
+        return True
+
+    def poll(self) -> int | None:
+        self._finish(time.monotonic())
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._finish(deadline):
+            os.killpg(self.pid, signal.SIGKILL)
+            self._finish(None)
+            raise subprocess.TimeoutExpired(str(self.pid), timeout or 0, *self.output)
+        assert self.output is not None
+        return self.output
+
 
 _PRELOADED = _Preloaded()
+
+
+def start_preloaded(*argv: str, cwd: Path) -> PreloadedProcess:
+    """Starts `python ARGV` as run_preloaded does (a process forked from one that has imported
+    TensorFlow) and returns at once, with a Popen-like handle; communicate() it in the end (a
+    test's server runs one program at a time)."""
+    return _PRELOADED.spawn(list(argv), cwd)
 
 
 def run_preloaded(*argv: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:

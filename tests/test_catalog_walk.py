@@ -5,10 +5,13 @@ are held to Keras's shapes on the way. Classes left out are listed with the reas
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import EXAMPLES, run_cli
 from loopgen.dsl import Data, Graph, Input, KerasLayer, Loop, Node, Npz, Spec, catalog
 from loopgen.dsl.build import plan, run_plans
+from loopgen.dsl.loader import load_spec
 from loopgen.dsl.shapes import check_graph_shapes
 from loopgen.dsl.training import KerasLoss, KerasOptimizer
 from loopgen.render import render_script
@@ -102,10 +105,57 @@ def test_every_layer_class_renders_and_keras_builds_it_from_the_spec():
     assert set(refused) <= {"Equalization"}, refused
 
 
+EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py"))
+
+
+@pytest.fixture(scope="module")
+def built_examples(shared) -> dict[str, dict]:
+    """What Keras reports building each example's model, by the JSON of its build plan: every
+    plan carried out by the runner `validate --build` uses, in one process (one TensorFlow
+    import for the catalog, each plan after a clear_session, as the CLI's single one is)."""
+
+    def make(folder):
+        plans = {}
+        for example in EXAMPLE_NAMES:
+            try:
+                plans[example] = plan(load_spec(EXAMPLES / f"{example}.py"))
+            except Exception:  # the CLI reports it, in the test below
+                continue
+        reports = run_plans(list(plans.values()))
+        found = {json.dumps(p, sort_keys=True): r for p, r in zip(plans.values(), reports,
+                                                                   strict=True)}  # fmt: skip
+        (folder / "reports.json").write_text(json.dumps(found))
+
+    return json.loads((shared("validate-build", make) / "reports.json").read_text())
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.py")), ids=str)
-def test_validate_build_accepts_every_example(example):
-    proc = run_cli("validate", str(EXAMPLES / f"{example}.py"), "--build")
+def test_validate_build_runs_keras_in_a_subprocess_from_the_command_line():
+    """`loopgen validate --build` as a user runs it: its own process, which starts the Keras
+    runner in another (the per-example test below runs the same command in this process, the
+    runner's reports made for all examples at once)."""
+    proc = run_cli("validate", str(EXAMPLES / "mnist_mlp.py"), "--build")
     assert proc.returncode == 0, proc.stderr
+    assert "Keras built it:" in proc.stdout and "parameters" in proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", EXAMPLE_NAMES, ids=str)
+def test_validate_build_accepts_every_example(example, built_examples, monkeypatch):
+    """`validate --build` on each example: the CLI command, in this process, with the Keras
+    runner's real report on the example's plan (made in one runner process for all)."""
+    import loopgen.dsl.build as build_module
+    from loopgen.cli import app
+    from typer.testing import CliRunner
+
+    real_build = build_module.build
+
+    def batched_build(spec, timeout: float = 600) -> dict:
+        report = built_examples.get(json.dumps(plan(spec), sort_keys=True))
+        return report if report is not None else real_build(spec, timeout)
+
+    monkeypatch.setattr(build_module, "build", batched_build)
+    result = CliRunner().invoke(app, ["validate", str(EXAMPLES / f"{example}.py"), "--build"])
+    assert result.exit_code == 0, (result.output, result.exception)
     if example != "shapes_dcgan":
-        assert "Keras built it:" in proc.stdout and "parameters" in proc.stdout
+        assert "Keras built it:" in result.stdout and "parameters" in result.stdout

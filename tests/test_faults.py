@@ -22,6 +22,7 @@ from helpers import (
     records,
     run_python,
     script_env,
+    start_preloaded,
     tf_check,
 )
 
@@ -300,12 +301,18 @@ def test_sigkill_then_resume_is_exact_for_every_source_and_way(source, variant, 
     run_python(script, *flags, "--output-dir", str(straight), cwd=tmp_path)
     steps = max(r["step"] for r in records(straight))
     at = random.Random().randint(3, steps - 3)
-    proc = subprocess.Popen(
-        [sys.executable, str(script), *flags, "--output-dir", str(killed)],
-        cwd=tmp_path, env=script_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    signal_at_step(proc, killed, at, signal.SIGKILL)
+    # Killed in a process forked from one that has imported TensorFlow (its own process, as
+    # `python train.py` is; test_sigkill_at_a_random_step_... kills `python train.py` itself).
+    proc = start_preloaded(str(script), *flags, "--output-dir", str(killed), cwd=tmp_path)
+    try:
+        signal_at_step(proc, killed, at, signal.SIGKILL)
+    except BaseException:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=60)  # frees this test process's preloaded server
+        raise
     proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, (source, at, proc.returncode)
     resumed = run_python(script, *flags, "--output-dir", str(killed), cwd=tmp_path)
     assert "Resumed from" in resumed.stdout, (source, at)
     result = tf_check("compare_checkpoints", str(straight / "checkpoints"),

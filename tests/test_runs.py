@@ -43,13 +43,15 @@ def test_example_trains_end_to_end(example, render, tmp_path):
     low = -math.inf if "wgan" in example else 0
     assert all(r[loss] == r[loss] and r[loss] > low for r in records if loss in r)
 
-    tags = tf_check("scalar_tags", str(out / "logs" / "train"), cwd=tmp_path)
+    train_logs, validation_logs = str(out / "logs" / "train"), str(out / "logs" / "validation")
+    logged = tf_check("scalar_tags_of", train_logs, validation_logs, cwd=tmp_path)
+    tags = logged[train_logs]
     rates = {"generator_learning_rate", "discriminator_learning_rate"} if gan else {"learning_rate"}
     assert {loss, *rates} <= set(tags), tags
     if gan:  # sample images after every epoch
         assert tags.get("samples") == 2, tags
     if (out / "logs" / "validation").exists():
-        val_tags = tf_check("scalar_tags", str(out / "logs" / "validation"), cwd=tmp_path)
+        val_tags = logged[validation_logs]
         assert val_tags.get("loss") == 2, val_tags  # one validation pass per epoch
         assert any("val_loss" in r for r in records)
 

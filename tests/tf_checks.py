@@ -568,6 +568,12 @@ def scalar_tags(logdir: str) -> dict:
     return {tag: len(accumulator.Tensors(tag)) for tag in accumulator.Tags()["tensors"]}
 
 
+def scalar_tags_of(*logdirs: str) -> dict:
+    """scalar_tags of each event directory that exists, by its path (one process for a run's
+    train and validation logs)."""
+    return {logdir: scalar_tags(logdir) for logdir in logdirs if Path(logdir).is_dir()}
+
+
 def trace_counts(script: str, *argv: str) -> dict:
     """Runs the script's main(argv) in this process with tf.function wrapped to count how many
     times each function's Python body runs: once per trace."""
