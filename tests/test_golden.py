@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from helpers import EXAMPLES, ROOT, run_cli
+from loopgen.dsl.loader import load_spec
 from loopgen.dsl.spec import STRATEGY_KINDS
 from loopgen.render.blackcache import TARGET_VERSIONS
 from regen_generated import golden_files
@@ -21,12 +22,16 @@ NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py"))
 GOLDEN = {str(out.relative_to("generated").with_suffix("")): (spec, variant)
           for spec, variant, out in golden_files()}  # fmt: skip
 """`mnist_mlp` (the spec as written) or `mirrored/mnist_mlp` -> (spec file, --variant)."""
+ACTING = sorted(name for name in NAMES if load_spec(EXAMPLES / f"{name}.py").acts)
+"""The examples that learn by acting in an environment (reinforcement learning)."""
 
 
 def test_every_example_has_a_golden_file_per_variant_and_nothing_else():
     on_disk = sorted(str(p.relative_to(GENERATED).with_suffix("")) for p in GENERATED.rglob("*.py"))
     assert on_disk == sorted(GOLDEN), f"run: {REGEN}"
-    assert len(GOLDEN) == len(NAMES) * len(STRATEGY_KINDS)
+    # Reinforcement learning renders for one device only (for now): the spec as written.
+    assert len(GOLDEN) == (len(NAMES) - len(ACTING)) * len(STRATEGY_KINDS) + len(ACTING)
+    assert ACTING == ["cartpole_dqn", "cartpole_ppo"]
 
 
 @pytest.mark.parametrize("golden", sorted(GOLDEN))
@@ -113,6 +118,8 @@ def test_script_imports_only_what_it_needs(golden):
         allowed.add("own_steps")
     if name == "signals_generator":  # the spec's generator, from the user's module
         allowed.add("signals")
+    if name in ACTING:  # the environments, pickled whole into the checkpoints
+        allowed |= {"gymnasium", "pickle"}
     assert "loopgen" not in modules
     assert modules <= allowed, modules - allowed
 
@@ -133,7 +140,7 @@ LOSS_MARKERS = (" loss_fn = ", " loss_fns = ", " cross_entropy = ", " discrimina
 
 
 LOSS_MARKERS = (" loss_fn = ", " loss_fns = ", " cross_entropy = ", " discriminator = build_")
-AFTER_TRAINING = {"export", "serving_function", "tflite", "IMAGE_SIGNATURES", "input_files",
+AFTER_TRAINING = {"export", "evaluate", "serving_function", "tflite", "IMAGE_SIGNATURES", "input_files",
                   "read_examples", "read_inputs", "predict"}  # fmt: skip
 """What runs after training (the export, the model to serve) or instead of it (predict): defined
 below train(), before the run directory's machinery."""
@@ -160,6 +167,8 @@ def _train(source: str) -> ast.FunctionDef:
 @pytest.mark.parametrize("golden", sorted(GOLDEN))
 def test_sections_come_in_reading_order(golden):
     source = (GENERATED / f"{golden}.py").read_text()
+    if golden in ACTING:
+        return _check_order(source, ACTING_ORDER)
     distributed = "strategy = " in source
     gan = "def build_generator(" in source
     # What it trains (constants, flags: parsed before TensorFlow is imported), the data, the
@@ -200,12 +209,7 @@ def test_sections_come_in_reading_order(golden):
         "tf.summary.scalar(",
         "\ndef main(",  # around train(): how the run ended, in runs.jsonl
     ]
-    # The tapes of train(); a helper above it may have its own (an attack's perturbation).
-    positions = [
-        source.index(marker, source.index("\ndef train(") if "Tape" in marker else 0)
-        for marker in order
-    ]
-    assert positions == sorted(positions), list(zip(order, positions, strict=False))
+    _check_order(source, order)
     classes = [m.start() for m in re.finditer(r"\nclass \w+\(layers\.Layer\)", source)]
     assert all(c < source.index("\ndef build_model(") for c in classes)
     # None of what runs after training is above train(), where it would lengthen the reading path.
@@ -214,6 +218,43 @@ def test_sections_come_in_reading_order(golden):
     assert after, golden
     assert names.index("train") < min(after), [names[i] for i in after]
     assert max(after) < names.index("RENDERED_FROM"), [names[i] for i in after]
+
+
+ACTING_ORDER = [
+    "\nimport ",
+    "\nSEED = ",
+    "\ndef parse_args(",
+    "\nimport tensorflow as tf",
+    "\ndef make_envs(",  # the environment is the data source
+    "\ndef build_model(",
+    "\ndef train(",
+    "    environments = Environments()",
+    "    model = build_model()",
+    " optimizer = ",
+    "    def act(",
+    "tf.GradientTape()",
+    "    checkpoint = tf.train.Checkpoint(",
+    "    while global_step < total_steps",
+    '            run.log("train", ',
+    "    export(",
+    "\ndef evaluate(",
+    "\ndef export(",
+    "\n# --- The run directory",
+    "\nclass RunDirectory:",
+    "keras.utils.Progbar(",
+    "tf.summary.scalar(",
+    "\ndef main(",
+]
+"""The reading order of a script that acts (reinforcement learning)."""
+
+
+def _check_order(source: str, order: list[str]) -> None:
+    # The tapes of train(); a helper above it may have its own (an attack's perturbation).
+    positions = [
+        source.index(marker, source.index("\ndef train(") if "Tape" in marker else 0)
+        for marker in order
+    ]
+    assert positions == sorted(positions), list(zip(order, positions, strict=False))
 
 
 def test_spec_change_changes_hash():

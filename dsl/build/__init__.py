@@ -34,6 +34,8 @@ def plan(spec: Any) -> dict[str, Any]:
         planner.graph(spec.model)
     elif spec.model.kind != "import":
         planner.chain(spec.model, "model")
+    if spec.acts and spec.training.kind == "ppo":  # and its value network
+        planner.chain(spec.training.value, "training.value", prefix="value_")
     return {"steps": planner.steps, "models": planner.models}
 
 
@@ -75,7 +77,7 @@ class _Planner:
     def chain(self, net: Any, root: str, prefix: str = "") -> None:
         first = self.input(f"{root}.input_shape", net.input_shape)
         tensor = first
-        if root == "model" and self.spec.data.augmentation:
+        if root == "model" and getattr(self.spec.data, "augmentation", None):
             for i, layer in enumerate(self.spec.data.augmentation):
                 tensor = self.layer(f"data.augmentation[{i}]", layer, [tensor], {})
         skips: list[str] = []
