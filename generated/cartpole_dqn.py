@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 dc05ba4da0ac1608, script sha256 85b690dee9c7315d).
+(spec sha256 dc05ba4da0ac1608, script sha256 73003d39554e2c97).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -104,8 +104,8 @@ from keras import layers
 def make_envs(count, first_index=0, evaluation=False):
     """`count` copies of the environment, stepped together, and their first observations.
 
-    Sub-environment i is seeded by (SEED, first_index + i) alone, and evaluation's apart from
-    training's. An episode that ends is reset within the step that ends it (SAME_STEP
+    Sub-environment i (and its spaces' samplers) is seeded by (SEED, first_index + i) alone,
+    and evaluation's apart from training's. An episode that ends is reset within the step that ends it (SAME_STEP
     autoreset): the step returns the next episode's first observation, and the episode's
     last one in info["final_obs"]. Gymnasium's default, NEXT_STEP, returns the reset one step
     later, as a step that is no transition of the policy's (reward 0, its action ignored):
@@ -125,6 +125,9 @@ def make_envs(count, first_index=0, evaluation=False):
         for i in range(count)
     ]
     observations, _ = envs.reset(seed=seeds)
+    for env, seed in zip(envs.envs, seeds):  # an environment may sample its own spaces
+        env.action_space.seed(seed)
+        env.observation_space.seed(seed)
     return envs, observations
 
 

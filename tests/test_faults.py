@@ -277,11 +277,26 @@ RESUME_RUNS = {
     # Tasks drawn from (seed, step, task); each adapted by its inner loop inside the step.
     "reptile": ("mnist_reptile", 1, []),
     "maml": ("mnist_maml", 3, []),
+    # Reinforcement learning, in environment steps (a count of them instead of epochs): the
+    # environments mid-episode and DQN's replay buffer (wrapped round) are in the checkpoint;
+    # actions, minibatches and exploration drawn from (seed, step).
+    "ppo": ("cartpole_ppo", 384, ["training.rollout_steps=8", "training.minibatches=2",
+                                  "training.update_epochs=2"]),
+    "dqn": ("cartpole_dqn", 160, ["training.buffer_size=64", "training.batch_size=16",
+                                  "training.learning_starts=16", "training.train_every=1",
+                                  "training.target_update_every=10"]),
 }
+SINGLE_DEVICE_ONLY = {"ppo", "dqn"}
+"""Reinforcement learning renders for one device only (for now)."""
+RESUME_CASES = [
+    (source, variant)
+    for source in sorted(RESUME_RUNS)
+    for variant in ("single_device", "mirrored")
+    if variant == "single_device" or source not in SINGLE_DEVICE_ONLY
+]
 
 
-@pytest.mark.parametrize("variant", ["single_device", "mirrored"])
-@pytest.mark.parametrize("source", sorted(RESUME_RUNS))
+@pytest.mark.parametrize(("source", "variant"), RESUME_CASES)
 def test_sigkill_then_resume_is_exact_for_every_source_and_way(source, variant, render, tmp_path):
     """The data position is a function of the step for every source (index-shuffled arrays and
     files, streamed records, a generator, TFDS), and every way of training checkpoints all its
@@ -296,11 +311,14 @@ def test_sigkill_then_resume_is_exact_for_every_source_and_way(source, variant, 
         overrides.append(TWO_CPUS)
     script = render(example, *overrides, variant=None if variant == "single_device" else variant)
     script = data.runnable(example, script)
-    flags = ["--epochs", str(epochs), "--deterministic"]
+    length = ["--max-steps" if source in SINGLE_DEVICE_ONLY else "--epochs", str(epochs)]
+    flags = [*length, "--deterministic"]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     run_python(script, *flags, "--output-dir", str(straight), cwd=tmp_path)
     steps = max(r["step"] for r in records(straight))
-    at = random.Random().randint(3, steps - 3)
+    # A log line a step; reinforcement learning logs a line an update (PPO) or vector step.
+    lines = len(records(straight)) if source in SINGLE_DEVICE_ONLY else steps
+    at = random.Random().randint(3, lines - 3)
     # Killed in a process forked from one that has imported TensorFlow (its own process, as
     # `python train.py` is; test_sigkill_at_a_random_step_... kills `python train.py` itself).
     proc = start_preloaded(str(script), *flags, "--output-dir", str(killed), cwd=tmp_path)
@@ -319,6 +337,10 @@ def test_sigkill_then_resume_is_exact_for_every_source_and_way(source, variant, 
                       str(killed / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert result["same_keys"] and result["step"] == steps, result
     assert result["max_diff"] == 0.0, (source, variant, at, result)
+    if source in SINGLE_DEVICE_ONLY:  # the environments' state and the replay buffer too
+        states = tf_check("compare_saved_states", str(straight / "checkpoints"),
+                          str(killed / "checkpoints"), cwd=tmp_path)  # fmt: skip
+        assert states["states"] and states["same"], (source, at, states)
 
 
 # --- The machine fails the run: a full disk, a file-size limit, a read-only mount, an

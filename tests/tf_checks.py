@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import pickle
 import sys
 from pathlib import Path
 
@@ -49,6 +50,42 @@ def checkpoint_values(directory: str) -> dict[str, np.ndarray]:
         for name, dtype in dtypes.items()
         if dtype.is_numpy_compatible and dtype != tf.string and "save_counter" not in name
     }
+
+
+def compare_saved_states(dir_a: str, dir_b: str) -> dict:
+    """Whether the Python states of two directories' newest checkpoints (a PythonState's
+    pickled bytes: an RL run's environments, its replay buffer) hold the same values: arrays,
+    random generators' states and every attribute of every object, unpickled (equal states
+    may pickle to different bytes)."""
+    found = {}
+    for directory in (dir_a, dir_b):
+        reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(directory))
+        found[directory] = {
+            name: pickle.loads(reader.get_tensor(name))
+            for name, dtype in reader.get_variable_to_dtype_map().items()
+            if dtype == tf.string and name.endswith("/.ATTRIBUTES/py_state")
+        }
+    a, b = found[dir_a], found[dir_b]
+    differ = [k for k in a if k not in b or not same_state(a[k], b[k])]
+    return {"states": sorted(a), "same": a.keys() == b.keys() and not differ, "differ": differ}
+
+
+def same_state(a, b, depth: int = 0) -> bool:
+    """Deep equality of unpickled objects."""
+    if depth > 40:
+        raise RecursionError("the state nests too deep to compare")
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, np.random.Generator):
+        return isinstance(b, np.random.Generator) and a.bit_generator.state == b.bit_generator.state
+    if isinstance(a, list | tuple):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(same_state(x, y, depth + 1) for x, y in zip(a, b)))  # fmt: skip
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_state(a[k], b[k], depth + 1) for k in a)
+    if hasattr(a, "__dict__") and not isinstance(a, type):
+        return type(a) is type(b) and same_state(vars(a), vars(b), depth + 1)
+    return a == b
 
 
 def compare_checkpoints(dir_a: str, dir_b: str) -> dict:
