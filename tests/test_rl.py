@@ -9,7 +9,16 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, records, render_into, run_cli, run_preloaded, run_python
+from helpers import (
+    ROOT,
+    records,
+    render_into,
+    run_cli,
+    run_fresh,
+    run_preloaded,
+    run_python,
+    tf_check,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -111,9 +120,15 @@ def test_training_improves_the_return_and_the_export_serves_the_networks(example
     # A return clearly above a random policy's (about 22): PPO is quicker to learn.
     least = {"cartpole_ppo": 100, "cartpole_dqn": 30}[example]
     script = render_into(tmp_path / "train.py", example, *small)
-    run_python(script, "--max-steps", str(steps), "--output-dir", "out", cwd=tmp_path)
+    # End to end in a new interpreter, as users run it (test_runs does so for the others).
+    run_fresh(script, "--max-steps", str(steps), "--output-dir", "out", cwd=tmp_path)
     logged = records(tmp_path / "out")
     assert logged[-1]["step"] == steps and "episode_return" in logged[-1], logged[-1]
+    assert [r["step"] for r in logged] == sorted(r["step"] for r in logged)
+    logdir = str(tmp_path / "out" / "logs" / "train")
+    tags = tf_check("scalar_tags_of", logdir, cwd=tmp_path)[logdir]
+    names = {"cartpole_ppo": "policy_loss", "cartpole_dqn": "loss"}[example]
+    assert {names, "episode_return", "episode_length", "steps_per_second"} <= set(tags), tags
     first = "out/checkpoints/ckpt-" + ("2048" if example == "cartpole_ppo" else "1000")
     for checkpoint in (first, "latest"):
         run_python(script, "evaluate", "--episodes", "8", "--checkpoint", checkpoint,
