@@ -165,7 +165,10 @@ def _child(tp: Any, part: Any) -> tuple[Any, bool]:
                 hints = typing.get_type_hints(tp, include_extras=True)
                 return get_args(hints["__pydantic_extra__"])[1], False
             return None, False
-        return field.annotation, bool(field.discriminator)
+        # A tagged union of models (field.discriminator), or of Annotated[..., Tag(...)]
+        # alternatives chosen by a function (a Discriminator in its metadata).
+        tagged = any(isinstance(m, Discriminator) for m in field.metadata)
+        return field.annotation, bool(field.discriminator) or tagged
     origin, args = get_origin(tp), get_args(tp)
     if origin is list and args:
         return args[0], False

@@ -8,8 +8,8 @@ whole."""
 
 from .base import Var, var
 from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
-from .environment import Environment
 from .data import Data, ImageDirectory, KerasDataset, Npz, Shapes, Split, Tfds
+from .environment import Environment
 from .finetune import FineTune
 from .graph import Block, Graph, Input, Node
 from .layers import (
@@ -64,10 +64,10 @@ from .vocabulary.optimizers import *  # noqa: F403
 from .ways import (
     DQN,
     FGSM,
-    PPO,
     GAN,
     MAML,
     PGD,
+    PPO,
     R1,
     Adversarial,
     Contrastive,

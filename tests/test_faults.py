@@ -280,11 +280,22 @@ RESUME_RUNS = {
     # Reinforcement learning, in environment steps (a count of them instead of epochs): the
     # environments mid-episode and DQN's replay buffer (wrapped round) are in the checkpoint;
     # actions, minibatches and exploration drawn from (seed, step).
-    "ppo": ("cartpole_ppo", 384, ["training.rollout_steps=8", "training.minibatches=2",
-                                  "training.update_epochs=2"]),
-    "dqn": ("cartpole_dqn", 160, ["training.buffer_size=64", "training.batch_size=16",
-                                  "training.learning_starts=16", "training.train_every=1",
-                                  "training.target_update_every=10"]),
+    "ppo": (
+        "cartpole_ppo",
+        384,
+        ["training.rollout_steps=8", "training.minibatches=2", "training.update_epochs=2"],
+    ),
+    "dqn": (
+        "cartpole_dqn",
+        160,
+        [
+            "training.buffer_size=64",
+            "training.batch_size=16",
+            "training.learning_starts=16",
+            "training.train_every=1",
+            "training.target_update_every=10",
+        ],
+    ),
 }
 SINGLE_DEVICE_ONLY = {"ppo", "dqn"}
 """Reinforcement learning renders for one device only (for now)."""

@@ -140,7 +140,8 @@ LOSS_MARKERS = (" loss_fn = ", " loss_fns = ", " cross_entropy = ", " discrimina
 
 
 LOSS_MARKERS = (" loss_fn = ", " loss_fns = ", " cross_entropy = ", " discriminator = build_")
-AFTER_TRAINING = {"export", "evaluate", "serving_function", "tflite", "IMAGE_SIGNATURES", "input_files",
+AFTER_TRAINING = {"export", "evaluate", "serving_function", "tflite", "IMAGE_SIGNATURES",
+                  "input_files",
                   "read_examples", "read_inputs", "predict"}  # fmt: skip
 """What runs after training (the export, the model to serve) or instead of it (predict): defined
 below train(), before the run directory's machinery."""

@@ -69,7 +69,7 @@ def make():
     return Endless()
 '''
 
-ENDLESS_SPEC = '''
+ENDLESS_SPEC = """
 from loopgen.dsl import PPO, Adam, Checkpoint, Dense, Environment, Loop, Sequential, Spec
 
 spec = Spec(
@@ -85,7 +85,7 @@ spec = Spec(
     loop=Loop(steps=800, log_every_steps=200),
     checkpoint=Checkpoint(every_steps=400),
 )
-'''
+"""
 
 
 def test_a_truncated_episode_is_bootstrapped_and_the_autoreset_step_is_no_transition(tmp_path):
@@ -110,8 +110,10 @@ def test_training_improves_the_return_and_the_export_serves_the_networks(example
     its first (evaluate, on episodes seeded apart from training); the SavedModel, loaded
     without the script, answers as the checkpoint's networks."""
     small = {
-        "cartpole_ppo": ["loop.log_every_steps=2048", 'checkpoint={"every_steps": 2048, "keep": 8}'],
-        "cartpole_dqn": ["loop.log_every_steps=1000", 'checkpoint={"every_steps": 1000, "keep": 6}',
+        "cartpole_ppo": ["loop.log_every_steps=2048",
+                         'checkpoint={"every_steps": 2048, "keep": 8}'],
+        "cartpole_dqn": ["loop.log_every_steps=1000",
+                         'checkpoint={"every_steps": 1000, "keep": 6}',
                          "training.learning_starts=1000", "training.exploration_fraction=0.1",
                          "training.train_every=1", "training.target_update_every=100",
                          "optimizer.learning_rate=0.001"],
@@ -133,9 +135,8 @@ def test_training_improves_the_return_and_the_export_serves_the_networks(example
     for checkpoint in (first, "latest"):
         run_python(script, "evaluate", "--episodes", "8", "--checkpoint", checkpoint,
                    "--output-dir", "out", cwd=tmp_path)  # fmt: skip
-    before, after = [
-        json.loads(line) for line in (tmp_path / "out" / "evaluations.jsonl").read_text().splitlines()
-    ]
+    evaluations = (tmp_path / "out" / "evaluations.jsonl").read_text().splitlines()
+    before, after = [json.loads(line) for line in evaluations]
     assert after["step"] == steps and after["episodes"] == 8, after
     assert after["return_mean"] >= 2 * before["return_mean"] and after["return_mean"] > least, (
         before, after,

@@ -79,8 +79,9 @@ def same_state(a, b, depth: int = 0) -> bool:
     if isinstance(a, np.random.Generator):
         return isinstance(b, np.random.Generator) and a.bit_generator.state == b.bit_generator.state
     if isinstance(a, list | tuple):
-        return (type(a) is type(b) and len(a) == len(b)
-                and all(same_state(x, y, depth + 1) for x, y in zip(a, b)))  # fmt: skip
+        if type(a) is not type(b) or len(a) != len(b):
+            return False
+        return all(same_state(x, y, depth + 1) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(same_state(a[k], b[k], depth + 1) for k in a)
     if hasattr(a, "__dict__") and not isinstance(a, type):

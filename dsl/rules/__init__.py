@@ -41,6 +41,9 @@ RULES = [
 ]
 
 
+__all__ = ["RULES", "check", "rl"]  # rl.check: the rules of a spec that acts, instead
+
+
 def check(spec: Spec) -> None:
     """Raises ValueError at the first rule the spec breaks."""
     for rule in RULES:

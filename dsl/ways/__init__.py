@@ -36,13 +36,13 @@ RL_KINDS = ("ppo", "dqn")
 
 __all__ = [
     "DQN",
-    "PPO",
-    "RL_KINDS",
     "FGSM",
     "GAN",
     "MAML",
     "PGD",
+    "PPO",
     "R1",
+    "RL_KINDS",
     "Adversarial",
     "Contrastive",
     "Distillation",
