@@ -109,9 +109,16 @@ def dqn_reference(script: str) -> dict:
     }
 
 
+def relative_diff(a, b) -> float:
+    """The largest difference, relative to the value where it is above 1 (float32 keeps 7
+    digits)."""
+    return float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b))))
+
+
 def served_against_networks(script: str, output_dir: str, observations: str) -> dict:
-    """The exported SavedModel on observations (loaded as TF Serving would, no class of the
-    script's) against the script's networks restored from the newest checkpoint."""
+    """The exported SavedModel on raw observations (loaded as TF Serving would, no class of
+    the script's) against the script's networks restored from the newest checkpoint, on the
+    observations normalized by the checkpoint's statistics where the script normalizes."""
     x = np.array(json.loads(observations), np.float32)
     served = tf.saved_model.load(f"{output_dir}/export/saved_model/1").signatures["serving_default"]
     outputs = {k: v.numpy() for k, v in served(observations=tf.constant(x)).items()}
@@ -121,19 +128,33 @@ def served_against_networks(script: str, output_dir: str, observations: str) -> 
     networks = {"model": model}
     if hasattr(module, "build_value_network"):
         networks["value_network"] = module.build_value_network()
+    if hasattr(module, "ObservationStatistics"):
+        networks["observation_statistics"] = module.ObservationStatistics()
     checkpoint = tf.train.Checkpoint(**networks)
     checkpoint.restore(tf.train.latest_checkpoint(f"{output_dir}/checkpoints")).expect_partial()
-    scores = model(x).numpy()
-    result = {"actions": outputs["actions"].tolist()}
-    if "probabilities" in outputs:
-        result["probabilities_diff"] = float(
-            np.max(np.abs(outputs["probabilities"] - tf.nn.softmax(scores).numpy()))
-        )
-        values = networks["value_network"](x).numpy()[:, 0]
-        result["values_diff"] = float(np.max(np.abs(outputs["values"] - values)))
+    inputs = x
+    if "observation_statistics" in networks:
+        reader = tf.train.load_checkpoint(f"{output_dir}/checkpoints")
+        mean = reader.get_tensor("observation_statistics/mean/.ATTRIBUTES/VARIABLE_VALUE")
+        var = reader.get_tensor("observation_statistics/var/.ATTRIBUTES/VARIABLE_VALUE")
+        inputs = np.clip((x - mean) / np.sqrt(var + 1e-8), -10, 10).astype(np.float32)
+    scores = model(inputs).numpy()
+    result = {"actions": outputs["actions"].tolist(), "normalized": inputs is not x}
+    if "values" in outputs:
+        values = networks["value_network"](inputs).numpy()[:, 0]
+        result["values_diff"] = relative_diff(outputs["values"], values)
         result["values"] = outputs["values"].tolist()
+    if "probabilities" in outputs:
+        result["probabilities_diff"] = relative_diff(
+            outputs["probabilities"], tf.nn.softmax(scores).numpy()
+        )
+    elif "mean" in outputs:
+        result["mean_diff"] = relative_diff(outputs["mean"], scores)
+        bounded = np.clip(scores, module.ACTION_LOW, module.ACTION_HIGH)
+        result["actions_are_best"] = bool(np.allclose(outputs["actions"], bounded, atol=1e-6))
+        return result
     else:
-        result["q_values_diff"] = float(np.max(np.abs(outputs["q_values"] - scores)))
+        result["q_values_diff"] = relative_diff(outputs["q_values"], scores)
     result["actions_are_best"] = bool(np.array_equal(outputs["actions"], scores.argmax(-1)))
     return result
 

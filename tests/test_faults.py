@@ -285,6 +285,12 @@ RESUME_RUNS = {
         384,
         ["training.rollout_steps=8", "training.minibatches=2", "training.update_epochs=2"],
     ),
+    # A Gaussian policy (its log std learnt) on normalized observations (running statistics).
+    "ppo_continuous": (
+        "pendulum_ppo",
+        768,
+        ["training.rollout_steps=16", "training.minibatches=2", "training.update_epochs=2"],
+    ),
     "dqn": (
         "cartpole_dqn",
         160,
@@ -297,7 +303,7 @@ RESUME_RUNS = {
         ],
     ),
 }
-SINGLE_DEVICE_ONLY = {"ppo", "dqn"}
+SINGLE_DEVICE_ONLY = {"ppo", "dqn", "ppo_continuous"}
 """Reinforcement learning renders for one device only (for now)."""
 RESUME_CASES = [
     (source, variant)

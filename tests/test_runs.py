@@ -13,7 +13,7 @@ from helpers import ROOT, run_fresh, saved_models, serving_matches, tf_check
 pytestmark = pytest.mark.slow
 
 
-ACTING = {"cartpole_ppo", "cartpole_dqn"}
+ACTING = {"cartpole_ppo", "cartpole_dqn", "pendulum_ppo"}
 """Reinforcement learning runs no epochs: test_rl runs those end to end, in a fresh process."""
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if p.stem not in ACTING)
 

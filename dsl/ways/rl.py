@@ -62,6 +62,11 @@ class PPO(StrictModel):
     anneal_learning_rate: bool = True
     """Lower the learning rate linearly from `optimizer.learning_rate` to 0 over `loop.steps`,
     as CleanRL does (then `optimizer.learning_rate` must be a number, not a schedule)."""
+    normalize_observations: bool = False
+    """Normalize the observations by their running mean and variance (as Gymnasium's
+    NormalizeObservation), clipped to ±10, before the policy and value network see them. The
+    statistics are in the checkpoint (a resumed run normalizes as the run did) and in the
+    export (the served model takes raw observations)."""
     initial_log_std: float = 0.0
     """Continuous actions: the log standard deviation the policy starts from."""
 
