@@ -1,6 +1,6 @@
 """Benchmark: generated loops against model.fit, measured in the same run; render time; input.
 
-    .venv/bin/python -m bench [--parts fit render data] [--examples mnist_mlp ...] [--readme]
+    .venv/bin/python -m bench [--parts fit render data rl] [--examples mnist_mlp ...] [--readme]
 
 fit: for each example it renders the loop script (synthetic data of the real shapes, see
 workload.py) and trains, each in a fresh process:
@@ -17,6 +17,10 @@ modules compiled to bytecode first, as an installed package has them), each run 
 process that only imports the stack (STACK), and checks that TensorFlow was never imported.
 data: time to the first batch of a resumed run, and the pipeline's speed against the loop's
 (data_rows.py).
+rl: the generated PPO (cartpole_ppo) against Stable-Baselines3's PPO on PyTorch with the same
+hyperparameters and budget (rl.py; --peer-python names a Python with stable-baselines3 and
+torch): environment steps per second and the greedy return over 100 episodes. Not in the
+default parts: a round trains twice for minutes.
 Results go to bench/results.json (a part not run keeps its previous figures) and, with
 --readme, to the README's tables.
 """
@@ -36,6 +40,7 @@ from pathlib import Path
 
 from .data_rows import data_rows, data_table
 from .report import median, ratios, readme_table, render_table, replace_table, table
+from .rl import rl_rows, rl_table
 from .workload import EXAMPLES, PLAIN, ROOT, STEPS_PER_EPOCH, Workload, render, workload
 
 PYTHON = sys.executable
@@ -175,7 +180,7 @@ def _run(command: list[str], cwd: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--parts", nargs="+", choices=(*PARTS, "rl"), default=list(PARTS))
     parser.add_argument("--examples", nargs="+", default=list(STEPS_PER_EPOCH))
     parser.add_argument("--epochs", type=int, default=4, help="1 warm-up + the measured ones")
     parser.add_argument("--steps-per-epoch", type=int, default=None, help="instead of the table")
@@ -183,6 +188,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--render-repeats", type=int, default=5)
     parser.add_argument("--data-repeats", type=int, default=3, help="fresh processes per seek")
     parser.add_argument("--data-images", type=int, default=2000, help="images the data part uses")
+    parser.add_argument("--rl-steps", type=int, default=500_000, help="rl: environment steps")
+    parser.add_argument("--rl-rounds", type=int, default=1, help="rl: rounds of both runs")
+    parser.add_argument("--peer-python", help="rl: a Python with stable-baselines3 and torch")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
     parser.add_argument("--readme", action="store_true", help="update the README's tables")
     args = parser.parse_args(argv)
@@ -217,6 +225,11 @@ def main(argv: list[str] | None = None) -> None:
             data = data_rows(Path(tmp), args.data_images, args.data_repeats, ENV)
             results["data"] = {"date": today, "repeats": args.data_repeats, **data}
             print(data_table(results["data"]), flush=True)
+        if "rl" in args.parts:
+            print("rl ...", flush=True)
+            rl = rl_rows(PYTHON, args.peer_python, args.rl_steps, args.rl_rounds, Path(tmp), ENV)
+            results["rl"] = {"date": today, **rl}
+            print(rl_table(results["rl"]), flush=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")
     if args.readme:
@@ -228,6 +241,8 @@ def main(argv: list[str] | None = None) -> None:
             text = replace_table(text, render_table(results["render"]), "bench-render")
         if "data" in results:
             text = replace_table(text, data_table(results["data"]), "bench-data")
+        if "rl" in results:
+            text = replace_table(text, rl_table(results["rl"]), "bench-rl")
         readme.write_text(text)
         print(f"updated {readme}")
 
