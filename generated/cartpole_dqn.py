@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 dc05ba4da0ac1608, script sha256 73003d39554e2c97).
+(spec sha256 dc05ba4da0ac1608, script sha256 7ec73b5239582189).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -314,9 +314,12 @@ def train(args, run):
     nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
     # --- Acting and the train step ----------------------------------------------------
-    @tf.function
-    def greedy(observations):
-        return tf.argmax(model(observations), axis=-1)
+    # Called at every step: its one trace, called directly, skips tf.function's matching of
+    # the arguments to traces, half the cost of a call this small (0.3 of 0.7 ms measured).
+    greedy = tf.function(lambda observations: tf.argmax(model(observations), axis=-1))
+    greedy = greedy.get_concrete_function(
+        tf.TensorSpec((NUM_ENVS, *OBSERVATION_SHAPE), tf.float32)
+    )
 
     def act(observations, global_step):
         """Epsilon-greedy actions: random ones drawn by a generator of (SEED, step) alone."""

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 fa01710ff75bbdb8, script sha256 6e75269ccb911088).
+(spec sha256 fa01710ff75bbdb8, script sha256 da7810f208f36ffe).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -294,6 +294,43 @@ def advantages_and_returns(rewards, values, ended, last_values):
     return advantages, advantages + values
 
 
+def collect(environments, act, value_network, first_step, statistics):
+    """One rollout: ROLLOUT_STEPS steps in every sub-environment with the policy of `act`
+    (train()'s), with its advantages and returns: ROLLOUT_SIZE transitions, in the order
+    (step, sub-environment)."""
+    rollout = {key: [] for key in ["observations", "actions", "log_probs", "values"]}
+    rewards, ended = [], []
+    for t in range(ROLLOUT_STEPS):
+        statistics.update(environments.observations)
+        observations = statistics(environments.observations).numpy()
+        seed = tf.constant([SEED, first_step + t * NUM_ENVS], tf.int64)
+        actions, log_probs, values = act(observations, seed)
+        # The environment takes actions within its bounds; the update, the ones sampled.
+        bounded = np.clip(actions.numpy(), ACTION_LOW, ACTION_HIGH)
+        reached, reward, terminated, truncated = environments.step(bounded)
+        # Truncation (a time limit) stops an episode whose task goes on: its return
+        # continues past the cut, estimated by the value of the observation reached.
+        # Termination ends the task: nothing follows.
+        cut = truncated & ~terminated
+        if cut.any():
+            reward[cut] += GAMMA * value_network(statistics(reached[cut]))[:, 0].numpy()
+        for key, value in zip(rollout, [observations, actions, log_probs, values]):
+            rollout[key].append(np.asarray(value))
+        rewards.append(reward)
+        ended.append((terminated | truncated).astype(np.float32))
+    rollout = {key: np.stack(value) for key, value in rollout.items()}
+    last_values = value_network(statistics(environments.observations))[:, 0].numpy()
+    advantages, returns = advantages_and_returns(
+        np.stack(rewards), rollout["values"], np.stack(ended), last_values
+    )
+    rollout.update(advantages=advantages, returns=returns)
+    # One batch of ROLLOUT_SIZE transitions, in the order (step, sub-environment).
+    return {
+        key: value.reshape((ROLLOUT_SIZE, *value.shape[2:]))
+        for key, value in rollout.items()
+    }
+
+
 def ppo_loss(log_probs, entropies, values, batch):
     """PPO's loss on a minibatch, from the policy's log-probabilities of the actions taken
     and its entropies, and the values, as the networks being trained give them; `batch`
@@ -374,44 +411,12 @@ def train(args, run):
         log_probs = log_probability(mean, log_std, actions)
         return actions, log_probs, value_network(observations)[:, 0]
 
-    def collect(first_step):
-        """One rollout: ROLLOUT_STEPS steps in every sub-environment with the current policy,
-        as [ROLLOUT_STEPS, NUM_ENVS, ...] arrays."""
-        rollout = {
-            key: [] for key in ["observations", "actions", "log_probs", "values"]
-        }
-        rewards, ended = [], []
-        for t in range(ROLLOUT_STEPS):
-            statistics.update(environments.observations)
-            observations = statistics(environments.observations).numpy()
-            seed = tf.constant([SEED, first_step + t * NUM_ENVS], tf.int64)
-            actions, log_probs, values = act(observations, seed)
-            # The environment takes actions within its bounds; the update, the ones sampled.
-            bounded = np.clip(actions.numpy(), ACTION_LOW, ACTION_HIGH)
-            reached, reward, terminated, truncated = environments.step(bounded)
-            # Truncation (a time limit) stops an episode whose task goes on: its return
-            # continues past the cut, estimated by the value of the observation reached.
-            # Termination ends the task: nothing follows.
-            cut = truncated & ~terminated
-            if cut.any():
-                reward[cut] += (
-                    GAMMA * value_network(statistics(reached[cut]))[:, 0].numpy()
-                )
-            for key, value in zip(rollout, [observations, actions, log_probs, values]):
-                rollout[key].append(np.asarray(value))
-            rewards.append(reward)
-            ended.append((terminated | truncated).astype(np.float32))
-        rollout = {key: np.stack(value) for key, value in rollout.items()}
-        last_values = value_network(statistics(environments.observations))[:, 0].numpy()
-        advantages, returns = advantages_and_returns(
-            np.stack(rewards), rollout["values"], np.stack(ended), last_values
-        )
-        rollout.update(advantages=advantages, returns=returns)
-        # One batch of ROLLOUT_SIZE transitions, in the order (step, sub-environment).
-        return {
-            key: value.reshape((ROLLOUT_SIZE, *value.shape[2:]))
-            for key, value in rollout.items()
-        }
+    # Called at every step: its one trace, called directly, skips tf.function's matching of
+    # the arguments to traces, half the cost of a call this small (0.3 of 0.7 ms measured).
+    act = act.get_concrete_function(
+        tf.TensorSpec((NUM_ENVS, *OBSERVATION_SHAPE), tf.float32),
+        tf.TensorSpec([2], tf.int64),
+    )
 
     def minibatch_loss(batch):
         """PPO's loss on a minibatch, by the networks being trained, and its parts."""
@@ -476,7 +481,7 @@ def train(args, run):
     run.start_progress(global_step, total_steps)
     while global_step < total_steps and not run.preempted:
         optimizer.learning_rate = LEARNING_RATE * (1 - global_step / TOTAL_STEPS)
-        rollout = collect(global_step)
+        rollout = collect(environments, act, value_network, global_step, statistics)
         update(rollout, tf.constant(global_step, tf.int64))
         previous, global_step = global_step, global_step + ROLLOUT_SIZE
         step.assign(global_step)
