@@ -15,6 +15,7 @@ from pathlib import Path
 import data
 import pytest
 from helpers import TWO_CPUS, npz, records, run_python, tf_check
+from test_runs import trained_example
 from test_spec_validation import reject_set
 
 
@@ -272,10 +273,9 @@ def test_plateau_early_stopping_and_best_model_act_and_resume_exactly(render, tm
 
 
 @pytest.mark.slow
-def test_csv_and_histograms_hold_what_the_run_logged(render, tmp_path):
-    script = render("shapes_plateau", *data.small_data_overrides("shapes_plateau", tmp_path))
-    out = tmp_path / "run"
-    run_python(script, "--epochs", "2", "--output-dir", str(out), cwd=tmp_path)
+def test_csv_and_histograms_hold_what_the_run_logged(shared, tmp_path):
+    # test_runs' run of shapes_plateau (small data, 2 epochs), made once for both.
+    _, out, _ = trained_example(shared, "shapes_plateau")
 
     with open(out / "metrics.csv", newline="") as f:
         rows = list(csv.DictReader(f))
@@ -296,10 +296,9 @@ def test_csv_and_histograms_hold_what_the_run_logged(render, tmp_path):
 
 
 @pytest.mark.slow
-def test_comet_offline_experiment_holds_the_logged_metrics(render, tmp_path):
-    script = render("mnist_onecycle", *data.small_data_overrides("mnist_onecycle", tmp_path))
-    out = tmp_path / "run"
-    run_python(script, "--epochs", "1", "--output-dir", str(out), cwd=tmp_path)
+def test_comet_offline_experiment_holds_the_logged_metrics(shared):
+    # test_runs' run of mnist_onecycle (small data, 2 epochs), made once for both.
+    _, out, _ = trained_example(shared, "mnist_onecycle")
 
     (archive,) = glob.glob(str(out / "comet" / "*.zip"))
     with zipfile.ZipFile(archive) as f:

@@ -166,8 +166,15 @@ def test_distributed_step_scales_losses_for_replicas():
 # --- Real runs ------------------------------------------------------------------------------
 
 
+ACTING = {"cartpole_ppo", "cartpole_dqn", "pendulum_ppo"}
+"""Reinforcement learning renders for one device only (for now): its mirrored variant is
+refused (tests/bad_specs/rl_ppo_on_two_replicas.py)."""
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.py")))
+@pytest.mark.parametrize(
+    "example", sorted(p.stem for p in EXAMPLES.glob("*.py") if p.stem not in ACTING)
+)
 def test_mirrored_variant_of_each_example_trains_on_two_devices(example, render, tmp_path):
     script = render(
         example,
@@ -406,19 +413,25 @@ SYNCHRONIZED = [
         # 20-layer BatchNormalization network turns that rounding (1e-7) into 1e-2 within a
         # few steps, on any device count (the fit test sees it too). At 0.01 a wrong slice, a
         # replica's own augmentation or an unscaled gradient are off by far more after one.
+        # Two residual blocks (an identity and a projection shortcut) of the nine: the
+        # property is the pipeline's and BatchNormalization's, not the depth's (test_runs and
+        # test_mirrored_variant_... train the full network).
         (
             "cifar10_resnet",
-            [*SYNCHRONIZED, "optimizer.learning_rate.initial_learning_rate=0.01"],
+            [*SYNCHRONIZED, "optimizer.learning_rate.initial_learning_rate=0.01",
+             'model.nodes[3].over={"filters": [16, 32], "strides": [1, 2]}'],
             1,
             1e-4,
         ),
         # Dropout off: each replica would draw its own masks for its slice. 64 examples at 24:
         # the smaller last batch (16) of each epoch, and the embedding's sparse gradient with
         # Adam updates the rows as on one device (a dense gradient would not: Keras squares
-        # the sparse gradient's parts before summing them).
+        # the sparse gradient's parts before summing them). One encoder block of the two:
+        # the embedding's gradient is the property, not the depth.
         (
             "imdb_transformer",
             ["model.blocks[0].params.dropout=0.0", "model.nodes[4].layer.rate=0.0",
+             "model.nodes[2].times=1",
              "data.batch_size=24", "loop.log_every_steps=50"],
             9,
             1e-5,
@@ -438,7 +451,9 @@ SYNCHRONIZED = [
         ("shapes_simclr", [], 2, 1e-5),
         # Meta-learning: 3 tasks a step, shared out 2 + 1; each replica adapts its own.
         ("mnist_reptile", ["training.tasks_per_step=3"], 6, 1e-5),
-        ("mnist_maml", ["training.tasks_per_step=3"], 4, 1e-5),
+        # Two inner steps of the five: the chained adaptation and its second-order terms
+        # are there at two (the example's five: test_runs, test_mirrored_variant_...).
+        ("mnist_maml", ["training.tasks_per_step=3", "training.inner_steps=2"], 4, 1e-5),
     ],
     ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation",
          "mnist_adversarial", "shapes_wgan_gp", "shapes_simclr", "mnist_reptile", "mnist_maml"],

@@ -255,6 +255,15 @@ def test_sigterm_to_one_worker_stops_every_worker_after_the_same_step(render, tm
 
 # --- every source and every way of training, on one device and on two replicas ----------------
 
+SMALL_UNET = [
+    'model.layers[0].over={"filters": [8]}',
+    "model.layers[1].filters=16",
+    "model.layers[2].filters=16",
+    'model.layers[3].over={"filters": [8]}',
+]
+"""pets_unet's U-Net cut to one level: an encoder block (with its BatchNormalization), the
+bottom, a decoder block joined to the skip."""
+
 RESUME_RUNS = {
     # source or way: (example, epochs, extra overrides); checkpoints every 2 steps, a log line
     # a step.
@@ -265,7 +274,10 @@ RESUME_RUNS = {
     "csv": ("houses_tabular", 4, ["data.validation=null", "data.batch_size=16"]),
     "text": ("reviews_text", 3, ["data.validation=null", "data.batch_size=16"]),
     "generator": ("signals_generator", 3, ["data.batch_size=16"]),
-    "tfds": ("pets_unet", 3, ["data.validation=null"]),
+    # A U-Net of one level (8 and 16 filters) in place of three (32 to 256): the proof is the
+    # TFDS source's position and the synchronized BatchNormalization's state in the checkpoint,
+    # which the smaller one has as well (test_runs and test_distributed train the full one).
+    "tfds": ("pets_unet", 3, ["data.validation=null", *SMALL_UNET]),
     "own_step": ("mnist_own_step", 3, ["data.validation=null"]),
     "distillation": ("mnist_distillation", 3, ["data.validation=null"]),
     # PGD's random starts, drawn from (seed, step, position): the same after a resume.
@@ -276,7 +288,9 @@ RESUME_RUNS = {
     "contrastive": ("shapes_simclr", 3, ["data.validation=null", "data.batch_size=16"]),
     # Tasks drawn from (seed, step, task); each adapted by its inner loop inside the step.
     "reptile": ("mnist_reptile", 1, []),
-    "maml": ("mnist_maml", 3, []),
+    # Two inner steps, not five: the chained adaptation and its second-order tape are the
+    # same code (a Python loop), one graph copy per step (test_runs runs the example's five).
+    "maml": ("mnist_maml", 3, ["training.inner_steps=2"]),
     # Reinforcement learning, in environment steps (a count of them instead of epochs): the
     # environments mid-episode and DQN's replay buffer (wrapped round) are in the checkpoint;
     # actions, minibatches and exploration drawn from (seed, step).

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from data import runnable, small_data_overrides
-from helpers import ROOT, run_fresh, saved_models, serving_matches, tf_check
+from helpers import ROOT, render_into, run_fresh, saved_models, serving_matches, tf_check
 
 pytestmark = pytest.mark.slow
 
@@ -18,17 +19,27 @@ ACTING = {"cartpole_ppo", "cartpole_dqn", "pendulum_ppo"}
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if p.stem not in ACTING)
 
 
-@pytest.mark.parametrize("example", EXAMPLES)
-def test_example_trains_end_to_end(example, render, tmp_path):
-    script = render(example, *small_data_overrides(example, tmp_path))
-    out = tmp_path / "run"
-    # A new interpreter, as users run it (the other tests fork theirs from one that has
-    # imported TensorFlow).
-    proc = run_fresh(
-        runnable(example, script), "--epochs", "2", "--output-dir", str(out), cwd=tmp_path
-    )
+def trained_example(shared, example: str) -> tuple[Path, Path, str]:
+    """The example rendered on its small data and trained 2 epochs, once for the whole run
+    (test_controls reads the same runs): its script, output directory and stdout."""
 
-    assert "Epoch 2/2" in proc.stdout
+    def make(folder: Path) -> None:
+        script = render_into(folder / "train.py", example, *small_data_overrides(example, folder))
+        # A new interpreter, as users run it (the other tests fork theirs from one that has
+        # imported TensorFlow).
+        proc = run_fresh(runnable(example, script), "--epochs", "2", "--output-dir",
+                         str(folder / "run"), cwd=folder)  # fmt: skip
+        (folder / "stdout.txt").write_text(proc.stdout)
+
+    folder = shared(f"trained-{example}", make)
+    return folder / "train.py", folder / "run", (folder / "stdout.txt").read_text()
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_example_trains_end_to_end(example, shared, tmp_path):
+    script, out, stdout = trained_example(shared, example)
+
+    assert "Epoch 2/2" in stdout
     checkpoints = sorted(p.name for p in (out / "checkpoints").glob("ckpt-*.index"))
     assert checkpoints, "no checkpoint written"
     gan = "gan" in example
