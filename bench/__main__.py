@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps-per-epoch", type=int, default=None, help="instead of the table")
     parser.add_argument("--rounds", type=int, default=6, help="rounds of the four runs")
     parser.add_argument("--render-repeats", type=int, default=5)
+    parser.add_argument("--render-examples", nargs="+", help="render: these (default: all)")
     parser.add_argument("--data-repeats", type=int, default=3, help="fresh processes per seek")
     parser.add_argument("--data-images", type=int, default=2000, help="images the data part uses")
     parser.add_argument("--rl-steps", type=int, default=500_000, help="rl: environment steps")
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
         if "render" in args.parts:
             print("render ...", flush=True)
             compile_loopgen()
-            examples = sorted(p.stem for p in EXAMPLES.glob("*.py"))
+            examples = args.render_examples or sorted(p.stem for p in EXAMPLES.glob("*.py"))
             timings = {name: render_timing(name, Path(tmp), args.render_repeats)
                        for name in examples}  # fmt: skip
             results["render"] = {"date": today, "repeats": args.render_repeats,

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 fa01710ff75bbdb8, script sha256 da7810f208f36ffe).
+(spec sha256 fa01710ff75bbdb8, script sha256 f5056bdc94d9c5af).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -111,11 +111,12 @@ def make_envs(count, first_index=0, evaluation=False):
     """`count` copies of the environment, stepped together, and their first observations.
 
     Sub-environment i (and its spaces' samplers) is seeded by (SEED, first_index + i) alone,
-    and evaluation's apart from training's. An episode that ends is reset within the step that ends it (SAME_STEP
-    autoreset): the step returns the next episode's first observation, and the episode's
-    last one in info["final_obs"]. Gymnasium's default, NEXT_STEP, returns the reset one step
-    later, as a step that is no transition of the policy's (reward 0, its action ignored):
-    trained on, it would teach that an action earns nothing."""
+    and evaluation's apart from training's. An episode that ends is reset within the step
+    that ends it (SAME_STEP autoreset): the step returns the next episode's first
+    observation, and the episode's last one in info["final_obs"]. Gymnasium's default,
+    NEXT_STEP, returns the reset one step later, as a step that is no transition of the
+    policy's (reward 0, its action ignored): trained on, it would teach that an action earns
+    nothing."""
 
     def make():
         return gym.make(ENV_ID)
@@ -123,13 +124,11 @@ def make_envs(count, first_index=0, evaluation=False):
     envs = gym.vector.SyncVectorEnv(
         [make] * count, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
     )
-    stream = 1 if evaluation else 0
-    seeds = [
-        int(
-            np.random.SeedSequence([SEED, stream, first_index + i]).generate_state(1)[0]
-        )
+    streams = [
+        np.random.SeedSequence([SEED, int(evaluation), first_index + i])
         for i in range(count)
     ]
+    seeds = [int(stream.generate_state(1)[0]) for stream in streams]
     observations, _ = envs.reset(seed=seeds)
     for env, seed in zip(envs.envs, seeds):  # an environment may sample its own spaces
         env.action_space.seed(seed)
@@ -181,20 +180,17 @@ class Environments(tf.train.experimental.PythonState):
         }
 
     def serialize(self):
-        state = (
-            self.envs.envs,
-            self.observations,
-            self.returns,
-            self.lengths,
-            self.finished,
+        state = {
+            name: getattr(self, name) for name in ["observations", "returns", "lengths"]
+        }
+        return pickle.dumps(
+            {**state, "finished": self.finished, "envs": self.envs.envs}
         )
-        return pickle.dumps(state)
 
     def deserialize(self, data):
         state = pickle.loads(data)
-        self.envs.envs, self.observations, self.returns, self.lengths, self.finished = (
-            state
-        )
+        self.envs.envs = state.pop("envs")
+        self.__dict__.update(state)
 
 
 def build_model():
