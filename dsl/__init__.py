@@ -69,6 +69,7 @@ from .ways import (
     PGD,
     PPO,
     R1,
+    ActorCritic,
     Adversarial,
     Contrastive,
     Distillation,
@@ -85,6 +86,7 @@ from .ways import (
 
 __all__ = [
     "DQN",
+    "ActorCritic",
     "FGSM",
     "PPO",
     "Environment",

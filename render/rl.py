@@ -22,7 +22,7 @@ STDLIB = [
 def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any]:
     way = spec.training
     spaces = spec.data.spaces()
-    networks = {"ppo": ["model", "value_network"], "dqn": ["model", "target_network"]}[way.kind]
+    networks = ["model", "target_network" if way.kind == "dqn" else "value_network"]
     return {
         "spec": spec,
         "way": way,

@@ -313,7 +313,7 @@ def small_data_overrides(example: str, tmp: Path, backbone: bool = True) -> list
             "data.train.examples_per_epoch=96",
             "data.batch_size=32",
         ]
-    if example in ("cartpole_ppo", "cartpole_dqn", "pendulum_ppo"):
+    if example in ("cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo"):
         return []  # an environment makes its data: a run is made short by its steps
     raise AssertionError(f"no small data for {example}")
 

@@ -87,6 +87,44 @@ def ppo_reference(script: str) -> dict:
     }
 
 
+def actor_critic_reference(script: str) -> dict:
+    """The script's A2C returns (GAE with lambda 1: n-step returns, each bootstrapped from the
+    value after the rollout's last step unless its episode ended first) and loss, against
+    references of the formulas."""
+    module = load_script(script)
+    rng = np.random.default_rng(2)
+    steps, envs = module.ROLLOUT_STEPS, module.NUM_ENVS
+    rewards = rng.normal(size=(steps, envs)).astype(np.float32)
+    values = rng.normal(size=(steps, envs)).astype(np.float32)
+    ended = (rng.random((steps, envs)) < 0.2).astype(np.float32)
+    last_values = rng.normal(size=envs).astype(np.float32)
+    _, returns = module.advantages_and_returns(rewards, values, ended, last_values)
+    expected = np.zeros((steps, envs))
+    for env in range(envs):
+        following = last_values[env]
+        for t in reversed(range(steps)):
+            following = rewards[t, env] + module.GAMMA * following * (1 - ended[t, env])
+            expected[t, env] = following
+
+    n = 40
+    batch = {"advantages": rng.normal(size=n), "returns": rng.normal(size=n)}
+    log_probs, entropies, new_values = rng.normal(-0.7, 0.3, n), rng.random(n), rng.normal(size=n)
+    loss, parts = module.actor_critic_loss(
+        tf.constant(log_probs), tf.constant(entropies), tf.constant(new_values),
+        {k: tf.constant(v) for k, v in batch.items()},
+    )  # fmt: skip
+    policy = -np.mean(batch["advantages"] * log_probs)
+    value = np.mean((batch["returns"] - new_values) ** 2)
+    total = policy - module.ENTROPY_COEF * entropies.mean() + module.VALUE_COEF * value
+    got = [float(loss)] + [float(p) for p in parts]
+    want = [total, policy, value, entropies.mean()]
+    return {
+        "returns_diff": float(np.max(np.abs(returns - expected))),
+        "loss_diff": float(np.max(np.abs(np.array(got) - np.array(want)))),
+        "episode_ends": int(ended.sum()),
+    }
+
+
 def dqn_reference(script: str) -> dict:
     """The script's DQN targets against the formula, for terminated and other transitions."""
     module = load_script(script)

@@ -166,7 +166,7 @@ def test_distributed_step_scales_losses_for_replicas():
 # --- Real runs ------------------------------------------------------------------------------
 
 
-ACTING = {"cartpole_ppo", "cartpole_dqn", "pendulum_ppo"}
+ACTING = {"cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo"}
 """Reinforcement learning renders for one device only (for now): its mirrored variant is
 refused (tests/bad_specs/rl_ppo_on_two_replicas.py)."""
 

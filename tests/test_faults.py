@@ -299,6 +299,7 @@ RESUME_RUNS = {
         384,
         ["training.rollout_steps=8", "training.minibatches=2", "training.update_epochs=2"],
     ),
+    "a2c": ("cartpole_a2c", 400, []),
     # A Gaussian policy (its log std learnt) on normalized observations (running statistics).
     "ppo_continuous": (
         "pendulum_ppo",
@@ -317,7 +318,7 @@ RESUME_RUNS = {
         ],
     ),
 }
-SINGLE_DEVICE_ONLY = {"ppo", "dqn", "ppo_continuous"}
+SINGLE_DEVICE_ONLY = {"ppo", "a2c", "dqn", "ppo_continuous"}
 """Reinforcement learning renders for one device only (for now)."""
 RESUME_CASES = [
     (source, variant)

@@ -38,6 +38,13 @@ def test_ppo_advantages_and_loss_equal_the_formulas(tmp_path):
     assert result["loss_diff"] <= 1e-6, result
 
 
+def test_a2c_loss_is_the_policy_gradient_of_n_step_advantages(tmp_path):
+    script = render_into(tmp_path / "train.py", "cartpole_a2c")
+    result = rl_check("actor_critic_reference", str(script), cwd=tmp_path)
+    assert result["episode_ends"] > 0, result
+    assert result["returns_diff"] <= 1e-5 and result["loss_diff"] <= 1e-6, result
+
+
 def test_dqn_targets_bootstrap_all_but_terminated_transitions(tmp_path):
     script = render_into(tmp_path / "train.py", "cartpole_dqn")
     result = rl_check("dqn_reference", str(script), cwd=tmp_path)
@@ -104,7 +111,9 @@ def test_a_truncated_episode_is_bootstrapped_and_the_autoreset_step_is_no_transi
     assert abs(served["values"][0] - 10) < 0.5, served
 
 
-@pytest.mark.parametrize("example", ["cartpole_ppo", "cartpole_dqn", "pendulum_ppo"])
+@pytest.mark.parametrize(
+    "example", ["cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo"]
+)
 def test_training_improves_the_return_and_the_export_serves_the_networks(example, tmp_path):
     """A short run: the greedy policy of its last checkpoint plays clearly better than that of
     its first (evaluate, on episodes seeded apart from training); the SavedModel, loaded
@@ -117,13 +126,17 @@ def test_training_improves_the_return_and_the_export_serves_the_networks(example
                          "training.learning_starts=1000", "training.exploration_fraction=0.1",
                          "training.train_every=1", "training.target_update_every=100",
                          "optimizer.learning_rate=0.001"],
+        "cartpole_a2c": ["loop.log_every_steps=4000",
+                         'checkpoint={"every_steps": 4000, "keep": 12}'],
         "pendulum_ppo": ["loop.log_every_steps=4096",
                          'checkpoint={"every_steps": 4096, "keep": 20}'],
     }[example]  # fmt: skip
-    steps = {"cartpole_ppo": 16384, "cartpole_dqn": 6000, "pendulum_ppo": 49152}[example]
+    steps = {"cartpole_ppo": 16384, "cartpole_a2c": 40000, "cartpole_dqn": 6000,
+             "pendulum_ppo": 49152}[example]  # fmt: skip
     # CartPole: a return clearly above a random policy's (about 22; PPO is quicker to learn).
     # Pendulum: a random policy's is about -1,200; an upright pendulum's -200 or better.
-    least = {"cartpole_ppo": 100, "cartpole_dqn": 30, "pendulum_ppo": -600}[example]
+    least = {"cartpole_ppo": 100, "cartpole_a2c": 60, "cartpole_dqn": 30,
+             "pendulum_ppo": -600}[example]  # fmt: skip
     script = render_into(tmp_path / "train.py", example, *small)
     # End to end in a new interpreter, as users run it (test_runs does so for the others).
     run_fresh(script, "--max-steps", str(steps), "--output-dir", "out", cwd=tmp_path)
@@ -134,8 +147,9 @@ def test_training_improves_the_return_and_the_export_serves_the_networks(example
     tags = tf_check("scalar_tags_of", logdir, cwd=tmp_path)[logdir]
     names = {"cartpole_dqn": "loss"}.get(example, "policy_loss")
     assert {names, "episode_return", "episode_length", "steps_per_second"} <= set(tags), tags
-    first = "out/checkpoints/ckpt-" + {"cartpole_ppo": "2048", "cartpole_dqn": "1000",
-                                       "pendulum_ppo": "4096"}[example]  # fmt: skip
+    first = {"cartpole_ppo": "2048", "cartpole_a2c": "4000", "cartpole_dqn": "1000",
+             "pendulum_ppo": "4096"}[example]  # fmt: skip
+    first = f"out/checkpoints/ckpt-{first}"
     for checkpoint in (first, "latest"):
         run_python(script, "evaluate", "--episodes", "8", "--checkpoint", checkpoint,
                    "--output-dir", "out", cwd=tmp_path)  # fmt: skip

@@ -14,7 +14,7 @@ from helpers import ROOT, render_into, run_fresh, saved_models, serving_matches,
 pytestmark = pytest.mark.slow
 
 
-ACTING = {"cartpole_ppo", "cartpole_dqn", "pendulum_ppo"}
+ACTING = {"cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo"}
 """Reinforcement learning runs no epochs: test_rl runs those end to end, in a fresh process."""
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if p.stem not in ACTING)
 

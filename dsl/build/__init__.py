@@ -34,7 +34,7 @@ def plan(spec: Any) -> dict[str, Any]:
         planner.graph(spec.model)
     elif spec.model.kind != "import":
         planner.chain(spec.model, "model")
-    if spec.acts and spec.training.kind == "ppo":  # and its value network
+    if spec.acts and spec.training.kind != "dqn":  # and its value network
         planner.chain(spec.training.value, "training.value", prefix="value_")
     return {"steps": planner.steps, "models": planner.models}
 

@@ -11,6 +11,10 @@ from ..model import Imported
 from ..shapes import check_shapes
 from ..ways import RL_KINDS
 
+NAMES = {"ppo": "PPO", "actor_critic": "A2C", "dqn": "DQN"}
+ON_POLICY = ("ppo", "actor_critic")
+"""The ways that learn a policy and a value network from rollouts of the current policy."""
+
 if TYPE_CHECKING:
     from ..spec import Spec
 
@@ -25,20 +29,20 @@ def check_pairing(spec: Spec) -> None:
     kind = spec.training.kind
     if getattr(spec.data, "kind", None) != "environment":
         raise ValueError(
-            f"training is {kind.upper()}, which learns by acting in an environment, but data "
-            "is a dataset: set data=Environment(id='CartPole-v1', ...) (or use another way "
+            f"training is {NAMES.get(kind, kind)}, which learns by acting in an environment, but "
+            "data is a dataset: set data=Environment(id='CartPole-v1', ...) (or use another way "
             "of training)"
         )
     if kind not in RL_KINDS:
         raise ValueError(
             f"data is an Environment, but training is {kind!r}, which learns from examples: "
-            "set training=PPO(...) or training=DQN()"
+            "set training=PPO(...), ActorCritic(...) or DQN()"
         )
 
 
 def check_sections(spec: Spec) -> None:
     """What a run that acts does not have, and what loopgen does not write for it yet."""
-    kind = spec.training.kind.upper()
+    kind = NAMES[spec.training.kind]
     unused = {
         "loss": f"{kind}'s losses are its own",
         "metrics": "the run logs its episodes' returns and lengths and its losses",
@@ -63,7 +67,7 @@ def check_sections(spec: Spec) -> None:
             f"gradients is set, but training is {kind}: "
             + (
                 "clip with training.max_grad_norm"
-                if kind == "PPO"
+                if spec.training.kind in ON_POLICY
                 else "DQN takes one plain gradient step per minibatch"
             )
             + "; remove gradients"
@@ -97,14 +101,14 @@ def check_loop(spec: Spec) -> None:
             "(environment steps)"
         )
     way, envs = spec.training, spec.data.num_envs
-    if way.kind == "ppo":
+    if way.kind in ON_POLICY:
         rollout = envs * way.rollout_steps
         if spec.loop.steps < rollout:
             raise ValueError(
                 f"loop.steps={spec.loop.steps} is less than one rollout (data.num_envs x "
                 f"training.rollout_steps = {rollout} steps): train at least that many"
             )
-        if rollout % way.minibatches:
+        if way.kind == "ppo" and rollout % way.minibatches:
             raise ValueError(
                 f"training.minibatches={way.minibatches} does not divide a rollout of {rollout} "
                 "transitions (data.num_envs x training.rollout_steps) evenly; pick a divisor"
@@ -121,12 +125,12 @@ def check_networks(spec: Spec) -> None:
     spaces = spec.data.spaces()
     way = spec.training
     networks = {"model": spec.model}
-    if way.kind == "ppo":
+    if way.kind in ON_POLICY:
         networks["training.value"] = way.value
     classes = {c.name: c for c in spec.custom_layers}
     for path, network in networks.items():
         if network is None:
-            raise ValueError(f"{path} is not set: {way.kind.upper()} needs the network")
+            raise ValueError(f"{path} is not set: {NAMES[way.kind]} needs the network")
         if isinstance(network, Imported) or network.kind == "graph":
             raise ValueError(
                 f"{path}: reinforcement learning takes a Sequential or Functional network"
@@ -154,7 +158,7 @@ def check_networks(spec: Spec) -> None:
             f"{spaces.actions} {'actions' if spaces.discrete else 'action dimensions'}: "
             f"the last layer must give {what} (Dense(units={spaces.actions}))"
         )
-    if way.kind == "ppo":
+    if way.kind in ON_POLICY:
         value = check_shapes(way.value.input_shape, way.value.layers, classes, "training.value")
         if tuple(value) != (1,):
             raise ValueError(
@@ -165,7 +169,7 @@ def check_networks(spec: Spec) -> None:
 
 def check_way(spec: Spec) -> None:
     way = spec.training
-    if way.kind == "ppo" and way.anneal_learning_rate and spec.optimizer.schedule is not None:
+    if way.kind in ON_POLICY and way.anneal_learning_rate and spec.optimizer.schedule is not None:
         raise ValueError(
             "training.anneal_learning_rate=True lowers optimizer.learning_rate linearly to 0, "
             "but optimizer.learning_rate is a schedule: give a number, or set "

@@ -12,7 +12,7 @@ from .distillation import Distillation, ExportedModel, KerasFile, TrainedModel
 from .gan import GAN, R1, GradientPenalty
 from .meta import MAML, Reptile
 from .own_step import OwnStep
-from .rl import DQN, PPO
+from .rl import DQN, PPO, ActorCritic
 from .supervised import MultiTask, Supervised, Task
 
 Training = Annotated[
@@ -26,12 +26,13 @@ Training = Annotated[
     | MAML
     | OwnStep
     | PPO
+    | ActorCritic
     | DQN,
     Field(discriminator="kind"),
 ]
 """How the script trains: supervised (the default), multi-task, a GAN, ..."""
 
-RL_KINDS = ("ppo", "dqn")
+RL_KINDS = ("ppo", "actor_critic", "dqn")
 """The ways of training that act in an environment (reinforcement learning)."""
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "PPO",
     "R1",
     "RL_KINDS",
+    "ActorCritic",
     "Adversarial",
     "Contrastive",
     "Distillation",

@@ -147,3 +147,47 @@ class DQN(StrictModel):
     def log_names(self) -> list[str]:
         """What the script logs (besides the episodes' returns and lengths)."""
         return ["loss", "q_value", "epsilon"]
+
+
+class ActorCritic(StrictModel):
+    """Advantage actor-critic (A2C: Mnih et al., 2016, synchronous), the TensorFlow
+    actor-critic tutorial's method over several environments: each update collects
+    `rollout_steps` steps in every sub-environment, computes n-step returns bootstrapped from
+    the value of the last observation (GAE(lambda) with `gae_lambda` below 1), and takes one
+    gradient step on the whole rollout: the policy gradient of the advantages, the value's
+    squared error and the entropy bonus. `model` is the policy, `value` the value network, as
+    for PPO; `optimizer` updates both."""
+
+    kind: Literal["actor_critic"] = "actor_critic"
+    template: ClassVar[str] = "ppo"  # PPO's rollouts; its own loss and update
+
+    value: Network
+    """The value network: observations to one value each (end it in `Dense(units=1)`)."""
+    rollout_steps: PositiveInt = 5
+    """n of the n-step returns: steps taken in each sub-environment per update."""
+    gamma: Discount = 0.99
+    """Discount of future rewards."""
+    gae_lambda: Fraction = 1.0
+    """1: plain n-step returns; below 1, GAE(lambda) within the rollout."""
+    entropy_coef: NonNegative = 0.0
+    """Weight of the entropy bonus."""
+    value_coef: PositiveFloat = 0.5
+    """Weight of the value loss in the total loss."""
+    max_grad_norm: PositiveFloat | None = 0.5
+    """Clip the gradients by this global norm; None: no clipping."""
+    normalize_advantages: bool = False
+    """Normalize the advantages of each rollout (mean 0, standard deviation 1)."""
+    anneal_learning_rate: bool = False
+    """Lower the learning rate linearly from `optimizer.learning_rate` to 0 over
+    `loop.steps`."""
+    normalize_observations: bool = False
+    """As PPO's: running statistics, in the checkpoint and the export."""
+    initial_log_std: float = 0.0
+    """Continuous actions: the log standard deviation the policy starts from."""
+
+    def describe(self, spec: Any) -> str:
+        return f"A2C on {spec.data.id or spec.data.target}"
+
+    def log_names(self) -> list[str]:
+        """What the script logs (besides the episodes' returns and lengths)."""
+        return ["policy_loss", "value_loss", "entropy"]
