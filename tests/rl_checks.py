@@ -34,16 +34,22 @@ def gae_reference(rewards, values, ended, last_values, gamma, lam):
     return advantages
 
 
+def random_rollout(module, rng, ends: float) -> tuple:
+    """Rewards, values and episode ends ([ROLLOUT_STEPS, NUM_ENVS], a share `ends` of the
+    steps ending an episode) and the values after the last step, of the script's shapes."""
+    steps, envs = module.ROLLOUT_STEPS, module.NUM_ENVS
+    rewards = rng.normal(size=(steps, envs)).astype(np.float32)
+    values = rng.normal(size=(steps, envs)).astype(np.float32)
+    ended = (rng.random((steps, envs)) < ends).astype(np.float32)
+    return rewards, values, ended, rng.normal(size=envs).astype(np.float32)
+
+
 def ppo_reference(script: str) -> dict:
     """The script's GAE and PPO loss against references of the formulas, on random values with
     episode ends and a policy that moved enough for the clipping to matter."""
     module = load_script(script)
     rng = np.random.default_rng(0)
-    steps, envs = module.ROLLOUT_STEPS, module.NUM_ENVS
-    rewards = rng.normal(size=(steps, envs)).astype(np.float32)
-    values = rng.normal(size=(steps, envs)).astype(np.float32)
-    ended = (rng.random((steps, envs)) < 0.1).astype(np.float32)
-    last_values = rng.normal(size=envs).astype(np.float32)
+    rewards, values, ended, last_values = random_rollout(module, rng, ends=0.1)
     advantages, returns = module.advantages_and_returns(rewards, values, ended, last_values)
     expected = gae_reference(rewards, values, ended, last_values, module.GAMMA, module.GAE_LAMBDA)
     gae_diff = float(np.max(np.abs(advantages - expected)))
@@ -93,11 +99,8 @@ def actor_critic_reference(script: str) -> dict:
     references of the formulas."""
     module = load_script(script)
     rng = np.random.default_rng(2)
+    rewards, values, ended, last_values = random_rollout(module, rng, ends=0.2)
     steps, envs = module.ROLLOUT_STEPS, module.NUM_ENVS
-    rewards = rng.normal(size=(steps, envs)).astype(np.float32)
-    values = rng.normal(size=(steps, envs)).astype(np.float32)
-    ended = (rng.random((steps, envs)) < 0.2).astype(np.float32)
-    last_values = rng.normal(size=envs).astype(np.float32)
     _, returns = module.advantages_and_returns(rewards, values, ended, last_values)
     expected = np.zeros((steps, envs))
     for env in range(envs):
