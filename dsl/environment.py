@@ -2,14 +2,19 @@
 acting in a Gymnasium environment. Its spaces are read from the environment itself (by making
 one, at validation), so that the spec's networks are checked against them."""
 
+import hashlib
 import importlib
+import importlib.util
+import json
+import os
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from . import cache as disk_cache
 from .base import PositiveInt, StrictModel, check_target
 
 NUM_ENVS_MAX = 4096
@@ -68,6 +73,33 @@ class Spaces:
 
 @cache
 def read_spaces(env_id: str | None, target: str | None, kwargs: tuple) -> Spaces:
+    """The spaces of a registry environment are kept in loopgen's cache, by id, kwargs and the
+    installed Gymnasium: importing Gymnasium and making the environment would cost each
+    render of the spec 0.2 s. A function of yours is called every time (its code may change)."""
+    path = _cache_path(env_id, kwargs) if env_id else None
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        return Spaces(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
+    spaces = _make_and_read(env_id, target, kwargs)
+    if path:
+        disk_cache.write(path, json.dumps(asdict(spaces)))
+    return spaces
+
+
+def _cache_path(env_id: str, kwargs: tuple) -> str | None:
+    """Where the spaces of `env_id` made with `kwargs` are kept; None without Gymnasium (its
+    import then says so) or a cache."""
+    found = importlib.util.find_spec("gymnasium")
+    folder = disk_cache.folder("spaces")
+    if found is None or found.origin is None or folder is None:
+        return None
+    installed = f"{found.origin} {os.stat(found.origin).st_mtime_ns}"
+    key = json.dumps([env_id, list(kwargs), installed])
+    return os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+
+
+def _make_and_read(env_id: str | None, target: str | None, kwargs: tuple) -> Spaces:
     field = "data.id" if env_id else "data.target"
     try:
         import gymnasium as gym

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from pathlib import Path
 
 import jinja2
 
+from ..dsl import cache as disk_cache
 from ..dsl.spec import Spec
 from . import code, stamp
 from .blackcache import format_source
@@ -21,11 +21,8 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept between runs: compiling them costs more than the rest of a
     render but black. Jinja checks each entry against the template's source, and a cache it
     cannot write to is simply not used."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(root, "loopgen", "templates")
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError:
+    folder = disk_cache.folder("templates")
+    if folder is None:
         return None
     return jinja2.FileSystemBytecodeCache(folder)
 

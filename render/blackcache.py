@@ -20,8 +20,9 @@ import hashlib
 import itertools
 import os
 import re
-import tempfile
 import types
+
+from ..dsl import cache
 
 try:  # the module black reads its own version from, without scanning every distribution
     from _black_version import version as BLACK_VERSION
@@ -47,7 +48,7 @@ def format_source(source: str, filename: str = "<script>") -> str:
     SyntaxError for what the parser or the compiler refuses (black parses leniently: duplicate
     arguments pass), which black's output, the same syntax tree, would have too."""
     script = compile(source, filename, "exec")
-    folder = _cache_folder()
+    folder = cache.folder("black")
     return "\n\n".join(_format_piece(piece, folder) for piece in pieces(source, script))
 
 
@@ -89,27 +90,5 @@ def _format_piece(piece: str, folder: str | None) -> str:
     except black.InvalidInput as error:  # what ast parsed, black did not: report it alike
         raise SyntaxError(f"black: {error}") from error
     if path:
-        _write(path, formatted)
+        cache.write(path, formatted)
     return formatted
-
-
-def _cache_folder() -> str | None:
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(root, "loopgen", "black")
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError:
-        return None
-    return folder
-
-
-def _write(path: str, text: str) -> None:
-    """Atomically: a concurrent render reads the whole entry or none."""
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path))
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        pass
