@@ -10,7 +10,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from helpers import ROOT, npz
+from helpers import ACTING, ROOT, npz
 
 
 def classification_npz(
@@ -313,7 +313,7 @@ def small_data_overrides(example: str, tmp: Path, backbone: bool = True) -> list
             "data.train.examples_per_epoch=96",
             "data.batch_size=32",
         ]
-    if example in ("cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo"):
+    if example in ACTING:
         return []  # an environment makes its data: a run is made short by its steps
     raise AssertionError(f"no small data for {example}")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import data
 import pytest
 from helpers import (
+    ACTING,
     EXAMPLES,
     ROOT,
     TWO_CPUS,
@@ -164,11 +165,6 @@ def test_distributed_step_scales_losses_for_replicas():
 
 
 # --- Real runs ------------------------------------------------------------------------------
-
-
-ACTING = {"cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo"}
-"""Reinforcement learning renders for one device only (for now): its mirrored variant is
-refused (tests/bad_specs/rl_ppo_on_two_replicas.py)."""
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ import pydantic
 import pytest
 from data import classification_npz
 from helpers import (
+    ACTING,
     EXAMPLES,
     ROOT,
     TWO_CPUS,
@@ -55,10 +56,8 @@ def test_every_variant_of_an_example_has_the_same_setup():
     by_example: dict[str, list[dict]] = {}
     for spec, _, out in golden_files():
         by_example.setdefault(spec.stem, []).append(setup_of((ROOT / out).read_text()))
-    # Reinforcement learning: one device only.
-    acting = {"cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo"}
     for example, setups in by_example.items():
-        assert len(setups) == (1 if example in acting else len(STRATEGY_KINDS)), example
+        assert len(setups) == (1 if example in ACTING else len(STRATEGY_KINDS)), example
         assert all(s == setups[0] for s in setups), example
 
 

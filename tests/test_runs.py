@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 from data import runnable, small_data_overrides
-from helpers import ROOT, render_into, run_fresh, saved_models, serving_matches, tf_check
+from helpers import ACTING, ROOT, render_into, run_fresh, saved_models, serving_matches, tf_check
 
 pytestmark = pytest.mark.slow
 
 
-ACTING = {"cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo"}
-"""Reinforcement learning runs no epochs: test_rl runs those end to end, in a fresh process."""
+# Reinforcement learning runs no epochs: test_rl runs those end to end, in a fresh process.
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if p.stem not in ACTING)
 
 
