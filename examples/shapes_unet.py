@@ -85,14 +85,14 @@ spec = Spec(
     loss=SparseCategoricalCrossentropy(from_logits=True),
     optimizer=Adam(
         learning_rate=CosineDecay(
-            initial_learning_rate=0.0, warmup_target=3e-3, warmup_steps=60, decay_steps=700
+            initial_learning_rate=0.0, warmup_target=3e-3, warmup_steps=60, decay_steps=380
         )
     ),
     metrics=[
         SparseCategoricalAccuracy(name="pixel_accuracy"),
         MeanIoU(num_classes=4),
     ],
-    loop=Loop(epochs=12, log_every_steps=20),
+    loop=Loop(epochs=6, log_every_steps=20),
     checkpoint=Checkpoint(every_epochs=1, keep=3),
     export=Export(saved_model=True, keras=True),
 )

@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 6198531294714686, script sha256 1b7e605ac12f5649).
+(spec sha256 d6a52f511ace8ed8, script sha256 de80e7428bb2b5d2).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -27,7 +27,7 @@ import traceback
 
 SEED = 7
 BATCH_SIZE = 32
-EPOCHS = 12
+EPOCHS = 6
 LOG_EVERY_STEPS = 20
 # Train steps per call of the compiled train_loop: Python runs once per call, not per step.
 STEPS_PER_LOOP = 50
@@ -368,7 +368,7 @@ def train(args, run):
     # The schedule is evaluated at optimizer.iterations, which the checkpoint saves
     # with the optimizer: a resumed run continues the schedule, not restarts it.
     learning_rate = keras.optimizers.schedules.CosineDecay(
-        initial_learning_rate=0.0, decay_steps=700, warmup_target=0.003, warmup_steps=60
+        initial_learning_rate=0.0, decay_steps=380, warmup_target=0.003, warmup_steps=60
     )
     optimizer = keras.optimizers.Adam(learning_rate=learning_rate)
     # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
@@ -638,7 +638,7 @@ def predict(serve, args, examples):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "shapes_unet",
-    "spec_sha256": "6198531294714686",
+    "spec_sha256": "d6a52f511ace8ed8",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
@@ -653,7 +653,7 @@ SETUP = {
     "data.shuffle_buffer": 2000,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "4dfa280e6be34daf",
+    "optimizer": "11ec073abe05107e",
     "loss": "071318bbec99592d",
 }
 

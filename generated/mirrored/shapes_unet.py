@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 25d0e7ca0cddac47, script sha256 a544553a4b8e8945).
+(spec sha256 8dd81a8955162a6d, script sha256 f9cf64c584c13508).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -29,7 +29,7 @@ import traceback
 
 SEED = 7
 GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
-EPOCHS = 12
+EPOCHS = 6
 LOG_EVERY_STEPS = 20
 # Train steps per call of the compiled train_loop: Python runs once per call, not per step.
 STEPS_PER_LOOP = 50
@@ -424,7 +424,7 @@ def train(args, run):
         # with the optimizer: a resumed run continues the schedule, not restarts it.
         learning_rate = keras.optimizers.schedules.CosineDecay(
             initial_learning_rate=0.0,
-            decay_steps=700,
+            decay_steps=380,
             warmup_target=0.003,
             warmup_steps=60,
         )
@@ -728,7 +728,7 @@ def predict(serve, args, examples):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "shapes_unet",
-    "spec_sha256": "25d0e7ca0cddac47",
+    "spec_sha256": "8dd81a8955162a6d",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
@@ -743,7 +743,7 @@ SETUP = {
     "data.shuffle_buffer": 2000,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "4dfa280e6be34daf",
+    "optimizer": "11ec073abe05107e",
     "loss": "071318bbec99592d",
 }
 

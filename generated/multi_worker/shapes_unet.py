@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 5d0ef507d81722ec, script sha256 77474a731efe0e14).
+(spec sha256 1bb7cc1d93bbe879, script sha256 b6de7a028ffd0fe6).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -31,7 +31,7 @@ import traceback
 
 SEED = 7
 GLOBAL_BATCH_SIZE = 32  # over all replicas: each takes a slice
-EPOCHS = 12
+EPOCHS = 6
 LOG_EVERY_STEPS = 20
 # Train steps per call of the compiled train_loop: Python runs once per call, not per step.
 STEPS_PER_LOOP = 50
@@ -443,7 +443,7 @@ def train(args, run):
         # with the optimizer: a resumed run continues the schedule, not restarts it.
         learning_rate = keras.optimizers.schedules.CosineDecay(
             initial_learning_rate=0.0,
-            decay_steps=700,
+            decay_steps=380,
             warmup_target=0.003,
             warmup_steps=60,
         )
@@ -766,7 +766,7 @@ def predict(serve, args, examples):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "shapes_unet",
-    "spec_sha256": "5d0ef507d81722ec",
+    "spec_sha256": "1bb7cc1d93bbe879",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
@@ -781,7 +781,7 @@ SETUP = {
     "data.shuffle_buffer": 2000,
     "data.labels": "sparse",
     "seed": SEED,
-    "optimizer": "4dfa280e6be34daf",
+    "optimizer": "11ec073abe05107e",
     "loss": "071318bbec99592d",
 }
 
