@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .data_rows import data_rows, data_table
+from .data_rows import DATA_SOURCES, data_rows, data_table
 from .report import median, ratios, readme_table, render_table, replace_table, table
 from .rl import rl_rows, rl_table
 from .workload import EXAMPLES, PLAIN, ROOT, STEPS_PER_EPOCH, Workload, render, workload
@@ -189,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--render-examples", nargs="+", help="render: these (default: all)")
     parser.add_argument("--data-repeats", type=int, default=3, help="fresh processes per seek")
     parser.add_argument("--data-images", type=int, default=2000, help="images the data part uses")
+    parser.add_argument("--data-sources", nargs="+", choices=DATA_SOURCES, default=DATA_SOURCES)
     parser.add_argument("--rl-steps", type=int, default=500_000, help="rl: environment steps")
     parser.add_argument("--rl-rounds", type=int, default=1, help="rl: rounds of both runs")
     parser.add_argument("--peer-python", help="rl: a Python with stable-baselines3 and torch")
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
             print(render_table(results["render"]), flush=True)
         if "data" in args.parts:
             print("data ...", flush=True)
-            data = data_rows(Path(tmp), args.data_images, args.data_repeats, ENV)
+            data = data_rows(Path(tmp), args.data_images, args.data_repeats, ENV, args.data_sources)
             results["data"] = {"date": today, "repeats": args.data_repeats, **data}
             print(data_table(results["data"]), flush=True)
         if "rl" in args.parts:

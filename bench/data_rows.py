@@ -31,6 +31,7 @@ BATCH = 64
 EPOCHS = (0, 5, 20, 50)
 UNKEPT = ("data.train=", "checkpoint=")
 FIRST_BATCH = Path(__file__).with_name("first_batch.py")
+DATA_SOURCES = ["image_directory", "tfrecord"]
 
 
 def sources(folder: Path) -> dict[str, dict]:
@@ -85,15 +86,16 @@ def loop_examples_per_second(script: Path, env: dict, cwd: Path) -> float:
     return median(rates) * BATCH
 
 
-def data_rows(folder: Path, count: int, repeats: int, env: dict) -> dict:
-    """The seek and input figures of every source (see the module's docstring)."""
+def data_rows(folder: Path, count: int, repeats: int, env: dict, names: list[str]) -> dict:
+    """The seek and input figures of the sources `names` (see the module's docstring)."""
     subprocess.run(
         [PYTHON, "-m", "bench.images", str(folder), "--count", str(count)],
         check=True, cwd=Path(__file__).resolve().parent.parent, env=env,
     )  # fmt: skip
     steps_per_epoch = math.ceil(count / BATCH)
     results = {"images": count, "batch_size": BATCH, "example": EXAMPLE, "sources": {}}
-    for name, source in sources(folder).items():
+    for name in names:
+        source = sources(folder)[name]
         print(f"  {name} ...", flush=True)
         script = render(source, folder / f"{name}.py")
         seek = {}
