@@ -19,6 +19,13 @@ STDLIB = [
 ]  # fmt: skip
 
 
+WAY_BATCH = {
+    "ppo": ("MINIBATCH_SIZE", "data.num_envs, training.rollout_steps or training.minibatches"),
+    "actor_critic": ("ROLLOUT_SIZE", "data.num_envs or training.rollout_steps"),
+    "dqn": ("BATCH_SIZE", "training.batch_size"),
+}
+
+
 def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any]:
     way = spec.training
     spaces = spec.data.spaces()
@@ -27,8 +34,12 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "spec": spec,
         "way": way,
         "spaces": spaces,
-        "variant": "single_device",
-        "distributed": False,
+        "variant": spec.distribute.kind,
+        "distributed": spec.distribute.kind != "single_device",
+        "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
+        # The batch the replicas share, and the fields that make it.
+        "way_batch": WAY_BATCH[way.kind][0],
+        "way_batch_field": WAY_BATCH[way.kind][1],
         "acts": True,
         "version": __version__,
         "spec_file": PurePath(spec_file).as_posix(),

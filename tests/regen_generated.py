@@ -25,12 +25,10 @@ def golden_files() -> list[tuple[Path, str | None, Path]]:
         own = loaded.distribute.kind
         spec = spec_file.relative_to(ROOT)
         found.append((spec, None, Path("generated") / spec.name))
-        if loaded.acts:  # reinforcement learning renders for one device only (for now)
-            continue
+        # Reinforcement learning runs in one process: one device or mirrored replicas.
+        kinds = ("single_device", "mirrored") if loaded.acts else STRATEGY_KINDS
         found += [
-            (spec, kind, Path("generated") / kind / spec.name)
-            for kind in STRATEGY_KINDS
-            if kind != own
+            (spec, kind, Path("generated") / kind / spec.name) for kind in kinds if kind != own
         ]
     return found
 

@@ -318,13 +318,15 @@ RESUME_RUNS = {
         ],
     ),
 }
-SINGLE_DEVICE_ONLY = {"ppo", "a2c", "dqn", "ppo_continuous"}
-"""Reinforcement learning renders for one device only (for now)."""
+ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous"}
+"""The cases that act: their length is in environment steps (--max-steps)."""
+ONE_DEVICE_ENOUGH = {"ppo", "a2c"}
+"""Their replicas run the code of ppo_continuous's (PPO's partial, A2C's with it)."""
 RESUME_CASES = [
     (source, variant)
     for source in sorted(RESUME_RUNS)
     for variant in ("single_device", "mirrored")
-    if variant == "single_device" or source not in SINGLE_DEVICE_ONLY
+    if variant == "single_device" or source not in ONE_DEVICE_ENOUGH
 ]
 
 
@@ -343,13 +345,13 @@ def test_sigkill_then_resume_is_exact_for_every_source_and_way(source, variant, 
         overrides.append(TWO_CPUS)
     script = render(example, *overrides, variant=None if variant == "single_device" else variant)
     script = data.runnable(example, script)
-    length = ["--max-steps" if source in SINGLE_DEVICE_ONLY else "--epochs", str(epochs)]
+    length = ["--max-steps" if source in ACTING_CASES else "--epochs", str(epochs)]
     flags = [*length, "--deterministic"]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     run_python(script, *flags, "--output-dir", str(straight), cwd=tmp_path)
     steps = max(r["step"] for r in records(straight))
     # A log line a step; reinforcement learning logs a line an update (PPO) or vector step.
-    lines = len(records(straight)) if source in SINGLE_DEVICE_ONLY else steps
+    lines = len(records(straight)) if source in ACTING_CASES else steps
     at = random.Random().randint(3, lines - 3)
     # Killed in a process forked from one that has imported TensorFlow (its own process, as
     # `python train.py` is; test_sigkill_at_a_random_step_... kills `python train.py` itself).
@@ -369,7 +371,7 @@ def test_sigkill_then_resume_is_exact_for_every_source_and_way(source, variant, 
                       str(killed / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert result["same_keys"] and result["step"] == steps, result
     assert result["max_diff"] == 0.0, (source, variant, at, result)
-    if source in SINGLE_DEVICE_ONLY:  # the environments' state and the replay buffer too
+    if source in ACTING_CASES:  # the environments' state and the replay buffer too
         states = tf_check("compare_saved_states", str(straight / "checkpoints"),
                           str(killed / "checkpoints"), cwd=tmp_path)  # fmt: skip
         assert states["states"] and states["same"], (source, at, states)

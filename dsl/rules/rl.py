@@ -56,11 +56,11 @@ def check_sections(spec: Spec) -> None:
             raise ValueError(f"{field} is set, but training is {kind} ({why}): remove it")
     if spec.optimizer is None:
         raise ValueError(f"optimizer is not set: {kind} needs one, e.g. Adam(learning_rate=3e-4)")
-    if spec.distribute.kind != "single_device":
+    if spec.distribute.kind not in ("single_device", "mirrored"):
         raise ValueError(
             f"distribute.kind={spec.distribute.kind!r}: loopgen writes reinforcement learning "
-            "for one device for now (its rollouts run in Python, one process); remove "
-            "distribute or set SingleDevice()"
+            "for one process (its rollouts run in Python there, and the checkpoint saves its "
+            "environments whole); set SingleDevice() or Mirrored()"
         )
     if spec.gradients.accumulate_steps > 1 or spec.gradients.clipped:
         raise ValueError(
@@ -175,3 +175,25 @@ def check_way(spec: Spec) -> None:
             "but optimizer.learning_rate is a schedule: give a number, or set "
             "anneal_learning_rate=False to keep the schedule"
         )
+    devices = getattr(spec.distribute, "devices", None) or []
+    if len(devices) > 1:  # the replicas are known: each takes an equal share of the batch
+        shared, what = replica_batch(spec)
+        if shared % len(devices):
+            raise ValueError(
+                f"distribute.devices lists {len(devices)} replicas, but {what} is {shared}, "
+                f"not a multiple of {len(devices)}: each replica takes an equal share; change "
+                "them or the devices"
+            )
+
+
+def replica_batch(spec: Spec) -> tuple[int, str]:
+    """The batch of transitions the replicas share in each gradient step, and what makes it."""
+    way, envs = spec.training, spec.data.num_envs
+    if way.kind == "ppo":
+        return (
+            envs * way.rollout_steps // way.minibatches,
+            "the minibatch (data.num_envs x training.rollout_steps / training.minibatches)",
+        )
+    if way.kind == "actor_critic":
+        return envs * way.rollout_steps, "the rollout (data.num_envs x training.rollout_steps)"
+    return way.batch_size, "training.batch_size"
