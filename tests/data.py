@@ -183,6 +183,16 @@ def backbone_weights(tmp: Path) -> str:
     return str(path)
 
 
+SMALL_UNET = [
+    'model.layers[0].over={"filters": [8]}',
+    "model.layers[1].filters=16",
+    "model.layers[2].filters=16",
+    'model.layers[3].over={"filters": [8]}',
+]
+"""pets_unet's U-Net cut to one level (8 and 16 filters), where its size proves nothing: an
+encoder block (with its BatchNormalization), the bottom, a decoder block joined to the skip."""
+
+
 SMALL_FLOWERS_MODEL = [
     # flowers_finetune's data with a small convolutional network in place of MobileNetV2,
     # where the backbone's size proves nothing (test_models keeps it where it does).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,28 +15,35 @@ import data
 import numpy as np
 import pytest
 from helpers import TWO_CPUS, records, render_into, run_python, script_env
-from test_predict import assert_served
+from test_predict import SMALL_VGG, assert_served, predict, run_script
 
 EXAMPLE = "shapes_plateau"  # validation, checkpoints every epoch, the best model kept
 
 
-@pytest.fixture(scope="session")
-def trained(tmp_path_factory):
-    """One small shapes_plateau run (4 epochs), its script and output directory: once per test
-    process (the tests run longest first, not module by module)."""
-    tmp = tmp_path_factory.mktemp("evaluate")
-    overrides = [*data.small_data_overrides(EXAMPLE, tmp), "checkpoint.keep=5"]
-    script = render_into(tmp / "train.py", EXAMPLE, *overrides)
-    out = tmp / "run"
-    run_python(script, "--epochs", "4", "--deterministic", "--output-dir", str(out), cwd=tmp)
-    return script, out
+def train_plateau(folder: Path) -> None:
+    """One small shapes_plateau run (4 epochs) in `folder`: train.py and its run/."""
+    overrides = [*data.small_data_overrides(EXAMPLE, folder), "checkpoint.keep=5"]
+    script = render_into(folder / "train.py", EXAMPLE, *overrides)
+    out = folder / "run"
+    run_python(script, "--epochs", "4", "--deterministic", "--output-dir", str(out), cwd=folder)
 
 
-def evaluate(script: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, str(script), "evaluate", "--deterministic", "--output-dir",
-               str(out), *args]  # fmt: skip
-    return subprocess.run(command, cwd=script.parent, env=script_env(), capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+@pytest.fixture
+def trained(shared, tmp_path):
+    """The script and output directory of one small shapes_plateau run, trained once for the
+    whole test run (shared) and copied for each test: evaluate writes evaluations.jsonl."""
+    copy = tmp_path / "trained"
+    shutil.copytree(shared("evaluate_shapes_plateau", train_plateau), copy)
+    return copy / "train.py", copy / "run"
+
+
+def evaluate(
+    script: Path, out: Path, *args: str, fresh: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`python SCRIPT evaluate --deterministic --output-dir OUT ARGS`, forked from the preloaded
+    server; `fresh`: in a new interpreter, as a user runs it (the locks are checked on that)."""
+    argv = [str(script), "evaluate", "--deterministic", "--output-dir", str(out), *args]
+    return run_script(argv, script.parent, fresh)
 
 
 def snapshot(out: Path) -> dict[str, float]:
@@ -95,7 +103,7 @@ def test_evaluate_waits_for_no_reader_but_refuses_while_a_run_trains(trained, tm
     script, out = trained
     with open(out / "run.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)  # another evaluate reading
-        assert evaluate(script, out).returncode == 0
+        assert evaluate(script, out, fresh=True).returncode == 0
         # A run to train waits for the readers; run.lock names the last run that trained.
         command = [sys.executable, str(script), "--output-dir", str(out)]
         proc = subprocess.run(command, cwd=script.parent, env=script_env(), capture_output=True,
@@ -103,7 +111,7 @@ def test_evaluate_waits_for_no_reader_but_refuses_while_a_run_trains(trained, tm
         assert proc.returncode == 1, proc.stderr[-2000:]
         assert "is in use by another run (evaluate or predict reads it)" in proc.stderr
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a run training
-        proc = evaluate(script, out)
+        proc = evaluate(script, out, fresh=True)
     assert proc.returncode == 1 and "is in use by another run" in proc.stderr, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
 
@@ -138,9 +146,7 @@ def test_evaluate_and_predict_on_two_replicas(render, tmp_path):
     # predict, on two replicas too: what the exported model serves (test_predict).
     examples = np.random.default_rng(0).random((5, 24, 24, 3), dtype=np.float32)
     np.save(tmp_path / "five.npy", examples)
-    proc = subprocess.run([sys.executable, str(script), "predict", str(tmp_path / "five.npy"),
-                           "--output-dir", str(out)], cwd=tmp_path, env=script_env(),
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    proc = predict(script, out, str(tmp_path / "five.npy"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert [r["input"] for r in records] == [f"{tmp_path / 'five.npy'}[{i}]" for i in range(5)]
@@ -157,7 +163,7 @@ def test_evaluate_on_a_test_split_of_the_validation_kind(render, tmp_path):
     extra = data.image_directory(tmp_path / "extra", per_class=2, size=32, classes=4)
     source = {"kind": "image_directory", "path": validation, "image_size": [32, 32]}
     script = render("cifar10_vgg", *data.small_data_overrides("cifar10_vgg", tmp_path),
-                    f"data.validation={json.dumps(source)}")  # fmt: skip
+                    f"data.validation={json.dumps(source)}", *SMALL_VGG)  # fmt: skip
     out = tmp_path / "run"
     run_python(script, "--epochs", "1", "--deterministic", "--output-dir", str(out), cwd=tmp_path)
     logged = validation_at(out, max(r["step"] for r in records(out)))
@@ -182,7 +188,9 @@ def test_evaluate_on_another_tfds_split(render, tmp_path):
     """--data SPLIT for a TFDS validation source (pets_unet, TFDS served by its test double):
     the validation's own split gives the logged values, another split its own, and a split
     the dataset does not have stops the script, naming --data."""
-    script = render("pets_unet", *data.small_data_overrides("pets_unet", tmp_path))
+    script = render(
+        "pets_unet", *data.small_data_overrides("pets_unet", tmp_path), *data.SMALL_UNET
+    )
     launcher = data.runnable("pets_unet", script)
     out = tmp_path / "run"
     run_python(launcher, "--epochs", "1", "--deterministic", "--output-dir", str(out),

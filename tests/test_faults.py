@@ -255,15 +255,6 @@ def test_sigterm_to_one_worker_stops_every_worker_after_the_same_step(render, tm
 
 # --- every source and every way of training, on one device and on two replicas ----------------
 
-SMALL_UNET = [
-    'model.layers[0].over={"filters": [8]}',
-    "model.layers[1].filters=16",
-    "model.layers[2].filters=16",
-    'model.layers[3].over={"filters": [8]}',
-]
-"""pets_unet's U-Net cut to one level: an encoder block (with its BatchNormalization), the
-bottom, a decoder block joined to the skip."""
-
 RESUME_RUNS = {
     # source or way: (example, epochs, extra overrides); checkpoints every 2 steps, a log line
     # a step.
@@ -277,7 +268,7 @@ RESUME_RUNS = {
     # A U-Net of one level (8 and 16 filters) in place of three (32 to 256): the proof is the
     # TFDS source's position and the synchronized BatchNormalization's state in the checkpoint,
     # which the smaller one has as well (test_runs and test_distributed train the full one).
-    "tfds": ("pets_unet", 3, ["data.validation=null", *SMALL_UNET]),
+    "tfds": ("pets_unet", 3, ["data.validation=null", *data.SMALL_UNET]),
     "own_step": ("mnist_own_step", 3, ["data.validation=null"]),
     "distillation": ("mnist_distillation", 3, ["data.validation=null"]),
     # PGD's random starts, drawn from (seed, step, position): the same after a resume.

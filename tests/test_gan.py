@@ -7,10 +7,13 @@ TensorBoard."""
 
 from __future__ import annotations
 
+import json
+
 import data
 import numpy as np
 import pytest
-from helpers import records, run_python, tf_check
+from helpers import records, run_preloaded, run_python, tf_check
+from test_models import stopped_at
 from test_spec_validation import reject_set
 
 
@@ -99,39 +102,55 @@ def test_the_gradient_penalty_is_scaled_under_mixed_precision(render, tmp_path):
 
 @pytest.mark.slow
 def test_gan_resumes_exactly_and_exports_its_generator(render, tmp_path):
+    """Resumed at an epoch's end (step 3) and mid-epoch (step 2): the straight run's values.
+    The run resumed at step 3 starts from the straight run's checkpoint of step 3 (it keeps
+    steps 3 and 6), as a run of 1 epoch leaves it, rather than training that epoch again."""
     script = render("shapes_dcgan", *small(tmp_path))
     straight, split, mid = tmp_path / "straight", tmp_path / "split", tmp_path / "mid"
     flags = ["--deterministic"]
     run_python(script, "--epochs", "2", "--output-dir", str(straight), *flags, cwd=tmp_path)
-    run_python(script, "--epochs", "1", "--output-dir", str(split), *flags, cwd=tmp_path)
-    run_python(script, "--epochs", "2", "--output-dir", str(split), *flags, cwd=tmp_path)
+    stopped_at(straight / "checkpoints", split / "checkpoints", 3)
+    resumed = run_python(script, "--epochs", "2", "--output-dir", str(split), *flags,
+                         cwd=tmp_path)  # fmt: skip
+    assert f"Resumed from {split / 'checkpoints' / 'ckpt-3'} at step 3" in resumed.stdout
     run_python(script, "--max-steps", "2", "--output-dir", str(mid), *flags, cwd=tmp_path)
     run_python(script, "--epochs", "2", "--output-dir", str(mid), *flags, cwd=tmp_path)
-    for other in (split, mid):
-        result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
-                          str(other / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    results = json.loads(run_preloaded("-c", COMPARE, str(straight / "checkpoints"),
+                                       str(split / "checkpoints"), str(mid / "checkpoints"),
+                                       cwd=tmp_path).stdout.splitlines()[-1])  # fmt: skip
+    for result in results:
         # Both networks, both optimizers' slots, and the noise generator's state.
         assert result["same_keys"] and result["step"] == 6 and result["max_diff"] == 0.0, result
         assert result["count"] >= 40
-    logged = [r for r in records(split) if "generator_loss" in r]
+    assert [r["step"] for r in records(split)] == [4, 5, 6]
+    logged = [r for r in records(mid) if "generator_loss" in r]
     assert [r["step"] for r in logged] == list(range(1, 7))
     assert all(0 < r["real_score"] < 1 and 0 < r["fake_score"] < 1 for r in logged)
 
-    # The exported generator: noise in, images of the data's shape and range out.
-    import subprocess
-    import sys
-
+    # The exported generator, loaded without the script: noise in, images of the data's shape
+    # and range out.
     probe = (
         "import numpy as np, tensorflow as tf, sys\n"
         "g = tf.saved_model.load(sys.argv[1])\n"
         "x = g.serve(tf.random.normal((5, 32))).numpy()\n"
         "print(x.shape, float(x.min()), float(x.max()))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", probe, str(straight / "export" / "generator")],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    proc = run_preloaded("-c", probe, str(straight / "export" / "generator"), cwd=tmp_path)
     shape, low, high = proc.stdout.strip().rsplit(" ", 2)
     assert shape.endswith("(5, 16, 16, 3)") and -1 <= float(low) < float(high) <= 1
     assert np.isfinite([float(low), float(high)]).all()
+
+
+COMPARE = """
+import json, sys
+
+import tf_checks
+
+straight, *others = sys.argv[1:]
+print(json.dumps([tf_checks.compare_checkpoints(straight, other) for other in others]))
+"""
+"""tf_checks.compare_checkpoints of a run's checkpoints (argv[1]) and each other run's, in one
+process."""
 
 
 @pytest.mark.slow
@@ -166,20 +185,20 @@ def test_an_overflowing_penalty_is_a_skipped_step_not_a_divergence(render, tmp_p
 
 @pytest.mark.slow
 def test_uneven_replica_slices_draw_what_one_device_draws(render, tmp_path):
-    """101 images in batches of 12: the epoch's last batch of 5 splits over three replicas as
-    1, 2 and 2 images, and each draws the noise and penalty points of its own images (a
+    """29 images in batches of 12: the epoch's last batch (step 3) of 5 splits over three
+    replicas as 1, 2 and 2 images, and each draws the noise and penalty points of its own images (a
     replica starting at id * (5 // 3) would draw its neighbour's)."""
-    common = [*small(tmp_path, "shapes_wgan_gp"), "data.train.count=101", "data.batch_size=12",
+    common = [*small(tmp_path, "shapes_wgan_gp"), "data.train.count=29", "data.batch_size=12",
               "training.critic_steps=2"]  # fmt: skip
     three = 'distribute.devices=["/cpu:0", "/cpu:1", "/cpu:2"]'
     single = render("shapes_wgan_gp", *common)
     mirrored = render("shapes_wgan_gp", *common, three, variant="mirrored", name="mirrored.py")
     for script, out in ((single, "single"), (mirrored, "mirrored")):
-        run_python(script, "--max-steps", "9", "--deterministic", "--output-dir",
+        run_python(script, "--max-steps", "3", "--deterministic", "--output-dir",
                    str(tmp_path / out), cwd=tmp_path)  # fmt: skip
     result = tf_check("compare_checkpoints", str(tmp_path / "single" / "checkpoints"),
                       str(tmp_path / "mirrored" / "checkpoints"), cwd=tmp_path)  # fmt: skip
-    assert result["step"] == 9 and result["max_scaled_diff"] <= 1e-5, result
+    assert result["step"] == 3 and result["max_scaled_diff"] <= 1e-5, result
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ your own loss and metric in a run on two replicas."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import data
@@ -30,6 +31,9 @@ def finetuned(shared) -> tuple[Path, Path]:
     def make(folder: Path) -> None:
         overrides = [*data.small_data_overrides("flowers_finetune", folder), *FINETUNE]
         render_into(folder / "train.py", "flowers_finetune", *overrides)
+        # Its twin without the export, for the tests that read only checkpoints.
+        render_into(folder / "no_export.py", "flowers_finetune", *overrides,
+                    "export.saved_model=false")  # fmt: skip
         proc = run_python(folder / "train.py", *FLAGS, "--output-dir", str(folder / "run"),
                           cwd=folder)  # fmt: skip
         (folder / "run" / "stdout.txt").write_text(proc.stdout)
@@ -96,19 +100,48 @@ def test_top_layers_unfreezes_the_backbone_s_last_layers_but_batch_normalization
 
 def test_a_run_resumed_on_either_side_of_the_unfreeze_is_exact(finetuned, tmp_path):
     """Stopped at step 4 (before the unfreeze at 6), resumed and stopped again at step 8 (after
-    it), resumed to the end: the weights of the run that never stopped."""
+    it), resumed to the end: the weights of the run that never stopped.
+
+    The straight run saved a checkpoint at every step: the split run is its checkpoints up to
+    step 4 (its state file cut there, as a run stopped at step 4 leaves it), not a first run
+    that trains those 4 steps again. Its two legs run the script's twin without the export,
+    which this test does not read (the export is no part of the setup a resume checks)."""
     script, straight = finetuned
     split = tmp_path / "split"
-    run_python(script, *FLAGS, "--max-steps", "4", "--output-dir", str(split), cwd=tmp_path)
+    stopped_at(straight / "checkpoints", split / "checkpoints", 4)
     for stop, resumed_at in ((8, 4), (None, 8)):
         until = ["--max-steps", str(stop)] if stop else []
-        resumed = run_python(script, *FLAGS, *until, "--output-dir", str(split), cwd=tmp_path)
+        resumed = run_python(script.with_name("no_export.py"), *FLAGS, *until,
+                             "--output-dir", str(split), cwd=tmp_path)  # fmt: skip
+        assert f"Resumed from {split / 'checkpoints' / f'ckpt-{resumed_at}'}" in resumed.stdout
         assert f"at step {resumed_at}" in resumed.stdout
         assert ("the backbone unfreezes" in resumed.stdout) == (resumed_at < 6)
     result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
                       str(split / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert result["same_keys"] and result["step"] == 12, result
     assert result["max_diff"] == 0.0, result
+
+
+def stopped_at(source: Path, target: Path, step: int) -> None:
+    """`target`: the checkpoints folder `source` was at `step`, as a run stopped there leaves
+    it: setup.json, the checkpoints up to `step`, and a state file listing them (their save
+    times kept). `source` keeps the checkpoint of `step`."""
+    target.mkdir(parents=True)
+    shutil.copy2(source / "setup.json", target)
+    lines = (source / "checkpoint").read_text().splitlines()
+    names = [line.split('"')[1] for line in lines if line.startswith("all_model_checkpoint_paths:")]
+    times = [line for line in lines if line.startswith("all_model_checkpoint_timestamps:")]
+    kept = [(name, time) for name, time in zip(names, times, strict=True)
+            if int(name.removeprefix("ckpt-")) <= step]  # fmt: skip
+    assert kept and kept[-1][0] == f"ckpt-{step}", lines
+    for name, _ in kept:
+        for file in source.glob(f"{name}.*"):
+            shutil.copy2(file, target)
+    rest = [line for line in lines if line.startswith("last_preserved_timestamp:")]
+    state = [f'model_checkpoint_path: "ckpt-{step}"',
+             *(f'all_model_checkpoint_paths: "{name}"' for name, _ in kept),
+             *(time for _, time in kept), *rest]  # fmt: skip
+    (target / "checkpoint").write_text("\n".join(state) + "\n")
 
 
 def test_augmentation_is_reproducible_resumable_and_training_only(render, tmp_path):

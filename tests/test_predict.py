@@ -15,15 +15,30 @@ from pathlib import Path
 import data
 import numpy as np
 import pytest
-from helpers import run_python, script_env, tf_check
+from helpers import run_python, script_env, start_preloaded, tf_check
 
 pytestmark = pytest.mark.slow
 
 
-def predict(script: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, str(script), "predict", *args, "--output-dir", str(out)]
-    return subprocess.run(command, cwd=script.parent, env=script_env(), capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+def predict(
+    script: Path, out: Path, *args: str, fresh: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`python SCRIPT predict ARGS --output-dir OUT`, in a process forked from the tests'
+    TensorFlow-preloaded server (it runs as `python ARGV` would, seconds sooner); `fresh`: in
+    a new interpreter, as a user runs it (the locks are checked on that one)."""
+    argv = [str(script), "predict", *args, "--output-dir", str(out)]
+    return run_script(argv, script.parent, fresh)
+
+
+def run_script(argv: list[str], cwd: Path, fresh: bool) -> subprocess.CompletedProcess[str]:
+    """`python ARGV` in `cwd`, its exit status and output, whatever the status: forked from the
+    preloaded server, or (`fresh`) in a new interpreter."""
+    if fresh:
+        return subprocess.run([sys.executable, *argv], cwd=cwd, env=script_env(),
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+    proc = start_preloaded(*argv, cwd=cwd)
+    stdout, stderr = proc.communicate(timeout=600)
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
 def predictions(path: Path) -> list[dict]:
@@ -45,6 +60,14 @@ def assert_served(records: list[dict], out: Path, inputs: list[list[str]], cwd: 
                 assert np.max(np.abs(np.subtract(record[key], value))) <= 1e-6, record["input"]
 
 
+SMALL_VGG = [
+    # cifar10_vgg's network cut to one VGG block (its custom layer) of 8 filters and a dense
+    # layer of 16 units: what predict reads and writes does not depend on the network's size.
+    'model.layers[0].over={"filters": [8]}',
+    "model.layers[2].units=16",
+]
+
+
 def files_under(folder: Path) -> list[str]:
     """A directory's files as predict reads them: sorted, not the hidden ones."""
     return sorted(str(p) for p in folder.rglob("*") if p.is_file() and p.name[0] != ".")
@@ -60,6 +83,7 @@ def test_predict_image_files_and_directories_with_class_names(render, tmp_path):
         "data.validation=null",
         "data.batch_size=3",  # predict's batches too: 9 inputs make 3 batches
         "model.layers[-1].units=2",
+        *SMALL_VGG,
     )
     out = tmp_path / "run"
     run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
@@ -82,9 +106,9 @@ def test_predict_image_files_and_directories_with_class_names(render, tmp_path):
     # A reader beside other readers, refused while a run trains (holds the lock alone).
     with open(out / "run.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)  # an evaluate reading
-        assert predict(script, out, single).returncode == 0
+        assert predict(script, out, single, fresh=True).returncode == 0
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a run training
-        proc = predict(script, out, single)
+        proc = predict(script, out, single, fresh=True)
     assert proc.returncode == 1 and "is in use by another run" in proc.stderr, proc.stderr
 
     # Not an image: exit 1 naming it, and nothing written.
@@ -204,7 +228,8 @@ def test_predict_tfrecord_features_and_text_lines(render, tmp_path):
         "features": {"image": {"dtype": "string", "image": [32, 32]}, "label": {"dtype": "int64"}},
     }
     images = render("cifar10_vgg", f"data.train={json.dumps(source)}", "data.validation=null",
-                    "data.batch_size=4", "model.layers[-1].units=2", name="images.py")  # fmt: skip
+                    "data.batch_size=4", "model.layers[-1].units=2", *SMALL_VGG,
+                    name="images.py")  # fmt: skip
     path = tmp_path / "reviews.tsv"
     data.reviews_tsv(path, 40)
     texts = render("reviews_text", f"data.train.path={path}", name="texts.py")
@@ -259,6 +284,7 @@ def test_predict_and_serve_binary_multi_label_and_regression_heads(render, tmp_p
         source = {"kind": "image_directory", "path": str(folder), "image_size": [32, 32]}
         example, inputs = "cifar10_vgg", files_under(folder)
         served = [["bytes", path] for path in inputs]
+        small = SMALL_VGG
     else:
         rng = np.random.default_rng(1)
         x = rng.integers(0, 256, (8, 28, 28)).astype(np.uint8)
@@ -268,8 +294,9 @@ def test_predict_and_serve_binary_multi_label_and_regression_heads(render, tmp_p
         source = {"kind": "npz", "path": str(tmp_path / "train.npz")}
         example, inputs = "mnist_mlp", [str(tmp_path / "x.npy")]
         served = [["npy", inputs[0]]]
+        small = []
     script = render(example, f"data.train={json.dumps(source)}", "data.validation=null",
-                    "data.batch_size=2", "metrics=[]", *HEADS[head])  # fmt: skip
+                    "data.batch_size=2", "metrics=[]", *HEADS[head], *small)  # fmt: skip
     out = tmp_path / "run"
     run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
     proc = predict(script, out, *inputs)

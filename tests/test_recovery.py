@@ -15,7 +15,17 @@ from pathlib import Path
 
 import pytest
 from data import classification_npz
-from helpers import npz, records, run_python, saved_models, script_env, tf_check, tree
+from helpers import (
+    PreloadedProcess,
+    npz,
+    records,
+    run_preloaded,
+    run_python,
+    saved_models,
+    script_env,
+    start_preloaded,
+    tree,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -34,18 +44,27 @@ def script(render, tmp_path):
 
 
 def run(script: Path, out: Path, *args: str, epochs: int = EPOCHS, **limits: int):
-    """One run into `out`; its exit status is the caller's to check. limits: setrlimit's."""
+    """One run into `out`; its exit status is the caller's to check. limits: setrlimit's, in a
+    new interpreter; without them, in a process forked from the preloaded server."""
+    argv = [str(script), "--epochs", str(epochs), "--output-dir", str(out), "--deterministic",
+            *args]  # fmt: skip
+    if not limits:
+        return communicated(start_preloaded(*argv, cwd=script.parent), argv)
 
     def limit() -> None:
         for name, value in limits.items():
             resource.setrlimit(getattr(resource, name), (value, value))
 
     return subprocess.run(
-        [sys.executable, str(script), "--epochs", str(epochs), "--output-dir", str(out),
-         "--deterministic", *args],
-        cwd=script.parent, env=script_env(), capture_output=True, text=True, timeout=600,
-        preexec_fn=limit,
+        [sys.executable, *argv], cwd=script.parent, env=script_env(), capture_output=True,
+        text=True, timeout=600, preexec_fn=limit,
     )  # fmt: skip
+
+
+def communicated(proc: PreloadedProcess, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """The ended program's exit status and output, as subprocess.run returns them."""
+    stdout, stderr = proc.communicate(timeout=600)
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
 def test_a_damaged_checkpoint_state_file_is_rebuilt_and_the_run_resumes_exactly(script, tmp_path):
@@ -60,6 +79,7 @@ def test_a_damaged_checkpoint_state_file_is_rebuilt_and_the_run_resumes_exactly(
         "binary": lambda state: state.write_bytes(bytes(range(128, 256)) * 3),
         "empty": lambda state: state.write_bytes(b""),
     }
+    resumed = []
     for form, spoil in damage.items():
         out = tmp_path / form
         shutil.copytree(stopped, out)
@@ -79,10 +99,24 @@ def test_a_damaged_checkpoint_state_file_is_rebuilt_and_the_run_resumes_exactly(
         # The state file was written anew and lists the checkpoints this run saved on.
         state = (checkpoints / "checkpoint").read_text()
         assert state.startswith('model_checkpoint_path: "ckpt-12"\n'), (form, state)
-        result = tf_check("compare_checkpoints", str(straight / "checkpoints"), str(checkpoints),
-                          cwd=tmp_path)  # fmt: skip
+        resumed.append(str(checkpoints))
+    # Each resumed run's checkpoints against the straight run's, in one process.
+    compared = run_preloaded("-c", COMPARE, str(straight / "checkpoints"), *resumed, cwd=tmp_path)
+    results = json.loads(compared.stdout.splitlines()[-1])
+    for form, result in zip(damage, results, strict=True):
         assert result["same_keys"] and result["step"] == 4 * EPOCHS, (form, result)
         assert result["max_diff"] == 0.0, (form, result)
+
+
+COMPARE = """
+import json, sys
+
+import tf_checks
+
+straight, *others = sys.argv[1:]
+print(json.dumps([tf_checks.compare_checkpoints(straight, other) for other in others]))
+"""
+"""tf_checks.compare_checkpoints of a run's checkpoints (argv[1]) and each other run's."""
 
 
 def test_a_state_file_copy_left_by_a_killed_save_is_removed(script, tmp_path):
@@ -140,18 +174,19 @@ def readable(lines: list[str]) -> list[dict]:
     return records
 
 
-# Runs a generated script (argv[1]) in this process and SIGKILLs it at a point of its run,
+# Runs a generated script (argv[2]) in this process and SIGKILLs it at a point of its run,
 # from the outside of the script: after it logs step KILL_AT_STEP, or as it swaps in a new
 # export (KILL_AT_SWAP: the export directory), once the old one is renamed aside or partly
-# removed.
+# removed (argv[1]: a JSON object of the one given).
 KILLER = """
-import importlib.util, os, shutil, signal, sys
+import importlib.util, json, os, shutil, signal, sys
 
-spec = importlib.util.spec_from_file_location("train", sys.argv[1])
+spec = importlib.util.spec_from_file_location("train", sys.argv[2])
 script = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(script)
 die = lambda: os.kill(os.getpid(), signal.SIGKILL)
-step, swap = os.environ.get("KILL_AT_STEP"), os.environ.get("KILL_AT_SWAP")
+kill_at = json.loads(sys.argv[1])
+step, swap = kill_at.get("KILL_AT_STEP"), kill_at.get("KILL_AT_SWAP")
 log, rename, rmtree = script.RunDirectory.log, os.rename, shutil.rmtree
 
 def log_then_die(self, split, at, epoch, values):
@@ -172,19 +207,16 @@ def remove_part_then_die(path, *args, **kwargs):
 
 script.RunDirectory.log = log_then_die
 os.rename, shutil.rmtree = rename_then_die, remove_part_then_die
-script.main(sys.argv[2:])
+script.main(sys.argv[3:])
 """
 
 
 def killed(script: Path, out: Path, *args: str, epochs: int = EPOCHS, **kill_at: str):
-    """A run into `out` that KILLER ends with SIGKILL (kill_at: KILL_AT_STEP or KILL_AT_SWAP)."""
-    killer = script.parent / "killer.py"
-    killer.write_text(KILLER)
-    proc = subprocess.run(
-        [sys.executable, str(killer), str(script), "--epochs", str(epochs), "--output-dir",
-         str(out), "--deterministic", *args],
-        cwd=script.parent, env=script_env(**kill_at), capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    """A run into `out` that KILLER ends with SIGKILL (kill_at: KILL_AT_STEP or KILL_AT_SWAP), in
+    a process forked from the preloaded server."""
+    argv = ["-c", KILLER, json.dumps(kill_at), str(script), "--epochs", str(epochs),
+            "--output-dir", str(out), "--deterministic", *args]  # fmt: skip
+    proc = communicated(start_preloaded(*argv, cwd=script.parent), argv)
     assert proc.returncode == -signal.SIGKILL, (kill_at, proc.stdout[-2000:], proc.stderr[-3000:])
     return proc
 
