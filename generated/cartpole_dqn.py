@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 dc05ba4da0ac1608, script sha256 cdf8b8b2806126c0).
+(spec sha256 dc05ba4da0ac1608, script sha256 9ee631e4007d1eb1).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -67,6 +67,11 @@ def parse_args(argv=None):
         "--episodes", type=int, default=10, help="evaluate: episodes to play"
     )
     parser.add_argument(
+        "--record",
+        action="store_true",
+        help="evaluate: also write the first episode as an animated GIF into videos/",
+    )
+    parser.add_argument(
         "--max-steps",
         type=int,
         help="stop after this many environment steps (rounded down to whole steps of all NUM_ENVS sub-environments)",
@@ -101,8 +106,9 @@ import tensorflow as tf
 from keras import layers
 
 
-def make_envs(count, first_index=0, evaluation=False):
-    """`count` copies of the environment, stepped together, and their first observations.
+def make_envs(count, first_index=0, evaluation=False, render_mode=None):
+    """`count` copies of the environment, stepped together, and their first observations
+    (`render_mode="rgb_array"`: each can draw itself, for evaluate --record).
 
     Sub-environment i (and its spaces' samplers) is seeded by (SEED, first_index + i) alone,
     and evaluation's apart from training's. An episode that ends is reset within the step
@@ -113,7 +119,7 @@ def make_envs(count, first_index=0, evaluation=False):
     nothing."""
 
     def make():
-        return gym.make(ENV_ID)
+        return gym.make(ENV_ID, render_mode=render_mode)
 
     envs = gym.vector.SyncVectorEnv(
         [make] * count, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
@@ -411,13 +417,18 @@ def results(metrics):
 def evaluate(model, args, run):
     """evaluate: the restored policy's best action (no exploration), one episode in each of
     --episodes environments seeded apart from training's; prints the mean and standard
-    deviation of their returns and appends them to evaluations.jsonl."""
-    envs, observations = make_envs(args.episodes, evaluation=True)
+    deviation of their returns and appends them to evaluations.jsonl. --record: the first
+    episode as an animated GIF too, one frame an action."""
+    drawing = "rgb_array" if args.record else None
+    envs, observations = make_envs(args.episodes, evaluation=True, render_mode=drawing)
     returns, done = np.zeros(args.episodes), np.zeros(args.episodes, bool)
     greedy = tf.function(
         lambda observations: tf.argmax(model(observations, training=False), axis=-1)
     )
+    frames = []
     while not done.all():
+        if args.record and not done[0]:
+            frames.append(draw(envs.envs[0]))
         actions = greedy(observations.astype(np.float32)).numpy()
         observations, rewards, terminated, truncated, _ = envs.step(actions)
         returns += np.where(done, 0, rewards)  # an environment's first episode only
@@ -430,11 +441,47 @@ def evaluate(model, args, run):
         "return_mean": float(returns.mean()),
         "return_std": float(returns.std()),
     }
+    if args.record:
+        os.makedirs(os.path.join(run.path, "videos"), exist_ok=True)
+        record["video"] = os.path.join(run.path, "videos", f"step-{run.saved}.gif")
+        record["video_return"] = float(returns[0])
+        write_gif(frames, record["video"])
+        print(f"The first episode ({len(frames)} frames): {record['video']}")
     print(
         f"{run.resumed_from} (step {run.saved}): return {record['return_mean']:.2f} "
         f"+- {record['return_std']:.2f} over {args.episodes} episodes"
     )
     run.append("evaluations.jsonl", record)
+
+
+def draw(env):
+    """The environment's picture (an RGB array), or a message on what drawing it needs."""
+    try:
+        return env.render()
+    except gym.error.DependencyNotInstalled as error:
+        raise SystemExit(f"--record: {error}") from None
+
+
+def write_gif(frames, path):
+    """`frames` as an animated GIF at 25 frames a second (a GIF counts time in hundredths of a
+    second), written whole: to a temporary file, then renamed."""
+    try:
+        from PIL import Image  # Pillow: only to record
+    except ImportError:
+        raise SystemExit(
+            "--record writes GIFs with Pillow: pip install pillow"
+        ) from None
+    images = [Image.fromarray(frame) for frame in frames]
+    temporary = f"{path}.tmp"
+    images[0].save(
+        temporary,
+        format="GIF",
+        save_all=True,
+        append_images=images[1:],
+        duration=40,
+        loop=0,
+    )
+    os.replace(temporary, path)
 
 
 def export(model, directory):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import (
     ROOT,
@@ -19,6 +20,7 @@ from helpers import (
     run_python,
     tf_check,
 )
+from PIL import Image, ImageSequence
 
 pytestmark = pytest.mark.slow
 
@@ -55,6 +57,7 @@ def test_dqn_targets_bootstrap_all_but_terminated_transitions(tmp_path):
 ENDLESS = '''
 import gymnasium as gym
 import numpy as np
+from PIL import Image, ImageSequence
 
 
 class Endless(gym.Env):
@@ -150,12 +153,22 @@ def test_training_improves_the_return_and_the_export_serves_the_networks(example
     first = {"cartpole_ppo": "2048", "cartpole_a2c": "4000", "cartpole_dqn": "1000",
              "pendulum_ppo": "4096"}[example]  # fmt: skip
     first = f"out/checkpoints/ckpt-{first}"
-    for checkpoint in (first, "latest"):
-        run_python(script, "evaluate", "--episodes", "8", "--checkpoint", checkpoint,
+    for checkpoint, record in ((first, []), ("latest", ["--record"])):
+        run_python(script, "evaluate", "--episodes", "8", "--checkpoint", checkpoint, *record,
                    "--output-dir", "out", cwd=tmp_path)  # fmt: skip
     evaluations = (tmp_path / "out" / "evaluations.jsonl").read_text().splitlines()
     before, after = [json.loads(line) for line in evaluations]
     assert after["step"] == steps and after["episodes"] == 8, after
+    assert "video" not in before and after["video"] == f"out/videos/step-{steps}.gif", after
+    gif = Image.open(tmp_path / after["video"])
+    pictures = [np.asarray(frame.convert("RGB")) for frame in ImageSequence.Iterator(gif)]
+    size = (500, 500) if example == "pendulum_ppo" else (600, 400)  # Gymnasium's pictures
+    assert gif.size == size and len(pictures) > 1 and np.ptp(pictures[0]) > 0
+    # One frame an action, 40 ms each: the first episode's length (a reward of 1 a step in
+    # CartPole; Pendulum's episodes are 200 steps).
+    length = 200 if example == "pendulum_ppo" else after["video_return"]
+    milliseconds = sum(frame.info["duration"] for frame in ImageSequence.Iterator(gif))
+    assert milliseconds == 40 * length, (milliseconds, after)
     better = after["return_mean"] - before["return_mean"] >= abs(before["return_mean"]) / 2
     assert better and after["return_mean"] > least, (
         before, after,
