@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 70fff7e9397b2d35, script sha256 38ed2ed628f5e643).
+(spec sha256 70fff7e9397b2d35, script sha256 328dc1c59b9d8d06).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -373,6 +373,8 @@ def train(args, run):
         # saved whole, mid-episode.
         step=step,
         environments=environments,
+        # The means logged next, so far: a resumed run logs what one that never stopped does.
+        losses=[v for mean in losses for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model, value_network=value_network)
     if args.command == "evaluate":

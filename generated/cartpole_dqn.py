@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 dc05ba4da0ac1608, script sha256 9ee631e4007d1eb1).
+(spec sha256 dc05ba4da0ac1608, script sha256 3a96fa238f85c8da).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -364,6 +364,8 @@ def train(args, run):
         step=step,
         environments=environments,
         buffer=buffer,
+        # The means logged next, so far: a resumed run logs what one that never stopped does.
+        losses=[v for mean in (train_loss, q_value) for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model)
     if args.command == "evaluate":

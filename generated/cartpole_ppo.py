@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 3c1594027a1bf638, script sha256 6acc773357790aa7).
+(spec sha256 3c1594027a1bf638, script sha256 a9c30d626160a74e).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -414,6 +414,8 @@ def train(args, run):
         # saved whole, mid-episode.
         step=step,
         environments=environments,
+        # The means logged next, so far: a resumed run logs what one that never stopped does.
+        losses=[v for mean in losses for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model, value_network=value_network)
     if args.command == "evaluate":

@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 c9afe42d534ac682, script sha256 f564c889a3db4340).
+(spec sha256 c9afe42d534ac682, script sha256 a648d1b5a4f1557f).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -439,6 +439,8 @@ def train(args, run):
         optimizer=optimizer,
         # The step also fixes the position in the data: see training_batches().
         step=step,
+        # The epoch's running means: a run resumed mid-epoch continues them.
+        train_values=[v for value in train_values for v in value.variables],
         # The validation monitors' best values and patience counts.
         best=best,
     )
@@ -979,14 +981,16 @@ class RunDirectory:
     def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
         """Starts an epoch: its running means from zero, its progress bar, and the throughput
         timer (validation and checkpoints are not counted: it runs from log point to log
-        point)."""
-        for metric in metrics:
-            metric.reset_state()
+        point). Resumed in its middle, it continues the means the checkpoint holds."""
+        step = max(first_step, self.saved or 0)
+        if step == first_step:
+            for metric in metrics:
+                metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step
         self.progbar = keras.utils.Progbar(steps, stateless_metrics=())
-        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), step)
 
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl with the

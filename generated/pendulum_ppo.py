@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 fa01710ff75bbdb8, script sha256 ed9513b504c794f1).
+(spec sha256 fa01710ff75bbdb8, script sha256 e8d01ba60ca76b95).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -467,6 +467,8 @@ def train(args, run):
         # saved whole, mid-episode.
         step=step,
         environments=environments,
+        # The means logged next, so far: a resumed run logs what one that never stopped does.
+        losses=[v for mean in losses for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model, value_network=value_network)
     if args.command == "evaluate":

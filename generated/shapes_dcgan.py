@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 8e0bc193c0f6cd38, script sha256 a25b540dc09de61e).
+(spec sha256 8e0bc193c0f6cd38, script sha256 7a4610e4bcef82ad).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -366,6 +366,8 @@ def train(args, run):
         discriminator_optimizer=discriminator_optimizer,
         # The step also fixes the position in the data: see training_batches().
         step=step,
+        # The epoch's running means: a run resumed mid-epoch continues them.
+        train_values=[v for value in train_values for v in value.variables],
     )
     run.restore(
         checkpoint, train_examples, generator=generator, discriminator=discriminator
@@ -645,14 +647,16 @@ class RunDirectory:
     def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
         """Starts an epoch: its running means from zero, its progress bar, and the throughput
         timer (validation and checkpoints are not counted: it runs from log point to log
-        point)."""
-        for metric in metrics:
-            metric.reset_state()
+        point). Resumed in its middle, it continues the means the checkpoint holds."""
+        step = max(first_step, self.saved or 0)
+        if step == first_step:
+            for metric in metrics:
+                metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step
         self.progbar = keras.utils.Progbar(steps, stateless_metrics=())
-        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), step)
 
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl with the

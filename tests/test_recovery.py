@@ -259,19 +259,21 @@ def test_a_run_killed_between_checkpoints_logs_each_step_once_after_its_resume(r
                                          *WALL_TIME}  # fmt: skip
     assert [r["step"] for r in jsonl] == [int(r["step"]) for r in rows] == list(range(1, 13))
 
-    # Killed after logging step 5 (saved at 4), then after step 9 (saved at 8): each resume
-    # logs again the steps the killed run logged after its last checkpoint.
+    # Killed after logging step 5 (saved at 4, an epoch's end), then after step 7 (saved at 6,
+    # the middle of epoch 2): each resume logs again the steps the killed run logged after its
+    # last checkpoint, and the second continues the epoch's running means (loss, accuracy)
+    # from the checkpoint's, not from zero.
     killed(script, out, KILL_AT_STEP="5")
     assert [r["step"] for r in records(out)] == [1, 2, 3, 4, 5]
-    resumed = killed(script, out, KILL_AT_STEP="9").stdout
+    resumed = killed(script, out, KILL_AT_STEP="7").stdout
     assert f"Resumed from {out / 'checkpoints' / 'ckpt-4'} at step 4" in resumed
     stdout = finished(run(script, out))
-    assert f"Resumed from {out / 'checkpoints' / 'ckpt-8'} at step 8" in stdout
+    assert f"Resumed from {out / 'checkpoints' / 'ckpt-6'} at step 6" in stdout
     # Each step once, with the values of the uninterrupted run (--deterministic: exactly).
     assert [r["step"] for r in records(out)] == list(range(1, 13))
     assert logged(out) == [jsonl, rows]
     assert f"Dropped from {out / 'metrics.jsonl'} its 1 records after step 4" in resumed
-    assert f"Dropped from {out / 'metrics.csv'} its 1 records after step 8" in stdout
+    assert f"Dropped from {out / 'metrics.csv'} its 1 records after step 6" in stdout
     lines = (out / "metrics.csv").read_text().splitlines()
     assert lines[0].startswith("step,") and len(lines) == 13
     assert not list(out.glob("metrics.*.tmp"))

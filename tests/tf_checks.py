@@ -89,10 +89,22 @@ def same_state(a, b, depth: int = 0) -> bool:
     return a == b
 
 
+LOGGED_MEANS = ("train_values/", "losses/")
+"""The checkpointed running means of the logged values: sums that replicas keep apart and a
+restore shares out anew, so that their rounding differs after a resume on replicas. Compared
+apart (values_diff), never exactly."""
+
+
 def compare_checkpoints(dir_a: str, dir_b: str) -> dict:
-    """Max abs difference over every saved value (weights, slots, step, iterator excluded)."""
+    """Max abs difference over every saved value (weights, slots, step, iterator excluded), and
+    apart over the logged running means (values_diff, relative)."""
     a, b = checkpoint_values(dir_a), checkpoint_values(dir_b)
-    numeric = [k for k in a if k in b and a[k].dtype.kind in "fiu"]
+    means = [k for k in a if k in b and k.startswith(LOGGED_MEANS)]
+    values_diff = max(
+        (float(np.max(np.abs(a[k] - b[k]) / np.maximum(1.0, np.abs(a[k])))) for k in means),
+        default=0.0,
+    )
+    numeric = [k for k in a if k in b and a[k].dtype.kind in "fiu" and k not in means]
     # Empty values (an unused lookup layer's idf weights) differ in nothing but their shape.
     diffs = {
         k: float(np.max(np.abs(a[k].astype(np.float64) - b[k]))) if a[k].size else 0.0
@@ -111,6 +123,8 @@ def compare_checkpoints(dir_a: str, dir_b: str) -> dict:
         "max_scaled_diff": max(d / sizes[k] for k, d in diffs.items()),
         "worst": max(diffs, key=diffs.get),
         "step": int(step[0]) if step else None,
+        "values_diff": values_diff,
+        "means": len(means),
     }
 
 

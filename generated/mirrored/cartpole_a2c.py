@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 24d0f85df9bb1421, script sha256 bf4a0cf2b3375cec).
+(spec sha256 24d0f85df9bb1421, script sha256 7efc293655684782).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -421,6 +421,8 @@ def train(args, run):
         # saved whole, mid-episode.
         step=step,
         environments=environments,
+        # The means logged next, so far: a resumed run logs what one that never stopped does.
+        losses=[v for mean in losses for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model, value_network=value_network)
     if args.command == "evaluate":

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 a510342675294ded, script sha256 6c6a7331ed845734).
+(spec sha256 a510342675294ded, script sha256 6982bcbd8e67d784).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -405,6 +405,8 @@ def train(args, run):
         step=step,
         environments=environments,
         buffer=buffer,
+        # The means logged next, so far: a resumed run logs what one that never stopped does.
+        losses=[v for mean in (train_loss, q_value) for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model)
     if args.command == "evaluate":

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 b5e86b0ab6dd20ad, script sha256 efab5f51aaaf4ac0).
+(spec sha256 b5e86b0ab6dd20ad, script sha256 b33ca5405805c2ae).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -472,6 +472,8 @@ def train(args, run):
         # saved whole, mid-episode.
         step=step,
         environments=environments,
+        # The means logged next, so far: a resumed run logs what one that never stopped does.
+        losses=[v for mean in losses for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model, value_network=value_network)
     if args.command == "evaluate":

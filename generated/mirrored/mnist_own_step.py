@@ -1,7 +1,7 @@
 """Classify MNIST digits with a confidence penalty of your own, by sign descent.
 
 Written by loopgen 0.1.0 from examples/mnist_own_step.py
-(spec sha256 8d3568ba2ce4fe63, script sha256 96baca4098da2ccb).
+(spec sha256 8d3568ba2ce4fe63, script sha256 3cfcf71c593e07a1).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -465,6 +465,8 @@ def train(args, run):
         optimizer=optimizer,
         # The step also fixes the position in the data: see training_batches().
         step=step,
+        # The epoch's running means: a run resumed mid-epoch continues them.
+        train_values=[v for value in train_values for v in value.variables],
     )
     # Checkpoints do not depend on the strategy: they may come from any variant.
     run.restore(checkpoint, train_examples, model=model)
@@ -964,14 +966,16 @@ class RunDirectory:
     def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
         """Starts an epoch: its running means from zero, its progress bar, and the throughput
         timer (validation and checkpoints are not counted: it runs from log point to log
-        point)."""
-        for metric in metrics:
-            metric.reset_state()
+        point). Resumed in its middle, it continues the means the checkpoint holds."""
+        step = max(first_step, self.saved or 0)
+        if step == first_step:
+            for metric in metrics:
+                metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step
         self.progbar = keras.utils.Progbar(steps, stateless_metrics=())
-        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), step)
 
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl with the

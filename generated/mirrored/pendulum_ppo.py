@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 3221a920c9a1d164, script sha256 7171627f5147b645).
+(spec sha256 3221a920c9a1d164, script sha256 a9d24b87b7f3419a).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -521,6 +521,8 @@ def train(args, run):
         # saved whole, mid-episode.
         step=step,
         environments=environments,
+        # The means logged next, so far: a resumed run logs what one that never stopped does.
+        losses=[v for mean in losses for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model, value_network=value_network)
     if args.command == "evaluate":

@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 6618a71dabe18f46, script sha256 313e38ce287d47e3).
+(spec sha256 6618a71dabe18f46, script sha256 c018b95af2456cd6).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -620,6 +620,8 @@ def train(args, run):
         optimizer=optimizer,
         # The step also fixes the position in the data: see training_batches().
         step=step,
+        # The epoch's running means: a run resumed mid-epoch continues them.
+        train_values=[v for value in train_values for v in value.variables],
         # Dropout's random state lives in Keras SeedGenerator variables that the model does
         # not expose to tf.train.Checkpoint: without them a resumed run repeats old masks.
         rng_states=[v for v in model.variables if "seed_generator_state" in v.path],
@@ -1153,16 +1155,18 @@ class RunDirectory:
     def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
         """Starts an epoch: its running means from zero, its progress bar, and the throughput
         timer (validation and checkpoints are not counted: it runs from log point to log
-        point)."""
-        for metric in metrics:
-            metric.reset_state()
+        point). Resumed in its middle, it continues the means the checkpoint holds."""
+        step = max(first_step, self.saved or 0)
+        if step == first_step:
+            for metric in metrics:
+                metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step
         self.progbar = keras.utils.Progbar(
             steps, stateless_metrics=(), verbose=int(self.chief)
         )
-        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), step)
 
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl with the

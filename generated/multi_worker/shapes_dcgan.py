@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 bbeaa9276c295612, script sha256 e8de4ce8ff2698b3).
+(spec sha256 bbeaa9276c295612, script sha256 94815618f67624ef).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -460,6 +460,8 @@ def train(args, run):
         discriminator_optimizer=discriminator_optimizer,
         # The step also fixes the position in the data: see training_batches().
         step=step,
+        # The epoch's running means: a run resumed mid-epoch continues them.
+        train_values=[v for value in train_values for v in value.variables],
     )
     # Checkpoints do not depend on the strategy: they may come from any variant.
     run.restore(
@@ -789,16 +791,18 @@ class RunDirectory:
     def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
         """Starts an epoch: its running means from zero, its progress bar, and the throughput
         timer (validation and checkpoints are not counted: it runs from log point to log
-        point)."""
-        for metric in metrics:
-            metric.reset_state()
+        point). Resumed in its middle, it continues the means the checkpoint holds."""
+        step = max(first_step, self.saved or 0)
+        if step == first_step:
+            for metric in metrics:
+                metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step
         self.progbar = keras.utils.Progbar(
             steps, stateless_metrics=(), verbose=int(self.chief)
         )
-        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), step)
 
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl with the

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 337cd6f19686936e, script sha256 a38b18dd8ab30e87).
+(spec sha256 337cd6f19686936e, script sha256 6192a67ead565179).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1129,16 +1129,18 @@ class RunDirectory:
     def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
         """Starts an epoch: its running means from zero, its progress bar, and the throughput
         timer (validation and checkpoints are not counted: it runs from log point to log
-        point)."""
-        for metric in metrics:
-            metric.reset_state()
+        point). Resumed in its middle, it continues the means the checkpoint holds."""
+        step = max(first_step, self.saved or 0)
+        if step == first_step:
+            for metric in metrics:
+                metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step
         self.progbar = keras.utils.Progbar(
             steps, stateless_metrics=(), verbose=int(self.chief)
         )
-        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), step)
 
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl with the
