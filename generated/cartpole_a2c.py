@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 70fff7e9397b2d35, script sha256 328dc1c59b9d8d06).
+(spec sha256 70fff7e9397b2d35, script sha256 0e386064828be6ea).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -314,15 +314,16 @@ def train(args, run):
     trainable = model.trainable_variables + value_network.trainable_variables
     optimizer = keras.optimizers.RMSprop(learning_rate=0.0007, rho=0.99, epsilon=1e-05)
     optimizer.build(trainable)
-    losses = [
-        keras.metrics.Mean(name=name)
-        for name in ["policy_loss", "value_loss", "entropy"]
-    ]
     # Counts environment steps over all sub-environments: checkpointed, it fixes the update,
     # the learning rate and every seed.
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
     # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
     nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    losses = [
+        keras.metrics.Mean(name=name)
+        for name in ["policy_loss", "value_loss", "entropy"]
+    ]
 
     # --- Acting and the update step ---------------------------------------------------
     @tf.function
@@ -373,8 +374,8 @@ def train(args, run):
         # saved whole, mid-episode.
         step=step,
         environments=environments,
-        # The means logged next, so far: a resumed run logs what one that never stopped does.
-        losses=[v for mean in losses for v in mean.variables],
+        # The running means of the next log: a resumed run logs them as one that never stopped.
+        train_values=[v for mean in losses for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model, value_network=value_network)
     if args.command == "evaluate":
@@ -644,7 +645,7 @@ class RunDirectory:
         self.check_setup(setup)
         for path in reversed(paths):
             try:
-                checkpoint.restore(path).assert_existing_objects_matched()
+                restore_whole(checkpoint, path)
             except Exception as error:  # damaged files raise OpError, IndexError, ...
                 print(f"Cannot restore {path}: {type(error).__name__}: {error}")
                 continue
@@ -688,7 +689,7 @@ class RunDirectory:
                 f"--checkpoint {self.args.checkpoint}: none in {self.checkpoints}"
             )
         try:
-            checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+            restore_whole(checkpoint, path)
         except Exception as error:  # a path that is no checkpoint, damaged files
             raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
@@ -1019,6 +1020,19 @@ def checkpoint_paths(directory, repair=True):
         found = ", ".join(names) or "none"
         print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
     return [os.path.join(directory, name) for name in names]
+
+
+def restore_whole(checkpoint, path):
+    """Restores every object of `checkpoint` from `path` (what else the file holds is left),
+    but the running means, which a checkpoint written before they were saved lacks: they
+    start at zero then."""
+    restored = checkpoint.restore(path).expect_partial()
+    saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+    if hasattr(checkpoint, "train_values") and "train_values" not in saved:
+        return print(
+            f"{path} holds no running means (an older script's): they start at 0"
+        )
+    restored.assert_existing_objects_matched()
 
 
 def data_record(environments):

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 dc05ba4da0ac1608, script sha256 3a96fa238f85c8da).
+(spec sha256 dc05ba4da0ac1608, script sha256 ce40c1058f76a029).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -307,13 +307,14 @@ def train(args, run):
     optimizer = keras.optimizers.Adam(learning_rate=0.00025)
     optimizer.build(model.trainable_variables)
     loss_fn = keras.losses.Huber()
-    train_loss = keras.metrics.Mean(name="loss")
-    q_value = keras.metrics.Mean(name="q_value")
     # Counts environment steps over all sub-environments: checkpointed, it fixes epsilon,
     # the cadences and every seed.
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
     # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
     nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    train_loss = keras.metrics.Mean(name="loss")
+    q_value = keras.metrics.Mean(name="q_value")
 
     # --- Acting and the train step ----------------------------------------------------
     # Called at every step: its one trace, called directly, skips tf.function's matching of
@@ -364,8 +365,8 @@ def train(args, run):
         step=step,
         environments=environments,
         buffer=buffer,
-        # The means logged next, so far: a resumed run logs what one that never stopped does.
-        losses=[v for mean in (train_loss, q_value) for v in mean.variables],
+        # The running means of the next log: a resumed run logs them as one that never stopped.
+        train_values=[v for mean in (train_loss, q_value) for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model)
     if args.command == "evaluate":
@@ -637,7 +638,7 @@ class RunDirectory:
         self.check_setup(setup)
         for path in reversed(paths):
             try:
-                checkpoint.restore(path).assert_existing_objects_matched()
+                restore_whole(checkpoint, path)
             except Exception as error:  # damaged files raise OpError, IndexError, ...
                 print(f"Cannot restore {path}: {type(error).__name__}: {error}")
                 continue
@@ -681,7 +682,7 @@ class RunDirectory:
                 f"--checkpoint {self.args.checkpoint}: none in {self.checkpoints}"
             )
         try:
-            checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+            restore_whole(checkpoint, path)
         except Exception as error:  # a path that is no checkpoint, damaged files
             raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
@@ -1012,6 +1013,19 @@ def checkpoint_paths(directory, repair=True):
         found = ", ".join(names) or "none"
         print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
     return [os.path.join(directory, name) for name in names]
+
+
+def restore_whole(checkpoint, path):
+    """Restores every object of `checkpoint` from `path` (what else the file holds is left),
+    but the running means, which a checkpoint written before they were saved lacks: they
+    start at zero then."""
+    restored = checkpoint.restore(path).expect_partial()
+    saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+    if hasattr(checkpoint, "train_values") and "train_values" not in saved:
+        return print(
+            f"{path} holds no running means (an older script's): they start at 0"
+        )
+    restored.assert_existing_objects_matched()
 
 
 def data_record(environments):

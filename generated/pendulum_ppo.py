@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 fa01710ff75bbdb8, script sha256 e8d01ba60ca76b95).
+(spec sha256 fa01710ff75bbdb8, script sha256 f2b35a432d60a742).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -386,6 +386,12 @@ def train(args, run):
     ]
     optimizer = keras.optimizers.Adam(learning_rate=0.001)
     optimizer.build(trainable)
+    # Counts environment steps over all sub-environments: checkpointed, it fixes the update,
+    # the learning rate and every seed.
+    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+    # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
+    nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
     losses = [
         keras.metrics.Mean(name=name)
         for name in [
@@ -396,11 +402,6 @@ def train(args, run):
             "clip_fraction",
         ]
     ]
-    # Counts environment steps over all sub-environments: checkpointed, it fixes the update,
-    # the learning rate and every seed.
-    step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-    # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
-    nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
 
     # --- Acting and the update step ---------------------------------------------------
     @tf.function
@@ -467,8 +468,8 @@ def train(args, run):
         # saved whole, mid-episode.
         step=step,
         environments=environments,
-        # The means logged next, so far: a resumed run logs what one that never stopped does.
-        losses=[v for mean in losses for v in mean.variables],
+        # The running means of the next log: a resumed run logs them as one that never stopped.
+        train_values=[v for mean in losses for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model, value_network=value_network)
     if args.command == "evaluate":
@@ -752,7 +753,7 @@ class RunDirectory:
         self.check_setup(setup)
         for path in reversed(paths):
             try:
-                checkpoint.restore(path).assert_existing_objects_matched()
+                restore_whole(checkpoint, path)
             except Exception as error:  # damaged files raise OpError, IndexError, ...
                 print(f"Cannot restore {path}: {type(error).__name__}: {error}")
                 continue
@@ -796,7 +797,7 @@ class RunDirectory:
                 f"--checkpoint {self.args.checkpoint}: none in {self.checkpoints}"
             )
         try:
-            checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+            restore_whole(checkpoint, path)
         except Exception as error:  # a path that is no checkpoint, damaged files
             raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
@@ -1127,6 +1128,19 @@ def checkpoint_paths(directory, repair=True):
         found = ", ".join(names) or "none"
         print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
     return [os.path.join(directory, name) for name in names]
+
+
+def restore_whole(checkpoint, path):
+    """Restores every object of `checkpoint` from `path` (what else the file holds is left),
+    but the running means, which a checkpoint written before they were saved lacks: they
+    start at zero then."""
+    restored = checkpoint.restore(path).expect_partial()
+    saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+    if hasattr(checkpoint, "train_values") and "train_values" not in saved:
+        return print(
+            f"{path} holds no running means (an older script's): they start at 0"
+        )
+    restored.assert_existing_objects_matched()
 
 
 def data_record(environments):

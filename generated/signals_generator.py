@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 bacbed6570608914, script sha256 68e76e103dbdc678).
+(spec sha256 bacbed6570608914, script sha256 b22f9ec9d7fa9184).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -481,7 +481,7 @@ class RunDirectory:
         self.check_data(setup_path)
         for path in reversed(paths):
             try:
-                checkpoint.restore(path).assert_existing_objects_matched()
+                restore_whole(checkpoint, path)
             except Exception as error:  # damaged files raise OpError, IndexError, ...
                 print(f"Cannot restore {path}: {type(error).__name__}: {error}")
                 continue
@@ -585,15 +585,16 @@ class RunDirectory:
         """Starts an epoch: its running means from zero, its progress bar, and the throughput
         timer (validation and checkpoints are not counted: it runs from log point to log
         point). Resumed in its middle, it continues the means the checkpoint holds."""
-        step = max(first_step, self.saved or 0)
-        if step == first_step:
+        # Resumed in this epoch's middle (the newest checkpoint is past its first step).
+        resumed_at = max(first_step, self.saved or 0)
+        if resumed_at == first_step:
             for metric in metrics:
                 metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step
         self.progbar = keras.utils.Progbar(steps, stateless_metrics=())
-        self.epoch_start, self.timer = first_step, (time.perf_counter(), step)
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), resumed_at)
 
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl with the
@@ -883,6 +884,19 @@ def checkpoint_paths(directory, repair=True):
         found = ", ".join(names) or "none"
         print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
     return [os.path.join(directory, name) for name in names]
+
+
+def restore_whole(checkpoint, path):
+    """Restores every object of `checkpoint` from `path` (what else the file holds is left),
+    but the running means, which a checkpoint written before they were saved lacks: they
+    start at zero then."""
+    restored = checkpoint.restore(path).expect_partial()
+    saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+    if hasattr(checkpoint, "train_values") and "train_values" not in saved:
+        return print(
+            f"{path} holds no running means (an older script's): they start at 0"
+        )
+    restored.assert_existing_objects_matched()
 
 
 def data_record(examples):

@@ -68,6 +68,11 @@ def build_context(
         "distributed": distributed,
         # Reinforcement learning (rl.py.jinja) shares the run directory's machinery.
         "acts": False,
+        # The running means in the checkpoint: not for multi-worker or TPU runs, whose restore
+        # of sync-on-read variables is a collective that a worker without the checkpoint
+        # would not join.
+        "means_checkpointed": bool(spec.checkpoint)
+        and spec.distribute.kind in ("single_device", "mirrored"),
         "batch_size": batch_size,
         "version": __version__,
         "spec_file": PurePath(spec_file).as_posix(),

@@ -279,6 +279,22 @@ def test_a_run_killed_between_checkpoints_logs_each_step_once_after_its_resume(r
     assert not list(out.glob("metrics.*.tmp"))
 
 
+def test_checkpoints_without_the_running_means_still_resume(render, tmp_path):
+    """An older script's checkpoints lack the epoch's running means: the run resumes from them
+    (the means start at zero, and it says so) instead of refusing every checkpoint."""
+    script = small_script(render, tmp_path)
+    older = tmp_path / "older.py"
+    lines = script.read_text().splitlines(keepends=True)
+    kept = [line for line in lines if not line.strip().startswith("train_values=")]
+    older.write_text("".join(kept))
+    assert len(older.read_text()) < len(script.read_text())
+    out = tmp_path / "run"
+    finished(run(older, out, epochs=1))
+    stdout = finished(run(script, out, epochs=2))
+    assert f"Resumed from {out / 'checkpoints' / 'ckpt-4'} at step 4" in stdout, stdout
+    assert "holds no running means (an older script's): they start at 0" in stdout
+
+
 def whole(export: Path, script: Path) -> bool:
     """Whether `export` holds each SavedModel of the script's export, and nothing else."""
     models = saved_models(export, script)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ..model import Imported
 from ..shapes import check_shapes
 from ..ways import RL_KINDS
+from .strategy import check_device_names
 
 NAMES = {"ppo": "PPO", "actor_critic": "A2C", "dqn": "DQN"}
 ON_POLICY = ("ppo", "actor_critic")
@@ -175,14 +176,15 @@ def check_way(spec: Spec) -> None:
             "but optimizer.learning_rate is a schedule: give a number, or set "
             "anneal_learning_rate=False to keep the schedule"
         )
+    check_device_names(spec)
     devices = getattr(spec.distribute, "devices", None) or []
     if len(devices) > 1:  # the replicas are known: each takes an equal share of the batch
         shared, what = replica_batch(spec)
         if shared % len(devices):
             raise ValueError(
                 f"distribute.devices lists {len(devices)} replicas, but {what} is {shared}, "
-                f"not a multiple of {len(devices)}: each replica takes an equal share; change "
-                "them or the devices"
+                f"which they cannot share equally: make it a multiple of {len(devices)}, or "
+                "list other devices"
             )
 
 

@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from ..spec import Spec
 
 
-def check_devices(spec: Spec) -> None:
+def check_device_names(spec: Spec) -> None:
     if not spec.distribute.kind == "mirrored" or not spec.distribute.devices:
         return
     devices = [d.lower().lstrip("/").removeprefix("device:") for d in spec.distribute.devices]
@@ -17,7 +17,13 @@ def check_devices(spec: Spec) -> None:
             f"distribute.devices={spec.distribute.devices} names a device twice; list each "
             "device once"
         )
-    replicas = len(devices)
+
+
+def check_devices(spec: Spec) -> None:
+    check_device_names(spec)
+    if not spec.distribute.kind == "mirrored" or not spec.distribute.devices:
+        return
+    replicas = len(spec.distribute.devices)
     if spec.data.batch_size % replicas:
         raise ValueError(
             f"data.batch_size={spec.data.batch_size} (the global batch) does not split "

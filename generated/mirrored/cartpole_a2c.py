@@ -1,12 +1,12 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 24d0f85df9bb1421, script sha256 7efc293655684782).
+(spec sha256 24d0f85df9bb1421, script sha256 8416c9cf5da9c39e).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
-Strategy: MirroredStrategy, one replica per GPU (or the CPU); data.batch_size is the global batch.
+Strategy: MirroredStrategy, one replica per GPU (or the CPU); the replicas share each gradient step's ROLLOUT_SIZE.
 Run it again to resume from the latest checkpoint (written by any variant).
 """
 
@@ -288,8 +288,9 @@ def actor_critic_loss(log_probs, entropies, values, batch):
     holds what the rollout recorded. The advantages are constants to it: the policy
     gradient follows them, the value its squared error towards the returns. Returns the
     loss and its parts, for the log.
-    `batch` is this replica's share; each mean is over the whole rollout (ROLLOUT_SIZE),
-    so that the replicas' losses add up to one device's."""
+    `batch` is this replica's share, its advantages normalized over the whole rollout (in
+    replica_step); each mean is over the whole (ROLLOUT_SIZE): the replicas' losses add up
+    to one device's."""
     advantages = batch["advantages"]
     policy_loss = -tf.reduce_sum(advantages * log_probs) / ROLLOUT_SIZE
     value_loss = tf.reduce_sum(tf.square(batch["returns"] - values)) / ROLLOUT_SIZE
@@ -301,8 +302,8 @@ def actor_critic_loss(log_probs, entropies, values, batch):
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
-    # A replica of the model on each device; every step, each replica takes its slice of the
-    # global batch and the gradients are summed across replicas.
+    # A replica of the networks on each device; each gradient step, every replica takes its
+    # share of the batch and the gradients are summed across replicas.
     # No device list: every GPU, or the CPU when there is none.
     strategy = tf.distribute.MirroredStrategy()
     print(f"{strategy.num_replicas_in_sync} replica(s) on this machine")
@@ -311,9 +312,10 @@ def train(args, run):
     # them at once; the replicas share each update's transitions.
     if ROLLOUT_SIZE % strategy.num_replicas_in_sync:
         raise SystemExit(
-            f"ROLLOUT_SIZE ({ROLLOUT_SIZE}) is not a multiple of the "
-            f"{strategy.num_replicas_in_sync} replicas, which share it equally: change "
-            "data.num_envs or training.rollout_steps"
+            f"ROLLOUT_SIZE ({ROLLOUT_SIZE}) cannot be shared equally by "
+            f"{strategy.num_replicas_in_sync} replicas: make it a multiple of them "
+            "(data.num_envs or training.rollout_steps), "
+            "or run on as many devices as divide it (CUDA_VISIBLE_DEVICES)"
         )
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights on every
@@ -338,15 +340,17 @@ def train(args, run):
             learning_rate=0.0007, rho=0.99, epsilon=1e-05
         )
         optimizer.build(trainable)
-        losses = [
-            keras.metrics.Mean(name=name)
-            for name in ["policy_loss", "value_loss", "entropy"]
-        ]
         # Counts environment steps over all sub-environments: checkpointed, it fixes the update,
         # the learning rate and every seed.
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
         nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    # Outside the scope: updated between the replicas' steps only, they need no copies.
+    losses = [
+        keras.metrics.Mean(name=name)
+        for name in ["policy_loss", "value_loss", "entropy"]
+    ]
 
     # --- Acting and the update step ---------------------------------------------------
     @tf.function
@@ -389,7 +393,6 @@ def train(args, run):
         gradients, _ = tf.clip_by_global_norm(gradients, MAX_GRAD_NORM)
         # apply_gradients sums over the replicas again: give it each replica's equal share.
         gradients = [gradient / context.num_replicas_in_sync for gradient in gradients]
-        # Sums the replicas' gradients and applies the sum on every replica.
         optimizer.apply_gradients(zip(gradients, trainable))
         return loss, parts
 
@@ -421,8 +424,8 @@ def train(args, run):
         # saved whole, mid-episode.
         step=step,
         environments=environments,
-        # The means logged next, so far: a resumed run logs what one that never stopped does.
-        losses=[v for mean in losses for v in mean.variables],
+        # The running means of the next log: a resumed run logs them as one that never stopped.
+        train_values=[v for mean in losses for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model, value_network=value_network)
     if args.command == "evaluate":
@@ -692,7 +695,7 @@ class RunDirectory:
         self.check_setup(setup)
         for path in reversed(paths):
             try:
-                checkpoint.restore(path).assert_existing_objects_matched()
+                restore_whole(checkpoint, path)
             except Exception as error:  # damaged files raise OpError, IndexError, ...
                 print(f"Cannot restore {path}: {type(error).__name__}: {error}")
                 continue
@@ -736,7 +739,7 @@ class RunDirectory:
                 f"--checkpoint {self.args.checkpoint}: none in {self.checkpoints}"
             )
         try:
-            checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+            restore_whole(checkpoint, path)
         except Exception as error:  # a path that is no checkpoint, damaged files
             raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
@@ -1068,6 +1071,19 @@ def checkpoint_paths(directory, repair=True):
         found = ", ".join(names) or "none"
         print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
     return [os.path.join(directory, name) for name in names]
+
+
+def restore_whole(checkpoint, path):
+    """Restores every object of `checkpoint` from `path` (what else the file holds is left),
+    but the running means, which a checkpoint written before they were saved lacks: they
+    start at zero then."""
+    restored = checkpoint.restore(path).expect_partial()
+    saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+    if hasattr(checkpoint, "train_values") and "train_values" not in saved:
+        return print(
+            f"{path} holds no running means (an older script's): they start at 0"
+        )
+    restored.assert_existing_objects_matched()
 
 
 def data_record(environments):

@@ -1,12 +1,12 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 a510342675294ded, script sha256 6982bcbd8e67d784).
+(spec sha256 a510342675294ded, script sha256 bbb29f0a63bc3e7f).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
-Strategy: MirroredStrategy, one replica per GPU (or the CPU); data.batch_size is the global batch.
+Strategy: MirroredStrategy, one replica per GPU (or the CPU); the replicas share each gradient step's BATCH_SIZE.
 Run it again to resume from the latest checkpoint (written by any variant).
 """
 
@@ -289,8 +289,8 @@ def epsilon(step):
 def train(args, run):
     """The run, from the strategy to the export; main() records how it ends."""
     # --- Strategy -----------------------------------------------------------------------
-    # A replica of the model on each device; every step, each replica takes its slice of the
-    # global batch and the gradients are summed across replicas.
+    # A replica of the networks on each device; each gradient step, every replica takes its
+    # share of the batch and the gradients are summed across replicas.
     # No device list: every GPU, or the CPU when there is none.
     strategy = tf.distribute.MirroredStrategy()
     print(f"{strategy.num_replicas_in_sync} replica(s) on this machine")
@@ -299,9 +299,10 @@ def train(args, run):
     # them at once; the replicas share each update's transitions.
     if BATCH_SIZE % strategy.num_replicas_in_sync:
         raise SystemExit(
-            f"BATCH_SIZE ({BATCH_SIZE}) is not a multiple of the "
-            f"{strategy.num_replicas_in_sync} replicas, which share it equally: change "
-            "training.batch_size"
+            f"BATCH_SIZE ({BATCH_SIZE}) cannot be shared equally by "
+            f"{strategy.num_replicas_in_sync} replicas: make it a multiple of them "
+            "(training.batch_size), "
+            "or run on as many devices as divide it (CUDA_VISIBLE_DEVICES)"
         )
 
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights on every
@@ -328,13 +329,15 @@ def train(args, run):
         optimizer.build(model.trainable_variables)
         # Per transition: each replica sums its share's and divides by the whole batch's size.
         loss_fn = keras.losses.Huber(reduction="none")
-        train_loss = keras.metrics.Mean(name="loss")
-        q_value = keras.metrics.Mean(name="q_value")
         # Counts environment steps over all sub-environments: checkpointed, it fixes epsilon,
         # the cadences and every seed.
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
         nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    # Outside the scope: updated between the replicas' steps only, they need no copies.
+    train_loss = keras.metrics.Mean(name="loss")
+    q_value = keras.metrics.Mean(name="q_value")
 
     # --- Acting and the train step ----------------------------------------------------
     # Called at every step: its one trace, called directly, skips tf.function's matching of
@@ -369,6 +372,7 @@ def train(args, run):
             values = tf.gather(
                 model(observations, training=True), actions, batch_dims=1
             )
+            # A Keras loss averages over the last axis: one value per transition.
             loss = (
                 tf.reduce_sum(loss_fn(targets[:, None], values[:, None])) / BATCH_SIZE
             )
@@ -405,8 +409,8 @@ def train(args, run):
         step=step,
         environments=environments,
         buffer=buffer,
-        # The means logged next, so far: a resumed run logs what one that never stopped does.
-        losses=[v for mean in (train_loss, q_value) for v in mean.variables],
+        # The running means of the next log: a resumed run logs them as one that never stopped.
+        train_values=[v for mean in (train_loss, q_value) for v in mean.variables],
     )
     run.restore(checkpoint, environments, model=model)
     if args.command == "evaluate":
@@ -678,7 +682,7 @@ class RunDirectory:
         self.check_setup(setup)
         for path in reversed(paths):
             try:
-                checkpoint.restore(path).assert_existing_objects_matched()
+                restore_whole(checkpoint, path)
             except Exception as error:  # damaged files raise OpError, IndexError, ...
                 print(f"Cannot restore {path}: {type(error).__name__}: {error}")
                 continue
@@ -722,7 +726,7 @@ class RunDirectory:
                 f"--checkpoint {self.args.checkpoint}: none in {self.checkpoints}"
             )
         try:
-            checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+            restore_whole(checkpoint, path)
         except Exception as error:  # a path that is no checkpoint, damaged files
             raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
@@ -1054,6 +1058,19 @@ def checkpoint_paths(directory, repair=True):
         found = ", ".join(names) or "none"
         print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
     return [os.path.join(directory, name) for name in names]
+
+
+def restore_whole(checkpoint, path):
+    """Restores every object of `checkpoint` from `path` (what else the file holds is left),
+    but the running means, which a checkpoint written before they were saved lacks: they
+    start at zero then."""
+    restored = checkpoint.restore(path).expect_partial()
+    saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+    if hasattr(checkpoint, "train_values") and "train_values" not in saved:
+        return print(
+            f"{path} holds no running means (an older script's): they start at 0"
+        )
+    restored.assert_existing_objects_matched()
 
 
 def data_record(environments):

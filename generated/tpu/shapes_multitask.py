@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 98ef260b6fd967a7, script sha256 ec8c47b8a63e3280).
+(spec sha256 98ef260b6fd967a7, script sha256 1edf25a4db0ddb19).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -915,7 +915,7 @@ class RunDirectory:
         self.check_data(setup_path)
         for path in reversed(paths):
             try:
-                checkpoint.restore(path).assert_existing_objects_matched()
+                restore_whole(checkpoint, path)
             except Exception as error:  # damaged files raise OpError, IndexError, ...
                 print(f"Cannot restore {path}: {type(error).__name__}: {error}")
                 continue
@@ -1004,7 +1004,7 @@ class RunDirectory:
                 f"--checkpoint {self.args.checkpoint}: none in {self.checkpoints}"
             )
         try:
-            checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+            restore_whole(checkpoint, path)
         except Exception as error:  # a path that is no checkpoint, damaged files
             raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
@@ -1077,16 +1077,14 @@ class RunDirectory:
     def start_epoch(self, epoch, epochs, first_step, end_step, metrics):
         """Starts an epoch: its running means from zero, its progress bar, and the throughput
         timer (validation and checkpoints are not counted: it runs from log point to log
-        point). Resumed in its middle, it continues the means the checkpoint holds."""
-        step = max(first_step, self.saved or 0)
-        if step == first_step:
-            for metric in metrics:
-                metric.reset_state()
+        point)."""
+        for metric in metrics:
+            metric.reset_state()
         print(f"Epoch {epoch + 1}/{epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step
         self.progbar = keras.utils.Progbar(steps, stateless_metrics=())
-        self.epoch_start, self.timer = first_step, (time.perf_counter(), step)
+        self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
 
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl with the
@@ -1378,6 +1376,19 @@ def checkpoint_paths(directory, repair=True):
         found = ", ".join(names) or "none"
         print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
     return [os.path.join(directory, name) for name in names]
+
+
+def restore_whole(checkpoint, path):
+    """Restores every object of `checkpoint` from `path` (what else the file holds is left),
+    but the running means, which a checkpoint written before they were saved lacks: they
+    start at zero then."""
+    restored = checkpoint.restore(path).expect_partial()
+    saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+    if hasattr(checkpoint, "train_values") and "train_values" not in saved:
+        return print(
+            f"{path} holds no running means (an older script's): they start at 0"
+        )
+    restored.assert_existing_objects_matched()
 
 
 def data_record(examples):
