@@ -94,8 +94,9 @@ def data_rows(folder: Path, count: int, repeats: int, env: dict, names: list[str
     )  # fmt: skip
     steps_per_epoch = math.ceil(count / BATCH)
     results = {"images": count, "batch_size": BATCH, "example": EXAMPLE, "sources": {}}
+    made = sources(folder)
     for name in names:
-        source = sources(folder)[name]
+        source = made[name]
         print(f"  {name} ...", flush=True)
         script = render(source, folder / f"{name}.py")
         seek = {}

@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import __version__
 from ..dsl.loader import spec_hash
+from ..dsl.rules.rl import SHARED_BATCH
 from ..dsl.spec import Spec
 from . import fingerprint, stamp
 from .context import net_has, optimizer_expression
@@ -17,13 +18,6 @@ STDLIB = [
     "argparse", "contextlib", "errno", "fcntl", "glob", "hashlib", "json", "os", "pickle", "re",
     "shutil", "signal", "socket", "sys", "time", "traceback",
 ]  # fmt: skip
-
-
-WAY_BATCH = {
-    "ppo": ("MINIBATCH_SIZE", "data.num_envs, training.rollout_steps or training.minibatches"),
-    "actor_critic": ("ROLLOUT_SIZE", "data.num_envs or training.rollout_steps"),
-    "dqn": ("BATCH_SIZE", "training.batch_size"),
-}
 
 
 def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any]:
@@ -38,8 +32,8 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "distributed": spec.distribute.kind != "single_device",
         "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
         # The batch the replicas share, and the fields that make it.
-        "way_batch": WAY_BATCH[way.kind][0],
-        "way_batch_field": WAY_BATCH[way.kind][1],
+        "way_batch": SHARED_BATCH[way.kind][0],
+        "way_batch_field": SHARED_BATCH[way.kind][1],
         "acts": True,
         "means_checkpointed": False,  # an epoch's: the way's own are in its checkpoint
         "version": __version__,

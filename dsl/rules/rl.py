@@ -188,6 +188,15 @@ def check_way(spec: Spec) -> None:
             )
 
 
+SHARED_BATCH = {
+    "ppo": ("MINIBATCH_SIZE", "data.num_envs, training.rollout_steps or training.minibatches"),
+    "actor_critic": ("ROLLOUT_SIZE", "data.num_envs or training.rollout_steps"),
+    "dqn": ("BATCH_SIZE", "training.batch_size"),
+}
+"""Each way's batch that the replicas share in a gradient step: the script's constant, and the
+spec fields that make it (render/rl.py writes both into the script's check)."""
+
+
 def replica_batch(spec: Spec) -> tuple[int, str]:
     """The batch of transitions the replicas share in each gradient step, and what makes it."""
     way, envs = spec.training, spec.data.num_envs
