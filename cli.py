@@ -317,6 +317,55 @@ def init(
     )
 
 
+@app.command()
+def sweep(
+    words: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="[status] SWEEP_FILE",
+            help="The sweep file, a Python file defining `sweep = Sweep(...)`; after `status`, "
+            "print its trials instead of running them.",
+        ),
+    ],
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            "--storage",
+            help="The study's storage, shared by every process that runs the sweep: a "
+            "database URL (postgresql://..., sqlite:///...) or a journal file's path on a "
+            "shared file system. Default: study.journal in the sweep's folder.",
+        ),
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="Name of the Sweep object in the file.")] = (
+        "sweep"
+    ),
+) -> None:
+    """Run a hyperparameter sweep on Optuna: each trial renders the spec with sampled values
+    and runs it in its own run directory. Run it again to resume; run it in several processes
+    (or on several machines, with --storage) to share the trials."""
+    from .sweep.space import load_sweep
+
+    status = len(words) == 2 and words[0] == "status"
+    if len(words) != 1 and not status:
+        raise _fail("expected `loopgen sweep SWEEP_FILE` or `loopgen sweep status SWEEP_FILE`")
+    try:
+        loaded = load_sweep(Path(words[-1]), name)
+        if status:
+            from .sweep.report import table
+            from .sweep.study import STORAGE_FILE, study
+
+            if storage is None and not (loaded.output / STORAGE_FILE).exists():
+                raise _fail(f"{words[-1]}: no trial has run yet (run `loopgen sweep {words[-1]}`)")
+            typer.echo(table(loaded, study(loaded, storage)))
+            return
+        from .sweep.run import Sweeper
+
+        code = Sweeper(loaded, storage).run()
+    except LoopgenError as error:
+        raise _fail(error) from None
+    raise typer.Exit(code=code)
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"loopgen {__version__}")

@@ -173,12 +173,16 @@ def _too_deep(text: str) -> tuple[int, int]:
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
-def _import_object(path: Path, name: str) -> Any:
+def _import_object(path: Path, name: str, model: type[BaseModel] = Spec) -> Any:
+    """The object named `name` in the Python file at `path` (a `model`, e.g. a Spec or a
+    Sweep, or what the file binds instead), the file's own errors as messages."""
+    what = model.__name__.lower()
     if not path.is_file():
-        raise SpecError(f"spec file not found: {path}")
+        raise SpecError(f"{what} file not found: {path}")
     if path.suffix != ".py":
         raise SpecError(
-            f"{path}: a spec file is a Python file ending in .py, or JSON data ending in .json"
+            f"{path}: a {what} file is a Python file ending in .py"
+            + (", or JSON data ending in .json" if model is Spec else "")
         )
     module_name = f"_loopgen_spec_{uuid.uuid4().hex}"
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -207,10 +211,10 @@ def _import_object(path: Path, name: str) -> Any:
     except ValidationError as error:
         # Raised by a model constructed in the file, e.g. `Data(batch_size=0)`: its fields are
         # relative to that model, so the path starts at the model's class name.
-        model = _model_named(error.title)
-        root = "spec" if model is Spec else error.title
+        named = _model_named(error.title)
+        root = what if named is model else error.title
         where, line = _user_frame(error, path)
-        raise SpecError(f"{where}: {format_validation_error(error, root, model)}{line}") from None
+        raise SpecError(f"{where}: {format_validation_error(error, root, named)}{line}") from None
     except (Exception, SystemExit) as error:
         where, line = _user_frame(error, path)
         hint = (
@@ -224,9 +228,11 @@ def _import_object(path: Path, name: str) -> Any:
     finally:
         sys.modules.pop(module_name, None)
     if not hasattr(module, name):
-        candidates = [k for k, v in vars(module).items() if isinstance(v, Spec)]
-        hint = f" (Spec objects in it: {', '.join(candidates)}; pass --name)" if candidates else ""
-        raise SpecError(f"{path}: no object named {name!r}{hint}; define `{name} = Spec(...)`")
+        kind = model.__name__
+        candidates = [k for k, v in vars(module).items() if isinstance(v, model)]
+        found = ", ".join(candidates)
+        hint = f" ({kind} objects in it: {found}; pass --name)" if candidates else ""
+        raise SpecError(f"{path}: no object named {name!r}{hint}; define `{name} = {kind}(...)`")
     return getattr(module, name)
 
 

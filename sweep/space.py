@@ -1,0 +1,187 @@
+"""Loads a sweep file and checks it against its spec before anything runs: every path is a
+field of the spec, every distribution's values fit the field, the objective is a value the run
+logs. Every problem is reported, as `sweep.<field>: message`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..dsl.loader import _import_object, _split_path, _validate, apply_override, load_spec
+from ..dsl.spec import Spec
+from ..dsl.sweep import Choice, IntRange, Sweep
+from ..errors import SpecError, format_validation_error
+
+
+@dataclass(frozen=True)
+class LoadedSweep:
+    sweep: Sweep
+    path: Path
+    """The sweep file."""
+    spec_path: Path
+    spec: Spec
+    folder: Path
+    """Where the trials run: the sweep file's folder (the spec's data paths are read from it)."""
+    output: Path
+    """The study file and trials/."""
+    name: str
+    """The study's name."""
+
+    def overrides(self, values: dict[str, Any]) -> list[str]:
+        """The `--set` overrides of a trial's values, in the space's order."""
+        return [f"{key}={json.dumps(values[key])}" for key in self.sweep.space if key in values]
+
+    def trial_spec(self, values: dict[str, Any]) -> Spec:
+        """The base spec with a trial's values set (a SpecError if they do not validate)."""
+        return load_spec(self.spec_path, self.sweep.spec_name, self.overrides(values))
+
+
+def load_sweep(path: Path, name: str = "sweep") -> LoadedSweep:
+    path = Path(path)
+    found = _import_object(path, name, Sweep)
+    if isinstance(found, dict):
+        try:
+            found = Sweep.model_validate(found)
+        except ValidationError as error:
+            raise SpecError(f"{path}: {format_validation_error(error, 'sweep', Sweep)}") from None
+    if not isinstance(found, Sweep):
+        raise SpecError(
+            f"{path}: {name!r} is an object of type {type(found).__name__}, not a Sweep; bind "
+            "it to Sweep(...) from loopgen.dsl.sweep"
+        )
+    sweep = found
+    folder = path.resolve().parent
+    spec_path = folder / sweep.spec
+    try:
+        spec = load_spec(spec_path, sweep.spec_name)
+    except SpecError as error:
+        raise SpecError(f"{path}: sweep.spec: {error}") from None
+    problems = [
+        *_space_problems(sweep, spec, spec_path),
+        *_objective_problems(sweep, spec),
+        *_sampler_problems(sweep),
+    ]
+    if problems:
+        raise SpecError(f"{path}: " + f"\n{path}: ".join(problems))
+    output = folder / (sweep.output_dir or f"sweeps/{path.stem}")
+    return LoadedSweep(sweep, path, spec_path, spec, folder, output, sweep.name or path.stem)
+
+
+def _space_problems(sweep: Sweep, spec: Spec, spec_path: Path) -> list[str]:
+    data = spec.model_dump(mode="json")
+    problems = []
+    for key, distribution in sweep.space.items():
+        where = f"sweep.space[{key!r}]"
+        try:
+            current = _field(data, key)
+        except (KeyError, IndexError, TypeError, SpecError):
+            problems.append(
+                f"{where}: not a field of the spec {spec_path.name} (paths are written as "
+                "--set takes them, e.g. optimizer.learning_rate or model.layers[1].units; "
+                "`loopgen validate` lists the spec's fields)"
+            )
+            continue
+        if isinstance(current, int) and not isinstance(current, bool):
+            if distribution.kind in ("uniform", "log_uniform"):
+                problems.append(
+                    f"{where}: {key} is an integer ({current}): draw it with IntRange, or "
+                    "list its values with Choice"
+                )
+                continue
+        for value in _probes(distribution):
+            problem = _misfit(data, key, value, spec_path)
+            if problem:
+                problems.append(f"{where}: the value {json.dumps(value)} does not fit: {problem}")
+                break
+    for i, values in enumerate(sweep.first):
+        for key in values:
+            if key not in sweep.space:
+                problems.append(f"sweep.first[{i}]: {key!r} is not a path of sweep.space")
+        unknown = [k for k in values if k not in sweep.space]
+        missing = [k for k in sweep.space if k not in values]
+        if missing and not unknown:
+            problems.append(f"sweep.first[{i}]: gives no value for {', '.join(missing)}")
+        if not unknown and not missing:
+            overridden = data
+            try:
+                for key, value in values.items():
+                    overridden = apply_override(overridden, f"{key}={json.dumps(value)}")
+                _validate(overridden, spec_path, [])
+            except SpecError as error:
+                problems.append(f"sweep.first[{i}]: {_after_path(error, spec_path)}")
+    return problems
+
+
+def _field(data: Any, key: str) -> Any:
+    node = data
+    for part in _split_path(key, key):
+        if isinstance(part, str) and not isinstance(node, dict):
+            raise KeyError(part)
+        node = node[part]
+    return node
+
+
+def _probes(distribution: Any) -> list[Any]:
+    """The values that show whether a distribution fits a field: its ends, or every choice."""
+    if isinstance(distribution, Choice):
+        return list(distribution.values)
+    return [distribution.low, distribution.high]
+
+
+def _misfit(data: dict, key: str, value: Any, spec_path: Path) -> str | None:
+    try:
+        _validate(apply_override(data, f"{key}={json.dumps(value)}"), spec_path, [])
+    except SpecError as error:
+        return _after_path(error, spec_path)
+    return None
+
+
+def _after_path(error: SpecError, spec_path: Path) -> str:
+    return str(error).removeprefix(f"{spec_path}: ")
+
+
+def logged_values(spec: Spec) -> tuple[list[str], list[str]]:
+    """The values a run of the spec writes to metrics.jsonl: (training, validation)."""
+    train = [*spec.log_names()]
+    if spec.acts:  # the episodes finished since the last log
+        return [*train, "episode_return", "episode_length"], []
+    if spec.data.validation is not None or spec.training.kind in ("reptile", "maml"):
+        validation = [f"val_{name}" for name in spec.log_names()]
+    else:
+        validation = []
+    return train, validation
+
+
+def _objective_problems(sweep: Sweep, spec: Spec) -> list[str]:
+    if not spec.logging.jsonl:
+        return [
+            "sweep.objective: the trials are scored from metrics.jsonl, which the spec does not "
+            "write: set logging.jsonl=True"
+        ]
+    train, validation = logged_values(spec)
+    if sweep.objective in train or sweep.objective in validation:
+        return []
+    hint = (
+        " (validation values need data.validation)"
+        if sweep.objective.startswith("val_") and not validation
+        else ""
+    )
+    return [
+        f"sweep.objective: {sweep.objective!r} is not a value the run logs{hint}; it logs "
+        + ", ".join([*train, *validation])
+    ]
+
+
+def _sampler_problems(sweep: Sweep) -> list[str]:
+    if sweep.sampler.kind != "grid":
+        return []
+    return [
+        f"sweep.space[{key!r}]: GridSearch tries listed values: draw this field with Choice or "
+        "IntRange, or use TPE or RandomSearch"
+        for key, distribution in sweep.space.items()
+        if not isinstance(distribution, Choice | IntRange)
+    ]

@@ -1,0 +1,178 @@
+"""One trial: a folder holding its script (the spec with the trial's values, rendered), a
+record of its values, its run directory and its output; its script run as a subprocess whose
+metrics.jsonl is read as it grows."""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import LoopgenError
+from .space import LoadedSweep
+
+
+def trial_folder(loaded: LoadedSweep, number: int) -> Path:
+    return loaded.output / "trials" / f"{number:03d}"
+
+
+def claim(folder: Path) -> int | None:
+    """Locks the trial's claim file: the process that holds it runs the trial (its script
+    inherits the lock and holds it until it exits). None if another process holds it."""
+    fd = os.open(folder / "claim", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def create(loaded: LoadedSweep, number: int, values: dict[str, Any]) -> int:
+    """Makes a new trial's folder, claimed, with its record: built aside and renamed into
+    place, so that no other process ever sees it unclaimed."""
+    folder = trial_folder(loaded, number)
+    partial = folder.with_name(f".{folder.name}.new")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    fd = claim(partial)
+    assert fd is not None  # nobody else knows the partial folder
+    record = {"number": number, "values": values, "overrides": loaded.overrides(values)}
+    (partial / "trial.json").write_text(json.dumps(record, indent=2) + "\n")
+    os.replace(partial, folder)
+    return fd
+
+
+def _die_with_parent() -> None:
+    """In the trial's process, before it runs: a SIGTERM when the sweep dies (even by
+    SIGKILL), so that the trial saves a checkpoint and stops rather than train on unwatched."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class RunningTrial:
+    """A trial's script, running. `poll()` returns the objective's new (step, value) pairs
+    and whether the script has exited."""
+
+    def __init__(self, loaded: LoadedSweep, number: int, fd: int, device: str | None):
+        self.loaded, self.number, self.fd = loaded, number, fd
+        self.folder = trial_folder(loaded, number)
+        self.run_dir = self.folder / "run"
+        self.values = json.loads((self.folder / "trial.json").read_text())["values"]
+        self.device = device
+        self.process: subprocess.Popen | None = None
+        self.offset = 0
+        self.last: tuple[int, float] | None = None
+        self.pruned = self.resumed = False
+
+    def render(self) -> None:
+        """Writes the trial's script (once: a resumed trial runs the script it started with).
+        A LoopgenError when its values do not validate."""
+        from ..output import write_script
+        from ..render import render_script
+
+        script = self.folder / "train.py"
+        if script.exists():
+            return
+        spec = self.loaded.trial_spec(self.values)
+        source = render_script(
+            spec,
+            spec_file=os.path.relpath(self.loaded.spec_path, self.loaded.folder),
+            overrides=self.loaded.overrides(self.values),
+        )
+        write_script(script, source)
+
+    def start(self) -> None:
+        env = dict(os.environ)
+        if self.device is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.device
+        self.resumed = (self.run_dir / "runs.jsonl").exists()
+        log = open(self.folder / "train.log", "a")
+        with log:
+            log.write(f"# loopgen sweep: trial {self.number}{' resumed' if self.resumed else ''}\n")
+            log.flush()
+            self.process = subprocess.Popen(
+                [sys.executable, str(self.folder / "train.py"), "--output-dir", str(self.run_dir)],
+                cwd=self.loaded.folder,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(self.fd,),
+                preexec_fn=_die_with_parent,
+            )
+
+    def poll(self) -> tuple[list[tuple[int, float]], int | None]:
+        """The objective values logged since the last poll, and the script's exit status
+        (None while it runs)."""
+        assert self.process is not None
+        status = self.process.poll()  # before reading: every line written is then read
+        reported = []
+        for record in self._new_records():
+            value = record.get(self.loaded.sweep.objective)
+            if isinstance(value, int | float):
+                self.last = (int(record["step"]), float(value))
+                reported.append(self.last)
+        return reported, status
+
+    def _new_records(self) -> list[dict]:
+        path = self.run_dir / "metrics.jsonl"
+        try:
+            with open(path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return []
+        if self.offset > 0 and os.path.getsize(path) < self.offset:
+            # A resumed run rewrites the file without the records past its checkpoint.
+            self.offset = 0
+            return self._new_records()
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        records = []
+        for line in complete.splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return records
+
+    def terminate(self) -> None:
+        """SIGTERM: the script saves a checkpoint and exits."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def error(self) -> str:
+        """The end of the script's output, for a failed trial."""
+        lines = (self.folder / "train.log").read_text(errors="replace").strip().splitlines()
+        return (lines or ["no output"])[-1][-500:]
+
+
+def run_steps(run_dir: Path) -> int | None:
+    """The step a trial's run reached, from its runs.jsonl."""
+    try:
+        lines = (run_dir / "runs.jsonl").read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    steps = []
+    for line in lines:
+        try:
+            steps.append(int(json.loads(line).get("step")))
+        except (json.JSONDecodeError, TypeError, ValueError):
+            continue
+    return max(steps) if steps else None
+
+
+def check_runnable() -> None:
+    if not sys.platform.startswith("linux"):
+        raise LoopgenError("loopgen sweep runs trials on Linux (it needs prctl and flock)")
