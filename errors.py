@@ -77,7 +77,8 @@ def format_validation_error(
         same = path == root and message.startswith((f"{root} ", f"{root}."))
         lines.append(f"  {message}" if same else f"  {path}: {message}")
     count = len(lines)
-    return f"the spec has {count} error{'s' if count > 1 else ''}:\n" + "\n".join(lines)
+    noun = "sweep" if root == "sweep" else "spec"
+    return f"the {noun} has {count} error{'s' if count > 1 else ''}:\n" + "\n".join(lines)
 
 
 def _user_loc(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[list[Any], int | None]:

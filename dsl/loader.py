@@ -211,7 +211,7 @@ def _import_object(path: Path, name: str, model: type[BaseModel] = Spec) -> Any:
     except ValidationError as error:
         # Raised by a model constructed in the file, e.g. `Data(batch_size=0)`: its fields are
         # relative to that model, so the path starts at the model's class name.
-        named = _model_named(error.title)
+        named = model if error.title == model.__name__ else _model_named(error.title)
         root = what if named is model else error.title
         where, line = _user_frame(error, path)
         raise SpecError(f"{where}: {format_validation_error(error, root, named)}{line}") from None

@@ -1,0 +1,322 @@
+"""`loopgen sweep`: real Optuna studies on the embedded journal storage, each trial a rendered
+script run in its own run directory. A sweep completes exactly its trials (also when killed and
+run again, and when two processes share the study), scores them from their own metrics.jsonl,
+stops a hopeless trial by SIGTERM with its checkpoint saved, and writes a best_spec.py that
+renders. A bad sweep is refused before anything is written."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import ROOT, run_cli, run_python, script_env, tf_check
+from typer.testing import CliRunner
+
+from loopgen.cli import app
+
+SPEC = """
+from loopgen.dsl import *
+
+spec = Spec(
+    name="tiny",
+    seed=0,
+    data=Data(
+        train=Npz(path="train.npz"), validation=Npz(path="val.npz"), batch_size=32, rescale=1 / 255
+    ),
+    model=Sequential(input_shape=(8,), layers=[Dense(units=16, activation="relu"), Dense(units=4)]),
+    loss=SparseCategoricalCrossentropy(from_logits=True),
+    optimizer=Adam(learning_rate=1e-2),
+    metrics=[SparseCategoricalAccuracy()],
+    loop=Loop(epochs=EPOCHS, log_every_steps=16),
+    checkpoint=Checkpoint(every_epochs=1),
+)
+"""
+
+
+def write_spec(folder: Path, epochs: int, examples: int = 2048) -> None:
+    """Features whose mean encodes one of 4 classes: a rate that learns reaches ~0.9 validation
+    accuracy in a few epochs; 1e-6 stays at chance."""
+    for name, count, seed in (("train", examples, 0), ("val", 256, 1)):
+        rng = np.random.default_rng(seed)
+        y = rng.integers(0, 4, size=count)
+        x = np.clip(y[:, None] * 50 + rng.integers(0, 60, size=(count, 8)), 0, 255)
+        np.savez(folder / f"{name}.npz", x=x.astype(np.uint8), y=y.astype(np.int64))
+    (folder / "spec.py").write_text(SPEC.replace("EPOCHS", str(epochs)))
+
+
+def write_sweep(folder: Path, **fields: str) -> Path:
+    values = {
+        "spec": '"spec.py"',
+        "space": '{"optimizer.learning_rate": LogUniform(1e-4, 1e-1), '
+        '"model.layers[0].units": IntRange(8, 32, step=8)}',
+        "objective": '"val_accuracy"',
+        "direction": '"maximize"',
+        "trials": "4",
+        **fields,
+    }
+    body = "".join(f"    {k}={v},\n" for k, v in values.items())
+    path = folder / "sweep.py"
+    path.write_text(f"from loopgen.dsl.sweep import *\n\nsweep = Sweep(\n{body})\n")
+    return path
+
+
+def sweep_cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopgen", "sweep", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=script_env(),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def trial_dir(folder: Path, number: int) -> Path:
+    return folder / "sweeps" / "sweep" / "trials" / f"{number:03d}"
+
+
+def study_trials(folder: Path) -> list:
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    storage = JournalStorage(JournalFileBackend(str(folder / "sweeps/sweep/study.journal")))
+    return optuna.load_study(study_name="sweep", storage=storage).get_trials()
+
+
+GOOD = '{"optimizer.learning_rate": 0.01, "model.layers[0].units": 16}'
+ALSO_GOOD = '{"optimizer.learning_rate": 0.003, "model.layers[0].units": 24}'
+HOPELESS = '{"optimizer.learning_rate": 1e-06, "model.layers[0].units": 8}'
+
+
+@pytest.mark.slow
+def test_a_study_of_six_trials_two_at_a_time_prunes_the_hopeless_one_and_names_the_best(
+    tmp_path,
+):
+    epochs = 8
+    write_spec(tmp_path, epochs)
+    write_sweep(
+        tmp_path,
+        trials="6",
+        parallel="2",
+        pruner="Median(startup_trials=2)",
+        first=f"[{GOOD}, {ALSO_GOOD}, {HOPELESS}]",
+    )
+    proc = sweep_cli("sweep.py", cwd=tmp_path)
+    trials = study_trials(tmp_path)
+    assert [t.number for t in trials] == list(range(6))
+    assert all(t.state.is_finished() for t in trials)
+
+    # The hopeless trial was stopped before its last epoch by SIGTERM, its checkpoint saved.
+    hopeless = trials[2]
+    assert hopeless.params["optimizer.learning_rate"] == 1e-6
+    assert hopeless.state.name == "PRUNED", proc.stdout
+    run = trial_dir(tmp_path, 2) / "run"
+    end = lines(run / "runs.jsonl")[-1]
+    assert (end["event"], end["exit"]) == ("end", "sigterm")
+    steps_per_epoch = 2048 // 32
+    assert end["step"] < epochs * steps_per_epoch
+    assert (run / "checkpoints" / f"ckpt-{end['step']}.index").exists()
+
+    # The best trial is the best by the objective in the trials' own metrics.jsonl.
+    finals = {}
+    for t in trials:
+        run = trial_dir(tmp_path, t.number) / "run"
+        if t.state.name == "COMPLETE":
+            logged = [
+                r["val_accuracy"] for r in lines(run / "metrics.jsonl") if "val_accuracy" in r
+            ]
+            assert logged[-1] == pytest.approx(t.value)
+            finals[t.number] = logged[-1]
+    best = max(finals, key=finals.get)
+    best_spec = tmp_path / "sweeps" / "sweep" / "best_spec.py"
+    assert f"trial {best} of 6" in best_spec.read_text()
+    record = json.loads((trial_dir(tmp_path, best) / "trial.json").read_text())
+    for override in record["overrides"]:
+        assert repr(override).strip("'") in best_spec.read_text()
+    out = tmp_path / "best_train.py"
+    rendered = run_cli("render", str(best_spec), "-o", str(out), cwd=tmp_path)
+    assert rendered.returncode == 0, rendered.stderr
+    # The best spec's script is the best trial's, but for the header naming its spec file.
+    body = out.read_text().split('"""', 2)[2]
+    assert body == (trial_dir(tmp_path, best) / "train.py").read_text().split('"""', 2)[2]
+    for plot in ("history.png", "importances.png"):
+        assert (tmp_path / "sweeps" / "sweep" / plot).read_bytes()[:4] == b"\x89PNG"
+
+    status = sweep_cli("status", "sweep.py", cwd=tmp_path).stdout.splitlines()
+    assert status[0].split() == [
+        "trial", "optimizer.learning_rate", "model.layers[0].units", "val_accuracy", "state",
+        "steps", "time",
+    ]  # fmt: skip
+    assert [row.split()[0] for row in status[1:]] == [str(n) for n in range(6)]
+    assert "pruned" in status[3].split()
+
+
+def claimed(folder: Path) -> bool:
+    """Whether a process (the sweep, or the trial's script it started) holds the claim."""
+    fd = os.open(folder / "claim", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+@pytest.mark.slow
+def test_a_killed_sweep_resumes_its_interrupted_trial_from_its_checkpoint(tmp_path):
+    epochs = 4
+    write_spec(tmp_path, epochs, examples=4096)
+    write_sweep(tmp_path, trials="1", first=f"[{GOOD}]")
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=script_env(),
+    )
+    checkpoints = trial_dir(tmp_path, 0) / "run" / "checkpoints"
+    deadline = time.monotonic() + 300
+    while not list(checkpoints.glob("ckpt-*.index")):
+        assert sweep.poll() is None and time.monotonic() < deadline, sweep.stdout.read()
+        time.sleep(0.05)
+    sweep.kill()
+    sweep.wait()
+    # The trial's script saw its sweep die (a SIGTERM): it saved a checkpoint and stopped.
+    while claimed(trial_dir(tmp_path, 0)):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    first = lines(trial_dir(tmp_path, 0) / "run" / "runs.jsonl")
+    assert (first[-1]["event"], first[-1]["exit"]) == ("end", "sigterm")
+    stopped_at = first[-1]["step"]
+    assert stopped_at < epochs * 4096 // 32
+
+    proc = sweep_cli("sweep.py", cwd=tmp_path)
+    assert "trial 0: resumed" in proc.stdout
+    trials = study_trials(tmp_path)
+    assert [(t.number, t.state.name) for t in trials] == [(0, "COMPLETE")]  # no new trial
+    starts = [
+        r for r in lines(trial_dir(tmp_path, 0) / "run" / "runs.jsonl") if r["event"] == "start"
+    ]
+    assert len(starts) == 2
+    assert starts[1]["resumed_from"].endswith(f"ckpt-{stopped_at}")
+
+    # It ends with the weights of an uninterrupted run of its values.
+    script = trial_dir(tmp_path, 0) / "train.py"
+    run_python(script, "--output-dir", "uninterrupted", cwd=tmp_path)
+    diff = tf_check(
+        "compare_checkpoints", str(trial_dir(tmp_path, 0) / "run" / "checkpoints"),
+        "uninterrupted/checkpoints", cwd=tmp_path,
+    )  # fmt: skip
+    assert diff["same_keys"] and diff["step"] == epochs * 4096 // 32
+    assert diff["max_diff"] == 0.0
+
+
+@pytest.mark.slow
+def test_two_processes_on_one_study_share_its_trials_and_run_none_twice(tmp_path):
+    write_spec(tmp_path, epochs=2, examples=512)
+    write_sweep(tmp_path, trials="4")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=script_env(),
+        )
+        for _ in range(2)
+    ]
+    outputs = [proc.communicate(timeout=600)[0] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outputs
+    started = [
+        {int(line.split(":")[0].split()[1]) for line in out.splitlines() if ": started:" in line}
+        for out in outputs
+    ]
+    assert started[0] | started[1] == {0, 1, 2, 3}
+    assert not started[0] & started[1]
+    assert started[0] and started[1], outputs  # both took trials
+    trials = [t for t in study_trials(tmp_path) if not t.user_attrs.get("surplus")]
+    assert [(t.number, t.state.name) for t in trials] == [(n, "COMPLETE") for n in range(4)]
+    for number in range(4):
+        records = lines(trial_dir(tmp_path, number) / "run" / "runs.jsonl")
+        assert [r["event"] for r in records] == ["start", "end"]
+
+
+BAD_SWEEPS = {
+    "unknown_path": (
+        {"space": '{"optimizer.learning_rat": LogUniform(1e-4, 1e-1)}'},
+        "sweep.space['optimizer.learning_rat']: not a field of the spec spec.py",
+    ),
+    "outside_the_fields_bounds": (
+        {"space": '{"data.batch_size": IntRange(0, 64, step=32)}'},
+        "sweep.space['data.batch_size']: the value 0 does not fit",
+    ),
+    "float_for_an_integer": (
+        {"space": '{"data.batch_size": Uniform(16, 64)}'},
+        "data.batch_size is an integer (32): draw it with IntRange",
+    ),
+    "objective_never_logged": (
+        {"objective": '"val_auc"'},
+        "sweep.objective: 'val_auc' is not a value the run logs",
+    ),
+    "no_trials": ({"trials": "0"}, "sweep.trials: Input should be greater than 0"),
+    "no_parallel": ({"parallel": "0"}, "sweep.parallel: Input should be greater than 0"),
+    "grid_of_a_range": (
+        {"sampler": "GridSearch()"},
+        "sweep.space['optimizer.learning_rate']: GridSearch tries listed values",
+    ),
+    "first_outside_the_space": (
+        {"first": '[{"optimizer.learning_rate": 0.01}]'},
+        "sweep.first[0]: gives no value for model.layers[0].units",
+    ),
+    "missing_spec": ({"spec": '"nowhere.py"'}, "sweep.spec: spec file not found"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_SWEEPS, ids=str)
+def test_a_bad_sweep_is_refused_naming_the_field_and_nothing_is_written(tmp_path, case):
+    fields, message = BAD_SWEEPS[case]
+    write_spec(tmp_path, epochs=1, examples=64)
+    write_sweep(tmp_path, **fields)
+    before = sorted(tmp_path.iterdir())
+    result = CliRunner().invoke(app, ["sweep", str(tmp_path / "sweep.py")])
+    assert result.exit_code == 1
+    assert isinstance(result.exception, SystemExit)  # a message, not a traceback
+    assert message in result.output, result.output
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_a_bad_sweep_exits_1_from_the_command_line(tmp_path):
+    write_spec(tmp_path, epochs=1, examples=64)
+    write_sweep(tmp_path, trials="0")
+    proc = run_cli("sweep", "sweep.py", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: sweep.py:3: the sweep has 1 error:\n  sweep.trials"), (
+        proc.stderr
+    )
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "sweeps").exists()
+
+
+def test_the_sweep_language_is_apart_from_the_spec_language():
+    """A spec's `import loopgen.dsl` does not build the sweep models (their import time)."""
+    code = "import sys, loopgen.dsl; print('loopgen.dsl.sweep' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.stdout.strip() == "False", proc.stderr
