@@ -9,7 +9,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,9 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import ROOT, run_cli, run_python, script_env, tf_check
-from typer.testing import CliRunner
-
 from loopgen.cli import app
+from typer.testing import CliRunner
 
 SPEC = """
 from loopgen.dsl import *
