@@ -127,18 +127,20 @@ class Median(StrictModel):
     startup_trials: int = Field(5, ge=0)
     """Trials that run to the end before any is stopped."""
     warmup_steps: int = Field(0, ge=0)
-    """Training steps of a trial before it may be stopped."""
+    """Reports of a trial before it may be stopped, in the objective's steps: epochs for a
+    validation value, training steps otherwise."""
 
 
 class Hyperband(StrictModel):
     """Successive halving over brackets of budgets (Optuna's HyperbandPruner); a trial's
-    budget is in training steps."""
+    budget is in the objective's steps: epochs for a validation value, training steps
+    otherwise."""
 
     kind: Literal["hyperband"] = "hyperband"
     min_steps: PositiveInt = 1
     """The smallest budget a trial gets before it may be stopped."""
     max_steps: PositiveInt | None = None
-    """A whole trial's steps; None: learnt from the first trial that finishes."""
+    """A whole trial's budget; None: learnt from the first trial that finishes."""
     reduction_factor: int = Field(3, ge=2)
 
 
@@ -160,7 +162,9 @@ class Sweep(StrictModel):
     `model.layers[1].units`."""
     objective: str
     """A value the run logs to metrics.jsonl (`val_accuracy`, `loss`): its last logged value
-    scores the trial, and each logged value is reported to the pruner."""
+    scores the trial, and each logged value is reported to the pruner, at its epoch for a
+    validation value (trials of other batch sizes validate at other steps), else at its
+    training step (an RL run's: environment steps)."""
     direction: Literal["minimize", "maximize"]
     trials: PositiveInt
     """Trials in all (pruned and failed ones count); shared by every process on the study."""

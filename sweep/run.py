@@ -110,8 +110,8 @@ class Sweeper:
             if trial.should_prune():
                 running.pruned = True
                 running.terminate()
-                objective = self.loaded.sweep.objective
-                print(f"trial {number}: pruned at step {step} ({objective} {value:.6g})")
+                objective, at = self.loaded.sweep.objective, self._at()
+                print(f"trial {number}: pruned at {at} {step} ({objective} {value:.6g})")
         if status is None:
             return
         del self.running[number]
@@ -127,7 +127,11 @@ class Sweeper:
         else:
             self.study.tell(trial, running.last[1])
             running.close()
-            print(f"trial {number}: {objective} {running.last[1]:.6g} at step {running.last[0]}")
+            at, value = running.last
+            print(f"trial {number}: {objective} {value:.6g} at {self._at()} {at}")
+
+    def _at(self) -> str:
+        return "epoch" if self.loaded.per_epoch else "step"
 
     def _fail(self, running: RunningTrial, trial: Any, error: str) -> None:
         trial.set_user_attr("error", error)

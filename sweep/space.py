@@ -5,6 +5,7 @@ logs. Every problem is reported, as `sweep.<field>: message`."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,9 @@ class LoadedSweep:
     """The study file and trials/."""
     name: str
     """The study's name."""
+    per_epoch: bool
+    """Whether the objective is a validation value, reported to the pruner by epoch (trials
+    of other batch sizes validate at other steps, but after the same epochs)."""
 
     def overrides(self, values: dict[str, Any]) -> list[str]:
         """The `--set` overrides of a trial's values, in the space's order."""
@@ -55,7 +59,7 @@ def load_sweep(path: Path, name: str = "sweep") -> LoadedSweep:
         )
     sweep = found
     folder = path.resolve().parent
-    spec_path = folder / sweep.spec
+    spec_path = Path(os.path.normpath(folder / sweep.spec))
     try:
         spec = load_spec(spec_path, sweep.spec_name)
     except SpecError as error:
@@ -68,7 +72,9 @@ def load_sweep(path: Path, name: str = "sweep") -> LoadedSweep:
     if problems:
         raise SpecError(f"{path}: " + f"\n{path}: ".join(problems))
     output = folder / (sweep.output_dir or f"sweeps/{path.stem}")
-    return LoadedSweep(sweep, path, spec_path, spec, folder, output, sweep.name or path.stem)
+    per_epoch = sweep.objective in logged_values(spec)[1]
+    name = sweep.name or path.stem
+    return LoadedSweep(sweep, path, spec_path, spec, folder, output, name, per_epoch)
 
 
 def _space_problems(sweep: Sweep, spec: Spec, spec_path: Path) -> list[str]:

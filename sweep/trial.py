@@ -110,15 +110,16 @@ class RunningTrial:
             )
 
     def poll(self) -> tuple[list[tuple[int, float]], int | None]:
-        """The objective values logged since the last poll, and the script's exit status
-        (None while it runs)."""
+        """The objective values logged since the last poll, by epoch (a validation value) or
+        step, and the script's exit status (None while it runs)."""
         assert self.process is not None
         status = self.process.poll()  # before reading: every line written is then read
         reported = []
+        at = "epoch" if self.loaded.per_epoch else "step"
         for record in self._new_records():
             value = record.get(self.loaded.sweep.objective)
-            if isinstance(value, int | float):
-                self.last = (int(record["step"]), float(value))
+            if isinstance(value, int | float) and at in record:
+                self.last = (int(record[at]), float(value))
                 reported.append(self.last)
         return reported, status
 

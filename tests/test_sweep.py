@@ -318,3 +318,16 @@ def test_the_sweep_language_is_apart_from_the_spec_language():
     code = "import sys, loopgen.dsl; print('loopgen.dsl.sweep' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_the_example_sweep_starts_from_its_spec_and_prunes_by_epoch():
+    from loopgen.dsl.loader import load_spec, spec_hash
+    from loopgen.sweep.space import load_sweep
+
+    loaded = load_sweep(ROOT / "examples" / "sweeps" / "fashion_validation.py")
+    assert loaded.spec_path == ROOT / "examples" / "fashion_validation.py"
+    # Its first trial is the example itself: the baseline the search has to beat.
+    (baseline,) = loaded.sweep.first
+    assert spec_hash(loaded.trial_spec(baseline)) == spec_hash(load_spec(loaded.spec_path))
+    # Batch sizes vary, so validation values are compared at epochs, not steps.
+    assert "data.batch_size" in loaded.sweep.space and loaded.per_epoch
