@@ -102,6 +102,24 @@ class Comet(StrictModel):
     of sending it while training."""
 
 
+class MLflow(StrictModel):
+    """Track the run in MLflow: the spec's fields as parameters, the logged values by step,
+    the spec's sha256 and loopgen's version as tags, and at the end the export, the script
+    and the spec file as artifacts. The script imports `mlflow` only when this is set
+    (pip install -e ".[mlflow]"). The MLflow run's id is kept in the output directory
+    (`mlflow_run_id`): a resumed run continues the same MLflow run; a new one continues the
+    run MLFLOW_RUN_ID names if it is set (a sweep's trial), else starts one."""
+
+    experiment: str = Field(min_length=1)
+    """The MLflow experiment of the run (created if missing)."""
+    tracking_uri: str | None = None
+    """Where runs are tracked: a server's URL (http://host:5000), a database or a folder.
+    None: MLflow's own choice, MLFLOW_TRACKING_URI if set, else a local store in the working
+    directory (`mlflow ui` there shows it)."""
+    artifacts: bool = True
+    """Upload the export, the script and the spec file when the run finishes."""
+
+
 class Logging(StrictModel):
     """Where metrics go."""
 
@@ -117,6 +135,8 @@ class Logging(StrictModel):
     weight's gradient (and their global norm), to see which layers learn, vanish or explode."""
     comet: Comet | None = None
     """Also log parameters and metrics to Comet."""
+    mlflow: MLflow | None = None
+    """Also track the run in MLflow."""
 
 
 DEVICE_PATTERN = r"(?i)^(/job:\w+(/replica:\d+)?(/task:\d+)?)?/?(device:)?(cpu|gpu):\d+$"

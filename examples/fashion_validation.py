@@ -2,6 +2,8 @@
 
 Follows seed 001 ("Custom Training Loop"): a tf.function training loop with a validation pass
 per epoch, here on Fashion-MNIST's train and test splits, with dropout against overfitting.
+The run is tracked in MLflow (`mlflow ui` in the working directory shows it); the sweep in
+examples/sweeps/ searches its learning rate, width, dropout and batch size.
 """
 
 from loopgen.dsl import (
@@ -12,7 +14,9 @@ from loopgen.dsl import (
     Dropout,
     Flatten,
     KerasDataset,
+    Logging,
     Loop,
+    MLflow,
     Sequential,
     SparseCategoricalAccuracy,
     SparseCategoricalCrossentropy,
@@ -46,4 +50,5 @@ spec = Spec(
     metrics=[SparseCategoricalAccuracy()],
     loop=Loop(epochs=10, log_every_steps=100, validate_every_epochs=1),
     checkpoint=Checkpoint(every_epochs=1, keep=2),
+    logging=Logging(mlflow=MLflow(experiment="fashion_validation")),
 )

@@ -16,7 +16,7 @@ from ..dsl.model import Imported
 from ..dsl.schedules import Warmup
 from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
-from . import code, fingerprint, graph, stamp
+from . import code, fingerprint, graph, stamp, tracking
 from .data import data_context
 from .predict import prediction_context
 from .serving import serving_context
@@ -179,6 +179,7 @@ def build_context(
         ),
         "triangular2": any(getattr(s, "mode", None) == "triangular2" for s in schedules),
         "comet_parameters": comet_parameters(spec, batch_size) if spec.logging.comet else None,
+        "mlflow_params": tracking.mlflow_params(spec) if spec.logging.mlflow else None,
         "tasks": [
             {
                 "name": name,

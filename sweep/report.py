@@ -146,10 +146,13 @@ def write_plots(loaded: LoadedSweep, study: Any) -> list[Path]:
     return written
 
 
-def write_results(loaded: LoadedSweep, study: Any) -> int:
-    """At the sweep's end: the table, best_spec.py and the plots. 1 if no trial completed."""
+def write_results(loaded: LoadedSweep, study: Any, tracking: Any = None) -> int:
+    """At the sweep's end: the table, best_spec.py and the plots (and the end of the sweep's
+    MLflow run). 1 if no trial completed."""
     print(table(loaded, study))
     chosen = best(loaded, study)
+    if tracking is not None:
+        tracking.finish(*((chosen.value, chosen.number) if chosen else (None, None)))
     if chosen is None:
         print(f"No trial completed: see the trials' train.log in {loaded.output / 'trials'}")
         return 1

@@ -32,6 +32,11 @@ class Sweeper:
         self.running: dict[int, tuple[RunningTrial, Any]] = {}
         self.devices = itertools.cycle(loaded.sweep.devices or [None])
         self.stop_signal: int | None = None
+        self.tracking = None
+        if loaded.spec.logging.mlflow:
+            from .tracking import Tracking
+
+            self.tracking = Tracking(loaded, self.study)
 
     def run(self) -> int:
         check_runnable()
@@ -42,7 +47,7 @@ class Sweeper:
                 self._watch(number)
             self._fill()
             if not self.running and self._finished():
-                return report.write_results(self.loaded, self.study)
+                return report.write_results(self.loaded, self.study, self.tracking)
             time.sleep(POLL_SECONDS)
         return self._stopped()
 
@@ -72,7 +77,8 @@ class Sweeper:
             except Exception as error:  # the sampled values do not validate: the sweep goes on
                 self._fail(running, trial, str(error))
                 continue
-            running.start()
+            tracked = running.record.get("mlflow_run_id")
+            running.start(**(self.tracking.environment(tracked) if tracked else {}))
             self.running[trial.number] = (running, trial)
             shown = ", ".join(f"{k}={v}" for k, v in running.values.items())
             print(f"trial {trial.number}: {'resumed' if running.resumed else 'started'}: {shown}")
@@ -100,7 +106,8 @@ class Sweeper:
             trial.set_user_attr("surplus", True)
             self.study.tell(trial, state=states.FAIL)
             return None
-        return trial, create(self.loaded, trial.number, values(self.loaded, trial.params))
+        more = {"mlflow_run_id": self.tracking.child(trial.number)} if self.tracking else {}
+        return trial, create(self.loaded, trial.number, values(self.loaded, trial.params), **more)
 
     def _watch(self, number: int) -> None:
         running, trial = self.running[number]
@@ -136,6 +143,8 @@ class Sweeper:
     def _fail(self, running: RunningTrial, trial: Any, error: str) -> None:
         trial.set_user_attr("error", error)
         self.study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
+        if self.tracking and running.record.get("mlflow_run_id"):
+            self.tracking.client.set_terminated(running.record["mlflow_run_id"], "FAILED")
         running.close()
         print(f"trial {trial.number}: failed: {error}")
 

@@ -35,16 +35,16 @@ def claim(folder: Path) -> int | None:
     return fd
 
 
-def create(loaded: LoadedSweep, number: int, values: dict[str, Any]) -> int:
-    """Makes a new trial's folder, claimed, with its record: built aside and renamed into
-    place, so that no other process ever sees it unclaimed."""
+def create(loaded: LoadedSweep, number: int, values: dict[str, Any], **more: Any) -> int:
+    """Makes a new trial's folder, claimed, with its record (its values, and `more`): built
+    aside and renamed into place, so that no other process ever sees it unclaimed."""
     folder = trial_folder(loaded, number)
     partial = folder.with_name(f".{folder.name}.new")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     fd = claim(partial)
     assert fd is not None  # nobody else knows the partial folder
-    record = {"number": number, "values": values, "overrides": loaded.overrides(values)}
+    record = {"number": number, "values": values, "overrides": loaded.overrides(values), **more}
     (partial / "trial.json").write_text(json.dumps(record, indent=2) + "\n")
     os.replace(partial, folder)
     return fd
@@ -65,7 +65,8 @@ class RunningTrial:
         self.loaded, self.number, self.fd = loaded, number, fd
         self.folder = trial_folder(loaded, number)
         self.run_dir = self.folder / "run"
-        self.values = json.loads((self.folder / "trial.json").read_text())["values"]
+        self.record = json.loads((self.folder / "trial.json").read_text())
+        self.values = self.record["values"]
         self.device = device
         self.process: subprocess.Popen | None = None
         self.offset = 0
@@ -89,8 +90,8 @@ class RunningTrial:
         )
         write_script(script, source)
 
-    def start(self) -> None:
-        env = dict(os.environ)
+    def start(self, **more_env: str) -> None:
+        env = {**os.environ, **more_env}
         if self.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.device
         self.resumed = (self.run_dir / "runs.jsonl").exists()

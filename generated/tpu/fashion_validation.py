@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 30242f7a3a420e44, script sha256 44bc5dfea8cdcd5a).
+(spec sha256 e368052b570edf1a, script sha256 576684a1f4eaaa74).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -681,9 +681,49 @@ def predict(serve, args, examples):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "fashion_validation",
-    "spec_sha256": "30242f7a3a420e44",
+    "spec_sha256": "e368052b570edf1a",
     "loopgen": "0.1.0",
 }
+# The spec's fields (those it sets), the MLflow run's parameters; a list index is a part of its
+# own name (MLflow names take no brackets).
+MLFLOW_PARAMS = {
+    "name": "fashion_validation",
+    "seed": 1,
+    "data.train.kind": "keras_dataset",
+    "data.train.name": "fashion_mnist",
+    "data.validation.kind": "keras_dataset",
+    "data.validation.name": "fashion_mnist",
+    "data.validation.split": "test",
+    "data.batch_size": 128,
+    "data.shuffle_buffer": 10000,
+    "data.rescale": 0.00392156862745098,
+    "model.input_shape": [28, 28],
+    "model.layers.0.kind": "flatten",
+    "model.layers.1.kind": "dense",
+    "model.layers.1.units": 256,
+    "model.layers.1.activation": "relu",
+    "model.layers.2.kind": "dropout",
+    "model.layers.2.rate": 0.3,
+    "model.layers.3.kind": "dense",
+    "model.layers.3.units": 128,
+    "model.layers.3.activation": "relu",
+    "model.layers.4.kind": "dropout",
+    "model.layers.4.rate": 0.3,
+    "model.layers.5.kind": "dense",
+    "model.layers.5.units": 10,
+    "model.kind": "sequential",
+    "loss.kind": "sparse_categorical_crossentropy",
+    "loss.from_logits": True,
+    "optimizer.kind": "adam",
+    "metrics.0.kind": "sparse_categorical_accuracy",
+    "loop.epochs": 10,
+    "checkpoint.every_epochs": 1,
+    "checkpoint.keep": 2,
+    "logging.mlflow.experiment": "fashion_validation",
+    "distribute.kind": "tpu",
+}
+# The spec file, as loopgen was given it: uploaded with the export when the run finishes.
+SPEC_FILE = "examples/fashion_validation.py"
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
 # means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
 # longer run, other cadences, performance options or another strategy are the same setup.
@@ -725,6 +765,7 @@ class RunDirectory:
         self.checkpoints = os.path.join(self.path, "checkpoints")
         self.run = self.resumed_from = self.init_from = self.saved = None
         self.writers, self.preempted = {}, False
+        self.mlflow = None  # the mlflow module, once the MLflow run has started
 
     def lock(self):
         """Takes the directory's lock, or stops: two runs writing one directory would overwrite
@@ -929,6 +970,46 @@ class RunDirectory:
             "resumed_from": self.resumed_from, "init_from": self.init_from, "step": int(step.numpy()),
         })
         # fmt: on
+        self.start_tracking()
+
+    def start_tracking(self):
+        """Starts the MLflow run, or continues this directory's: its id is kept in
+        mlflow_run_id, so a resumed run logs on in the same MLflow run."""
+        import mlflow  # only when tracking: it takes a second or two
+
+        # MLFLOW_TRACKING_URI if set, else MLflow's local store in the working directory.
+        mlflow.set_experiment("fashion_validation")
+        path = os.path.join(self.path, "mlflow_run_id")
+        run_id = None
+        if os.path.exists(path):
+            with open(path) as f:
+                run_id = f.read().strip()
+        # A new run continues the MLflow run that MLFLOW_RUN_ID names, if set (a sweep's
+        # trial: the sweep made it a child of its own run), else MLflow starts one.
+        started = mlflow.start_run(run_id=run_id)
+        self.mlflow = mlflow
+        if run_id is None:
+            mlflow.log_params(MLFLOW_PARAMS)
+            mlflow.set_tags(
+                {f"loopgen.{key}": value for key, value in RENDERED_FROM.items()}
+            )
+            with writing(path + ".tmp"), open(path + ".tmp", "w") as f:
+                f.write(started.info.run_id)
+            os.replace(path + ".tmp", path)
+
+    def end_tracking(self, exit):
+        """Ends the MLflow run: FINISHED (its export, script and spec file uploaded),
+        KILLED (a SIGTERM: the next run resumes it) or FAILED."""
+        if exit == "finished":
+            export = os.path.join(self.path, "export")
+            if os.path.isdir(export):
+                self.mlflow.log_artifacts(export, "export")
+            self.mlflow.log_artifact(os.path.abspath(__file__))
+            if os.path.exists(SPEC_FILE):
+                self.mlflow.log_artifact(SPEC_FILE)
+        self.mlflow.end_run(
+            {"finished": "FINISHED", "sigterm": "KILLED"}.get(exit, "FAILED")
+        )
 
     def writer(self, split):
         """The TensorBoard writer of logs/<split>: tensorboard --logdir <output-dir>/logs."""
@@ -950,7 +1031,7 @@ class RunDirectory:
         self.epoch_start, self.timer = first_step, (time.perf_counter(), first_step)
 
     def log(self, split, step, epoch, values):
-        """Writes logged values: to TensorBoard, and to metrics.jsonl with the
+        """Writes logged values: to TensorBoard, and to metrics.jsonl and MLflow with the
         validation values named apart (val_loss, val_...), which are also printed."""
         if split == "train":
             # Timed after the values were read, which waited for the device.
@@ -967,6 +1048,7 @@ class RunDirectory:
             print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
         record = {"step": step, "epoch": epoch + 1, **values}
         self.append("metrics.jsonl", record)
+        self.mlflow.log_metrics(values, step=step)
 
     def stop_if_diverged(self):
         """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
@@ -1045,6 +1127,8 @@ class RunDirectory:
                 f"Cannot write the end record to {path}: {failure.strerror}",
                 file=sys.stderr,
             )
+        if self.mlflow is not None:
+            self.end_tracking(record["exit"])
 
     def forget_logged_after(self, step):
         """Drops the logged records of the steps after `step`, where training goes on: a run
