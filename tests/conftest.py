@@ -19,6 +19,10 @@ settings.register_profile("suite", derandomize=True, max_examples=80, deadline=N
 settings.register_profile("deep", max_examples=400, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
+# MLflow (the scripts that track runs, loopgen sweep) reports its use over the network unless
+# told not to: no network at run time in tests. Set here, every subprocess inherits it.
+os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+
 DURATIONS = json.loads((Path(__file__).parent / "durations.json").read_text())
 """Seconds each test took in a recent run (tests/durations.py writes it)."""
 

@@ -1,0 +1,161 @@
+"""MLflow tracking against a real `mlflow server` on 127.0.0.1: a run's parameters are the
+spec's fields, its metrics equal metrics.jsonl step by step, a resumed run continues the same
+MLflow run, and a sweep's trials are child runs of the sweep's run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from data import tiny_classifier
+from helpers import free_ports, run_cli, run_python, script_env
+from loopgen.dsl.loader import load_spec
+from loopgen.render import stamp
+from loopgen.render.tracking import mlflow_params
+
+
+@contextmanager
+def mlflow_server(folder: Path) -> Iterator[str]:
+    """`mlflow server` with one worker and no job runner (seconds faster to start), its store
+    and artifacts in `folder`; stopped with its process group."""
+    (port,) = free_ports(1)
+    log = open(folder / "server.log", "w")
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "mlflow"), "server", "--host", "127.0.0.1",
+            "--port", str(port), "--workers", "1",
+            "--backend-store-uri", f"sqlite:///{folder / 'server.db'}",
+            "--artifacts-destination", str(folder / "artifacts"),
+        ],
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, (folder / "server.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "mlflow server did not answer in 180 s"
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+        log.close()
+
+
+def logged(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Each value of metrics.jsonl as (step, value) pairs, in step order."""
+    found: dict[str, list[tuple[int, float]]] = {}
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        for key, value in record.items():
+            if key not in ("step", "epoch"):
+                found.setdefault(key, []).append((record["step"], value))
+    return found
+
+
+def history(client, run_id: str, key: str) -> list[tuple[int, float]]:
+    return sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
+
+
+@pytest.mark.slow
+def test_mlflow_holds_the_run_as_metrics_jsonl_does_across_a_resume_and_a_sweeps_trials(
+    tmp_path,
+):
+    import mlflow
+
+    with mlflow_server(tmp_path) as url:
+        client = mlflow.MlflowClient(url)
+        tracked = f'Logging(mlflow=MLflow(experiment="tiny", tracking_uri="{url}"))'
+        run = tmp_path / "run"
+        run.mkdir()
+        tiny_classifier(run, epochs=3, examples=512, logging=tracked)
+        rendered = run_cli("render", "spec.py", "-o", "train.py", cwd=run)
+        assert rendered.returncode == 0, rendered.stderr
+        # Stopped in the middle of epoch 2 (a checkpoint there), then resumed to the end.
+        run_python(run / "train.py", "--max-steps", "24", cwd=run)
+        first_id = (run / "runs" / "tiny" / "mlflow_run_id").read_text()
+        assert client.get_run(first_id).info.status == "FINISHED"
+        run_python(run / "train.py", cwd=run)
+        out = run / "runs" / "tiny"
+        starts = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines()]
+        assert [r["resumed_from"] is not None for r in starts if r["event"] == "start"] == [
+            False,
+            True,
+        ]
+
+        (only,) = client.search_runs([client.get_experiment_by_name("tiny").experiment_id])
+        assert only.info.run_id == first_id == (out / "mlflow_run_id").read_text()
+        assert only.info.status == "FINISHED"
+        # Metrics: each value of metrics.jsonl at each step, and nothing else.
+        jsonl = logged(out)
+        assert set(only.data.metrics) == set(jsonl)
+        for key, values in jsonl.items():
+            assert history(client, first_id, key) == values, key
+        assert max(step for step, _ in jsonl["loss"]) == 48
+        # Parameters: the spec's fields; tags: what it was rendered from.
+        spec = load_spec(run / "spec.py")
+        assert only.data.params == {key: str(value) for key, value in mlflow_params(spec)}
+        assert only.data.params["optimizer.learning_rate"] == "0.01"
+        assert only.data.params["model.layers.0.units"] == "16"
+        header = stamp.header((run / "train.py").read_text())
+        assert only.data.tags["loopgen.spec_sha256"] == header.spec_hash
+        assert only.data.tags["loopgen.loopgen"] == header.version
+        artifacts = {a.path for a in client.list_artifacts(first_id)}
+        assert artifacts == {"export", "spec.py", "train.py"}
+        exported = {a.path for a in client.list_artifacts(first_id, "export")}
+        assert "export/saved_model" in exported
+
+        # A sweep of the spec: one parent run, each trial's run its child.
+        sweep = tmp_path / "sweep"
+        sweep.mkdir()
+        tiny_classifier(sweep, epochs=2, examples=256, logging=tracked)
+        (sweep / "sweep.py").write_text(
+            "from loopgen.dsl.sweep import *\n\n"
+            'sweep = Sweep(spec="spec.py", space={"optimizer.learning_rate": '
+            'LogUniform(1e-3, 1e-1)}, objective="val_accuracy", direction="maximize", '
+            "trials=2, parallel=2)\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
+            cwd=sweep,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=script_env(),
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        experiment = client.get_experiment_by_name("tiny").experiment_id
+        (parent,) = client.search_runs([experiment], "tags.`loopgen.sweep` != ''")
+        children = client.search_runs(
+            [experiment], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
+        )
+        assert sorted(c.info.run_name for c in children) == ["trial 0", "trial 1"]
+        finals = {}
+        for child in children:
+            number = int(child.info.run_name.split()[1])
+            trial_run = sweep / "sweeps" / "sweep" / "trials" / f"{number:03d}" / "run"
+            assert (trial_run / "mlflow_run_id").read_text() == child.info.run_id
+            assert child.info.status == "FINISHED"
+            values = logged(trial_run)["val_accuracy"]
+            assert history(client, child.info.run_id, "val_accuracy") == values
+            finals[number] = values[-1][1]
+        assert parent.info.status == "FINISHED"
+        assert parent.data.metrics["best_objective"] == max(finals.values())
