@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -148,43 +149,56 @@ def claimed(folder: Path) -> bool:
 
 
 @pytest.mark.slow
-def test_a_killed_sweep_resumes_its_interrupted_trial_from_its_checkpoint(tmp_path):
-    epochs = 4
+def test_a_stopped_or_killed_sweep_resumes_its_interrupted_trial_from_its_checkpoint(tmp_path):
+    """Stopped by SIGTERM (as Ctrl-C or a scheduler stops it), the sweep stops its trial,
+    which saves a checkpoint. Killed outright, its trial sees it die and does the same. Run
+    again each time, the sweep resumes the trial from there, and starts no other."""
+    epochs, steps_per_epoch = 6, 4096 // 32
     write_spec(tmp_path, epochs, examples=4096)
     write_sweep(tmp_path, trials="1", first=f"[{GOOD}]")
-    sweep = subprocess.Popen(
-        [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=script_env(),
-    )
-    checkpoints = trial_dir(tmp_path, 0) / "run" / "checkpoints"
+    folder = trial_dir(tmp_path, 0)
     deadline = time.monotonic() + 300
-    while not list(checkpoints.glob("ckpt-*.index")):
-        assert sweep.poll() is None and time.monotonic() < deadline, sweep.stdout.read()
-        time.sleep(0.05)
-    sweep.kill()
-    sweep.wait()
-    # The trial's script saw its sweep die (a SIGTERM): it saved a checkpoint and stopped.
-    while claimed(trial_dir(tmp_path, 0)):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    first = lines(trial_dir(tmp_path, 0) / "run" / "runs.jsonl")
-    assert (first[-1]["event"], first[-1]["exit"]) == ("end", "sigterm")
-    stopped_at = first[-1]["step"]
-    assert stopped_at < epochs * 4096 // 32
+
+    def interrupted(how: signal.Signals, after: int) -> int:
+        """Starts the sweep, stops it by `how` once its trial saved a checkpoint past step
+        `after`, waits for the trial to end; returns the step its trial stopped at."""
+        sweep = subprocess.Popen(
+            [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=script_env(),
+        )
+        checkpoints = folder / "run" / "checkpoints"
+        while not any(int(p.stem[5:]) > after for p in checkpoints.glob("ckpt-*.index")):
+            assert sweep.poll() is None and time.monotonic() < deadline, sweep.stdout.read()
+            time.sleep(0.05)
+        sweep.send_signal(how)
+        output = sweep.communicate(timeout=120)[0]
+        if how == signal.SIGTERM:  # the sweep waited for its trial to stop
+            assert sweep.returncode == 128 + signal.SIGTERM, output
+            assert "trial 0: stopped; it resumes from its checkpoint" in output
+        while claimed(folder):  # the trial's script still runs (killed: its sweep does not)
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        end = lines(folder / "run" / "runs.jsonl")[-1]
+        assert (end["event"], end["exit"]) == ("end", "sigterm"), end
+        assert after < end["step"] < epochs * steps_per_epoch
+        assert (folder / "run" / "checkpoints" / f"ckpt-{end['step']}.index").exists()
+        return end["step"]
+
+    stopped = [interrupted(signal.SIGTERM, after=0)]
+    stopped.append(interrupted(signal.SIGKILL, after=stopped[0]))
 
     proc = sweep_cli("sweep.py", cwd=tmp_path)
     assert "trial 0: resumed" in proc.stdout
     trials = study_trials(tmp_path)
     assert [(t.number, t.state.name) for t in trials] == [(0, "COMPLETE")]  # no new trial
-    starts = [
-        r for r in lines(trial_dir(tmp_path, 0) / "run" / "runs.jsonl") if r["event"] == "start"
+    starts = [r for r in lines(folder / "run" / "runs.jsonl") if r["event"] == "start"]
+    assert [r["resumed_from"] for r in starts[1:]] == [
+        str(folder / "run" / "checkpoints" / f"ckpt-{step}") for step in stopped
     ]
-    assert len(starts) == 2
-    assert starts[1]["resumed_from"].endswith(f"ckpt-{stopped_at}")
 
     # It ends with the weights of an uninterrupted run of its values.
     script = trial_dir(tmp_path, 0) / "train.py"
@@ -193,7 +207,7 @@ def test_a_killed_sweep_resumes_its_interrupted_trial_from_its_checkpoint(tmp_pa
         "compare_checkpoints", str(trial_dir(tmp_path, 0) / "run" / "checkpoints"),
         "uninterrupted/checkpoints", cwd=tmp_path,
     )  # fmt: skip
-    assert diff["same_keys"] and diff["step"] == epochs * 4096 // 32
+    assert diff["same_keys"] and diff["step"] == epochs * steps_per_epoch
     assert diff["max_diff"] == 0.0
 
 
