@@ -178,8 +178,9 @@ class Sweep(StrictModel):
     """Values to try first, before the sampler chooses (`{"optimizer.learning_rate": 0.01}`):
     known good settings, or a baseline."""
     devices: list[str] = []
-    """GPU indices handed to parallel trials round-robin as CUDA_VISIBLE_DEVICES (`["0",
-    "1"]`); empty: every trial sees every device."""
+    """GPU indices handed to this process's trials as CUDA_VISIBLE_DEVICES, each new trial
+    the one running the fewest (`["0", "1"]` with parallel=2: one trial per GPU); empty:
+    every trial sees every device."""
     name: str | None = None
     """The study's name in its storage; default the sweep file's name. Processes that share
     a storage share the study of that name."""

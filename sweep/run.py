@@ -9,7 +9,6 @@ finds it unclaimed."""
 
 from __future__ import annotations
 
-import itertools
 import signal
 import time
 from typing import Any
@@ -30,7 +29,6 @@ class Sweeper:
         self.study = study(loaded, storage)
         self.space = distributions(loaded)
         self.running: dict[int, tuple[RunningTrial, Any]] = {}
-        self.devices = itertools.cycle(loaded.sweep.devices or [None])
         self.stop_signal: int | None = None
         self.tracking = None
         if loaded.spec.logging.mlflow:
@@ -71,7 +69,7 @@ class Sweeper:
             if job is None:
                 return
             trial, fd = job
-            running = RunningTrial(self.loaded, trial.number, fd, next(self.devices))
+            running = RunningTrial(self.loaded, trial.number, fd, self._device())
             try:
                 running.render()
             except Exception as error:  # the sampled values do not validate: the sweep goes on
@@ -82,6 +80,14 @@ class Sweeper:
             self.running[trial.number] = (running, trial)
             shown = ", ".join(f"{k}={v}" for k, v in running.values.items())
             print(f"trial {trial.number}: {'resumed' if running.resumed else 'started'}: {shown}")
+
+    def _device(self) -> str | None:
+        """The device with the fewest running trials (CUDA_VISIBLE_DEVICES), if any listed."""
+        devices = self.loaded.sweep.devices
+        if not devices:
+            return None
+        busy = [running.device for running, _ in self.running.values()]
+        return min(devices, key=lambda d: (busy.count(d), devices.index(d)))
 
     def _next(self) -> tuple[Any, int] | None:
         """A trial to run: one left running by a process that died, else a new one while the

@@ -97,7 +97,9 @@ class RunningTrial:
         self.resumed = (self.run_dir / "runs.jsonl").exists()
         log = open(self.folder / "train.log", "a")
         with log:
-            log.write(f"# loopgen sweep: trial {self.number}{' resumed' if self.resumed else ''}\n")
+            device = f" on CUDA_VISIBLE_DEVICES={self.device}" if self.device is not None else ""
+            again = " resumed" if self.resumed else ""
+            log.write(f"# loopgen sweep: trial {self.number}{again}{device}\n")
             log.flush()
             self.process = subprocess.Popen(
                 [sys.executable, str(self.folder / "train.py"), "--output-dir", str(self.run_dir)],

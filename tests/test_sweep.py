@@ -85,6 +85,7 @@ def test_a_study_of_six_trials_two_at_a_time_prunes_the_hopeless_one_and_names_t
         parallel="2",
         pruner="Median(startup_trials=2)",
         first=f"[{GOOD}, {ALSO_GOOD}, {HOPELESS}]",
+        devices='["0", "1"]',
     )
     proc = sweep_cli("sweep.py", cwd=tmp_path)
     trials = study_trials(tmp_path)
@@ -126,6 +127,14 @@ def test_a_study_of_six_trials_two_at_a_time_prunes_the_hopeless_one_and_names_t
     assert body == (trial_dir(tmp_path, best) / "train.py").read_text().split('"""', 2)[2]
     for plot in ("history.png", "importances.png"):
         assert (tmp_path / "sweeps" / "sweep" / plot).read_bytes()[:4] == b"\x89PNG"
+
+    # Each trial had a GPU of its own (CUDA_VISIBLE_DEVICES): the two first ones, which ran
+    # together, different ones.
+    devices = [
+        (trial_dir(tmp_path, n) / "train.log").read_text().splitlines()[0].rsplit("=", 1)[1]
+        for n in range(6)
+    ]
+    assert set(devices) == {"0", "1"} and devices[0] != devices[1], devices
 
     status = sweep_cli("status", "sweep.py", cwd=tmp_path).stdout.splitlines()
     assert status[0].split() == [
