@@ -185,9 +185,24 @@ def _objective_problems(sweep: Sweep, spec: Spec) -> list[str]:
 def _sampler_problems(sweep: Sweep) -> list[str]:
     if sweep.sampler.kind != "grid":
         return []
-    return [
+    problems = [
         f"sweep.space[{key!r}]: GridSearch tries listed values: draw this field with Choice or "
         "IntRange, or use TPE or RandomSearch"
         for key, distribution in sweep.space.items()
         if not isinstance(distribution, Choice | IntRange)
     ]
+    if problems:
+        return problems
+    size = 1
+    for distribution in sweep.space.values():
+        size *= (
+            len(distribution.values)
+            if isinstance(distribution, Choice)
+            else ((distribution.high - distribution.low) // distribution.step + 1)
+        )
+    if sweep.trials > size:
+        return [
+            f"sweep.trials: {sweep.trials} trials, but the grid has {size} combinations: a "
+            f"grid is tried once each; set trials={size}"
+        ]
+    return []

@@ -74,8 +74,14 @@ def sampler(loaded: LoadedSweep):
         )
     if kind == "random":
         return optuna.samplers.RandomSampler(seed=sweep.seed)
-    grid = {key: [to_param(d, v) for v in _listed(d)] for key, d in sweep.space.items()}
-    return optuna.samplers.GridSampler(grid, seed=sweep.seed)
+    grid = {key: [to_param(d, v) for v in listed(d)] for key, d in sweep.space.items()}
+
+    class Grid(optuna.samplers.GridSampler):
+        def after_trial(self, study, trial, state, values):
+            """Optuna's GridSampler stops `study.optimize()` once its grid is done, and
+            raises outside it; a sweep asks and tells, and ends after `trials` trials."""
+
+    return Grid(grid, seed=sweep.seed)
 
 
 def pruner(loaded: LoadedSweep):
@@ -113,7 +119,8 @@ def distributions(loaded: LoadedSweep) -> dict[str, Any]:
     return found
 
 
-def _listed(d: Any) -> list[Any]:
+def listed(d: Any) -> list[Any]:
+    """The values of a Choice or an IntRange, for a grid."""
     return list(d.values) if isinstance(d, Choice) else list(range(d.low, d.high + 1, d.step))
 
 

@@ -274,6 +274,10 @@ BAD_SWEEPS = {
         {"sampler": "GridSearch()"},
         "sweep.space['optimizer.learning_rate']: GridSearch tries listed values",
     ),
+    "more_trials_than_the_grid": (
+        {"space": '{"data.batch_size": Choice([16, 32])}', "sampler": "GridSearch()"},
+        "sweep.trials: 4 trials, but the grid has 2 combinations",
+    ),
     "first_outside_the_space": (
         {"first": '[{"optimizer.learning_rate": 0.01}]'},
         "sweep.first[0]: gives no value for model.layers[0].units",
@@ -327,3 +331,27 @@ def test_the_example_sweep_starts_from_its_spec_and_prunes_by_epoch():
         assert _field(example, key) == value, key
     # Batch sizes vary, so validation values are compared at epochs, not steps.
     assert "data.batch_size" in loaded.sweep.space and loaded.per_epoch
+
+
+@pytest.mark.slow
+def test_a_trial_whose_values_do_not_validate_together_fails_with_the_message_and_the_sweep_goes_on(
+    tmp_path,
+):
+    # Each value fits the spec alone; 4 micro-batches of a batch of 30 do not.
+    write_spec(tmp_path, epochs=1, examples=256)
+    write_sweep(
+        tmp_path,
+        space='{"data.batch_size": Choice([30, 32]), "gradients.accumulate_steps": Choice([4])}',
+        sampler="GridSearch()",
+        trials="2",
+    )
+    proc = sweep_cli("sweep.py", cwd=tmp_path)
+    by_batch = {t.params["data.batch_size"]: t for t in study_trials(tmp_path)}
+    failed, complete = by_batch[30], by_batch[32]
+    assert (failed.state.name, complete.state.name) == ("FAIL", "COMPLETE")
+    message = "gradients.accumulate_steps=4 does not divide data.batch_size=30"
+    assert message in failed.user_attrs["error"]
+    assert f"trial {failed.number}: failed: " in proc.stdout and message in proc.stdout
+    assert not (trial_dir(tmp_path, failed.number) / "train.py").exists()
+    status = sweep_cli("status", "sweep.py", cwd=tmp_path).stdout
+    assert "fail: " in status
