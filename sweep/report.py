@@ -110,7 +110,7 @@ def write_best_spec(loaded: LoadedSweep, trial: Any) -> Path:
         name=loaded.sweep.spec_name,
         overrides="".join(f"        {override!r},\n" for override in overrides),
     )
-    partial = path.with_name(".best_spec.py.new")
+    partial = path.with_name(f".best_spec.py.{os.getpid()}")  # processes may end together
     partial.write_text(black.format_str(text, mode=black.Mode(line_length=100)))
     os.replace(partial, path)
     return path
@@ -140,8 +140,10 @@ def write_plots(loaded: LoadedSweep, study: Any) -> list[Path]:
             warnings.simplefilter("ignore")  # "experimental" warnings of Optuna's plots
             axes = draw(study)
         path = loaded.output / name
-        axes.figure.savefig(path, bbox_inches="tight", dpi=100)
+        partial = path.with_name(f".{os.getpid()}.{name}")
+        axes.figure.savefig(partial, bbox_inches="tight", dpi=100)
         plt.close(axes.figure)
+        os.replace(partial, path)
         written.append(path)
     return written
 

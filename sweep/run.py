@@ -9,14 +9,25 @@ finds it unclaimed."""
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import time
 from typing import Any
 
+from ..errors import LoopgenError
 from . import report
 from .space import LoadedSweep
 from .study import distributions, import_optuna, study, values
-from .trial import RunningTrial, check_runnable, claim, create, trial_folder
+from .trial import (
+    RunningTrial,
+    SweepLock,
+    alive,
+    check_runnable,
+    claim,
+    create,
+    trial_folder,
+)
 
 POLL_SECONDS = 0.2
 """How often the trials' metrics.jsonl files are read (the pruner's reaction time)."""
@@ -26,15 +37,25 @@ class Sweeper:
     def __init__(self, loaded: LoadedSweep, storage: str | None):
         self.optuna = import_optuna()
         self.loaded = loaded
-        self.study = study(loaded, storage)
-        self.space = distributions(loaded)
-        self.running: dict[int, tuple[RunningTrial, Any]] = {}
-        self.stop_signal: int | None = None
+        # Where the trials run: relative paths (MLflow's default store, a relative
+        # tracking_uri) then mean the same for the sweep and its trials.
+        storage = absolute_storage(storage)
+        os.chdir(loaded.folder)
+        self.lock = SweepLock(loaded.output)
         self.tracking = None
         if loaded.spec.logging.mlflow:
             from .tracking import Tracking
 
-            self.tracking = Tracking(loaded, self.study)
+            self.tracking = Tracking(loaded)  # connects first: a bad URI is said at once
+        with self.lock:
+            self.study = study(loaded, storage)
+            if self.tracking:
+                self.tracking.parent_of(self.study)
+        self.space = distributions(loaded)
+        check_study(loaded, self.study, self.space)
+        self.running: dict[int, tuple[RunningTrial, Any]] = {}
+        self.stop_signal: int | None = None
+        self.waiting: set[int] = set()
 
     def run(self) -> int:
         check_runnable()
@@ -50,11 +71,16 @@ class Sweeper:
         return self._stopped()
 
     def _stop(self, number: int, frame: Any) -> None:
+        if self.stop_signal is not None:
+            print("Stopping: waiting for the trials to save their checkpoints.")
         self.stop_signal = number
 
     def _stopped(self) -> int:
         """Stops the running trials by SIGTERM (each saves a checkpoint) and leaves them
-        running in the study: `loopgen sweep` again resumes them."""
+        running in the study: `loopgen sweep` again resumes them. A trial that ended before
+        is told as usual."""
+        for number in list(self.running):
+            self._watch(number)
         for running, _ in self.running.values():
             running.terminate()
         for number, (running, _) in self.running.items():
@@ -64,12 +90,18 @@ class Sweeper:
         return 128 + self.stop_signal
 
     def _fill(self) -> None:
-        while len(self.running) < self.loaded.sweep.parallel:
+        while len(self.running) < self.loaded.sweep.parallel and self.stop_signal is None:
             job = self._next()
             if job is None:
                 return
             trial, fd = job
-            running = RunningTrial(self.loaded, trial.number, fd, self._device())
+            try:
+                running = RunningTrial(self.loaded, trial.number, fd, self._device())
+            except (OSError, ValueError, KeyError) as error:
+                folder = trial_folder(self.loaded, trial.number)
+                self._fail(None, trial, f"{folder / 'trial.json'} cannot be read: {error}")
+                os.close(fd)
+                continue
             try:
                 running.render()
             except Exception as error:  # the sampled values do not validate: the sweep goes on
@@ -93,27 +125,56 @@ class Sweeper:
         """A trial to run: one left running by a process that died, else a new one while the
         study has fewer than `trials`. None when there is none (all taken)."""
         states = self.optuna.trial.TrialState
-        trials = self.study.get_trials(deepcopy=False)
         total = self.loaded.sweep.trials
-        for frozen in trials:
-            if frozen.state != states.RUNNING or frozen.number >= total:
-                continue
-            if frozen.number in self.running:
-                continue
-            folder = trial_folder(self.loaded, frozen.number)
-            fd = claim(folder) if folder.is_dir() else None
-            if fd is not None:
-                return self.optuna.trial.Trial(self.study, frozen._trial_id), fd
-        if sum(t.state != states.WAITING for t in trials) >= total:
+        with self.lock:
+            trials = self.study.get_trials(deepcopy=False)
+            for frozen in trials:
+                if frozen.state != states.RUNNING or frozen.number >= total:
+                    continue
+                if frozen.number in self.running:
+                    continue
+                job = self._interrupted(frozen)
+                if job is not None:
+                    return job
+            if sum(t.state != states.WAITING for t in trials) >= total:
+                return None
+            trial = self.study.ask(self.space)
+            trial.set_user_attr("host", socket.gethostname())
+            trial.set_user_attr("pid", os.getpid())
+            if trial.number >= total:
+                # Another process asked for the last trial at the same moment (on another
+                # machine: the lock is this file system's).
+                trial.set_user_attr("surplus", True)
+                self.study.tell(trial, state=states.FAIL)
+                return None
+            return trial, self._create(trial.number, trial.params)
+
+    def _interrupted(self, frozen: Any) -> tuple[Any, int] | None:
+        """A running trial that no process runs: claimed, with its folder (made again from
+        its values when the process that asked for it died before making it)."""
+        folder = trial_folder(self.loaded, frozen.number)
+        if folder.is_dir():
+            fd = claim(folder)
+        elif not alive(frozen.user_attrs.get("host"), frozen.user_attrs.get("pid")):
+            fd = self._create(frozen.number, frozen.params)
+        else:  # running elsewhere, in a folder this machine does not see
+            if frozen.number not in self.waiting:
+                self.waiting.add(frozen.number)
+                where = f"on {frozen.user_attrs.get('host', 'another machine')}"
+                print(f"trial {frozen.number}: running {where}; waiting for it to end")
             return None
-        trial = self.study.ask(self.space)
-        if trial.number >= total:
-            # Another process asked for the last trial at the same moment.
-            trial.set_user_attr("surplus", True)
-            self.study.tell(trial, state=states.FAIL)
+        if fd is None:
             return None
-        more = {"mlflow_run_id": self.tracking.child(trial.number)} if self.tracking else {}
-        return trial, create(self.loaded, trial.number, values(self.loaded, trial.params), **more)
+        # Told finished between the listing and the claim: not to be run again.
+        now = next(t for t in self.study.get_trials(deepcopy=False) if t.number == frozen.number)
+        if now.state != self.optuna.trial.TrialState.RUNNING:
+            os.close(fd)
+            return None
+        return self.optuna.trial.Trial(self.study, frozen._trial_id), fd
+
+    def _create(self, number: int, params: dict[str, Any]) -> int:
+        more = {"mlflow_run_id": self.tracking.child(number)} if self.tracking else {}
+        return create(self.loaded, number, values(self.loaded, params), **more)
 
     def _watch(self, number: int) -> None:
         running, trial = self.running[number]
@@ -127,11 +188,14 @@ class Sweeper:
                 print(f"trial {number}: pruned at {at} {step} ({objective} {value:.6g})")
         if status is None:
             return
+        if self.stop_signal is not None and not running.pruned and status != 0:
+            return  # stopped with the sweep: _stopped() leaves it to resume
         del self.running[number]
         states = self.optuna.trial.TrialState
         objective = self.loaded.sweep.objective
         if running.pruned:
             self.study.tell(trial, state=states.PRUNED)
+            self._end_tracked(running, "KILLED")
             running.close()
         elif status != 0:
             self._fail(running, trial, f"the script exited with status {status}: {running.error()}")
@@ -146,16 +210,64 @@ class Sweeper:
     def _at(self) -> str:
         return "epoch" if self.loaded.per_epoch else "step"
 
-    def _fail(self, running: RunningTrial, trial: Any, error: str) -> None:
+    def _fail(self, running: RunningTrial | None, trial: Any, error: str) -> None:
         trial.set_user_attr("error", error)
         self.study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
-        if self.tracking and running.record.get("mlflow_run_id"):
-            self.tracking.client.set_terminated(running.record["mlflow_run_id"], "FAILED")
-        running.close()
+        if running is not None:
+            self._end_tracked(running, "FAILED")
+            running.close()
         print(f"trial {trial.number}: failed: {error}")
+
+    def _end_tracked(self, running: RunningTrial, status: str) -> None:
+        """Ends a trial's MLflow run, which its script may never have started."""
+        if self.tracking and running.record.get("mlflow_run_id"):
+            self.tracking.end(running.record["mlflow_run_id"], status)
 
     def _finished(self) -> bool:
         """Whether the study holds `trials` finished trials (and no trial to wait for)."""
         total = self.loaded.sweep.trials
         trials = [t for t in self.study.get_trials(deepcopy=False) if t.number < total]
         return len(trials) == total and all(t.state.is_finished() for t in trials)
+
+
+def absolute_storage(url: str | None) -> str | None:
+    """A relative journal file's path or SQLite URL made absolute (before the chdir)."""
+    if url is None:
+        return None
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        return "sqlite:///" + os.path.abspath(url.removeprefix("sqlite:///"))
+    return url if "://" in url else os.path.abspath(url)
+
+
+def check_study(loaded: LoadedSweep, study: Any, space: dict[str, Any]) -> None:
+    """Refuses to go on with a study that another sweep made: another direction, another
+    space, or trial folders of trials it does not hold."""
+    from optuna.distributions import check_distribution_compatibility
+
+    where = f"the study {loaded.name!r} (in {loaded.output})"
+    fix = "give this sweep another name or output_dir, or move the old study away"
+    if study.direction.name.lower() != loaded.sweep.direction:
+        raise LoopgenError(
+            f"sweep.direction: {where} was made to {study.direction.name.lower()}; {fix}"
+        )
+    trials = study.get_trials(deepcopy=False)
+    for trial in trials:
+        for key, drawn in trial.distributions.items():
+            if key not in space:
+                raise LoopgenError(
+                    f"sweep.space: {where} also drew {key!r}, which this sweep does not; {fix}"
+                )
+            try:
+                check_distribution_compatibility(drawn, space[key])
+            except ValueError:
+                raise LoopgenError(
+                    f"sweep.space[{key!r}]: {where} drew it from {drawn}; {fix}"
+                ) from None
+    numbers = {t.number for t in trials}
+    folders = loaded.output / "trials"
+    for folder in sorted(folders.iterdir()) if folders.is_dir() else []:
+        if folder.name.isdigit() and int(folder.name) not in numbers:
+            raise LoopgenError(
+                f"{folder} belongs to no trial of {where}: an earlier study's trials are "
+                f"there; {fix}"
+            )

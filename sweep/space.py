@@ -111,7 +111,13 @@ def _space_problems(sweep: Sweep, spec: Spec, spec_path: Path) -> list[str]:
         missing = [k for k in sweep.space if k not in values]
         if missing and not unknown:
             problems.append(f"sweep.first[{i}]: gives no value for {', '.join(missing)}")
-        if not unknown and not missing:
+        outside = [
+            f"{key}={json.dumps(value)} is not a value of {sweep.space[key]!r}"
+            for key, value in values.items()
+            if key in sweep.space and not _drawable(sweep.space[key], value)
+        ]
+        problems.extend(f"sweep.first[{i}]: {problem}" for problem in outside)
+        if not unknown and not missing and not outside:
             overridden = data
             try:
                 for key, value in values.items():
@@ -120,6 +126,21 @@ def _space_problems(sweep: Sweep, spec: Spec, spec_path: Path) -> list[str]:
             except SpecError as error:
                 problems.append(f"sweep.first[{i}]: {_after_path(error, spec_path)}")
     return problems
+
+
+def _drawable(distribution: Any, value: Any) -> bool:
+    """Whether the distribution could draw the value (Optuna refuses others)."""
+    if isinstance(distribution, Choice):
+        return value in distribution.values
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(distribution, IntRange):
+        return (
+            value == int(value)
+            and distribution.low <= value <= distribution.high
+            and (value - distribution.low) % distribution.step == 0
+        )
+    return distribution.low <= value <= distribution.high
 
 
 def _field(data: Any, key: str) -> Any:
@@ -185,6 +206,8 @@ def _objective_problems(sweep: Sweep, spec: Spec) -> list[str]:
 def _sampler_problems(sweep: Sweep) -> list[str]:
     if sweep.sampler.kind != "grid":
         return []
+    if sweep.first:
+        return ["sweep.first: GridSearch tries every combination of the space: remove first"]
     problems = [
         f"sweep.space[{key!r}]: GridSearch tries listed values: draw this field with Choice or "
         "IntRange, or use TPE or RandomSearch"

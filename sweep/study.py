@@ -32,48 +32,70 @@ STORAGE_FILE = "study.journal"
 def storage(loaded: LoadedSweep, url: str | None):
     """Optuna's storage: a database URL (sqlite:///..., postgresql://...), a journal file's
     path, or by default the journal file in the sweep's output folder."""
-    import_optuna()
+    optuna = import_optuna()
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
 
-    if url and "://" in url:
-        return url
-    path = Path(url) if url else loaded.output / STORAGE_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # An open(O_EXCL) lock file: works where symlinks do not (some network file systems).
-    lock = JournalFileOpenLock(str(path))
-    return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+    try:
+        if url and "://" in url:
+            return optuna.storages.RDBStorage(url)
+        path = Path(url) if url else loaded.output / STORAGE_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # An open(O_EXCL) lock file: works where symlinks do not (some network file systems).
+        lock = JournalFileOpenLock(str(path))
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=lock))
+    except Exception as error:  # a driver not installed, a server down, a path not writable
+        shown = url or loaded.output / STORAGE_FILE
+        raise LoopgenError(
+            f"--storage {shown}: cannot open the study's storage: {type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''}"
+        ) from None
 
 
 def study(loaded: LoadedSweep, url: str | None):
+    """The sweep's study, made if new (its `first` values queued). The sampler is seeded
+    with `seed` in the process that makes the study only: a process that joins or resumes
+    it would draw the same values again."""
     optuna = import_optuna()
     sweep = loaded.sweep
+    where = storage(loaded, url)
+    fresh = loaded.name not in optuna.study.get_all_study_names(where)
     created = optuna.create_study(
-        storage=storage(loaded, url),
+        storage=where,
         study_name=loaded.name,
         direction=sweep.direction,
-        sampler=sampler(loaded),
+        sampler=sampler(loaded, sweep.seed if fresh else None),
         pruner=pruner(loaded),
         load_if_exists=True,
     )
-    for values in sweep.first:
-        created.enqueue_trial(
-            {key: to_param(sweep.space[key], value) for key, value in values.items()},
-            skip_if_exists=True,
-        )
+    if fresh:
+        for values in sweep.first:
+            created.enqueue_trial(
+                {key: to_param(sweep.space[key], value) for key, value in values.items()}
+            )
     return created
 
 
-def sampler(loaded: LoadedSweep):
+def open_study(loaded: LoadedSweep, url: str | None):
+    """The sweep's study as it is, for `loopgen sweep status`: never made, never changed."""
+    optuna = import_optuna()
+    where = storage(loaded, url)
+    if loaded.name not in optuna.study.get_all_study_names(where):
+        raise LoopgenError(
+            f"{loaded.path}: no trial has run yet: the storage holds no study {loaded.name!r} "
+            f"(run `loopgen sweep {loaded.path}`)"
+        )
+    return optuna.load_study(study_name=loaded.name, storage=where)
+
+
+def sampler(loaded: LoadedSweep, seed: int | None):
     optuna = import_optuna()
     sweep = loaded.sweep
     kind = sweep.sampler.kind
     if kind == "tpe":
-        return optuna.samplers.TPESampler(
-            n_startup_trials=sweep.sampler.startup_trials, seed=sweep.seed
-        )
+        return optuna.samplers.TPESampler(n_startup_trials=sweep.sampler.startup_trials, seed=seed)
     if kind == "random":
-        return optuna.samplers.RandomSampler(seed=sweep.seed)
+        return optuna.samplers.RandomSampler(seed=seed)
     grid = {key: [to_param(d, v) for v in listed(d)] for key, d in sweep.space.items()}
 
     class Grid(optuna.samplers.GridSampler):
@@ -81,7 +103,7 @@ def sampler(loaded: LoadedSweep):
             """Optuna's GridSampler stops `study.optimize()` once its grid is done, and
             raises outside it; a sweep asks and tells, and ends after `trials` trials."""
 
-    return Grid(grid, seed=sweep.seed)
+    return Grid(grid, seed=seed)
 
 
 def pruner(loaded: LoadedSweep):

@@ -4,10 +4,6 @@ MLFLOW_RUN_ID names). Imported only for such specs."""
 
 from __future__ import annotations
 
-import os
-from contextlib import contextmanager
-from pathlib import Path
-
 from ..errors import LoopgenError
 from .space import LoadedSweep
 
@@ -15,18 +11,10 @@ PARENT_ATTR = "mlflow_parent_run_id"
 """The study's attribute holding its parent run's id: every process of the sweep uses it."""
 
 
-@contextmanager
-def working_directory(path: Path):
-    before = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
 class Tracking:
-    def __init__(self, loaded: LoadedSweep, study):
+    def __init__(self, loaded: LoadedSweep):
+        """Connects to the spec's tracking store (the sweep runs in the trials' folder, so
+        a relative URI and MLflow's default store are theirs)."""
         try:
             import mlflow
         except ImportError:
@@ -34,31 +22,41 @@ class Tracking:
                 "the spec tracks its runs in MLflow (logging.mlflow), which is not installed: "
                 'pip install -e ".[mlflow]" (or pip install mlflow)'
             ) from None
+        self.loaded = loaded
         settings = loaded.spec.logging.mlflow
         if settings.tracking_uri:
             mlflow.set_tracking_uri(settings.tracking_uri)
-        # Resolved where the trials run: MLflow's default store is in the working directory.
-        with working_directory(loaded.folder):
-            self.uri = mlflow.get_tracking_uri()
-        self.client = mlflow.MlflowClient(self.uri)
-        experiment = self.client.get_experiment_by_name(settings.experiment)
-        self.experiment_id = (
-            experiment.experiment_id
-            if experiment
-            else self.client.create_experiment(settings.experiment)
-        )
+        self.uri = mlflow.get_tracking_uri()
+        try:
+            self.client = mlflow.MlflowClient(self.uri)
+            experiment = self.client.get_experiment_by_name(settings.experiment)
+            self.experiment_id = (
+                experiment.experiment_id
+                if experiment
+                else self.client.create_experiment(settings.experiment)
+            )
+        except Exception as error:
+            raise LoopgenError(f"logging.mlflow: {self._failed(error)}") from None
+
+    def _failed(self, error: Exception) -> str:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return f"MLflow at {self.uri} failed: {type(error).__name__}: {first}"
+
+    def parent_of(self, study) -> None:
+        """The sweep's own MLflow run, made by the process that finds none (under the sweep's
+        lock): its settings as parameters."""
         self.parent = study.user_attrs.get(PARENT_ATTR)
-        if self.parent is None:
+        if self.parent is not None:
+            return
+        loaded, sweep = self.loaded, self.loaded.sweep
+        try:
             run = self.client.create_run(
                 self.experiment_id,
                 run_name=f"sweep {loaded.name}",
                 tags={"loopgen.sweep": str(loaded.path)},
             )
-            self.parent = run.info.run_id
-            study.set_user_attr(PARENT_ATTR, self.parent)
-            sweep = loaded.sweep
             self.client.log_batch(
-                self.parent,
+                run.info.run_id,
                 params=[
                     _param("objective", sweep.objective),
                     _param("direction", sweep.direction),
@@ -68,25 +66,43 @@ class Tracking:
                     *(_param(f"space.{key}", d) for key, d in sweep.space.items()),
                 ],
             )
+        except Exception as error:
+            raise LoopgenError(f"logging.mlflow: {self._failed(error)}") from None
+        self.parent = run.info.run_id
+        study.set_user_attr(PARENT_ATTR, self.parent)
 
     def child(self, number: int) -> str:
         """A new trial's MLflow run, a child of the sweep's."""
-        run = self.client.create_run(
-            self.experiment_id,
-            run_name=f"trial {number}",
-            tags={"mlflow.parentRunId": self.parent},
-        )
+        try:
+            run = self.client.create_run(
+                self.experiment_id,
+                run_name=f"trial {number}",
+                tags={"mlflow.parentRunId": self.parent},
+            )
+        except Exception as error:
+            raise LoopgenError(f"logging.mlflow: trial {number}: {self._failed(error)}") from None
         return run.info.run_id
 
     def environment(self, run_id: str) -> dict[str, str]:
         """What a trial's script needs to log into its run."""
         return {"MLFLOW_TRACKING_URI": self.uri, "MLFLOW_RUN_ID": run_id}
 
+    def end(self, run_id: str, status: str) -> None:
+        """Ends a trial's run (pruned or failed, its script may not have); a failure to is
+        said, not raised: the study knows how the trial ended."""
+        try:
+            self.client.set_terminated(run_id, status)
+        except Exception as error:
+            print(f"warning: could not end the MLflow run {run_id}: {self._failed(error)}")
+
     def finish(self, best_value: float | None, best_number: int | None) -> None:
-        if best_value is not None:
-            self.client.log_metric(self.parent, "best_objective", best_value)
-            self.client.set_tag(self.parent, "loopgen.best_trial", str(best_number))
-        self.client.set_terminated(self.parent, "FINISHED")
+        try:
+            if best_value is not None:
+                self.client.log_metric(self.parent, "best_objective", best_value)
+                self.client.set_tag(self.parent, "loopgen.best_trial", str(best_number))
+            self.client.set_terminated(self.parent, "FINISHED")
+        except Exception as error:
+            print(f"warning: could not end the sweep's MLflow run: {self._failed(error)}")
 
 
 def _param(key: str, value) -> object:

@@ -4,12 +4,12 @@ metrics.jsonl is read as it grows."""
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +39,11 @@ def create(loaded: LoadedSweep, number: int, values: dict[str, Any], **more: Any
     """Makes a new trial's folder, claimed, with its record (its values, and `more`): built
     aside and renamed into place, so that no other process ever sees it unclaimed."""
     folder = trial_folder(loaded, number)
+    if folder.exists():
+        raise LoopgenError(
+            f"{folder} exists, but trial {number} is new to the study {loaded.name!r}: it is "
+            "an earlier study's; move it away, or give this sweep another name or output_dir"
+        )
     partial = folder.with_name(f".{folder.name}.new")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
@@ -50,11 +55,17 @@ def create(loaded: LoadedSweep, number: int, values: dict[str, Any], **more: Any
     return fd
 
 
-def _die_with_parent() -> None:
-    """In the trial's process, before it runs: a SIGTERM when the sweep dies (even by
-    SIGKILL), so that the trial saves a checkpoint and stops rather than train on unwatched."""
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+LAUNCHER = """\
+import ctypes, os, signal, sys
+# A SIGTERM when the sweep dies (even by SIGKILL), so that the trial saves a checkpoint and
+# stops rather than train on unwatched; kept across the exec below.
+ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):  # the sweep died before that
+    sys.exit(128 + signal.SIGTERM)
+os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+"""
+"""Starts a trial's script as a child that dies with the sweep: set in the child itself,
+not in a preexec_fn (unsafe where threads run, and MLflow's do)."""
 
 
 class RunningTrial:
@@ -101,15 +112,18 @@ class RunningTrial:
             again = " resumed" if self.resumed else ""
             log.write(f"# loopgen sweep: trial {self.number}{again}{device}\n")
             log.flush()
+            script = [str(self.folder / "train.py"), "--output-dir", str(self.run_dir)]
             self.process = subprocess.Popen(
-                [sys.executable, str(self.folder / "train.py"), "--output-dir", str(self.run_dir)],
+                [sys.executable, "-c", LAUNCHER, str(os.getpid()), *script],
                 cwd=self.loaded.folder,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 pass_fds=(self.fd,),
-                preexec_fn=_die_with_parent,
+                # Its own session: a Ctrl-C in the terminal reaches the sweep alone, which
+                # stops the trial by SIGTERM (a KeyboardInterrupt would save no checkpoint).
+                start_new_session=True,
             )
 
     def poll(self) -> tuple[list[tuple[int, float]], int | None]:
@@ -180,3 +194,39 @@ def run_steps(run_dir: Path) -> int | None:
 def check_runnable() -> None:
     if not sys.platform.startswith("linux"):
         raise LoopgenError("loopgen sweep runs trials on Linux (it needs prctl and flock)")
+
+
+class SweepLock:
+    """An flock on the sweep's folder, held briefly by a process that creates the study,
+    asks for a trial and makes its folder: no two processes on it (or on a shared file
+    system) ask at once, so a study never holds more than `trials` trials, nor a trial
+    without its folder but from a process that died in between."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / ".lock"
+        self.fd: int | None = None
+
+    def __enter__(self) -> SweepLock:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.fd is not None
+        os.close(self.fd)
+        self.fd = None
+
+
+def alive(host: str | None, pid: int | None) -> bool:
+    """Whether the process that asked for a trial may still run it: True unless it ran on
+    this machine and is gone."""
+    if host != socket.gethostname() or pid is None:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

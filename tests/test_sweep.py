@@ -86,6 +86,8 @@ def test_a_study_of_six_trials_two_at_a_time_prunes_the_hopeless_one_and_names_t
         pruner="Median(startup_trials=2)",
         first=f"[{GOOD}, {ALSO_GOOD}, {HOPELESS}]",
         devices='["0", "1"]',
+        space='{"optimizer.learning_rate": LogUniform(1e-6, 1e-1), '
+        '"model.layers[0].units": IntRange(8, 32, step=8)}',
     )
     proc = sweep_cli("sweep.py", cwd=tmp_path)
     trials = study_trials(tmp_path)
@@ -281,6 +283,10 @@ BAD_SWEEPS = {
     "first_outside_the_space": (
         {"first": '[{"optimizer.learning_rate": 0.01}]'},
         "sweep.first[0]: gives no value for model.layers[0].units",
+    ),
+    "first_not_drawable": (
+        {"first": '[{"optimizer.learning_rate": 0.5, "model.layers[0].units": 12}]'},
+        "sweep.first[0]: optimizer.learning_rate=0.5 is not a value of LogUniform",
     ),
     "missing_spec": ({"spec": '"nowhere.py"'}, "sweep.spec: spec file not found"),
 }
