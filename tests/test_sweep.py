@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -161,9 +162,10 @@ def claimed(folder: Path) -> bool:
 
 @pytest.mark.slow
 def test_a_stopped_or_killed_sweep_resumes_its_interrupted_trial_from_its_checkpoint(tmp_path):
-    """Stopped by SIGTERM (as Ctrl-C or a scheduler stops it), the sweep stops its trial,
-    which saves a checkpoint. Killed outright, its trial sees it die and does the same. Run
-    again each time, the sweep resumes the trial from there, and starts no other."""
+    """Stopped by Ctrl-C (a SIGINT to the terminal's process group), the sweep stops its
+    trial by SIGTERM, which saves a checkpoint. Killed outright, its trial sees it die and
+    does the same. Run again each time, the sweep resumes the trial from there, and starts
+    no other."""
     epochs, steps_per_epoch = 6, 4096 // 32
     write_spec(tmp_path, epochs, examples=4096)
     write_sweep(tmp_path, trials="1", first=f"[{GOOD}]")
@@ -180,15 +182,19 @@ def test_a_stopped_or_killed_sweep_resumes_its_interrupted_trial_from_its_checkp
             stderr=subprocess.STDOUT,
             text=True,
             env=script_env(),
+            start_new_session=True,  # a terminal's process group of its own
         )
         checkpoints = folder / "run" / "checkpoints"
         while not any(int(p.stem[5:]) > after for p in checkpoints.glob("ckpt-*.index")):
             assert sweep.poll() is None and time.monotonic() < deadline, sweep.stdout.read()
             time.sleep(0.05)
-        sweep.send_signal(how)
+        if how == signal.SIGINT:  # Ctrl-C: the terminal signals its whole process group
+            os.killpg(sweep.pid, signal.SIGINT)
+        else:
+            sweep.send_signal(how)
         output = sweep.communicate(timeout=120)[0]
-        if how == signal.SIGTERM:  # the sweep waited for its trial to stop
-            assert sweep.returncode == 128 + signal.SIGTERM, output
+        if how == signal.SIGINT:  # the sweep waited for its trial to stop
+            assert sweep.returncode == 128 + signal.SIGINT, output
             assert "trial 0: stopped; it resumes from its checkpoint" in output
         while claimed(folder):  # the trial's script still runs (killed: its sweep does not)
             assert time.monotonic() < deadline
@@ -199,7 +205,7 @@ def test_a_stopped_or_killed_sweep_resumes_its_interrupted_trial_from_its_checkp
         assert (folder / "run" / "checkpoints" / f"ckpt-{end['step']}.index").exists()
         return end["step"]
 
-    stopped = [interrupted(signal.SIGTERM, after=0)]
+    stopped = [interrupted(signal.SIGINT, after=0)]
     stopped.append(interrupted(signal.SIGKILL, after=stopped[0]))
 
     proc = sweep_cli("sweep.py", cwd=tmp_path)
@@ -361,3 +367,66 @@ def test_a_trial_whose_values_do_not_validate_together_fails_with_the_message_an
     assert not (trial_dir(tmp_path, failed.number) / "train.py").exists()
     status = sweep_cli("status", "sweep.py", cwd=tmp_path).stdout
     assert "fail: " in status
+
+
+def make_study(folder: Path, direction: str = "maximize"):
+    """The sweep's study made beforehand, as an earlier `loopgen sweep` would have."""
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    (folder / "sweeps" / "sweep").mkdir(parents=True)
+    storage = JournalStorage(JournalFileBackend(str(folder / "sweeps/sweep/study.journal")))
+    return optuna.create_study(study_name="sweep", storage=storage, direction=direction)
+
+
+@pytest.mark.slow
+def test_a_trial_whose_sweep_died_before_making_its_folder_is_made_and_run(tmp_path):
+    """Killed between Optuna's ask and the trial's folder, a sweep leaves a running trial
+    that no process runs: the next sweep makes its folder and runs it, instead of waiting."""
+    import optuna
+
+    write_spec(tmp_path, epochs=1, examples=256)
+    write_sweep(tmp_path, trials="1")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    study = make_study(tmp_path)
+    trial = study.ask({
+        "optimizer.learning_rate": optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True),
+        "model.layers[0].units": optuna.distributions.IntDistribution(8, 32, step=8),
+    })  # fmt: skip
+    trial.set_user_attr("host", socket.gethostname())
+    trial.set_user_attr("pid", dead.pid)
+    proc = sweep_cli("sweep.py", cwd=tmp_path, timeout=300)
+    assert "trial 0: started" in proc.stdout
+    (done,) = study_trials(tmp_path)
+    assert done.state.name == "COMPLETE"
+    record = json.loads((trial_dir(tmp_path, 0) / "trial.json").read_text())
+    assert record["values"] == trial.params
+
+
+@pytest.mark.parametrize(
+    ("before", "message"),
+    [
+        ("direction", "sweep.direction: the study 'sweep' (in "),
+        ("space", "sweep.space['optimizer.learning_rate']: the study 'sweep' (in "),
+        ("folders", "trials/000 belongs to no trial of the study 'sweep'"),
+    ],
+    ids=["direction", "space", "folders"],
+)
+def test_a_study_or_trials_of_another_sweep_are_refused(tmp_path, before, message):
+    import optuna
+
+    write_spec(tmp_path, epochs=1, examples=64)
+    write_sweep(tmp_path)
+    study = make_study(tmp_path, "minimize" if before == "direction" else "maximize")
+    if before == "space":  # drawn from another range
+        lr = optuna.distributions.CategoricalDistribution([0.1, 0.01])
+        study.ask({"optimizer.learning_rate": lr})
+    if before == "folders":
+        (tmp_path / "sweeps" / "sweep" / "trials" / "000").mkdir(parents=True)
+    proc = run_cli("sweep", "sweep.py", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "sweeps" / "sweep" / "trials" / "001").exists()
