@@ -11,14 +11,16 @@ from pydantic import Field, PositiveInt, model_validator
 from .base import StrictModel
 
 
-class _Range(StrictModel):
-    low: float
-    high: float
-
+class _Bounded(StrictModel):
     def __init__(self, low: Any = None, high: Any = None, /, **fields: Any) -> None:
-        # Written as a user reads it: LogUniform(1e-4, 1e-1).
+        # Written as a user reads it: LogUniform(1e-4, 1e-1), IntRange(32, 256, step=32).
         positional = {"low": low, "high": high}
         super().__init__(**{k: v for k, v in positional.items() if v is not None}, **fields)
+
+
+class _Range(_Bounded):
+    low: float
+    high: float
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -46,7 +48,7 @@ class LogUniform(_Range):
         return self
 
 
-class IntRange(StrictModel):
+class IntRange(_Bounded):
     """An integer from `low` to `high` inclusive, in steps of `step`:
     `IntRange(32, 256, step=32)`."""
 
@@ -56,10 +58,6 @@ class IntRange(StrictModel):
     step: PositiveInt = 1
     log: bool = False
     """Draw on a log scale (`step` must then be 1)."""
-
-    def __init__(self, low: Any = None, high: Any = None, /, **fields: Any) -> None:
-        positional = {"low": low, "high": high}
-        super().__init__(**{k: v for k, v in positional.items() if v is not None}, **fields)
 
     @model_validator(mode="after")
     def _ordered(self):

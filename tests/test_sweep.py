@@ -52,6 +52,19 @@ def sweep_cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.Complet
     return proc
 
 
+def start_sweep(cwd: Path, **options) -> subprocess.Popen[str]:
+    """`loopgen sweep sweep.py` in the background, its output to read at its end."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=script_env(),
+        **options,
+    )
+
+
 def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -175,15 +188,8 @@ def test_a_stopped_or_killed_sweep_resumes_its_interrupted_trial_from_its_checkp
     def interrupted(how: signal.Signals, after: int) -> int:
         """Starts the sweep, stops it by `how` once its trial saved a checkpoint past step
         `after`, waits for the trial to end; returns the step its trial stopped at."""
-        sweep = subprocess.Popen(
-            [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=script_env(),
-            start_new_session=True,  # a terminal's process group of its own
-        )
+        # In a process group of its own, as a terminal starts it.
+        sweep = start_sweep(tmp_path, start_new_session=True)
         checkpoints = folder / "run" / "checkpoints"
         while not any(int(p.stem[5:]) > after for p in checkpoints.glob("ckpt-*.index")):
             assert sweep.poll() is None and time.monotonic() < deadline, sweep.stdout.read()
@@ -232,17 +238,7 @@ def test_a_stopped_or_killed_sweep_resumes_its_interrupted_trial_from_its_checkp
 def test_two_processes_on_one_study_share_its_trials_and_run_none_twice(tmp_path):
     write_spec(tmp_path, epochs=2, examples=512)
     write_sweep(tmp_path, trials="4")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=script_env(),
-        )
-        for _ in range(2)
-    ]
+    procs = [start_sweep(tmp_path) for _ in range(2)]
     outputs = [proc.communicate(timeout=600)[0] for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], outputs
     started = [
