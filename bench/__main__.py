@@ -12,7 +12,8 @@ and prints samples/s (median over --rounds rounds of the epochs after the first,
 and compiles) and the ratios: each round runs the four in a new order, and a ratio is the
 median of the rounds' own ratios (loop ÷ fit of the same round), so that a slow spell of a
 shared machine, which a round's runs share, cancels out of it.
-render: times `loopgen render` of every example in examples/ (a new process each time, loopgen's
+render: times `loopgen render` of every example in examples/, and of mnist_mlp with a
+  description of 1 and 8 MB (its time should grow linearly), a new process each time (loopgen's
 modules compiled to bytecode first, as an installed package has them), each run beside a
 process that only imports the stack (STACK), and checks that TensorFlow was never imported.
 data: time to the first batch of a resumed run, and the pipeline's speed against the loop's
@@ -100,12 +101,13 @@ start Python, import the dependencies the design card fixes (pydantic, typer, Ji
 command does, and build one pydantic model (pydantic imports its schema machinery then)."""
 
 
-def render_timing(name: str, folder: Path, repeats: int) -> dict:
-    """Wall time of the `loopgen render` command on the real example (a new process each time,
-    imports included), and whether it imported TensorFlow. Each run follows a run of STACK,
-    so that the share of loopgen's own work (render minus stack, run by run) holds across the
-    machine's fast and slow states."""
-    command = [LOOPGEN, "render", str(EXAMPLES / f"{name}.py"), "-o", str(folder / "r.py")]
+def render_timing(name: str, folder: Path, repeats: int, spec: Path | None = None) -> dict:
+    """Wall time of the `loopgen render` command on the real example (or the spec file
+    `spec`; a new process each time, imports included), and whether it imported TensorFlow.
+    Each run follows a run of STACK, so that the share of loopgen's own work (render minus
+    stack, run by run) holds across the machine's fast and slow states."""
+    spec = spec or EXAMPLES / f"{name}.py"
+    command = [LOOPGEN, "render", str(spec), "-o", str(folder / "r.py")]
     times, stack = [], []
     for _ in range(repeats):
         stack.append(_timed([PYTHON, "-c", STACK], folder))
@@ -122,6 +124,18 @@ def render_timing(name: str, folder: Path, repeats: int) -> dict:
         "own_seconds": median([t - s for t, s in zip(times, stack, strict=True)]),
         "imports_tensorflow": bool(imported),
     }
+
+
+def described_spec(folder: Path, megabytes: int) -> Path:
+    """mnist_mlp as JSON data, with a description of `megabytes` MB of words in paragraphs."""
+    from loopgen.dsl.loader import load_spec
+
+    data = load_spec(EXAMPLES / "mnist_mlp.py").model_dump(mode="json")
+    paragraph = " ".join(["the", "gradient", "tape", "of", "each", "replica"] * 40) + "\n\n"
+    data["description"] = paragraph * (megabytes * 2**20 // len(paragraph) + 1)
+    path = folder / f"described_{megabytes}mb.json"
+    path.write_text(json.dumps(data))
+    return path
 
 
 def _timed(command: list[str], cwd: Path) -> float:
@@ -187,6 +201,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=6, help="rounds of the four runs")
     parser.add_argument("--render-repeats", type=int, default=5)
     parser.add_argument("--render-examples", nargs="+", help="render: these (default: all)")
+    parser.add_argument(
+        "--described-mb", nargs="*", type=int, default=[1, 8],
+        help="render: mnist_mlp with descriptions of these sizes (its time should grow linearly)",
+    )  # fmt: skip
     parser.add_argument("--data-repeats", type=int, default=3, help="fresh processes per seek")
     parser.add_argument("--data-images", type=int, default=2000, help="images the data part uses")
     parser.add_argument("--data-sources", nargs="+", choices=DATA_SOURCES, default=DATA_SOURCES)
@@ -219,6 +237,11 @@ def main(argv: list[str] | None = None) -> None:
             examples = args.render_examples or sorted(p.stem for p in EXAMPLES.glob("*.py"))
             timings = {name: render_timing(name, Path(tmp), args.render_repeats)
                        for name in examples}  # fmt: skip
+            for mb in args.described_mb:
+                described = described_spec(Path(tmp), mb)
+                timings[f"mnist_mlp, {mb} MB description"] = render_timing(
+                    "mnist_mlp", Path(tmp), args.render_repeats, described
+                )
             results["render"] = {"date": today, "repeats": args.render_repeats,
                                  "examples": timings}  # fmt: skip
             print(render_table(results["render"]), flush=True)

@@ -192,14 +192,16 @@ def test_mixed_bfloat16_trains(variant, digits, render, tmp_path):
 def test_bench_measures_loop_and_fit_in_one_run(tmp_path):
     """The harness, small: one example, short epochs. It must time all four runs, compute the
     ratios from them, time the CLI render of the examples asked (a plain one, the longest
-    reading path, one that acts: test_cli renders every example without TensorFlow) and see
-    that it did not import TensorFlow, and time a resumed run's first batch and the pipeline
-    on the image source asked for (the other's figures come from the same code)."""
+    reading path, one that acts: test_cli renders every example without TensorFlow) and of a
+    spec with a description of a megabyte, and see that it did not import TensorFlow, and
+    time a resumed run's first batch and the pipeline on the image source asked for (the
+    other's figures come from the same code)."""
     out = tmp_path / "results.json"
     rendered = ["mnist_mlp", "flowers_finetune", "cartpole_ppo"]
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--examples", "mnist_mlp", "--steps-per-epoch", "30",
          "--rounds", "1", "--render-repeats", "1", "--render-examples", *rendered,
+         "--described-mb", "1",
          "--data-images", "96", "--data-repeats", "1", "--data-sources", "tfrecord",
          "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
@@ -219,7 +221,8 @@ def test_bench_measures_loop_and_fit_in_one_run(tmp_path):
     )
     assert "| mnist_mlp | 50 | on |" in proc.stdout
     render = results["render"]["examples"]
-    assert set(render) == set(rendered)
+    # And a spec with a description of 1 MB (the bench's 8 MB beside it shows the growth).
+    assert set(render) == {*rendered, "mnist_mlp, 1 MB description"}
     for timing in render.values():
         assert timing["imports_tensorflow"] is False
         assert 0 < timing["seconds"] < 30
