@@ -40,6 +40,7 @@ class Sweeper:
         # Where the trials run: relative paths (MLflow's default store, a relative
         # tracking_uri) then mean the same for the sweep and its trials.
         storage = absolute_storage(storage)
+        self.shown_from = os.getcwd()  # where the paths it prints are relative to
         os.chdir(loaded.folder)
         self.lock = SweepLock(loaded.output)
         self.tracking = None
@@ -47,12 +48,12 @@ class Sweeper:
             from .tracking import Tracking
 
             self.tracking = Tracking(loaded)  # connects first: a bad URI is said at once
-        with self.lock:
+        self.space = distributions(loaded)
+        with self.lock:  # no other process asks for a trial while this one checks the study
             self.study = study(loaded, storage)
+            check_study(loaded, self.study, self.space)
             if self.tracking:
                 self.tracking.parent_of(self.study)
-        self.space = distributions(loaded)
-        check_study(loaded, self.study, self.space)
         self.running: dict[int, tuple[RunningTrial, Any]] = {}
         self.stop_signal: int | None = None
         self.waiting: set[int] = set()
@@ -66,7 +67,7 @@ class Sweeper:
                 self._watch(number)
             self._fill()
             if not self.running and self._finished():
-                return report.write_results(self.loaded, self.study, self.tracking)
+                return report.write_results(self.loaded, self.study, self.tracking, self.shown_from)
             time.sleep(POLL_SECONDS)
         return self._stopped()
 
@@ -188,8 +189,9 @@ class Sweeper:
                 print(f"trial {number}: pruned at {at} {step} ({objective} {value:.6g})")
         if status is None:
             return
-        if self.stop_signal is not None and not running.pruned and status != 0:
-            return  # stopped with the sweep: _stopped() leaves it to resume
+        if self.stop_signal is not None and status in (128 + signal.SIGTERM, -signal.SIGTERM):
+            if not running.pruned:
+                return  # stopped with the sweep: _stopped() leaves it to resume
         del self.running[number]
         states = self.optuna.trial.TrialState
         objective = self.loaded.sweep.objective

@@ -60,6 +60,14 @@ def study(loaded: LoadedSweep, url: str | None):
     sweep = loaded.sweep
     where = storage(loaded, url)
     fresh = loaded.name not in optuna.study.get_all_study_names(where)
+    folders = loaded.output / "trials"
+    left = sorted(f.name for f in folders.iterdir() if f.name.isdigit()) if folders.is_dir() else []
+    if fresh and left:  # said before the study is made: run again, it is still new
+        raise LoopgenError(
+            f"{folders / left[0]} belongs to no trial of the study {loaded.name!r} (in "
+            f"{loaded.output}): an earlier study's trials are there; give this sweep another "
+            "name or output_dir, or move the old study away"
+        )
     created = optuna.create_study(
         storage=where,
         study_name=loaded.name,
@@ -71,7 +79,8 @@ def study(loaded: LoadedSweep, url: str | None):
     if fresh:
         for values in sweep.first:
             created.enqueue_trial(
-                {key: to_param(sweep.space[key], value) for key, value in values.items()}
+                {key: to_param(sweep.space[key], value) for key, value in values.items()},
+                skip_if_exists=True,  # two machines that found the study new at once
             )
     return created
 

@@ -407,22 +407,31 @@ def test_a_trial_whose_sweep_died_before_making_its_folder_is_made_and_run(tmp_p
         ("direction", "sweep.direction: the study 'sweep' (in "),
         ("space", "sweep.space['optimizer.learning_rate']: the study 'sweep' (in "),
         ("folders", "trials/000 belongs to no trial of the study 'sweep'"),
+        ("folders_of_no_study", "trials/000 belongs to no trial of the study 'sweep'"),
     ],
-    ids=["direction", "space", "folders"],
+    ids=["direction", "space", "folders", "folders_of_no_study"],
 )
 def test_a_study_or_trials_of_another_sweep_are_refused(tmp_path, before, message):
     import optuna
 
     write_spec(tmp_path, epochs=1, examples=64)
     write_sweep(tmp_path)
-    study = make_study(tmp_path, "minimize" if before == "direction" else "maximize")
+    if before != "folders_of_no_study":
+        study = make_study(tmp_path, "minimize" if before == "direction" else "maximize")
     if before == "space":  # drawn from another range
         lr = optuna.distributions.CategoricalDistribution([0.1, 0.01])
         study.ask({"optimizer.learning_rate": lr})
-    if before == "folders":
+    if before.startswith("folders"):
         (tmp_path / "sweeps" / "sweep" / "trials" / "000").mkdir(parents=True)
     proc = run_cli("sweep", "sweep.py", cwd=tmp_path)
     assert proc.returncode == 1
     assert message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "sweeps" / "sweep" / "trials" / "001").exists()
+    if before == "folders_of_no_study":  # refused before the study was made: still new
+        storage = optuna.storages.JournalStorage(
+            optuna.storages.journal.JournalFileBackend(
+                str(tmp_path / "sweeps" / "sweep" / "study.journal")
+            )
+        )
+        assert optuna.study.get_all_study_names(storage) == []
