@@ -352,10 +352,8 @@ def sweep(
         loaded = load_sweep(Path(words[-1]), name)
         if status:
             from .sweep.report import table
-            from .sweep.study import STORAGE_FILE, open_study
+            from .sweep.study import open_study
 
-            if storage is None and not (loaded.output / STORAGE_FILE).exists():
-                raise _fail(f"{words[-1]}: no trial has run yet (run `loopgen sweep {words[-1]}`)")
             typer.echo(table(loaded, open_study(loaded, storage)))
             return
         from .sweep.run import Sweeper

@@ -5,6 +5,7 @@ logs. Every problem is reported, as `sweep.<field>: message`."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,6 +172,11 @@ def _after_path(error: SpecError, spec_path: Path) -> str:
     return str(error).removeprefix(f"{spec_path}: ")
 
 
+def grid_values(d: Choice | IntRange) -> list[Any]:
+    """The values of a Choice or an IntRange, a grid's axis."""
+    return list(d.values) if isinstance(d, Choice) else list(range(d.low, d.high + 1, d.step))
+
+
 def logged_values(spec: Spec) -> tuple[list[str], list[str]]:
     """The values a run of the spec writes to metrics.jsonl: (training, validation)."""
     train = [*spec.log_names()]
@@ -216,13 +222,7 @@ def _sampler_problems(sweep: Sweep) -> list[str]:
     ]
     if problems:
         return problems
-    size = 1
-    for distribution in sweep.space.values():
-        size *= (
-            len(distribution.values)
-            if isinstance(distribution, Choice)
-            else ((distribution.high - distribution.low) // distribution.step + 1)
-        )
+    size = math.prod(len(grid_values(d)) for d in sweep.space.values())
     if sweep.trials > size:
         return [
             f"sweep.trials: {sweep.trials} trials, but the grid has {size} combinations: a "

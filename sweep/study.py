@@ -9,7 +9,7 @@ from typing import Any
 
 from ..dsl.sweep import Choice, IntRange, LogUniform
 from ..errors import LoopgenError
-from .space import LoadedSweep
+from .space import LoadedSweep, grid_values
 
 
 def import_optuna():
@@ -88,8 +88,10 @@ def study(loaded: LoadedSweep, url: str | None):
 def open_study(loaded: LoadedSweep, url: str | None):
     """The sweep's study as it is, for `loopgen sweep status`: never made, never changed."""
     optuna = import_optuna()
-    where = storage(loaded, url)
-    if loaded.name not in optuna.study.get_all_study_names(where):
+    # The default journal file is not made by reading it.
+    missing = url is None and not (loaded.output / STORAGE_FILE).exists()
+    where = None if missing else storage(loaded, url)
+    if where is None or loaded.name not in optuna.study.get_all_study_names(where):
         raise LoopgenError(
             f"{loaded.path}: no trial has run yet: the storage holds no study {loaded.name!r} "
             f"(run `loopgen sweep {loaded.path}`)"
@@ -105,7 +107,7 @@ def sampler(loaded: LoadedSweep, seed: int | None):
         return optuna.samplers.TPESampler(n_startup_trials=sweep.sampler.startup_trials, seed=seed)
     if kind == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    grid = {key: [to_param(d, v) for v in listed(d)] for key, d in sweep.space.items()}
+    grid = {key: [to_param(d, v) for v in grid_values(d)] for key, d in sweep.space.items()}
 
     class Grid(optuna.samplers.GridSampler):
         def after_trial(self, study, trial, state, values):
@@ -148,11 +150,6 @@ def distributions(loaded: LoadedSweep) -> dict[str, Any]:
                 d.low, d.high, log=isinstance(d, LogUniform)
             )
     return found
-
-
-def listed(d: Any) -> list[Any]:
-    """The values of a Choice or an IntRange, for a grid."""
-    return list(d.values) if isinstance(d, Choice) else list(range(d.low, d.high + 1, d.step))
 
 
 def _structured(d: Any) -> bool:
