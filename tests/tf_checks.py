@@ -727,6 +727,9 @@ def train_teacher(script: str) -> dict:
 
     module = load_script(script)
     if not os.path.exists(module.TEACHER_WEIGHTS):
+        # Seeded, so that every run trains the same teacher: with an unseeded one, a CI run's
+        # student came out answering the same whatever its inputs.
+        keras.utils.set_random_seed(0)
         teacher = module.build_teacher()
         teacher.compile(
             optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
