@@ -159,3 +159,22 @@ def test_mlflow_holds_the_run_as_metrics_jsonl_does_across_a_resume_and_a_sweeps
             finals[number] = values[-1][1]
         assert parent.info.status == "FINISHED"
         assert parent.data.metrics["best_objective"] == max(finals.values())
+
+
+@pytest.mark.slow
+def test_without_a_tracking_uri_the_run_is_in_mlflow_db_where_the_script_ran(tmp_path):
+    """tracking_uri=None is MLflow's default store, mlflow.db (SQLite) in the working
+    directory: what the mlflow extra (MLflow's client, SQLAlchemy, Alembic) must hold."""
+    import mlflow
+
+    tiny_classifier(tmp_path, epochs=1, examples=128, logging='Logging(mlflow=MLflow(experiment="local"))')
+    rendered = run_cli("render", "spec.py", "-o", "train.py", cwd=tmp_path)
+    assert rendered.returncode == 0, rendered.stderr
+    assert "MLFLOW_TRACKING_URI" not in os.environ
+    run_python(tmp_path / "train.py", cwd=tmp_path)
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (only,) = client.search_runs([client.get_experiment_by_name("local").experiment_id])
+    out = tmp_path / "runs" / "tiny"
+    assert only.info.run_id == (out / "mlflow_run_id").read_text()
+    assert only.info.status == "FINISHED"
+    assert history(client, only.info.run_id, "loss") == logged(out)["loss"]
