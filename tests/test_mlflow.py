@@ -167,7 +167,8 @@ def test_without_a_tracking_uri_the_run_is_in_mlflow_db_where_the_script_ran(tmp
     directory: what the mlflow extra (MLflow's client, SQLAlchemy, Alembic) must hold."""
     import mlflow
 
-    tiny_classifier(tmp_path, epochs=1, examples=128, logging='Logging(mlflow=MLflow(experiment="local"))')
+    tracked = 'Logging(mlflow=MLflow(experiment="local"))'
+    tiny_classifier(tmp_path, epochs=1, examples=128, logging=tracked)
     rendered = run_cli("render", "spec.py", "-o", "train.py", cwd=tmp_path)
     assert rendered.returncode == 0, rendered.stderr
     assert "MLFLOW_TRACKING_URI" not in os.environ
