@@ -11,7 +11,7 @@ from .. import __version__
 from ..dsl.loader import spec_hash
 from ..dsl.rules.rl import SHARED_BATCH
 from ..dsl.spec import Spec
-from . import fingerprint, stamp
+from . import fingerprint, stamp, tracking
 from .context import net_has, optimizer_expression
 
 STDLIB = [
@@ -66,4 +66,5 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "teacher_build": None,
         "prediction": None,
         "csv_columns": [],
+        "mlflow_params": tracking.mlflow_params(spec) if spec.logging.mlflow else None,
     }

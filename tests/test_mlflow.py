@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from data import tiny_classifier
-from helpers import free_ports, run_cli, run_python, script_env
+from helpers import ROOT, free_ports, run_cli, run_python, script_env
 from loopgen.dsl.loader import load_spec
 from loopgen.render import stamp
 from loopgen.render.tracking import mlflow_params
@@ -161,21 +161,52 @@ def test_mlflow_holds_the_run_as_metrics_jsonl_does_across_a_resume_and_a_sweeps
         assert parent.data.metrics["best_objective"] == max(finals.values())
 
 
+# Each script stopped part way (a checkpoint there), then resumed to the end.
+LOCAL_RUNS = {
+    "tiny": (["--max-steps", "4"], "loss"),
+    # Reinforcement learning: 8 updates of 4 environments x 16 steps, a log line an update.
+    "cartpole_ppo": (["--max-steps", "256"], "policy_loss"),
+}
+
+
 @pytest.mark.slow
-def test_without_a_tracking_uri_the_run_is_in_mlflow_db_where_the_script_ran(tmp_path):
+@pytest.mark.parametrize("example", sorted(LOCAL_RUNS))
+def test_without_a_tracking_uri_the_run_is_in_mlflow_db_where_the_script_ran(example, tmp_path):
     """tracking_uri=None is MLflow's default store, mlflow.db (SQLite) in the working
-    directory: what the mlflow extra (MLflow's client, SQLAlchemy, Alembic) must hold."""
+    directory (what the mlflow extra, MLflow's client with SQLAlchemy and Alembic, must
+    hold), for a script that learns from data and one that acts: a resumed run continues the
+    same MLflow run, which holds metrics.jsonl's values step by step."""
     import mlflow
 
-    tracked = 'Logging(mlflow=MLflow(experiment="local"))'
-    tiny_classifier(tmp_path, epochs=1, examples=128, logging=tracked)
-    rendered = run_cli("render", "spec.py", "-o", "train.py", cwd=tmp_path)
+    tracked = {"experiment": "local"}
+    if example == "tiny":
+        logging = f"Logging(mlflow=MLflow(**{tracked}))"
+        tiny_classifier(tmp_path, epochs=1, examples=256, logging=logging)
+        rendered = run_cli("render", "spec.py", "-o", "train.py", cwd=tmp_path)
+    else:
+        rendered = run_cli(
+            "render", str(ROOT / "examples" / f"{example}.py"), "-o", str(tmp_path / "train.py"),
+            "--set", f"logging.mlflow={json.dumps(tracked)}", "--set", "loop.steps=512",
+            "--set", "loop.log_every_steps=64", "--set", "checkpoint.every_steps=128",
+            "--set", "training.rollout_steps=16", "--set", "export.saved_model=false",
+        )  # fmt: skip
     assert rendered.returncode == 0, rendered.stderr
     assert "MLFLOW_TRACKING_URI" not in os.environ
-    run_python(tmp_path / "train.py", cwd=tmp_path)
+    stop, key = LOCAL_RUNS[example]
+    run_python(tmp_path / "train.py", *stop, cwd=tmp_path)
+    out = tmp_path / "runs" / example
+    first_id = (out / "mlflow_run_id").read_text()
+    resumed = run_python(tmp_path / "train.py", cwd=tmp_path)
+    assert "Resumed from" in resumed.stdout
+
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     (only,) = client.search_runs([client.get_experiment_by_name("local").experiment_id])
-    out = tmp_path / "runs" / "tiny"
-    assert only.info.run_id == (out / "mlflow_run_id").read_text()
+    assert only.info.run_id == first_id == (out / "mlflow_run_id").read_text()
     assert only.info.status == "FINISHED"
-    assert history(client, only.info.run_id, "loss") == logged(out)["loss"]
+    jsonl = logged(out)
+    assert set(only.data.metrics) == set(jsonl) and key in jsonl
+    for name, values in jsonl.items():
+        assert history(client, first_id, name) == values, name
+    if example == "cartpole_ppo":  # the spec's fields, overrides included
+        assert only.data.params["training.kind"] == "ppo"
+        assert only.data.params["training.rollout_steps"] == "16"

@@ -73,10 +73,10 @@ def check_sections(spec: Spec) -> None:
             )
             + "; remove gradients"
         )
-    if spec.logging.csv or spec.logging.comet or spec.logging.mlflow or spec.logging.histograms:
+    if spec.logging.csv or spec.logging.comet or spec.logging.histograms:
         raise ValueError(
-            f"logging: training is {kind}, which logs to TensorBoard and metrics.jsonl; "
-            "set logging.csv, logging.comet, logging.mlflow and logging.histograms off"
+            f"logging: training is {kind}, which logs to TensorBoard, metrics.jsonl and "
+            "MLflow; set logging.csv, logging.comet and logging.histograms off"
         )
     if spec.export.tflite or spec.export.keras:
         raise ValueError(

@@ -1,5 +1,5 @@
-# Mistake: PPO asked to track its run in MLflow, which loopgen writes for the supervised loops only so far
-from loopgen.dsl import PPO, Adam, Dense, Environment, Logging, Loop, MLflow, Sequential, Spec
+# Mistake: PPO asked to log to metrics.csv, which loopgen writes for the supervised loops only so far
+from loopgen.dsl import PPO, Adam, Dense, Environment, Logging, Loop, Sequential, Spec
 
 spec = Spec(
     name="cartpole_ppo",
@@ -12,5 +12,5 @@ spec = Spec(
     training=PPO(value=Sequential(input_shape=(4,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]), rollout_steps=16, minibatches=4),
     optimizer=Adam(learning_rate=2.5e-4),
     loop=Loop(steps=10_000),
-    logging=Logging(mlflow=MLflow(experiment="cartpole")),
+    logging=Logging(csv=True),
 )
