@@ -105,21 +105,43 @@ def test_an_npz_that_cannot_train_stops_the_script_at_its_start(render, tmp_path
     assert not (out / "checkpoints").exists()  # stopped before training
 
 
-@pytest.mark.parametrize("damage", ["empty", "truncated", "not_an_image"])
-def test_a_damaged_image_file_stops_the_script_naming_it(render, tmp_path, damage):
+@pytest.mark.parametrize(
+    ("damage", "field"),
+    [("empty", "train"), ("truncated", "train"), ("not_an_image", "train"),
+     # Whole ends, damaged bytes between: found only when a step (or a validation pass)
+     # decodes it, and named then, the steps before it kept by their checkpoint.
+     ("inside", "train"), ("inside", "validation")],
+)  # fmt: skip
+def test_a_damaged_image_file_stops_the_script_naming_it(render, tmp_path, damage, field):
     images = Path(image_directory(tmp_path / "images", per_class=4, size=8, classes=2))
-    bad = images / "class_1" / "2.png"
+    validation = Path(image_directory(tmp_path / "validation", per_class=2, size=8, classes=2))
+    bad = (images if field == "train" else validation) / "class_1" / "1.png"
     content = bad.read_bytes()
-    bad.write_bytes({"empty": b"", "truncated": content[: len(content) // 2],
-                     "not_an_image": b"<html>not found</html>"}[damage])  # fmt: skip
+    middle = len(content) // 2
+    damaged = {"empty": b"", "truncated": content[:middle],
+               "not_an_image": b"<html>not found</html>",
+               "inside": content[:middle] + bytes(8) + content[middle + 8 :]}  # fmt: skip
+    bad.write_bytes(damaged[damage])
     source = {"kind": "image_directory", "path": str(images), "image_size": [8, 8]}
     script = render("mnist_mlp", f"data.train={json.dumps(source)}",
-                    "model.input_shape=[8, 8, 3]", "data.batch_size=4")  # fmt: skip
-    refused(
-        run(script, "--max-steps", "1", "--output-dir", str(tmp_path / "run"), cwd=tmp_path),
-        "data.train.path",
-        str(bad),
-    )
+                    f"data.validation={json.dumps({**source, 'path': str(validation)})}",
+                    "model.input_shape=[8, 8, 3]", "data.batch_size=4",
+                    'checkpoint={"every_steps": 1}')  # fmt: skip
+    out = tmp_path / "run"
+    # Two epochs of two steps: the training file is read by the first epoch's steps.
+    proc = run(script, "--epochs", "2", "--output-dir", str(out), cwd=tmp_path)
+    message = refused(proc, f"data.{field}.path", str(bad))
+    if damage != "inside":  # found when the script starts
+        assert not (out / "checkpoints").exists()
+        return
+    assert "cannot be decoded" in message
+    # Stopped in the first epoch, whose steps (before it, or all of them before the
+    # validation pass) are kept by their checkpoints.
+    saved = [int(p.name[5:-6]) for p in (out / "checkpoints").glob("ckpt-*.index")]
+    if field == "validation":  # after the first epoch's two steps
+        assert max(saved) == 2, saved
+    else:  # the step that failed is not saved
+        assert max(saved, default=0) < 2, saved
 
 
 @pytest.mark.parametrize("example", ["mnist_reptile", "mnist_maml"])
