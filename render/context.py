@@ -265,7 +265,7 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     if spec.checkpoint or spec.best_model:  # a checkpoint the disk could not hold is removed
         stdlib |= {"import glob", "import shutil"}
     if spec.export.saved_model or spec.export.keras:  # written whole or not at all
-        stdlib |= {"import contextlib", "import shutil"}
+        stdlib |= {"import contextlib", "import ctypes", "import shutil"}
     if preemptible(spec):
         stdlib.add("import signal")
     third_party = {"import keras", "import tensorflow as tf"}

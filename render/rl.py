@@ -41,7 +41,13 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "spec_hash": spec_hash(spec),
         "script_placeholder": stamp.PLACEHOLDER,
         "flags": list(flags),
-        "imports": {"stdlib": [f"import {name}" for name in STDLIB]},
+        # An export is swapped into place in one step (ctypes: renameat2).
+        "imports": {
+            "stdlib": [
+                f"import {name}"
+                for name in sorted([*STDLIB, *(["ctypes"] if spec.export.saved_model else [])])
+            ]
+        },
         "output_dir": spec.output_dir or f"runs/{spec.name}",
         "setup": fingerprint.setup_entries(spec, "BATCH_SIZE"),
         "networks": networks,

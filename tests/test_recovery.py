@@ -176,8 +176,9 @@ def readable(lines: list[str]) -> list[dict]:
 
 # Runs a generated script (argv[2]) in this process and SIGKILLs it at a point of its run,
 # from the outside of the script: after it logs step KILL_AT_STEP, or as it swaps in a new
-# export (KILL_AT_SWAP: the export directory), once the old one is renamed aside or partly
-# removed (argv[1]: a JSON object of the one given).
+# export (KILL_AT_SWAP: the export directory), once the two are exchanged, or (NO_EXCHANGE: as
+# on a file system that cannot exchange them) once the old one is renamed aside or partly
+# removed (argv[1]: a JSON object of those given).
 KILLER = """
 import importlib.util, json, os, shutil, signal, sys
 
@@ -188,6 +189,7 @@ die = lambda: os.kill(os.getpid(), signal.SIGKILL)
 kill_at = json.loads(sys.argv[1])
 step, swap = kill_at.get("KILL_AT_STEP"), kill_at.get("KILL_AT_SWAP")
 log, rename, rmtree = script.RunDirectory.log, os.rename, shutil.rmtree
+exchange = script.exchange
 
 def log_then_die(self, split, at, epoch, values):
     log(self, split, at, epoch, values)
@@ -205,8 +207,15 @@ def remove_part_then_die(path, *args, **kwargs):
     rmtree(os.path.join(path, sorted(os.listdir(path))[-1]))
     die()
 
+def exchange_then_die(a, b):
+    exchanged = exchange(a, b)
+    if exchanged and os.path.abspath(b) == swap:
+        die()
+    return exchanged
+
 script.RunDirectory.log = log_then_die
 os.rename, shutil.rmtree = rename_then_die, remove_part_then_die
+script.exchange = (lambda a, b: False) if kill_at.get("NO_EXCHANGE") else exchange_then_die
 script.main(sys.argv[3:])
 """
 
@@ -304,9 +313,12 @@ def whole(export: Path, script: Path) -> bool:
     )
 
 
+@pytest.mark.parametrize("swap", ["exchange", "renames"])
 def test_an_export_killed_as_it_is_swapped_in_is_whole_and_the_next_run_settles_it(
-    render, tmp_path
+    render, tmp_path, swap
 ):
+    """The new export is exchanged with the old one in one step (renameat2), so export/ is
+    never missing; where the file system cannot, two renames, the old one aside between."""
     script = small_script(render, tmp_path)
     out = tmp_path / "run"
     export = out / "export"
@@ -314,18 +326,27 @@ def test_an_export_killed_as_it_is_swapped_in_is_whole_and_the_next_run_settles_
     assert whole(export, script)
     first = tree(export)
 
-    # Killed as the new export replaces the old one: the old one is whole, in export/ or
-    # aside; never a part of it in export/.
-    killed(script, out, epochs=2, KILL_AT_SWAP=str(export))
+    # Killed as the new export replaces the old one: export/ is whole, the new one (exchanged)
+    # or the old one (in export/ or aside); never a part of it in export/.
+    renames = {"NO_EXCHANGE": "1"} if swap == "renames" else {}
+    killed(script, out, epochs=2, KILL_AT_SWAP=str(export), **renames)
     aside = out / "export.old"
-    assert whole(export, script) if export.exists() else whole(aside, script), sorted(
-        str(path.relative_to(out)) for path in out.glob("export*/*")
-    )
-    # The next run puts it back before it trains: killed before it exports (after logging its
-    # last step, 12), it leaves the old one whole.
+    if swap == "exchange":
+        assert whole(export, script) and tree(export) != first
+        second = tree(export)
+    else:
+        assert whole(export, script) if export.exists() else whole(aside, script), sorted(
+            str(path.relative_to(out)) for path in out.glob("export*/*")
+        )
+    # The next run settles it before it trains: killed before it exports (after logging its
+    # last step, 12), it leaves the export it found whole.
     stdout = killed(script, out, epochs=3, KILL_AT_STEP="12").stdout
-    assert f"Put back {export}" in stdout
-    assert tree(export) == first
+    if swap == "exchange":  # the old one, exchanged into export.partial, is removed
+        assert f"Removed {out / 'export.partial'}" in stdout
+        assert tree(export) == second
+    else:
+        assert f"Put back {export}" in stdout
+        assert tree(export) == first
     assert sorted(path.name for path in out.glob("export*")) == ["export"]
 
     # A finished run, and one that only exports again: a whole export, nothing beside it.

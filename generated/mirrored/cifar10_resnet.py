@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 dbeab89734d85817, script sha256 33c323210ba5e665).
+(spec sha256 dbeab89734d85817, script sha256 3cc8d1178cbcd516).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -12,6 +12,7 @@ Run it again to resume from the latest checkpoint (written by any variant).
 
 import argparse
 import contextlib
+import ctypes
 import errno
 import fcntl
 import glob
@@ -1305,9 +1306,10 @@ def script_checksums():
 def written_whole(directory):
     """A directory written whole or not at all: the files go into <directory>.partial, which
     replaces `directory` once all are written (a full disk leaves no half export behind). The
-    swap is two renames, the old one aside to <directory>.old and the new one into place,
-    then the old one is removed: a kill at any instant leaves a whole old or new directory
-    (between the renames, as <directory>.old: settle_whole() puts it back)."""
+    two are exchanged in one step where the system can (a server polling `directory` never
+    finds it missing), else in two renames, the old one aside to <directory>.old and the new
+    one into place (a kill between them leaves <directory>.old: settle_whole() puts it back).
+    Then the old one is removed."""
     partial, old = directory + ".partial", directory + ".old"
     settle_whole(directory)
     try:
@@ -1317,10 +1319,23 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    if os.path.exists(directory) and exchange(partial, directory):
+        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+        return
     if os.path.exists(directory):
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left
+
+
+def exchange(a, b):
+    """Swaps paths `a` and `b` in one step (Linux's renameat2 with RENAME_EXCHANGE); False
+    where the system or its file system cannot."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    here, rename_exchange = -100, 2  # AT_FDCWD: paths relative to the working directory
+    return bool(renameat2) and not renameat2(
+        here, os.fsencode(a), here, os.fsencode(b), rename_exchange
+    )
 
 
 def settle_whole(directory):
