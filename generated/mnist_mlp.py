@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 fde1256c66fd594c, script sha256 e9818a7d18607a77).
+(spec sha256 fde1256c66fd594c, script sha256 6bf84efa1d19ce25).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -1043,9 +1043,9 @@ def exchange(a, b):
 
 
 def settle_whole(directory):
-    """Undoes what a kill in written_whole() left: a <directory>.partial never finished, and
-    a <directory>.old, which is put back if the kill came before the new one was in place.
-    """
+    """Undoes what a kill in written_whole() left: a <directory>.partial (never finished, or
+    the old one exchanged out of place), and a <directory>.old, which is put back if the kill
+    came before the new one was in place."""
     partial, old = directory + ".partial", directory + ".old"
     if os.path.exists(old) and not os.path.exists(directory):
         os.rename(old, directory)

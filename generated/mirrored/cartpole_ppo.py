@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 b5e86b0ab6dd20ad, script sha256 929dfd95dfcab2a5).
+(spec sha256 b5e86b0ab6dd20ad, script sha256 4be0c03db6b9d10a).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1088,9 +1088,9 @@ def exchange(a, b):
 
 
 def settle_whole(directory):
-    """Undoes what a kill in written_whole() left: a <directory>.partial never finished, and
-    a <directory>.old, which is put back if the kill came before the new one was in place.
-    """
+    """Undoes what a kill in written_whole() left: a <directory>.partial (never finished, or
+    the old one exchanged out of place), and a <directory>.old, which is put back if the kill
+    came before the new one was in place."""
     partial, old = directory + ".partial", directory + ".old"
     if os.path.exists(old) and not os.path.exists(directory):
         os.rename(old, directory)

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 a4dce22ab84d4a5e, script sha256 b8d68fe1c0e7ad98).
+(spec sha256 a4dce22ab84d4a5e, script sha256 aeabd247e71783f5).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1336,9 +1336,9 @@ def exchange(a, b):
 
 
 def settle_whole(directory):
-    """Undoes what a kill in written_whole() left: a <directory>.partial never finished, and
-    a <directory>.old, which is put back if the kill came before the new one was in place.
-    """
+    """Undoes what a kill in written_whole() left: a <directory>.partial (never finished, or
+    the old one exchanged out of place), and a <directory>.old, which is put back if the kill
+    came before the new one was in place."""
     partial, old = directory + ".partial", directory + ".old"
     if os.path.exists(old) and not os.path.exists(directory):
         os.rename(old, directory)

@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 9cea712766d8c0f7, script sha256 7ee211d74a254f7f).
+(spec sha256 9cea712766d8c0f7, script sha256 b43336b029e83aff).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1398,9 +1398,9 @@ def exchange(a, b):
 
 
 def settle_whole(directory):
-    """Undoes what a kill in written_whole() left: a <directory>.partial never finished, and
-    a <directory>.old, which is put back if the kill came before the new one was in place.
-    """
+    """Undoes what a kill in written_whole() left: a <directory>.partial (never finished, or
+    the old one exchanged out of place), and a <directory>.old, which is put back if the kill
+    came before the new one was in place."""
     partial, old = directory + ".partial", directory + ".old"
     if os.path.exists(old) and not os.path.exists(directory):
         os.rename(old, directory)

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 ff52002a209d5f47, script sha256 f90e5531426107a0).
+(spec sha256 ff52002a209d5f47, script sha256 fdfc7bf7edb7fc26).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1000,9 +1000,9 @@ def exchange(a, b):
 
 
 def settle_whole(directory):
-    """Undoes what a kill in written_whole() left: a <directory>.partial never finished, and
-    a <directory>.old, which is put back if the kill came before the new one was in place.
-    """
+    """Undoes what a kill in written_whole() left: a <directory>.partial (never finished, or
+    the old one exchanged out of place), and a <directory>.old, which is put back if the kill
+    came before the new one was in place."""
     partial, old = directory + ".partial", directory + ".old"
     if os.path.exists(old) and not os.path.exists(directory):
         os.rename(old, directory)
