@@ -115,7 +115,7 @@ class MLflow(StrictModel):
     tracking_uri: str | None = None
     """Where runs are tracked: a server's URL (http://host:5000), a database or a folder.
     None: MLflow's own choice, MLFLOW_TRACKING_URI if set, else a local store in the working
-    directory (`mlflow ui` there shows it)."""
+    directory (`mlflow ui` there shows it, from the full package: pip install mlflow)."""
     artifacts: bool = True
     """Upload the export, the script and the spec file when the run finishes."""
 

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 94f5cdb55251b0a2, script sha256 398f7074c9547e90).
+(spec sha256 94f5cdb55251b0a2, script sha256 9396b35c4a5fa60a).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -1076,12 +1076,17 @@ def written_whole(directory):
 
 def exchange(a, b):
     """Swaps paths `a` and `b` in one step (Linux's renameat2 with RENAME_EXCHANGE); False
-    where the system or its file system cannot."""
+    where the system or its file system cannot, an OSError where it fails otherwise."""
     renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    here, rename_exchange = -100, 2  # AT_FDCWD: paths relative to the working directory
-    return bool(renameat2) and not renameat2(
-        here, os.fsencode(a), here, os.fsencode(b), rename_exchange
-    )
+    if renameat2 is None:
+        return False
+    at_cwd, rename_exchange = -100, 2  # paths relative to the working directory
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(error, os.strerror(error), a, None, b)
 
 
 def settle_whole(directory):
@@ -1095,7 +1100,7 @@ def settle_whole(directory):
     for leftover in (partial, old):
         if os.path.exists(leftover):
             shutil.rmtree(leftover)
-            print(f"Removed {leftover}: left by an export that was cut short")
+            print(f"Removed {leftover}: left by an interrupted export")
 
 
 def checkpoint_paths(directory, repair=True):

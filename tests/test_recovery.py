@@ -331,8 +331,9 @@ def test_an_export_killed_as_it_is_swapped_in_is_whole_and_the_next_run_settles_
     renames = {"NO_EXCHANGE": "1"} if swap == "renames" else {}
     killed(script, out, epochs=2, KILL_AT_SWAP=str(export), **renames)
     aside = out / "export.old"
-    if swap == "exchange":
+    if swap == "exchange":  # killed after the exchange, not after a rename aside
         assert whole(export, script) and tree(export) != first
+        assert not aside.exists()
         second = tree(export)
     else:
         assert whole(export, script) if export.exists() else whole(aside, script), sorted(

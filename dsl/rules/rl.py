@@ -75,8 +75,9 @@ def check_sections(spec: Spec) -> None:
         )
     if spec.logging.csv or spec.logging.comet or spec.logging.histograms:
         raise ValueError(
-            f"logging: training is {kind}, which logs to TensorBoard, metrics.jsonl and "
-            "MLflow; set logging.csv, logging.comet and logging.histograms off"
+            f"logging: training is {kind}, which logs to TensorBoard and metrics.jsonl (and "
+            "MLflow with logging.mlflow); set logging.csv, logging.comet and "
+            "logging.histograms off"
         )
     if spec.export.tflite or spec.export.keras:
         raise ValueError(
