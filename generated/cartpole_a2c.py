@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 70fff7e9397b2d35, script sha256 de67386f371c1297).
+(spec sha256 70fff7e9397b2d35, script sha256 df8d0f8bb3164e81).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -965,10 +965,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 3c1594027a1bf638, script sha256 c90b54d92bce2a64).
+(spec sha256 3c1594027a1bf638, script sha256 de7aa037112ad01a).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -1007,10 +1007,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

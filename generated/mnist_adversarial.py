@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 c9afe42d534ac682, script sha256 60041bb42d16b1d9).
+(spec sha256 c9afe42d534ac682, script sha256 07aa8ac05b613b4b).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -1228,10 +1228,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

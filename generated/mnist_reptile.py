@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by Reptile.
 
 Written by loopgen 0.1.0 from examples/mnist_reptile.py
-(spec sha256 d288fdbf2c78dfe1, script sha256 b4d523fa2f6b8881).
+(spec sha256 d288fdbf2c78dfe1, script sha256 1e8ed793ed01ed3b).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -1203,10 +1203,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

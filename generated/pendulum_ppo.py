@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 fa01710ff75bbdb8, script sha256 75372947d0101dcd).
+(spec sha256 fa01710ff75bbdb8, script sha256 764907e865c80549).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -1073,10 +1073,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

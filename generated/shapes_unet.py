@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 d6a52f511ace8ed8, script sha256 ea5e553d2ec77e31).
+(spec sha256 d6a52f511ace8ed8, script sha256 a380a3e6552b59ee).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -1145,10 +1145,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

@@ -58,10 +58,17 @@ def build_context(
         "steps_per_second",
     ]
     evaluable = bool(spec.checkpoint) and (spec.data.validation is not None or meta)
+    # Image files decoded by the steps, not all at the start (data.cache) nor into few-shot
+    # tasks: a file damaged inside is traced to its name when a call fails.
+    files_decoded = not spec.data.cache and not meta
+    validation_source = data["validation_source"]
     serving = serving_context(spec)
     prediction = prediction_context(spec, serving)
     return {
         **way_context(spec),
+        "steps_decode_files": files_decoded and spec.data.train.kind == "image_directory",
+        "validation_decodes_files": files_decoded
+        and getattr(validation_source, "kind", None) == "image_directory",
         "spec": spec,
         "variant": spec.distribute.kind,
         # Multi-device strategies: mirrored, multi_worker, tpu. Their steps run per replica.

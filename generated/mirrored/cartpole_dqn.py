@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 a510342675294ded, script sha256 56bd12d0261131c3).
+(spec sha256 a510342675294ded, script sha256 39844cf8b4cf0c50).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1003,10 +1003,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 e1c6df8d6fb38c0f, script sha256 ea4fa6d665f573cc).
+(spec sha256 e1c6df8d6fb38c0f, script sha256 f7dc7fed5331e7cb).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1173,10 +1173,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

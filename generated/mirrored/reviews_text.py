@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 58cc0b372ca066d6, script sha256 5d6c1efc6d87ac84).
+(spec sha256 58cc0b372ca066d6, script sha256 c0246e3a3718ccc5).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1195,10 +1195,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

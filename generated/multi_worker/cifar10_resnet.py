@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 bdd22d4f93025586, script sha256 420e42c8367dd2c8).
+(spec sha256 bdd22d4f93025586, script sha256 288b5254ec3898d2).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1380,10 +1380,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 57570e22e912f414, script sha256 ffc8cc534ec5c7e2).
+(spec sha256 57570e22e912f414, script sha256 2b062fb1be14d6c8).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1420,10 +1420,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 080fa1c07af88c91, script sha256 7c069e2c5ebba3e0).
+(spec sha256 080fa1c07af88c91, script sha256 0549935cc470550a).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1389,10 +1389,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

@@ -1,7 +1,7 @@
 """Distil the mnist_mlp example's network into a smaller MLP.
 
 Written by loopgen 0.1.0 from examples/mnist_distillation.py
-(spec sha256 2e5d61892f1aa46c, script sha256 450387633b8d7796).
+(spec sha256 2e5d61892f1aa46c, script sha256 764831908a99eebb).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1321,10 +1321,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by Reptile.
 
 Written by loopgen 0.1.0 from examples/mnist_reptile.py
-(spec sha256 8b450e7775ef033b, script sha256 9e7d1acf88805cd1).
+(spec sha256 8b450e7775ef033b, script sha256 7aabbb7a17e7a515).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1332,10 +1332,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left

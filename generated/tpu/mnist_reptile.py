@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by Reptile.
 
 Written by loopgen 0.1.0 from examples/mnist_reptile.py
-(spec sha256 3778c1d9dd979f90, script sha256 9824dc1fbe26f935).
+(spec sha256 3778c1d9dd979f90, script sha256 0bda3050e7159e7a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1274,10 +1274,10 @@ def written_whole(directory):
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if os.path.exists(directory) and exchange(partial, directory):
-        shutil.rmtree(partial, ignore_errors=True)  # the old one, now
-        return
     if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
         os.rename(directory, old)
     os.rename(partial, directory)
     shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left
