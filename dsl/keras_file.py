@@ -1,7 +1,6 @@
 """A `.keras` file's output shape, read from the config.json in its zip without TensorFlow
 (rendering never imports it): the teacher of a distillation is checked against the student at
-validate time. A SavedModel has no such file: its signatures are protocol buffers that only
-TensorFlow's classes read, so an exported teacher is checked when the script loads it."""
+validate time. An exported teacher's is read from its SavedModel (saved_model_file.py)."""
 
 from __future__ import annotations
 

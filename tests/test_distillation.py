@@ -148,10 +148,12 @@ def test_a_missing_teacher_or_one_of_another_shape_stops_before_step_0(render, t
     maker = tmp_path / "make_teacher.py"
     maker.write_text(WRONG_TEACHER)
     run_python(maker, str(keras_file), str(export), cwd=tmp_path)
-    # The .keras file's output shape, read from its config by validate (without TensorFlow).
-    message = reject_set("mnist_distillation", teacher_set("keras_file", keras_file))
-    assert f"training.teacher: {keras_file} outputs shape (5,)" in message, message
-    assert "the model (the student) outputs (10,)" in message, message
+    # The output shape of the .keras file (its config) and of the export (its serving
+    # signature), read by validate without TensorFlow.
+    for kind, path in teachers.items():
+        message = reject_set("mnist_distillation", teacher_set(kind, path))
+        assert f"training.teacher: {path} outputs shape (5,)" in message, message
+        assert "the model (the student) outputs (10,)" in message, message
     # And by the script when it loads either teacher, before step 0.
     for kind, path in teachers.items():
         line = run_failing(scripts[kind], tmp_path / kind, tmp_path)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .. import shapes
 from ..keras_file import keras_file_output_shape
 from ..model import Imported
+from ..saved_model_file import saved_model_output_shape
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -47,11 +48,16 @@ def check_distillation(spec: Spec) -> None:
             "logits, which the distillation loss softens by the temperature; set "
             "loss.from_logits=True (and end the model without a softmax)"
         )
-    if way.teacher.kind == "keras_file":
-        # Read from the file's config where it is there already (it may be made later): the
-        # script checks it again when it loads it, as it checks an exported teacher, whose
-        # SavedModel only TensorFlow reads (keras_file.py).
-        teacher = keras_file_output_shape(way.teacher.path)
+    if way.teacher.kind in ("keras_file", "saved_model"):
+        # Read from the .keras file's config or the SavedModel's serving signature where the
+        # file is there already (it may be made later): the script checks it again when it
+        # loads the teacher.
+        if way.teacher.kind == "keras_file":
+            teacher = keras_file_output_shape(way.teacher.path)
+        else:
+            teacher = saved_model_output_shape(way.teacher.path)
+        if teacher is not None and None in teacher:
+            teacher = None  # a size left open: the script compares what it computes
         student = output_shape(spec.model, spec, "model") if teacher else None
         if None not in (student, teacher) and tuple(student) != tuple(teacher):
             raise ValueError(
