@@ -290,7 +290,7 @@ def init(
     import tempfile
 
     from .dsl.loader import load_spec
-    from .output.files import write_atomic
+    from .output.files import make_parent, write_atomic
 
     if list_:
         for name in starters.names():
@@ -300,17 +300,31 @@ def init(
         raise _fail(f"{spec_file}: a spec file ends in .py, e.g. {spec_file.with_suffix('.py')}")
     if spec_file.exists():
         raise _fail(f"{spec_file} already exists; choose another name, e.g. my_{spec_file.name}")
+    modules = starters.companions(start.value)
+    for relative in modules:
+        if (spec_file.parent / relative).exists():
+            raise _fail(
+                f"{spec_file.parent / relative} already exists; the {start.value} example "
+                "writes its own there: start it in another folder"
+            )
     try:
         text = starters.starter(start.value, spec_file.stem)
         with tempfile.TemporaryDirectory(prefix="loopgen-init-") as tmp:
             trial = Path(tmp) / spec_file.name
             trial.write_text(text)
+            for relative, module in modules.items():
+                (Path(tmp) / relative).parent.mkdir(parents=True, exist_ok=True)
+                (Path(tmp) / relative).write_text(module)
             load_spec(trial)  # what init writes always validates
+        for relative, module in modules.items():
+            make_parent(spec_file.parent / relative)
+            write_atomic(spec_file.parent / relative, module)
         write_atomic(spec_file, text)
     except LoopgenError as error:
         raise _fail(error) from None
+    written = "".join(f" and {spec_file.parent / relative}" for relative in modules)
     typer.secho(
-        f"wrote {spec_file} from the {start.value} example. Edit it, then:\n"
+        f"wrote {spec_file}{written} from the {start.value} example. Edit it, then:\n"
         f"  loopgen validate {spec_file}\n"
         f"  loopgen render {spec_file} -o train.py",
         err=True,

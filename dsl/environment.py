@@ -32,9 +32,9 @@ class Environment(StrictModel):
     """A Gymnasium registry id, e.g. `"CartPole-v1"` or `"Pendulum-v1"`."""
     target: Annotated[str, AfterValidator(check_target)] | None = None
     """`"module:function"` returning a `gymnasium.Env` of yours (called with `kwargs`), instead
-    of `id`. The module must be importable where the script runs, and where `loopgen` validates
-    or renders the spec (it makes one environment to read the spaces): the current
-    directory."""
+    of `id`. The module must be importable where the script runs (beside it, or on
+    PYTHONPATH), and where `loopgen` validates or renders the spec, which makes one environment
+    to read the spaces (beside the spec file, or in the current directory)."""
     kwargs: dict[str, bool | int | float | str] = {}
     """Keyword arguments of `gymnasium.make(id, ...)` (or of your function)."""
     num_envs: Annotated[int, Field(gt=0, le=NUM_ENVS_MAX)] = 4

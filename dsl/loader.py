@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -9,6 +10,7 @@ import json
 import sys
 import traceback
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,24 @@ def load_spec(
     """Returns the validated spec defined in the file at `path`: with `distribute` replaced by
     the default strategy of kind `variant` when that is another kind, then overrides applied."""
     path = Path(path)
+    with importable(path.parent):
+        return _load(path, name, overrides, variant)
+
+
+@contextlib.contextmanager
+def importable(folder: Path) -> Iterator[None]:
+    """The spec's folder on Python's path while it is loaded and validated, as `python
+    spec.py` would have it: a spec may import a module of yours beside it, and a target
+    (e.g. an environment's, which validation makes to read its spaces) may be one."""
+    entry = str(folder.resolve())
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        sys.path.remove(entry)
+
+
+def _load(path: Path, name: str, overrides: list[str] | None, variant: str | None) -> Spec:
     obj = _read_data(path) if path.suffix == ".json" else _import_object(path, name)
     if isinstance(obj, Spec):
         data: Any = obj.model_dump(mode="python")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from ..errors import OutputError
@@ -39,3 +40,17 @@ def _is_identifier(name: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def companions(name: str) -> dict[str, str]:
+    """The files of yours the example imports from beside it (a package named in a `target`,
+    e.g. `envs.corridor:make`, shipped as a folder next to the examples), by path relative
+    to the spec, with their text: `loopgen init` writes them beside the new spec."""
+    text = (EXAMPLES / f"{name}.py").read_text()
+    found = {}
+    for package in sorted({m.split(".")[0] for m in re.findall(r'target="([\w.]+):', text)}):
+        folder = EXAMPLES / package
+        if folder.is_dir():
+            for module in sorted(folder.rglob("*.py")):
+                found[module.relative_to(EXAMPLES).as_posix()] = module.read_text()
+    return found

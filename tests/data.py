@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import gzip
 import json
+import shutil
 import struct
 import zlib
 from pathlib import Path
@@ -323,6 +324,8 @@ def small_data_overrides(example: str, tmp: Path, backbone: bool = True) -> list
             "data.train.examples_per_epoch=96",
             "data.batch_size=32",
         ]
+    if example == "corridor_ppo":  # its environment, the user's package beside the script
+        shutil.copytree(ROOT / "examples" / "envs", tmp / "envs", dirs_exist_ok=True)
     if example in ACTING:
         return []  # an environment makes its data: a run is made short by its steps
     raise AssertionError(f"no small data for {example}")

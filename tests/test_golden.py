@@ -122,6 +122,8 @@ def test_script_imports_only_what_it_needs(golden):
         allowed.add("own_steps")
     if name == "signals_generator":  # the spec's generator, from the user's module
         allowed.add("signals")
+    if name == "corridor_ppo":  # the spec's environment, from the user's module
+        allowed.add("envs")
     if name in ACTING:  # the environments, pickled whole into the checkpoints; PIL: --record
         allowed |= {"gymnasium", "pickle", "PIL"}
     assert "loopgen" not in modules

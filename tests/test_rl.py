@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import data
 import numpy as np
 import pytest
 from helpers import (
@@ -115,7 +116,7 @@ def test_a_truncated_episode_is_bootstrapped_and_the_autoreset_step_is_no_transi
 
 
 @pytest.mark.parametrize(
-    "example", ["cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo"]
+    "example", ["cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "corridor_ppo", "pendulum_ppo"]
 )
 def test_training_improves_the_return_and_the_export_serves_the_networks(example, tmp_path):
     """A short run: the greedy policy of its last checkpoint plays clearly better than that of
@@ -133,14 +134,18 @@ def test_training_improves_the_return_and_the_export_serves_the_networks(example
                          'checkpoint={"every_steps": 4000, "keep": 12}'],
         "pendulum_ppo": ["loop.log_every_steps=4096",
                          'checkpoint={"every_steps": 4096, "keep": 20}'],
+        # An environment of the user's, from their package beside the script.
+        "corridor_ppo": ["loop.log_every_steps=256", 'checkpoint={"every_steps": 128, "keep": 8}'],
     }[example]  # fmt: skip
     steps = {"cartpole_ppo": 16384, "cartpole_a2c": 40000, "cartpole_dqn": 6000,
-             "pendulum_ppo": 49152}[example]  # fmt: skip
+             "corridor_ppo": 1024, "pendulum_ppo": 49152}[example]  # fmt: skip
     # CartPole: a return clearly above a random policy's (about 22; PPO is quicker to learn).
     # Pendulum: a random policy's is about -1,200; an upright pendulum's -200 or better.
+    # Corridor: a policy stuck at a wall scores -0.32; the shortest walks 0.93 to 0.97.
     least = {"cartpole_ppo": 100, "cartpole_a2c": 60, "cartpole_dqn": 30,
-             "pendulum_ppo": -600}[example]  # fmt: skip
-    script = render_into(tmp_path / "train.py", example, *small)
+             "corridor_ppo": 0.9, "pendulum_ppo": -600}[example]  # fmt: skip
+    script = render_into(tmp_path / "train.py", example, *small,
+                         *data.small_data_overrides(example, tmp_path))  # fmt: skip
     # End to end in a new interpreter, as users run it (test_runs does so for the others).
     run_fresh(script, "--max-steps", str(steps), "--output-dir", "out", cwd=tmp_path)
     logged = records(tmp_path / "out")
@@ -151,7 +156,7 @@ def test_training_improves_the_return_and_the_export_serves_the_networks(example
     names = {"cartpole_dqn": "loss"}.get(example, "policy_loss")
     assert {names, "episode_return", "episode_length", "steps_per_second"} <= set(tags), tags
     first = {"cartpole_ppo": "2048", "cartpole_a2c": "4000", "cartpole_dqn": "1000",
-             "pendulum_ppo": "4096"}[example]  # fmt: skip
+             "corridor_ppo": "128", "pendulum_ppo": "4096"}[example]  # fmt: skip
     first = f"out/checkpoints/ckpt-{first}"
     for checkpoint, record in ((first, []), ("latest", ["--record"])):
         run_python(script, "evaluate", "--episodes", "8", "--checkpoint", checkpoint, *record,
@@ -162,11 +167,14 @@ def test_training_improves_the_return_and_the_export_serves_the_networks(example
     assert "video" not in before and after["video"] == f"out/videos/step-{steps}.gif", after
     gif = Image.open(tmp_path / after["video"])
     pictures = [np.asarray(frame.convert("RGB")) for frame in ImageSequence.Iterator(gif)]
-    size = (500, 500) if example == "pendulum_ppo" else (600, 400)  # Gymnasium's pictures
+    # Gymnasium's pictures; the corridor's, 8 cells of 32 pixels.
+    size = {"pendulum_ppo": (500, 500), "corridor_ppo": (256, 32)}.get(example, (600, 400))
     assert gif.size == size and len(pictures) > 1 and np.ptp(pictures[0]) > 0
     # One frame an action, 40 ms each: the first episode's length (a reward of 1 a step in
     # CartPole; Pendulum's episodes are 200 steps).
     length = 200 if example == "pendulum_ppo" else after["video_return"]
+    if example == "corridor_ppo":  # 1 at the end, -0.01 each step before
+        length = round((1 - after["video_return"]) / 0.01) + 1
     milliseconds = sum(frame.info["duration"] for frame in ImageSequence.Iterator(gif))
     assert milliseconds == 40 * length, (milliseconds, after)
     better = after["return_mean"] - before["return_mean"] >= abs(before["return_mean"]) / 2
@@ -175,6 +183,7 @@ def test_training_improves_the_return_and_the_export_serves_the_networks(example
     )  # fmt: skip
     observations = {
         "pendulum_ppo": "[[1.0, 0.0, 0.0], [0.0, 1.0, -2.0], [-0.6, 0.8, 5.0]]",
+        "corridor_ppo": str(np.eye(8)[[0, 3, 6]].tolist()),
     }.get(example, "[[0.0, 0.0, 0.0, 0.0], [0.01, 0.5, -0.1, -0.5], [0.0, -0.3, 0.05, 0.4]]")
     served = rl_check("served_against_networks", str(script), str(tmp_path / "out"),
                       observations, cwd=tmp_path)  # fmt: skip

@@ -117,6 +117,8 @@ def test_json_spec_renders_the_same_script(example, tmp_path):
     """A spec written as data (pointing at its schema, as an editor wants) is the same spec."""
     path = tmp_path / f"{example.stem}.json"
     path.write_text(json.dumps({"$schema": "loopgen.schema.json", **as_data(example)}, indent=2))
+    if example.stem == "corridor_ppo":  # its environment, the user's package beside the spec
+        shutil.copytree(EXAMPLES / "envs", tmp_path / "envs")
     from_json = run_cli("render", str(path))
     from_python = run_cli("render", str(example))
     assert from_json.returncode == 0, from_json.stderr
@@ -161,6 +163,28 @@ def test_init_writes_a_spec_that_validates_and_renders(tmp_path):
     proc = run_cli("render", "segmenter.py", "-o", "train.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert 'OUTPUT_DIR = "runs/segmenter"' in (tmp_path / "train.py").read_text()
+
+
+def test_init_writes_the_environment_of_yours_an_example_imports_beside_its_spec(tmp_path):
+    """corridor_ppo's environment is a package of the user's (`envs.corridor:make`): init
+    writes it beside the spec, where validation (from any directory: the spec's folder is
+    importable) and the rendered script (beside it) import it."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    proc = run_cli("init", "walk.py", "--from", "corridor_ppo", cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    assert "wrote walk.py and envs/corridor.py" in proc.stderr
+    module = (EXAMPLES / "envs" / "corridor.py").read_text()
+    assert (folder / "envs" / "corridor.py").read_text() == module
+    proc = run_cli("render", "project/walk.py", "-o", "project/train.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "from envs.corridor import make as make_env" in (folder / "train.py").read_text()
+    # A second spec started there would overwrite the user's environment: refused, untouched.
+    (folder / "envs" / "corridor.py").write_text(module + "# edited\n")
+    before = tree(folder)
+    failed(run_cli("init", "again.py", "--from", "corridor_ppo", cwd=folder),
+           "envs/corridor.py already exists")  # fmt: skip
+    assert tree(folder) == before
 
 
 def test_init_defaults_and_names_that_cannot_be_run_names(tmp_path):
