@@ -186,7 +186,7 @@ def build_context(
         ),
         "triangular2": any(getattr(s, "mode", None) == "triangular2" for s in schedules),
         "comet_parameters": comet_parameters(spec, batch_size) if spec.logging.comet else None,
-        "mlflow_params": tracking.mlflow_params(spec) if spec.logging.mlflow else None,
+        "mlflow_params": tracking.mlflow_params(spec, flags) if spec.logging.mlflow else None,
         "tasks": [
             {
                 "name": name,

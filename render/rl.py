@@ -72,5 +72,5 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "teacher_build": None,
         "prediction": None,
         "csv_columns": [],
-        "mlflow_params": tracking.mlflow_params(spec) if spec.logging.mlflow else None,
+        "mlflow_params": tracking.mlflow_params(spec, flags) if spec.logging.mlflow else None,
     }

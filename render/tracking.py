@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..dsl.loader import _set_values
@@ -12,12 +13,14 @@ MAX_PARAM_LENGTH = 6000
 """MLflow's limit on a parameter's value (its text)."""
 
 
-def mlflow_params(spec: Spec) -> list[tuple[str, Any]]:
+def mlflow_params(spec: Spec, flags: list[str] = ()) -> list[tuple[str, Any]]:  # type: ignore[assignment]
     """The fields the spec sets, flattened to MLflow parameter names: `optimizer.learning_rate`,
     `model.layers.1.units` (an MLflow name has no brackets: a list index is a part of its own).
-    The description is left out (the script's docstring), and so is a value longer than MLflow
+    The seed and each field a `--set` in `flags` names are there even at their defaults: a
+    sweep's trial that draws a field's default value still shows it beside the others'. The
+    description is left out (the script's docstring), and so is a value longer than MLflow
     takes (a layer's source code)."""
-    found: list[tuple[str, Any]] = []
+    found: dict[str, Any] = {}
 
     def walk(value: Any, key: str) -> None:
         if isinstance(value, dict) and value:
@@ -27,7 +30,16 @@ def mlflow_params(spec: Spec) -> list[tuple[str, Any]]:
             for i, child in enumerate(value):
                 walk(child, f"{key}.{i}")
         elif len(json.dumps(value, default=str)) <= MAX_PARAM_LENGTH:
-            found.append((key, value))
+            found.setdefault(key, value)
 
     walk({k: v for k, v in _set_values(spec).items() if k != "description"}, "")
-    return found
+    dumped = spec.model_dump(mode="json")
+    walk(dumped["seed"], "seed")
+    for override in (flags[i + 1] for i, word in enumerate(flags) if word == "--set"):
+        parts = re.findall(r"[^.\[\]]+", override.split("=", 1)[0])
+        value = dumped
+        for part in parts:
+            value = value[int(part)] if isinstance(value, list) else value[part]
+        if parts[0] != "description":
+            walk(value, ".".join(parts))
+    return list(found.items())

@@ -18,9 +18,7 @@ from pathlib import Path
 import pytest
 from data import tiny_classifier
 from helpers import ROOT, free_ports, run_cli, run_python, script_env
-from loopgen.dsl.loader import load_spec
 from loopgen.render import stamp
-from loopgen.render.tracking import mlflow_params
 
 
 @contextmanager
@@ -110,11 +108,36 @@ def test_mlflow_holds_the_run_as_metrics_jsonl_does_across_a_resume_and_a_sweeps
         for key, values in jsonl.items():
             assert history(client, first_id, key) == values, key
         assert max(step for step, _ in jsonl["loss"]) == 48
-        # Parameters: the spec's fields; tags: what it was rendered from.
-        spec = load_spec(run / "spec.py")
-        assert only.data.params == {key: str(value) for key, value in mlflow_params(spec)}
-        assert only.data.params["optimizer.learning_rate"] == "0.01"
-        assert only.data.params["model.layers.0.units"] == "16"
+        # Parameters: each field spec.py sets and each object's kind, written out here (not
+        # by the renderer's own flattening). The seed is logged at its default (0); the batch
+        # size at its default (32) is not, as no --set names it.
+        assert only.data.params == {
+            "name": "tiny",
+            "seed": "0",
+            "data.train.kind": "npz",
+            "data.train.path": "train.npz",
+            "data.validation.kind": "npz",
+            "data.validation.path": "val.npz",
+            "data.rescale": str(1 / 255),
+            "model.kind": "sequential",
+            "model.input_shape": "[8]",
+            "model.layers.0.kind": "dense",
+            "model.layers.0.units": "16",
+            "model.layers.0.activation": "relu",
+            "model.layers.1.kind": "dense",
+            "model.layers.1.units": "4",
+            "loss.kind": "sparse_categorical_crossentropy",
+            "loss.from_logits": "True",
+            "optimizer.kind": "adam",
+            "optimizer.learning_rate": "0.01",
+            "metrics.0.kind": "sparse_categorical_accuracy",
+            "loop.epochs": "3",
+            "loop.log_every_steps": "16",
+            "checkpoint.every_epochs": "1",
+            "logging.mlflow.experiment": "tiny",
+            "logging.mlflow.tracking_uri": url,
+        }
+        # Tags: what it was rendered from.
         header = stamp.header((run / "train.py").read_text())
         assert only.data.tags["loopgen.spec_sha256"] == header.spec_hash
         assert only.data.tags["loopgen.loopgen"] == header.version
@@ -130,8 +153,9 @@ def test_mlflow_holds_the_run_as_metrics_jsonl_does_across_a_resume_and_a_sweeps
         (sweep / "sweep.py").write_text(
             "from loopgen.dsl.sweep import *\n\n"
             'sweep = Sweep(spec="spec.py", space={"optimizer.learning_rate": '
-            'LogUniform(1e-3, 1e-1)}, objective="val_accuracy", direction="maximize", '
-            "trials=2, parallel=2)\n"
+            'LogUniform(1e-3, 1e-1), "data.batch_size": Choice([32, 64])}, '
+            'objective="val_accuracy", direction="maximize", trials=2, parallel=2, '
+            'first=[{"optimizer.learning_rate": 0.01, "data.batch_size": 32}])\n'
         )
         proc = subprocess.run(
             [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
@@ -154,6 +178,11 @@ def test_mlflow_holds_the_run_as_metrics_jsonl_does_across_a_resume_and_a_sweeps
             trial_run = sweep / "sweeps" / "sweep" / "trials" / f"{number:03d}" / "run"
             assert (trial_run / "mlflow_run_id").read_text() == child.info.run_id
             assert child.info.status == "FINISHED"
+            # Each trial's values are its parameters, a drawn default (trial 0's batch size
+            # of 32) too: compared side by side, no column is blank.
+            trial = json.loads((trial_run.parent / "trial.json").read_text())
+            for path, value in trial["values"].items():
+                assert child.data.params[path.replace("[", ".").replace("]", "")] == str(value)
             values = logged(trial_run)["val_accuracy"]
             assert history(client, child.info.run_id, "val_accuracy") == values
             finals[number] = values[-1][1]

@@ -52,10 +52,10 @@ def sweep_cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.Complet
     return proc
 
 
-def start_sweep(cwd: Path, **options) -> subprocess.Popen[str]:
-    """`loopgen sweep sweep.py` in the background, its output to read at its end."""
+def start_sweep(cwd: Path, *args: str, **options) -> subprocess.Popen[str]:
+    """`loopgen sweep sweep.py [args]` in the background, its output to read at its end."""
     return subprocess.Popen(
-        [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
+        [sys.executable, "-m", "loopgen", "sweep", "sweep.py", *args],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -73,12 +73,14 @@ def trial_dir(folder: Path, number: int) -> Path:
     return folder / "sweeps" / "sweep" / "trials" / f"{number:03d}"
 
 
-def study_trials(folder: Path) -> list:
+def study_trials(folder: Path, url: str | None = None) -> list:
+    """The trials of the study "sweep": in the database at `url`, else in the default journal
+    file beside the sweep."""
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    storage = JournalStorage(JournalFileBackend(str(folder / "sweeps/sweep/study.journal")))
+    storage = url or JournalStorage(JournalFileBackend(str(folder / "sweeps/sweep/study.journal")))
     return optuna.load_study(study_name="sweep", storage=storage).get_trials()
 
 
@@ -116,7 +118,7 @@ def test_a_study_of_six_trials_two_at_a_time_prunes_the_hopeless_one_and_names_t
     end = lines(run / "runs.jsonl")[-1]
     assert (end["event"], end["exit"]) == ("end", "sigterm")
     steps_per_epoch = 2048 // 32
-    assert end["step"] < epochs * steps_per_epoch
+    assert end["step"] <= (epochs - 1) * steps_per_epoch, end  # no step of its last epoch
     assert (run / "checkpoints" / f"ckpt-{end['step']}.index").exists()
 
     # The best trial is the best by the objective in the trials' own metrics.jsonl.
@@ -161,6 +163,72 @@ def test_a_study_of_six_trials_two_at_a_time_prunes_the_hopeless_one_and_names_t
     assert "pruned" in status[3].split()
 
 
+def test_a_trials_script_runs_with_its_device_as_its_cuda_visible_devices(tmp_path, monkeypatch):
+    """The device a trial is given is CUDA_VISIBLE_DEVICES in its script's own process (the
+    six-trial study sees it in the sweep's log line only); a trial given none inherits the
+    sweep's, and what the sweep adds (MLflow's run) reaches the script too. The script here
+    writes down its environment: no training."""
+    from loopgen.sweep.space import load_sweep
+    from loopgen.sweep.trial import RunningTrial, create
+
+    write_spec(tmp_path, epochs=1, examples=64)
+    loaded = load_sweep(write_sweep(tmp_path, parallel="2", devices='["0", "1"]'))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    script = (
+        "import json, os, sys\n"
+        "os.makedirs(sys.argv[2])\n"
+        "with open(os.path.join(sys.argv[2], 'env.json'), 'w') as f:\n"
+        "    json.dump(dict(os.environ), f)\n"
+    )
+    trials = []
+    for number, device in enumerate(["1", None]):
+        fd = create(loaded, number, {"optimizer.learning_rate": 0.01, "model.layers[0].units": 16})
+        (trial_dir(tmp_path, number) / "train.py").write_text(script)
+        trials.append(RunningTrial(loaded, number, fd, device))
+        trials[-1].start(MLFLOW_RUN_ID=f"run-{number}")
+    for trial in trials:
+        assert trial.process.wait(timeout=60) == 0, trial.error()
+        trial.close()
+    seen = [json.loads((trial.run_dir / "env.json").read_text()) for trial in trials]
+    assert [env["CUDA_VISIBLE_DEVICES"] for env in seen] == ["1", "0,1"]
+    assert [env["MLFLOW_RUN_ID"] for env in seen] == ["run-0", "run-1"]
+
+
+def test_random_search_and_hyperband_are_optunas_random_sampler_and_hyperband_pruner(tmp_path):
+    """A fresh study of a Sweep with RandomSearch() and Hyperband(...) has Optuna's
+    RandomSampler, seeded with the sweep's seed (it draws what RandomSampler(seed) draws), and
+    HyperbandPruner with the sweep's budget; Hyperband() without max_steps learns it ("auto")."""
+    import dataclasses
+
+    import optuna
+    from loopgen.dsl.sweep import Hyperband
+    from loopgen.sweep.space import load_sweep
+    from loopgen.sweep.study import distributions, pruner, study
+
+    write_spec(tmp_path, epochs=1, examples=64)
+    sweep = write_sweep(
+        tmp_path,
+        sampler="RandomSearch()",
+        seed="7",
+        pruner="Hyperband(min_steps=2, max_steps=12, reduction_factor=4)",
+    )
+    loaded = load_sweep(sweep)
+    made = study(loaded, None)
+    assert type(made.sampler) is optuna.samplers.RandomSampler
+    assert type(made.pruner) is optuna.pruners.HyperbandPruner
+    budget = (made.pruner._min_resource, made.pruner._max_resource, made.pruner._reduction_factor)
+    assert budget == (2, 12, 4)
+    space = distributions(loaded)
+    reference = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=7))
+    for _ in range(3):
+        assert made.ask(space).params == reference.ask(space).params
+
+    learnt = pruner(
+        dataclasses.replace(loaded, sweep=loaded.sweep.model_copy(update={"pruner": Hyperband()}))
+    )
+    assert (learnt._min_resource, learnt._max_resource, learnt._reduction_factor) == (1, "auto", 3)
+
+
 def claimed(folder: Path) -> bool:
     """Whether a process (the sweep, or the trial's script it started) holds the claim."""
     fd = os.open(folder / "claim", os.O_RDWR)
@@ -177,19 +245,22 @@ def claimed(folder: Path) -> bool:
 def test_a_stopped_or_killed_sweep_resumes_its_interrupted_trial_from_its_checkpoint(tmp_path):
     """Stopped by Ctrl-C (a SIGINT to the terminal's process group), the sweep stops its
     trial by SIGTERM, which saves a checkpoint. Killed outright, its trial sees it die and
-    does the same. Run again each time, the sweep resumes the trial from there, and starts
-    no other."""
+    does the same. Run again each time, the sweep resumes the trial from there; it does not
+    run again the trial that completed before, and starts no other. The study is in the
+    database given by --storage (as another machine would share it), not in the default
+    journal file."""
     epochs, steps_per_epoch = 6, 4096 // 32
     write_spec(tmp_path, epochs, examples=4096)
-    write_sweep(tmp_path, trials="1", first=f"[{GOOD}]")
-    folder = trial_dir(tmp_path, 0)
+    write_sweep(tmp_path, trials="2", first=f"[{ALSO_GOOD}, {GOOD}]")
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    done, folder = trial_dir(tmp_path, 0), trial_dir(tmp_path, 1)
     deadline = time.monotonic() + 300
 
     def interrupted(how: signal.Signals, after: int) -> int:
-        """Starts the sweep, stops it by `how` once its trial saved a checkpoint past step
+        """Starts the sweep, stops it by `how` once its trial 1 saved a checkpoint past step
         `after`, waits for the trial to end; returns the step its trial stopped at."""
         # In a process group of its own, as a terminal starts it.
-        sweep = start_sweep(tmp_path, start_new_session=True)
+        sweep = start_sweep(tmp_path, "--storage", url, start_new_session=True)
         checkpoints = folder / "run" / "checkpoints"
         while not any(int(p.stem[5:]) > after for p in checkpoints.glob("ckpt-*.index")):
             assert sweep.poll() is None and time.monotonic() < deadline, sweep.stdout.read()
@@ -201,7 +272,7 @@ def test_a_stopped_or_killed_sweep_resumes_its_interrupted_trial_from_its_checkp
         output = sweep.communicate(timeout=120)[0]
         if how == signal.SIGINT:  # the sweep waited for its trial to stop
             assert sweep.returncode == 128 + signal.SIGINT, output
-            assert "trial 0: stopped; it resumes from its checkpoint" in output
+            assert "trial 1: stopped; it resumes from its checkpoint" in output
         while claimed(folder):  # the trial's script still runs (killed: its sweep does not)
             assert time.monotonic() < deadline
             time.sleep(0.1)
@@ -212,23 +283,33 @@ def test_a_stopped_or_killed_sweep_resumes_its_interrupted_trial_from_its_checkp
         return end["step"]
 
     stopped = [interrupted(signal.SIGINT, after=0)]
+    # Trial 0 completed before the sweep was stopped, and the study says so.
+    assert [t.state.name for t in study_trials(tmp_path, url)] == ["COMPLETE", "RUNNING"]
     stopped.append(interrupted(signal.SIGKILL, after=stopped[0]))
 
-    proc = sweep_cli("sweep.py", cwd=tmp_path)
-    assert "trial 0: resumed" in proc.stdout
-    trials = study_trials(tmp_path)
-    assert [(t.number, t.state.name) for t in trials] == [(0, "COMPLETE")]  # no new trial
+    proc = sweep_cli("sweep.py", "--storage", url, cwd=tmp_path)
+    started = [line for line in proc.stdout.splitlines() if line.startswith("trial ")]
+    assert started[0].startswith("trial 1: resumed"), proc.stdout
+    assert not any(line.startswith(("trial 0", "trial 2")) for line in started), proc.stdout
+    trials = study_trials(tmp_path, url)  # optuna.load_study on the database
+    assert [(t.number, t.state.name) for t in trials] == [(0, "COMPLETE"), (1, "COMPLETE")]
+    assert not list(tmp_path.rglob("*.journal*"))  # no default journal file beside the sweep
+    status = sweep_cli("status", "sweep.py", "--storage", url, cwd=tmp_path).stdout
+    assert [row.split()[0] for row in status.splitlines()[1:]] == ["0", "1"], status
+    # The completed trial ran once, from start to end.
+    start, end = lines(done / "run" / "runs.jsonl")
+    assert (start["event"], start["resumed_from"]) == ("start", None)
+    assert (end["event"], end["exit"], end["step"]) == ("end", "finished", epochs * steps_per_epoch)
     starts = [r for r in lines(folder / "run" / "runs.jsonl") if r["event"] == "start"]
     assert [r["resumed_from"] for r in starts[1:]] == [
         str(folder / "run" / "checkpoints" / f"ckpt-{step}") for step in stopped
     ]
 
     # It ends with the weights of an uninterrupted run of its values.
-    script = trial_dir(tmp_path, 0) / "train.py"
-    run_python(script, "--output-dir", "uninterrupted", cwd=tmp_path)
+    run_python(folder / "train.py", "--output-dir", "uninterrupted", cwd=tmp_path)
     diff = tf_check(
-        "compare_checkpoints", str(trial_dir(tmp_path, 0) / "run" / "checkpoints"),
-        "uninterrupted/checkpoints", cwd=tmp_path,
+        "compare_checkpoints", str(folder / "run" / "checkpoints"), "uninterrupted/checkpoints",
+        cwd=tmp_path,
     )  # fmt: skip
     assert diff["same_keys"] and diff["step"] == epochs * steps_per_epoch
     assert diff["max_diff"] == 0.0
