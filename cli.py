@@ -290,7 +290,7 @@ def init(
     import tempfile
 
     from .dsl.loader import load_spec
-    from .output.files import make_parent, write_atomic
+    from .output.files import write_all
 
     if list_:
         for name in starters.names():
@@ -316,13 +316,11 @@ def init(
                 (Path(tmp) / relative).parent.mkdir(parents=True, exist_ok=True)
                 (Path(tmp) / relative).write_text(module)
             load_spec(trial)  # what init writes always validates
-        for relative, module in modules.items():
-            make_parent(spec_file.parent / relative)
-            write_atomic(spec_file.parent / relative, module)
-        write_atomic(spec_file, text)
+        files = {spec_file.parent / relative: module for relative, module in modules.items()}
+        write_all({**files, spec_file: text})
     except LoopgenError as error:
         raise _fail(error) from None
-    written = "".join(f" and {spec_file.parent / relative}" for relative in modules)
+    written = f" (and {', '.join(str(spec_file.parent / r) for r in modules)})" if modules else ""
     typer.secho(
         f"wrote {spec_file}{written} from the {start.value} example. Edit it, then:\n"
         f"  loopgen validate {spec_file}\n"

@@ -58,6 +58,7 @@ RESERVED_NAMES = frozenset(dir(builtins)) | {
     "PositionEmbedding", "ExampleSeed", "UNFREEZE_AT_EPOCH", "UNFREEZE_AT_STEP", "UNFREEZE_FROM",
     "FINE_TUNE_LEARNING_RATE", "backbone", "unfreeze", "augmented",
     "model", "inputs", "x", "skips", "self", "kwargs", "training", "config", "shape", "layer",
+    "make_env", "make_envs",
 }  # fmt: skip
 
 

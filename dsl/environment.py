@@ -113,7 +113,7 @@ def _make_and_read(env_id: str | None, target: str | None, kwargs: tuple) -> Spa
             env = gym.make(env_id, **dict(kwargs))
         else:
             module, function = target.split(":")
-            sys.path.insert(0, "")
+            sys.path.append("")  # the current directory, after the spec's folder (loader.py)
             try:
                 env = getattr(importlib.import_module(module), function)(**dict(kwargs))
             finally:

@@ -43,7 +43,8 @@ def importable(folder: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        sys.path.remove(entry)
+        with contextlib.suppress(ValueError):  # the spec's own code may have removed it
+            sys.path.remove(entry)
 
 
 def _load(path: Path, name: str, overrides: list[str] | None, variant: str | None) -> Spec:

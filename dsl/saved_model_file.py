@@ -13,14 +13,15 @@ Fields = dict[int, list[int | bytes]]
 
 def saved_model_output_shape(path: str) -> tuple | None:
     """The shape (without the batch dimension, None for a size left open) of the one output of a
-    SavedModel's "serve" signature (what Keras's export writes), else its "serving_default"; None
-    where the file is missing or is no SavedModel, or the output is not one of known rank."""
+    SavedModel's "serve" signature (what Keras's export writes, and the endpoint the script
+    calls); None where the file is missing or is no SavedModel, has no "serve" signature (the
+    script says so when it loads it), or the output is not one of known rank."""
     try:
         # SavedModel: meta_graphs = 2; MetaGraphDef: map<string, SignatureDef> signature_def = 5.
         signatures: dict[int | bytes, int | bytes] = {}
         for meta_graph in fields((Path(path) / "saved_model.pb").read_bytes()).get(2, []):
             signatures = {**entries(fields(meta_graph), 5), **signatures}  # the first one's wins
-        signature = signatures.get(b"serve", signatures.get(b"serving_default"))
+        signature = signatures.get(b"serve")
         outputs = list(entries(fields(signature), 2).values())  # SignatureDef: outputs = 2
         if len(outputs) != 1:
             return None

@@ -1,7 +1,7 @@
 """Walk to the end of a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 5fff5779cfdcf669, script sha256 ee8b832e43756437).
+(spec sha256 5fff5779cfdcf669, script sha256 a6248a1f93bd656d).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -123,15 +123,16 @@ def make_envs(count, first_index=0, evaluation=False, render_mode=None):
     policy's (reward 0, its action ignored): trained on, it would teach that an action earns
     nothing."""
 
-    def make():
-        # A make() that records takes render_mode, as Gymnasium's environments do.
+    def make_one():
+        # Your function takes render_mode when the script records, as Gymnasium's
+        # environments do.
         drawing = {"render_mode": render_mode} if render_mode else {}
         env = make_env(**drawing, **ENV_KWARGS)
         env = gym.wrappers.TimeLimit(env, MAX_EPISODE_STEPS)
         return env
 
     envs = gym.vector.SyncVectorEnv(
-        [make] * count, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+        [make_one] * count, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
     )
     streams = [
         np.random.SeedSequence([SEED, int(evaluation), first_index + i])

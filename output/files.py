@@ -3,6 +3,7 @@ or failed write leaves the old file whole, never half a file."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -16,6 +17,23 @@ def write_atomic(path: Path, text: str) -> None:
         _write(path, text)
     except OSError as error:  # unwritable directory, a file where a directory should be, ...
         raise _cannot_write(path, error) from None
+
+
+def write_all(files: dict[Path, str]) -> None:
+    """Writes each file as write_atomic does, all or none: when one cannot be written, those
+    written before it and the folders made for them are removed again."""
+    made: list[Path] = []
+    try:
+        for path, text in files.items():
+            missing = [p for p in reversed(path.parents) if not p.exists()]
+            made += missing
+            write_atomic(path, text)
+            made.append(path)
+    except OutputError:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                path.rmdir() if path.is_dir() else path.unlink()
+        raise
 
 
 def make_parent(path: Path) -> None:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Sequence
 from typing import Any
 
-from ..dsl.loader import _set_values
+from ..dsl.loader import _set_values, _split_path
 from ..dsl.spec import Spec
 
 MAX_PARAM_LENGTH = 6000
 """MLflow's limit on a parameter's value (its text)."""
 
 
-def mlflow_params(spec: Spec, flags: list[str] = ()) -> list[tuple[str, Any]]:  # type: ignore[assignment]
+def mlflow_params(spec: Spec, flags: Sequence[str] = ()) -> list[tuple[str, Any]]:
     """The fields the spec sets, flattened to MLflow parameter names: `optimizer.learning_rate`,
     `model.layers.1.units` (an MLflow name has no brackets: a list index is a part of its own).
     The seed and each field a `--set` in `flags` names are there even at their defaults: a
@@ -36,10 +36,13 @@ def mlflow_params(spec: Spec, flags: list[str] = ()) -> list[tuple[str, Any]]:  
     dumped = spec.model_dump(mode="json")
     walk(dumped["seed"], "seed")
     for override in (flags[i + 1] for i, word in enumerate(flags) if word == "--set"):
-        parts = re.findall(r"[^.\[\]]+", override.split("=", 1)[0])
-        value = dumped
-        for part in parts:
-            value = value[int(part)] if isinstance(value, list) else value[part]
+        key = override.split("=", 1)[0]
+        value, parts = dumped, []
+        for part in _split_path(key, override):
+            if isinstance(value, list):
+                part = part % len(value)  # a negative index, counted from the end
+            value = value[part]
+            parts.append(str(part))
         if parts[0] != "description":
             walk(value, ".".join(parts))
     return list(found.items())

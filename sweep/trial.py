@@ -103,6 +103,10 @@ class RunningTrial:
 
     def start(self, **more_env: str) -> None:
         env = {**os.environ, **more_env}
+        # The script is in the trial's folder: the modules of yours its spec names (an
+        # environment, your own step) are found beside the spec, as validation found them.
+        beside = str(self.loaded.spec_path.parent.resolve())
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (beside, env.get("PYTHONPATH")) if p)
         if self.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.device
         self.resumed = (self.run_dir / "runs.jsonl").exists()

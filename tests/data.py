@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import gzip
 import json
-import shutil
 import struct
 import zlib
 from pathlib import Path
@@ -153,6 +152,16 @@ def windows(count, length, seed):
 def signals_module(folder: Path) -> None:
     """The generator module signals_generator imports (`signals:windows`), in `folder`."""
     (folder / "signals.py").write_text(SIGNALS)
+
+
+def companions(example: str, folder: Path) -> None:
+    """The package of the user's that the example imports from beside it (corridor_ppo's
+    environment), written into `folder` as `loopgen init` writes it beside a new spec."""
+    from loopgen.dsl.starters import companions as shipped
+
+    for relative, text in shipped(example).items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
 
 
 def example_module(example: str, name: str, folder: Path) -> None:
@@ -324,8 +333,7 @@ def small_data_overrides(example: str, tmp: Path, backbone: bool = True) -> list
             "data.train.examples_per_epoch=96",
             "data.batch_size=32",
         ]
-    if example == "corridor_ppo":  # its environment, the user's package beside the script
-        shutil.copytree(ROOT / "examples" / "envs", tmp / "envs", dirs_exist_ok=True)
+    companions(example, tmp)
     if example in ACTING:
         return []  # an environment makes its data: a run is made short by its steps
     raise AssertionError(f"no small data for {example}")

@@ -46,6 +46,16 @@ TEACHER = [
 
 
 @pytest.mark.slow
+def test_a_teachers_shape_with_a_size_left_open_is_compared_where_both_know_it():
+    """A sequence teacher's length is open (None): its rank and its known sizes still differ
+    from a student of another width or rank, and agree with one of its own."""
+    from loopgen.dsl.rules.ways import same_shape
+
+    assert not same_shape((None, 10), (None, 5))
+    assert not same_shape((10,), (None, 10))
+    assert same_shape((None, 10), (7, 10)) and same_shape((10,), (10,))
+
+
 def test_the_teacher_stays_frozen_in_inference_mode_while_the_student_learns(render, tmp_path):
     small = data.small_data_overrides("mnist_distillation", tmp_path)
     teacher = f"training.teacher.model.layers={json.dumps(TEACHER)}"

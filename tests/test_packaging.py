@@ -41,6 +41,7 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
     assert "loopgen/templates/partials/data/csv.jinja" in names
     assert "loopgen/output/merge.py" in names
     assert "loopgen/examples/shapes_unet.py" in names  # `loopgen init --from` needs them
+    assert "loopgen/examples/envs/corridor.py" in names  # and corridor_ppo its environment
     # No generic top-level modules squatting in site-packages.
     assert {n.split("/")[0] for n in names} == {
         "loopgen",
@@ -75,12 +76,14 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-c",
          "from loopgen.__main__ import main; import sys;"
-         "sys.argv = ['loopgen', 'init', 'demo.py', '--from', 'shapes_unet']; main()"],
+         "sys.argv = ['loopgen', 'init', 'demo.py', '--from', 'corridor_ppo']; main()"],
         cwd=elsewhere, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(target)},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert 'name="demo"' in (elsewhere / "demo.py").read_text()
+    shipped = (ROOT / "examples" / "envs" / "corridor.py").read_text()
+    assert (elsewhere / "envs" / "corridor.py").read_text() == shipped
 
 
 def test_readme_opens_with_the_two_commands_and_ci_runs_the_test_command():

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import data
 import jsonschema
 import pydantic
 import pytest
@@ -117,8 +118,7 @@ def test_json_spec_renders_the_same_script(example, tmp_path):
     """A spec written as data (pointing at its schema, as an editor wants) is the same spec."""
     path = tmp_path / f"{example.stem}.json"
     path.write_text(json.dumps({"$schema": "loopgen.schema.json", **as_data(example)}, indent=2))
-    if example.stem == "corridor_ppo":  # its environment, the user's package beside the spec
-        shutil.copytree(EXAMPLES / "envs", tmp_path / "envs")
+    data.companions(example.stem, tmp_path)  # corridor_ppo's environment, beside the spec
     from_json = run_cli("render", str(path))
     from_python = run_cli("render", str(example))
     assert from_json.returncode == 0, from_json.stderr
@@ -173,7 +173,7 @@ def test_init_writes_the_environment_of_yours_an_example_imports_beside_its_spec
     folder.mkdir()
     proc = run_cli("init", "walk.py", "--from", "corridor_ppo", cwd=folder)
     assert proc.returncode == 0, proc.stderr
-    assert "wrote walk.py and envs/corridor.py" in proc.stderr
+    assert "wrote walk.py (and envs/__init__.py, envs/corridor.py)" in proc.stderr
     module = (EXAMPLES / "envs" / "corridor.py").read_text()
     assert (folder / "envs" / "corridor.py").read_text() == module
     proc = run_cli("render", "project/walk.py", "-o", "project/train.py", cwd=tmp_path)
@@ -183,8 +183,27 @@ def test_init_writes_the_environment_of_yours_an_example_imports_beside_its_spec
     (folder / "envs" / "corridor.py").write_text(module + "# edited\n")
     before = tree(folder)
     failed(run_cli("init", "again.py", "--from", "corridor_ppo", cwd=folder),
-           "envs/corridor.py already exists")  # fmt: skip
+           "envs/__init__.py already exists")  # fmt: skip
     assert tree(folder) == before
+
+
+def test_files_written_together_are_all_written_or_none(tmp_path):
+    """init writes an example's package and its spec with write_all: when one cannot be
+    written (here its folder would be inside a file), the files and folders written before
+    it are removed again, and what was there stays."""
+    from loopgen.errors import OutputError
+    from loopgen.output.files import write_all
+
+    (tmp_path / "kept.txt").write_text("mine")
+    (tmp_path / "blocker").write_text("a file, not a folder")
+    before = tree(tmp_path)
+    files = {tmp_path / "envs" / "deep" / "a.py": "a", tmp_path / "envs" / "b.py": "b",
+             tmp_path / "blocker" / "spec.py": "spec"}  # fmt: skip
+    with pytest.raises(OutputError, match="blocker"):
+        write_all(files)
+    assert tree(tmp_path) == before and not (tmp_path / "envs").exists()
+    write_all({path: text for path, text in files.items() if "blocker" not in path.parts})
+    assert (tmp_path / "envs" / "deep" / "a.py").read_text() == "a"
 
 
 def test_init_defaults_and_names_that_cannot_be_run_names(tmp_path):

@@ -56,10 +56,8 @@ def check_distillation(spec: Spec) -> None:
             teacher = keras_file_output_shape(way.teacher.path)
         else:
             teacher = saved_model_output_shape(way.teacher.path)
-        if teacher is not None and None in teacher:
-            teacher = None  # a size left open: the script compares what it computes
         student = output_shape(spec.model, spec, "model") if teacher else None
-        if None not in (student, teacher) and tuple(student) != tuple(teacher):
+        if None not in (student, teacher) and not same_shape(student, teacher):
             raise ValueError(
                 f"training.teacher: {way.teacher.path} outputs shape {teacher} but the model "
                 f"(the student) outputs {tuple(student)}: the student learns the teacher's "
@@ -75,6 +73,14 @@ def check_distillation(spec: Spec) -> None:
             f"student) outputs {tuple(student)}: the student learns the teacher's predictions "
             "class by class, so both need the same output shape"
         )
+
+
+def same_shape(a: tuple, b: tuple) -> bool:
+    """Whether two output shapes can be the same: one rank, and each size known in both equal
+    (a size left open, e.g. a sequence's length, is the script's to compare)."""
+    if len(a) != len(b):
+        return False
+    return all(x == y for x, y in zip(a, b, strict=True) if None not in (x, y))
 
 
 def reads_ids(spec: Spec) -> bool:

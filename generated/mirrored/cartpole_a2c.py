@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 24d0f85df9bb1421, script sha256 ef27b210e11b7afd).
+(spec sha256 24d0f85df9bb1421, script sha256 5afb86518004663e).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -117,11 +117,11 @@ def make_envs(count, first_index=0, evaluation=False, render_mode=None):
     policy's (reward 0, its action ignored): trained on, it would teach that an action earns
     nothing."""
 
-    def make():
+    def make_one():
         return gym.make(ENV_ID, render_mode=render_mode)
 
     envs = gym.vector.SyncVectorEnv(
-        [make] * count, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+        [make_one] * count, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
     )
     streams = [
         np.random.SeedSequence([SEED, int(evaluation), first_index + i])

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 b5e86b0ab6dd20ad, script sha256 bfc068003711cd28).
+(spec sha256 b5e86b0ab6dd20ad, script sha256 c2d9fbe173e46f56).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -122,11 +122,11 @@ def make_envs(count, first_index=0, evaluation=False, render_mode=None):
     policy's (reward 0, its action ignored): trained on, it would teach that an action earns
     nothing."""
 
-    def make():
+    def make_one():
         return gym.make(ENV_ID, render_mode=render_mode)
 
     envs = gym.vector.SyncVectorEnv(
-        [make] * count, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+        [make_one] * count, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
     )
     streams = [
         np.random.SeedSequence([SEED, int(evaluation), first_index + i])

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 3221a920c9a1d164, script sha256 553630f4127fa42b).
+(spec sha256 3221a920c9a1d164, script sha256 23eece27c1bef423).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -127,11 +127,11 @@ def make_envs(count, first_index=0, evaluation=False, render_mode=None):
     policy's (reward 0, its action ignored): trained on, it would teach that an action earns
     nothing."""
 
-    def make():
+    def make_one():
         return gym.make(ENV_ID, render_mode=render_mode)
 
     envs = gym.vector.SyncVectorEnv(
-        [make] * count, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+        [make_one] * count, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
     )
     streams = [
         np.random.SeedSequence([SEED, int(evaluation), first_index + i])

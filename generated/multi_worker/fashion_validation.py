@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 f77006b7ec5a1413, script sha256 de1490828535c647).
+(spec sha256 f77006b7ec5a1413, script sha256 f85bad4dc574fd0c).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -713,8 +713,8 @@ RENDERED_FROM = {
     "spec_sha256": "f77006b7ec5a1413",
     "loopgen": "0.1.0",
 }
-# The spec's fields (those it sets), the MLflow run's parameters; a list index is a part of its
-# own name (MLflow names take no brackets).
+# The MLflow run's parameters: the spec's fields that it sets, the seed, and those a --set
+# names; a list index is a part of its own name (MLflow names take no brackets).
 MLFLOW_PARAMS = {
     "name": "fashion_validation",
     "seed": 1,

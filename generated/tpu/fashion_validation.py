@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 e368052b570edf1a, script sha256 7baa9756b04a502b).
+(spec sha256 e368052b570edf1a, script sha256 b2249162757bace6).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -685,8 +685,8 @@ RENDERED_FROM = {
     "spec_sha256": "e368052b570edf1a",
     "loopgen": "0.1.0",
 }
-# The spec's fields (those it sets), the MLflow run's parameters; a list index is a part of its
-# own name (MLflow names take no brackets).
+# The MLflow run's parameters: the spec's fields that it sets, the seed, and those a --set
+# names; a list index is a part of its own name (MLflow names take no brackets).
 MLFLOW_PARAMS = {
     "name": "fashion_validation",
     "seed": 1,

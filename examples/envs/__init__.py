@@ -1,0 +1,1 @@
+"""Environments of yours, a package beside the spec (corridor_ppo imports envs.corridor)."""
