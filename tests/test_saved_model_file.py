@@ -62,12 +62,14 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> tuple[Path, dict]:
-    """The folder the models were exported into, and what TensorFlow loads from each."""
+    """The folder the models were exported into, and what TensorFlow loads from each. The
+    tests that read them are slow: the quick tier runs no TensorFlow."""
     folder = tmp_path_factory.mktemp("saved_models")
     proc = run_preloaded("-c", EXPORT, str(folder), cwd=folder)
     return folder, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_the_shape_tensorflow_loads(exported, name):
     folder, loaded = exported
@@ -87,6 +89,7 @@ def saved_model_file(folder: Path, data: bytes) -> str:
     return str(folder)
 
 
+@pytest.mark.slow
 def test_bytes_that_are_no_saved_model(exported, tmp_path):
     data = (exported[0] / "dense" / "saved_model.pb").read_bytes()
     for cut in (len(data) // 2, len(data) - 1, 1):
@@ -190,6 +193,7 @@ def test_malformed_bytes(tmp_path, data):
     assert saved_model_output_shape(saved_model_file(tmp_path, data)) is None
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)), min_size=1, max_size=4))
 def test_corrupted_exports_never_raise(exported, changes):
     """Bytes of a real export changed here and there: a shape or None, never an exception."""
@@ -200,6 +204,7 @@ def test_corrupted_exports_never_raise(exported, changes):
     assert shape is None or isinstance(shape, tuple)
 
 
+@pytest.mark.slow
 def test_reading_imports_neither_tensorflow_nor_protobuf(exported):
     probe = (
         "import sys\n"
