@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 from ..errors import OutputError
@@ -46,9 +45,15 @@ def companions(name: str) -> dict[str, str]:
     """The files of yours the example imports from beside it (a package named in a `target`,
     e.g. `envs.corridor:make`, shipped as a folder next to the examples), by path relative
     to the spec, with their text: `loopgen init` writes them beside the new spec."""
-    text = (EXAMPLES / f"{name}.py").read_text()
+    tree = ast.parse((EXAMPLES / f"{name}.py").read_text())
+    targets = {
+        node.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.keyword) and node.arg == "target"
+        and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    }  # fmt: skip
     found = {}
-    for package in sorted({m.split(".")[0] for m in re.findall(r'target="([\w.]+):', text)}):
+    for package in sorted({target.split(":")[0].split(".")[0] for target in targets}):
         folder = EXAMPLES / package
         if folder.is_dir():
             for module in sorted(folder.rglob("*.py")):
