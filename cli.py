@@ -317,7 +317,7 @@ def init(
                 (Path(tmp) / relative).write_text(module)
             load_spec(trial)  # what init writes always validates
         files = {spec_file.parent / relative: module for relative, module in modules.items()}
-        write_all({**files, spec_file: text})
+        write_all({**files, spec_file: text}, fix="start the spec in a folder you can write to")
     except LoopgenError as error:
         raise _fail(error) from None
     written = f" (and {', '.join(str(spec_file.parent / r) for r in modules)})" if modules else ""

@@ -11,15 +11,16 @@ from pathlib import Path
 from ..errors import OutputError
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Writes `text` to `path`, keeping the permissions of the file it replaces."""
+def write_atomic(path: Path, text: str, fix: str = "") -> None:
+    """Writes `text` to `path`, keeping the permissions of the file it replaces; `fix` ends the
+    message when it cannot (by default, choose another -o path: most writes are renders)."""
     try:
         _write(path, text)
     except OSError as error:  # unwritable directory, a file where a directory should be, ...
-        raise _cannot_write(path, error) from None
+        raise _cannot_write(path, error, fix) from None
 
 
-def write_all(files: dict[Path, str]) -> None:
+def write_all(files: dict[Path, str], fix: str) -> None:
     """Writes each file as write_atomic does, all or none: when one cannot be written, those
     written before it and the folders made for them are removed again."""
     made: list[Path] = []
@@ -27,7 +28,7 @@ def write_all(files: dict[Path, str]) -> None:
         for path, text in files.items():
             missing = [p for p in reversed(path.parents) if not p.exists()]
             made += missing
-            write_atomic(path, text)
+            write_atomic(path, text, fix)
             made.append(path)
     except OutputError:
         for path in reversed(made):
@@ -44,11 +45,11 @@ def make_parent(path: Path) -> None:
         raise _cannot_write(path, error) from None
 
 
-def _cannot_write(path: Path, error: OSError) -> OutputError:
+def _cannot_write(path: Path, error: OSError, fix: str = "") -> OutputError:
     return OutputError(
         f"cannot write {path}: {error.strerror or error}"
         + (f" ({error.filename})" if error.filename else "")
-        + "; choose another -o path"
+        + f"; {fix or 'choose another -o path'}"
     )
 
 

@@ -199,10 +199,10 @@ def test_files_written_together_are_all_written_or_none(tmp_path):
     before = tree(tmp_path)
     files = {tmp_path / "envs" / "deep" / "a.py": "a", tmp_path / "envs" / "b.py": "b",
              tmp_path / "blocker" / "spec.py": "spec"}  # fmt: skip
-    with pytest.raises(OutputError, match="blocker"):
-        write_all(files)
+    with pytest.raises(OutputError, match=r"blocker.*; start somewhere else"):
+        write_all(files, fix="start somewhere else")
     assert tree(tmp_path) == before and not (tmp_path / "envs").exists()
-    write_all({path: text for path, text in files.items() if "blocker" not in path.parts})
+    write_all({p: text for p, text in files.items() if "blocker" not in p.parts}, fix="")
     assert (tmp_path / "envs" / "deep" / "a.py").read_text() == "a"
 
 
