@@ -252,8 +252,11 @@ def test_shell_completion():
     assert complete("loopgen ch") == ["check"]
     assert complete("loopgen render spec.py --variant m") == ["mirrored", "multi_worker"]
     assert complete("loopgen init x.py --from shapes_u") == ["shapes_unet"]
+    # Typer finds the shell among the command's parent processes (a "bash" after the flag
+    # is never read): run from bash, as a user runs it, whatever started pytest ("; exit $?"
+    # keeps bash from replacing itself with the command).
     proc = subprocess.run(
-        [str(LOOPGEN), "--show-completion", "bash"], capture_output=True, text=True
+        ["bash", "-c", f"{LOOPGEN} --show-completion; exit $?"], capture_output=True, text=True
     )
     assert proc.returncode == 0 and "_LOOPGEN_COMPLETE=complete_bash" in proc.stdout
 
