@@ -21,19 +21,22 @@ def write_atomic(path: Path, text: str, fix: str = "") -> None:
 
 
 def write_all(files: dict[Path, str], fix: str) -> None:
-    """Writes each file as write_atomic does, all or none: when one cannot be written, those
-    written before it and the folders made for them are removed again."""
+    """Writes new files (none of them there yet) as write_atomic does, all or none: when one
+    cannot be written, those written before it and the folders made for them are removed
+    again. Nothing that was there before is touched."""
+    for path in files:
+        if os.path.lexists(path):
+            raise OutputError(f"{path} already exists; {fix}")
     made: list[Path] = []
     try:
         for path, text in files.items():
-            missing = [p for p in reversed(path.parents) if not p.exists()]
-            made += missing
+            made += [p for p in reversed(path.parents) if not os.path.lexists(p)]
             write_atomic(path, text, fix)
             made.append(path)
     except OutputError:
         for path in reversed(made):
             with contextlib.suppress(OSError):
-                path.rmdir() if path.is_dir() else path.unlink()
+                path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
         raise
 
 

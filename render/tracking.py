@@ -36,13 +36,18 @@ def mlflow_params(spec: Spec, flags: Sequence[str] = ()) -> list[tuple[str, Any]
     dumped = spec.model_dump(mode="json")
     walk(dumped["seed"], "seed")
     for override in (flags[i + 1] for i, word in enumerate(flags) if word == "--set"):
-        key = override.split("=", 1)[0]
         value, parts = dumped, []
-        for part in _split_path(key, override):
+        for part in _split_path(override.split("=", 1)[0], override):
+            # A path a later --set replaced is not there: that --set is logged instead.
             if isinstance(value, list):
-                part = part % len(value)  # a negative index, counted from the end
+                if not (isinstance(part, int) and -len(value) <= part < len(value)):
+                    break
+                part %= len(value)  # a negative index, counted from the end
+            elif not (isinstance(value, dict) and part in value):
+                break
             value = value[part]
             parts.append(str(part))
-        if parts[0] != "description":
-            walk(value, ".".join(parts))
+        else:
+            if parts[0] != "description":
+                walk(value, ".".join(parts))
     return list(found.items())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,9 @@ class LoadedSweep:
     per_epoch: bool
     """Whether the objective is a validation value, reported to the pruner by epoch (trials
     of other batch sizes validate at other steps, but after the same epochs)."""
+    started_in: Path = field(default_factory=Path.cwd)
+    """The directory the sweep was started from, where validating the spec also found the
+    modules of yours it names (after the spec's folder)."""
 
     def overrides(self, values: dict[str, Any]) -> list[str]:
         """The `--set` overrides of a trial's values, in the space's order."""

@@ -104,9 +104,12 @@ class RunningTrial:
     def start(self, **more_env: str) -> None:
         env = {**os.environ, **more_env}
         # The script is in the trial's folder: the modules of yours its spec names (an
-        # environment, your own step) are found beside the spec, as validation found them.
-        beside = str(self.loaded.spec_path.parent.resolve())
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (beside, env.get("PYTHONPATH")) if p)
+        # environment, your own step) are found where validating the spec found them, beside
+        # the spec, else where the sweep was started.
+        importable = [str(self.loaded.spec_path.parent.resolve()), str(self.loaded.started_in)]
+        if env.get("PYTHONPATH"):
+            importable.append(env["PYTHONPATH"])
+        env["PYTHONPATH"] = os.pathsep.join(importable)
         if self.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.device
         self.resumed = (self.run_dir / "runs.jsonl").exists()

@@ -192,8 +192,10 @@ def test_a_trials_script_runs_with_its_device_as_its_cuda_visible_devices(tmp_pa
     seen = [json.loads((trial.run_dir / "env.json").read_text()) for trial in trials]
     assert [env["CUDA_VISIBLE_DEVICES"] for env in seen] == ["1", "0,1"]
     assert [env["MLFLOW_RUN_ID"] for env in seen] == ["run-0", "run-1"]
-    # The spec's folder is importable (a module of yours its spec names, e.g. an environment).
-    assert all(env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path) for env in seen)
+    # Importable as when the spec was validated (a module of yours its spec names, e.g. an
+    # environment): the spec's folder, then where the sweep started.
+    assert all(env["PYTHONPATH"].split(os.pathsep)[:2] == [str(tmp_path), os.getcwd()]
+               for env in seen)  # fmt: skip
 
 
 def test_random_search_and_hyperband_are_optunas_random_sampler_and_hyperband_pruner(tmp_path):

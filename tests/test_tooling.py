@@ -187,6 +187,21 @@ def test_init_writes_the_environment_of_yours_an_example_imports_beside_its_spec
     assert tree(folder) == before
 
 
+def test_loading_a_spec_leaves_pythons_path_as_it_was(tmp_path, monkeypatch):
+    """Validation imports an environment of yours from beside the spec, then from the
+    current directory; Python's path is as before afterwards, the interpreter's own "" (as
+    `python -c` and notebooks have it) still first."""
+    from loopgen.dsl.environment import read_spaces
+
+    data.companions("corridor_ppo", tmp_path)
+    shutil.copy(EXAMPLES / "corridor_ppo.py", tmp_path / "spec.py")
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+    before = list(sys.path)
+    read_spaces.cache_clear()  # made again, not taken from an earlier test's load
+    assert load_spec(tmp_path / "spec.py").data.spaces().observation_shape == (8,)
+    assert sys.path == before
+
+
 def test_files_written_together_are_all_written_or_none(tmp_path):
     """init writes an example's package and its spec with write_all: when one cannot be
     written (here its folder would be inside a file), the files and folders written before
@@ -204,6 +219,10 @@ def test_files_written_together_are_all_written_or_none(tmp_path):
     assert tree(tmp_path) == before and not (tmp_path / "envs").exists()
     write_all({p: text for p, text in files.items() if "blocker" not in p.parts}, fix="")
     assert (tmp_path / "envs" / "deep" / "a.py").read_text() == "a"
+    # A file that is there already is never overwritten, nor removed by the rollback.
+    with pytest.raises(OutputError, match=r"kept\.txt already exists"):
+        write_all({tmp_path / "new.py": "new", tmp_path / "kept.txt": "theirs"}, fix="")
+    assert (tmp_path / "kept.txt").read_text() == "mine" and not (tmp_path / "new.py").exists()
 
 
 def test_init_defaults_and_names_that_cannot_be_run_names(tmp_path):
