@@ -300,24 +300,16 @@ def init(
         raise _fail(f"{spec_file}: a spec file ends in .py, e.g. {spec_file.with_suffix('.py')}")
     if spec_file.exists():
         raise _fail(f"{spec_file} already exists; choose another name, e.g. my_{spec_file.name}")
-    modules = starters.companions(start.value)
-    for relative in modules:
-        if (spec_file.parent / relative).exists():
-            raise _fail(
-                f"{spec_file.parent / relative} already exists; the {start.value} example "
-                "writes its own there: start it in another folder"
-            )
+    modules = starters.companions(start.value)  # e.g. corridor_ppo's environment, beside it
     try:
-        text = starters.starter(start.value, spec_file.stem)
+        files = {**modules, spec_file.name: starters.starter(start.value, spec_file.stem)}
         with tempfile.TemporaryDirectory(prefix="loopgen-init-") as tmp:
-            trial = Path(tmp) / spec_file.name
-            trial.write_text(text)
-            for relative, module in modules.items():
-                (Path(tmp) / relative).parent.mkdir(parents=True, exist_ok=True)
-                (Path(tmp) / relative).write_text(module)
-            load_spec(trial)  # what init writes always validates
-        files = {spec_file.parent / relative: module for relative, module in modules.items()}
-        write_all({**files, spec_file: text}, fix="start the spec in a folder you can write to")
+            write_all({Path(tmp) / name: text for name, text in files.items()})
+            load_spec(Path(tmp) / spec_file.name)  # what init writes always validates
+        write_all(
+            {spec_file.parent / name: text for name, text in files.items()},
+            fix="start the spec in another folder",
+        )
     except LoopgenError as error:
         raise _fail(error) from None
     written = f" (and {', '.join(str(spec_file.parent / r) for r in modules)})" if modules else ""

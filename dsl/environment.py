@@ -117,8 +117,8 @@ def _make_and_read(env_id: str | None, target: str | None, kwargs: tuple) -> Spa
             try:
                 env = getattr(importlib.import_module(module), function)(**dict(kwargs))
             finally:
-                if "" in sys.path:  # the one appended (an interpreter may have its own first)
-                    del sys.path[len(sys.path) - 1 - sys.path[::-1].index("")]
+                if sys.path[-1:] == [""]:  # the one appended, not the interpreter's own first
+                    sys.path.pop()
     except gym.error.Error as error:  # unknown id, wrong version, missing extra package
         raise ValueError(f"{field}={env_id or target!r}: {error}") from None
     except Exception as error:  # a module that does not import, a function that fails

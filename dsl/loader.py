@@ -354,6 +354,23 @@ def apply_override(data: Any, override: str) -> Any:
     return data
 
 
+def value_at(data: Any, key: str) -> tuple[list[str | int], Any] | None:
+    """The path `key` (as --set writes it: `a.b[-1].c`) in the spec's data, a negative index
+    counted from the end, and the value there; None where the data has no such path (a later
+    --set replaced it)."""
+    node, parts = data, []
+    for part in _split_path(key, key):
+        if isinstance(node, list):
+            if not (isinstance(part, int) and -len(node) <= part < len(node)):
+                return None
+            part %= len(node)
+        elif not (isinstance(node, dict) and part in node):
+            return None
+        node = node[part]
+        parts.append(part)
+    return parts, node
+
+
 def _join_path(parts: list[str | int]) -> str:
     """`a.b[2].c`, the way the path is written in --set."""
     text = ""

@@ -10,17 +10,20 @@ from pathlib import Path
 
 from ..errors import OutputError
 
+RENDER_FIX = "choose another -o path"
+"""What to do when a file cannot be written, said to most writes: renders."""
 
-def write_atomic(path: Path, text: str, fix: str = "") -> None:
+
+def write_atomic(path: Path, text: str, fix: str = RENDER_FIX) -> None:
     """Writes `text` to `path`, keeping the permissions of the file it replaces; `fix` ends the
-    message when it cannot (by default, choose another -o path: most writes are renders)."""
+    message when it cannot."""
     try:
         _write(path, text)
     except OSError as error:  # unwritable directory, a file where a directory should be, ...
         raise _cannot_write(path, error, fix) from None
 
 
-def write_all(files: dict[Path, str], fix: str) -> None:
+def write_all(files: dict[Path, str], fix: str = RENDER_FIX) -> None:
     """Writes new files (none of them there yet) as write_atomic does, all or none: when one
     cannot be written, those written before it and the folders made for them are removed
     again. Nothing that was there before is touched."""
@@ -48,11 +51,11 @@ def make_parent(path: Path) -> None:
         raise _cannot_write(path, error) from None
 
 
-def _cannot_write(path: Path, error: OSError, fix: str = "") -> OutputError:
+def _cannot_write(path: Path, error: OSError, fix: str = RENDER_FIX) -> OutputError:
     return OutputError(
         f"cannot write {path}: {error.strerror or error}"
         + (f" ({error.filename})" if error.filename else "")
-        + f"; {fix or 'choose another -o path'}"
+        + f"; {fix}"
     )
 
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..dsl.loader import _set_values, _split_path
+from ..dsl.loader import _set_values, value_at
 from ..dsl.spec import Spec
 
 MAX_PARAM_LENGTH = 6000
@@ -36,18 +36,8 @@ def mlflow_params(spec: Spec, flags: Sequence[str] = ()) -> list[tuple[str, Any]
     dumped = spec.model_dump(mode="json")
     walk(dumped["seed"], "seed")
     for override in (flags[i + 1] for i, word in enumerate(flags) if word == "--set"):
-        value, parts = dumped, []
-        for part in _split_path(override.split("=", 1)[0], override):
-            # A path a later --set replaced is not there: that --set is logged instead.
-            if isinstance(value, list):
-                if not (isinstance(part, int) and -len(value) <= part < len(value)):
-                    break
-                part %= len(value)  # a negative index, counted from the end
-            elif not (isinstance(value, dict) and part in value):
-                break
-            value = value[part]
-            parts.append(str(part))
-        else:
-            if parts[0] != "description":
-                walk(value, ".".join(parts))
+        found_at = value_at(dumped, override.split("=", 1)[0])
+        # A path a later --set replaced is not there: that --set is logged instead.
+        if found_at and found_at[0][0] != "description":
+            walk(found_at[1], ".".join(map(str, found_at[0])))
     return list(found.items())

@@ -96,7 +96,7 @@ spec = load_spec(
 '''
 
 
-def write_best_spec(loaded: LoadedSweep, trial: Any, shown_from: str) -> Path:
+def write_best_spec(loaded: LoadedSweep, trial: Any) -> Path:
     path = loaded.output / "best_spec.py"
     overrides = loaded.overrides(values(loaded, trial.params))
     text = BEST_SPEC.format(
@@ -105,7 +105,7 @@ def write_best_spec(loaded: LoadedSweep, trial: Any, shown_from: str) -> Path:
         total=loaded.sweep.trials,
         objective=loaded.sweep.objective,
         value=trial.value,
-        path=os.path.relpath(path, shown_from),
+        path=os.path.relpath(path, loaded.started_in),
         spec=os.path.relpath(loaded.spec_path, loaded.output),
         name=loaded.sweep.spec_name,
         overrides="".join(f"        {override!r},\n" for override in overrides),
@@ -148,7 +148,7 @@ def write_plots(loaded: LoadedSweep, study: Any) -> list[Path]:
     return written
 
 
-def write_results(loaded: LoadedSweep, study: Any, tracking: Any, shown_from: str) -> int:
+def write_results(loaded: LoadedSweep, study: Any, tracking: Any) -> int:
     """At the sweep's end: the table, best_spec.py and the plots (and the end of the sweep's
     MLflow run). 1 if no trial completed."""
     print(table(loaded, study))
@@ -158,11 +158,11 @@ def write_results(loaded: LoadedSweep, study: Any, tracking: Any, shown_from: st
     if chosen is None:
         print(f"No trial completed: see the trials' train.log in {loaded.output / 'trials'}")
         return 1
-    path = write_best_spec(loaded, chosen, shown_from)
+    path = write_best_spec(loaded, chosen)
     plots = write_plots(loaded, study)
     drawn = f"; plots: {', '.join(p.name for p in plots)}" if plots else ""
     print(
         f"Best: trial {chosen.number}, {loaded.sweep.objective} {chosen.value:.6g}; its spec: "
-        f"{os.path.relpath(path, shown_from)}{drawn}"
+        f"{os.path.relpath(path, loaded.started_in)}{drawn}"
     )
     return 0

@@ -40,7 +40,6 @@ class Sweeper:
         # Where the trials run: relative paths (MLflow's default store, a relative
         # tracking_uri) then mean the same for the sweep and its trials.
         storage = absolute_storage(storage)
-        self.shown_from = os.getcwd()  # where the paths it prints are relative to
         os.chdir(loaded.folder)
         self.lock = SweepLock(loaded.output)
         self.tracking = None
@@ -67,7 +66,7 @@ class Sweeper:
                 self._watch(number)
             self._fill()
             if not self.running and self._finished():
-                return report.write_results(self.loaded, self.study, self.tracking, self.shown_from)
+                return report.write_results(self.loaded, self.study, self.tracking)
             time.sleep(POLL_SECONDS)
         return self._stopped()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +35,10 @@ class LoadedSweep:
     per_epoch: bool
     """Whether the objective is a validation value, reported to the pruner by epoch (trials
     of other batch sizes validate at other steps, but after the same epochs)."""
-    started_in: Path = field(default_factory=Path.cwd)
-    """The directory the sweep was started from, where validating the spec also found the
-    modules of yours it names (after the spec's folder)."""
+    started_in: Path
+    """The directory the sweep was started from: the paths it prints are relative to it, and
+    validating the spec found the modules of yours it names there too (after the spec's
+    folder)."""
 
     def overrides(self, values: dict[str, Any]) -> list[str]:
         """The `--set` overrides of a trial's values, in the space's order."""
@@ -78,7 +79,7 @@ def load_sweep(path: Path, name: str = "sweep") -> LoadedSweep:
     output = folder / (sweep.output_dir or f"sweeps/{path.stem}")
     per_epoch = sweep.objective in logged_values(spec)[1]
     name = sweep.name or path.stem
-    return LoadedSweep(sweep, path, spec_path, spec, folder, output, name, per_epoch)
+    return LoadedSweep(sweep, path, spec_path, spec, folder, output, name, per_epoch, Path.cwd())
 
 
 def _space_problems(sweep: Sweep, spec: Spec, spec_path: Path) -> list[str]:
