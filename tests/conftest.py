@@ -52,6 +52,15 @@ def render(tmp_path: Path):
     return _render
 
 
+@pytest.fixture(scope="session", autouse=True)
+def autograph_cache(tmp_path_factory, worker_id) -> None:
+    """One folder of AutoGraph's conversions for the whole run (autograph_cache.py), for the
+    programs preloaded.py forks."""
+    root = tmp_path_factory.getbasetemp()
+    root = root.parent if worker_id != "master" else root
+    os.environ["LOOPGEN_TESTS_AUTOGRAPH_CACHE"] = str(root / "autograph")
+
+
 @pytest.fixture(scope="session")
 def shared(tmp_path_factory, worker_id) -> Callable[[str, Callable[[Path], None]], Path]:
     """`shared(name, make)`: a folder that `make(folder)` filled, made once for the whole run:

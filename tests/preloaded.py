@@ -20,9 +20,13 @@ import runpy
 import sys
 import traceback
 
+import autograph_cache
 import keras  # noqa: F401
 import numpy  # noqa: F401
 import tensorflow  # noqa: F401
+
+if os.environ.get("LOOPGEN_TESTS_AUTOGRAPH_CACHE"):
+    autograph_cache.install(os.environ["LOOPGEN_TESTS_AUTOGRAPH_CACHE"])
 
 
 def run(argv: list[str]) -> int:
