@@ -62,6 +62,7 @@ class Environment(StrictModel):
 @dataclass(frozen=True)
 class Spaces:
     observation_shape: tuple[int, ...]
+    """A Box observation's shape; () for a Dict's (see `named`)."""
     observation_dtype: str
     discrete: bool
     """Discrete actions (an index) or continuous ones (a Box of floats)."""
@@ -69,6 +70,9 @@ class Spaces:
     """Discrete: how many actions; continuous: the width of the action vector."""
     action_low: tuple[float, ...] = ()
     action_high: tuple[float, ...] = ()
+    named: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """A Dict observation's parts, (name, shape) in the Dict's order: each feeds the model's
+    input of that name."""
 
 
 @cache
@@ -80,6 +84,7 @@ def read_spaces(env_id: str | None, target: str | None, kwargs: tuple) -> Spaces
     if path and os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
+        saved["named"] = [(name, tuple(shape)) for name, shape in saved.get("named", [])]
         return Spaces(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
     spaces = _make_and_read(env_id, target, kwargs)
     if path:
@@ -134,15 +139,30 @@ def _make_and_read(env_id: str | None, target: str | None, kwargs: tuple) -> Spa
 
 def _spaces(env: Any, field: str, gym: Any) -> Spaces:
     observation, action = env.observation_space, env.action_space
-    if not isinstance(observation, gym.spaces.Box):
-        raise ValueError(
-            f"{field}: the environment's observations are {observation}; a Box (an array) is "
-            "what the policy takes: flatten others with a wrapper in your target function"
+    if isinstance(observation, gym.spaces.Dict) and observation.spaces:
+        parts = observation.spaces.items()
+        if not all(isinstance(part, gym.spaces.Box) for _, part in parts):
+            raise ValueError(
+                f"{field}: the environment's observations are {observation}; each part of a "
+                "Dict observation must be a Box (an array): flatten the others with a wrapper "
+                "in your target function"
+            )
+        found = dict(
+            observation_shape=(),
+            observation_dtype=str(next(iter(observation.spaces.values())).dtype),
+            named=tuple((str(name), tuple(int(n) for n in part.shape)) for name, part in parts),
         )
-    found = dict(
-        observation_shape=tuple(int(n) for n in observation.shape),
-        observation_dtype=str(observation.dtype),
-    )
+    elif not isinstance(observation, gym.spaces.Box):
+        raise ValueError(
+            f"{field}: the environment's observations are {observation}; a Box (an array) or a "
+            "Dict of them is what the policy takes: flatten others with a wrapper in your "
+            "target function"
+        )
+    else:
+        found = dict(
+            observation_shape=tuple(int(n) for n in observation.shape),
+            observation_dtype=str(observation.dtype),
+        )
     if isinstance(action, gym.spaces.Discrete):
         return Spaces(**found, discrete=True, actions=int(action.n))
     if isinstance(action, gym.spaces.Box) and len(action.shape) == 1:

@@ -10,8 +10,9 @@ from typing import Any
 from .. import __version__
 from ..dsl.loader import spec_hash
 from ..dsl.rules.rl import SHARED_BATCH
+from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
-from . import fingerprint, stamp, tracking
+from . import fingerprint, graph, stamp, tracking
 from .context import net_has, optimizer_expression
 
 STDLIB = [
@@ -24,10 +25,24 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
     way = spec.training
     spaces = spec.data.spaces()
     networks = ["model", "target_network" if way.kind == "dqn" else "value_network"]
+    # A Dict observation: the networks are Graphs, each part feeding the input of its name.
+    graphs = {
+        role: (name, net)
+        for role, name, net in [("model", spec.name, spec.model),
+                                ("value", "value", getattr(way, "value", None))]
+        if getattr(net, "kind", None) == "graph"
+    }  # fmt: skip
+    classes = {c.name: c for c in spec.custom_layers}
+    graph_build = {
+        role: graph.build_lines(net, name, "float32", [], check_graph_shapes(net, classes))
+        for role, (name, net) in graphs.items()
+    }
     return {
         "spec": spec,
         "way": way,
         "spaces": spaces,
+        "keyed": bool(spaces.named),  # a Dict observation: a dict of arrays, by name
+        "observation_shapes": dict(spaces.named),
         "variant": spec.distribute.kind,
         "distributed": spec.distribute.kind != "single_device",
         "cpu_devices": getattr(spec.distribute, "cpu_devices", 0),
@@ -64,8 +79,11 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "net_has": net_has,
         "model_augmentation": False,
         "precision": "float32",
-        "graph_build": [],
-        "graph_blocks": [],
+        "graph_build": graph_build.get("model", []),
+        "value_graph_build": graph_build.get("value", []),
+        "graph_blocks": [
+            graph.block_function(net, block) for _, net in graphs.values() for block in net.blocks
+        ],
         "teacher_blocks": [],
         "custom_classes": [],
         "position_embedding": False,

@@ -150,6 +150,29 @@ def dqn_reference(script: str) -> dict:
     }
 
 
+def episode_ends(script: str) -> dict:
+    """Steps the script's Environments (its counting environment, beside it) until every
+    episode is cut by the time limit: what the step reports as reached and what the next step
+    acts on, by part of the observation."""
+    sys.path.insert(0, str(Path(script).parent))  # where the script finds your modules
+    module = load_script(script)
+    environments = module.Environments()
+    for _ in range(module.MAX_EPISODE_STEPS):
+        reached, _, terminated, truncated = environments.step(np.zeros(module.NUM_ENVS, np.int64))
+
+    def listed(observations):
+        if isinstance(observations, dict):
+            return {name: part.tolist() for name, part in observations.items()}
+        return {"": observations.tolist()}
+
+    return {
+        "terminated": terminated.tolist(),
+        "truncated": truncated.tolist(),
+        "reached": listed(reached),
+        "next": listed(environments.observations),
+    }
+
+
 def relative_diff(a, b) -> float:
     """The largest difference, relative to the value where it is above 1 (float32 keeps 7
     digits)."""
@@ -160,9 +183,15 @@ def served_against_networks(script: str, output_dir: str, observations: str) -> 
     """The exported SavedModel on raw observations (loaded as TF Serving would, no class of
     the script's) against the script's networks restored from the newest checkpoint, on the
     observations normalized by the checkpoint's statistics where the script normalizes."""
-    x = np.array(json.loads(observations), np.float32)
+    given = json.loads(observations)  # a list of observations, or a Dict's parts by name
+    if isinstance(given, dict):
+        x = {name: np.array(part, np.float32) for name, part in given.items()}
+        inputs = {name: tf.constant(part) for name, part in x.items()}
+    else:
+        x = np.array(given, np.float32)
+        inputs = {"observations": tf.constant(x)}
     served = tf.saved_model.load(f"{output_dir}/export/saved_model/1").signatures["serving_default"]
-    outputs = {k: v.numpy() for k, v in served(observations=tf.constant(x)).items()}
+    outputs = {k: v.numpy() for k, v in served(**inputs).items()}
     sys.path.insert(0, str(Path(script).parent))  # where the script finds your modules
     module = load_script(script)
     model = module.build_model()

@@ -491,10 +491,12 @@ SYNCHRONIZED = [
         ("cartpole_a2c", [], 200, 1e-5),
         ("cartpole_dqn", DQN_SMALL, 40, 1e-5),
         ("pendulum_ppo", [*PPO_SMALL, "training.rollout_steps=16"], 128, 1e-5),
+        # A Dict observation: each minibatch's parts, by name, shared out alike.
+        ("corridor_ppo", [*PPO_SMALL, "training.rollout_steps=8"], 96, 1e-5),
     ],
     ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation",
          "mnist_adversarial", "shapes_wgan_gp", "shapes_simclr", "mnist_reptile", "mnist_maml",
-         "cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo"],
+         "cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo", "corridor_ppo"],
 )  # fmt: skip
 def test_mirrored_equals_single_device(example, overrides, steps, tolerance, render, tmp_path):
     acts = example in ACTING  # no dataset: environment steps, not epochs
@@ -503,6 +505,7 @@ def test_mirrored_equals_single_device(example, overrides, steps, tolerance, ren
         # Validation kept: its pass on two replicas is proved here, not in the mirrored variant
         # test (EQUALS_ONE_DEVICE). It leaves the weights alone.
         common += [*data.small_data_overrides(example, tmp_path), "data.batch_size=16"]
+    data.companions(example, tmp_path)  # corridor_ppo's environment, beside the scripts
     single = data.runnable(example, render(example, *common))
     script = render(example, *common, TWO_CPUS, variant="mirrored", name="mirrored.py")
     mirrored = data.runnable(example, script)

@@ -291,6 +291,12 @@ RESUME_RUNS = {
         ["training.rollout_steps=8", "training.minibatches=2", "training.update_epochs=2"],
     ),
     "a2c": ("cartpole_a2c", 400, []),
+    # A Dict observation (the corridor's cell and goal) in the environments' pickled state.
+    "dict_observations": (
+        "corridor_ppo",
+        256,
+        ["training.rollout_steps=8", "training.minibatches=2", "training.update_epochs=2"],
+    ),
     # A Gaussian policy (its log std learnt) on normalized observations (running statistics).
     "ppo_continuous": (
         "pendulum_ppo",
@@ -309,10 +315,11 @@ RESUME_RUNS = {
         ],
     ),
 }
-ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous"}
+ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations"}
 """The cases that act: their length is in environment steps (--max-steps)."""
-ONE_DEVICE_ENOUGH = {"ppo", "a2c"}
-"""Their replicas run the code of ppo_continuous's (PPO's partial, A2C's with it)."""
+ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations"}
+"""Their replicas run the code of ppo_continuous's (PPO's partial, A2C's with it); a Dict's
+parts shared out by the replicas: test_distributed's mirrored_equals_single_device."""
 RESUME_CASES = [
     (source, variant)
     for source in sorted(RESUME_RUNS)

@@ -198,7 +198,8 @@ def test_loading_a_spec_leaves_pythons_path_as_it_was(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "path", ["", *sys.path])
     before = list(sys.path)
     read_spaces.cache_clear()  # made again, not taken from an earlier test's load
-    assert load_spec(tmp_path / "spec.py").data.spaces().observation_shape == (8,)
+    spaces = load_spec(tmp_path / "spec.py").data.spaces()
+    assert spaces.named == (("goal", (8,)), ("position", (8,)))
     assert sys.path == before
 
 

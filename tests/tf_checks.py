@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -56,7 +57,9 @@ def compare_saved_states(dir_a: str, dir_b: str) -> dict:
     """Whether the Python states of two directories' newest checkpoints (a PythonState's
     pickled bytes: an RL run's environments, its replay buffer) hold the same values: arrays,
     random generators' states and every attribute of every object, unpickled (equal states
-    may pickle to different bytes)."""
+    may pickle to different bytes). An environment of the user's unpickles from its module in
+    the current directory, beside the scripts."""
+    sys.path.insert(0, os.getcwd())
     found = {}
     for directory in (dir_a, dir_b):
         reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(directory))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model import Imported
-from ..shapes import check_shapes
+from ..shapes import check_graph_shapes, check_shapes
 from ..ways import RL_KINDS
 from .strategy import check_device_names
 
@@ -130,22 +130,23 @@ def check_networks(spec: Spec) -> None:
     if way.kind in ON_POLICY:
         networks["training.value"] = way.value
     classes = {c.name: c for c in spec.custom_layers}
+    outputs = {}
     for path, network in networks.items():
         if network is None:
             raise ValueError(f"{path} is not set: {NAMES[way.kind]} needs the network")
-        if isinstance(network, Imported) or network.kind == "graph":
+        if isinstance(network, Imported):
             raise ValueError(
-                f"{path}: reinforcement learning takes a Sequential or Functional network"
+                f"{path}: reinforcement learning takes a Sequential or Functional network (a "
+                "Graph for a Dict observation)"
             )
-        if tuple(network.input_shape) != spaces.observation_shape:
-            raise ValueError(
-                f"{path}.input_shape={tuple(network.input_shape)}, but the environment's "
-                f"observations have shape {spaces.observation_shape}; set input_shape="
-                f"{spaces.observation_shape}"
-            )
-        if getattr(network, "heads", None):
-            raise ValueError(f"{path}.heads: the network has one output; remove the heads")
-    policy = check_shapes(spec.model.input_shape, spec.model.layers, classes, "model.layers")
+        outputs[path] = (
+            check_named_inputs(network, spaces, path, classes)
+            if spaces.named
+            else check_input(network, spaces, path, classes)
+        )
+    if spaces.named:
+        check_keyed_way(spec, spaces)
+    policy = outputs["model"]
     if way.kind == "dqn" and not spaces.discrete:
         raise ValueError(
             f"training is DQN, but the environment's actions are continuous (a Box of width "
@@ -160,13 +161,85 @@ def check_networks(spec: Spec) -> None:
             f"{spaces.actions} {'actions' if spaces.discrete else 'action dimensions'}: "
             f"the last layer must give {what} (Dense(units={spaces.actions}))"
         )
-    if way.kind in ON_POLICY:
-        value = check_shapes(way.value.input_shape, way.value.layers, classes, "training.value")
-        if tuple(value) != (1,):
+    if way.kind in ON_POLICY and tuple(outputs["training.value"]) != (1,):
+        raise ValueError(
+            f"training.value outputs shape {tuple(outputs['training.value'])}: it must give one "
+            "value per observation; end it in Dense(units=1)"
+        )
+
+
+def check_input(network, spaces, path: str, classes: dict) -> tuple:
+    """A Sequential or Functional network on an array observation; returns its output shape."""
+    if network.kind == "graph":
+        raise ValueError(
+            f"{path}: a Graph's named inputs take the parts of a Dict observation, but the "
+            f"environment's observations are one array of shape {spaces.observation_shape}: "
+            f"use Sequential or Functional with input_shape={spaces.observation_shape}"
+        )
+    if tuple(network.input_shape) != spaces.observation_shape:
+        raise ValueError(
+            f"{path}.input_shape={tuple(network.input_shape)}, but the environment's "
+            f"observations have shape {spaces.observation_shape}; set input_shape="
+            f"{spaces.observation_shape}"
+        )
+    if getattr(network, "heads", None):
+        raise ValueError(f"{path}.heads: the network has one output; remove the heads")
+    return check_shapes(network.input_shape, network.layers, classes, f"{path}.layers")
+
+
+def check_named_inputs(network, spaces, path: str, classes: dict) -> tuple:
+    """A Graph on a Dict observation: an input for each part, of its name and shape."""
+    named = dict(spaces.named)
+    if network.kind != "graph":
+        inputs = ", ".join(f"{name!r}: Input(shape={shape})" for name, shape in named.items())
+        raise ValueError(
+            f"{path}: the environment's observations are a Dict of {sorted(named)}; take them "
+            f"with a Graph whose inputs are its parts, inputs={{{inputs}}}"
+        )
+    if set(network.inputs) != set(named):
+        raise ValueError(
+            f"{path}.inputs are {sorted(network.inputs)}, but the environment's Dict observation "
+            f"has the parts {sorted(named)}: name one input after each part"
+        )
+    for name, given in network.inputs.items():
+        if tuple(given.shape) != named[name] or given.dtype != "float32":
             raise ValueError(
-                f"training.value outputs shape {tuple(value)}: it must give one value per "
-                "observation; end it in Dense(units=1)"
+                f"{path}.inputs[{name!r}] is Input(shape={tuple(given.shape)}, "
+                f"dtype={given.dtype!r}), but the observation's part {name!r} is an array of "
+                f"shape {named[name]}: set Input(shape={named[name]})"
             )
+    for i, node in enumerate(network.nodes):
+        if node.adapt:
+            raise ValueError(
+                f"{path}.nodes[{i}].adapt=True: an environment is no dataset to adapt to; "
+                "remove adapt"
+            )
+    if network.output_names:
+        raise ValueError(f"{path}.outputs: the network has one output; name one node")
+    return check_graph_shapes(network, classes, path)[network.outputs]
+
+
+def check_keyed_way(spec: Spec, spaces) -> None:
+    """What a Dict observation is not written for yet."""
+    names = sorted(dict(spaces.named))
+    if spec.training.kind == "dqn":
+        raise ValueError(
+            f"training is DQN, but the environment's observations are a Dict of {names}: "
+            "loopgen's replay buffer holds array observations; flatten the Dict with "
+            "gymnasium.wrappers.FlattenObservation in your target function, or use PPO"
+        )
+    if getattr(spec.training, "normalize_observations", False):
+        raise ValueError(
+            f"training.normalize_observations=True, but the environment's observations are a "
+            f"Dict of {names}: loopgen normalizes array observations; normalize inside the "
+            "Graph, or set it False"
+        )
+    model, value = spec.model, spec.training.value
+    for block in {b.name for b in model.blocks} & {b.name for b in value.blocks}:
+        raise ValueError(
+            f"training.value.blocks: a block named {block!r} is in model.blocks too; the "
+            "script writes one function for each block: rename one"
+        )
 
 
 def check_way(spec: Spec) -> None:

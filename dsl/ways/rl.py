@@ -9,9 +9,11 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from ..base import PositiveFloat, PositiveInt, StrictModel
+from ..graph import Graph
 from ..model import Functional, Sequential
 
-Network = Annotated[Sequential | Functional, Field(discriminator="kind")]
+Network = Annotated[Sequential | Functional | Graph, Field(discriminator="kind")]
+"""A Graph takes a Dict observation: its inputs are the Dict's parts, by name."""
 Discount = Annotated[float, Field(gt=0, le=1)]
 """gamma: from 0 (excluded: nothing would be learnt of the future) to 1."""
 Fraction = Annotated[float, Field(ge=0, le=1)]

@@ -1,7 +1,7 @@
-"""Walk to the end of a corridor, an environment of your own, with PPO.
+"""Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 5b97532501e6ca0d, script sha256 3500b7c7b7ce460c).
+(spec sha256 e2e623afed81f496, script sha256 7871834c56f906bd).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -32,7 +32,8 @@ SEED = 3
 ENV_KWARGS = {"length": 8}
 MAX_EPISODE_STEPS = 32  # an episode is truncated after them
 NUM_ENVS = 4  # copies of the environment, stepped together
-OBSERVATION_SHAPE = (8,)
+# The observation is a dict of arrays: each feeds the networks' input of its name.
+OBSERVATION_SHAPES = {"goal": (8,), "position": (8,)}
 # Environment steps to train, over all sub-environments (--max-steps stops sooner).
 TOTAL_STEPS = 16384
 ROLLOUT_STEPS = 32  # steps in each sub-environment per update
@@ -166,10 +167,11 @@ class Environments(tf.train.experimental.PythonState):
         not the next episode's first), the rewards, and which episodes terminated (the task
         ended: nothing follows) or were truncated (a time limit: the task went on)."""
         observations, rewards, terminated, truncated, info = self.envs.step(actions)
-        reached = observations.copy()
+        reached = {name: part.copy() for name, part in observations.items()}
         if "final_obs" in info:
             for i in np.flatnonzero(info["_final_obs"]):
-                reached[i] = info["final_obs"][i]
+                for name, part in reached.items():
+                    part[i] = info["final_obs"][i][name]
         self.returns += rewards
         self.lengths += 1
         for i in np.flatnonzero(terminated | truncated):
@@ -207,25 +209,25 @@ class Environments(tf.train.experimental.PythonState):
 
 def build_model():
     """The policy: observations to one logit per action."""
-    return keras.Sequential(
-        [
-            keras.Input(shape=(8,)),
-            layers.Dense(32, activation="tanh"),
-            layers.Dense(2, name="logits"),
-        ],
-        name="corridor_ppo",
+    position = keras.Input(shape=(8,), name="position")
+    goal = keras.Input(shape=(8,), name="goal")
+    cells = layers.Concatenate(name="cells")([position, goal])
+    hidden = layers.Dense(64, activation="tanh", name="hidden")(cells)
+    logits = layers.Dense(2, name="logits")(hidden)
+    return keras.Model(
+        inputs={"position": position, "goal": goal}, outputs=logits, name="corridor_ppo"
     )
 
 
 def build_value_network():
     """The value function: observations to one value each (training.value)."""
-    return keras.Sequential(
-        [
-            keras.Input(shape=(8,)),
-            layers.Dense(32, activation="tanh"),
-            layers.Dense(1, name="value"),
-        ],
-        name="value",
+    position = keras.Input(shape=(8,), name="position")
+    goal = keras.Input(shape=(8,), name="goal")
+    cells = layers.Concatenate(name="cells")([position, goal])
+    hidden = layers.Dense(64, activation="tanh", name="hidden")(cells)
+    value = layers.Dense(1, name="value")(hidden)
+    return keras.Model(
+        inputs={"position": position, "goal": goal}, outputs=value, name="value"
     )
 
 
@@ -267,7 +269,10 @@ def collect(environments, act, value_network, first_step):
     rollout = {key: [] for key in ["observations", "actions", "log_probs", "values"]}
     rewards, ended = [], []
     for t in range(ROLLOUT_STEPS):
-        observations = environments.observations.astype(np.float32)
+        observations = {
+            name: part.astype(np.float32)
+            for name, part in environments.observations.items()
+        }
         seed = tf.constant([SEED, first_step + t * NUM_ENVS], tf.int64)
         actions, log_probs, values = act(observations, seed)
         reached, reward, terminated, truncated = environments.step(actions.numpy())
@@ -276,22 +281,26 @@ def collect(environments, act, value_network, first_step):
         # Termination ends the task: nothing follows.
         cut = truncated & ~terminated
         if cut.any():
-            reward[cut] += GAMMA * value_network(reached[cut])[:, 0].numpy()
+            ends = {name: part[cut] for name, part in reached.items()}
+            reward[cut] += GAMMA * value_network(ends)[:, 0].numpy()
         for key, value in zip(rollout, [observations, actions, log_probs, values]):
-            rollout[key].append(np.asarray(value))
+            rollout[key].append(tf.nest.map_structure(np.asarray, value))
         rewards.append(reward)
         ended.append((terminated | truncated).astype(np.float32))
-    rollout = {key: np.stack(value) for key, value in rollout.items()}
+    # The observations are a dict a step: stacked part by part.
+    rollout = {
+        key: tf.nest.map_structure(lambda *steps: np.stack(steps), *value)
+        for key, value in rollout.items()
+    }
     last_values = value_network(environments.observations)[:, 0].numpy()
     advantages, returns = advantages_and_returns(
         np.stack(rewards), rollout["values"], np.stack(ended), last_values
     )
     rollout.update(advantages=advantages, returns=returns)
     # One batch of ROLLOUT_SIZE transitions, in the order (step, sub-environment).
-    return {
-        key: value.reshape((ROLLOUT_SIZE, *value.shape[2:]))
-        for key, value in rollout.items()
-    }
+    return tf.nest.map_structure(
+        lambda value: value.reshape((ROLLOUT_SIZE, *value.shape[2:])), rollout
+    )
 
 
 def ppo_loss(log_probs, entropies, values, batch):
@@ -402,7 +411,10 @@ def train(args, run):
     # Called at every step: its one trace, called directly, skips tf.function's matching of
     # the arguments to traces, half the cost of a call this small (0.3 of 0.7 ms measured).
     act = act.get_concrete_function(
-        tf.TensorSpec((NUM_ENVS, *OBSERVATION_SHAPE), tf.float32),
+        {
+            name: tf.TensorSpec((NUM_ENVS, *shape), tf.float32)
+            for name, shape in OBSERVATION_SHAPES.items()
+        },
         tf.TensorSpec([2], tf.int64),
     )
 
@@ -429,7 +441,7 @@ def train(args, run):
         }
         share = MINIBATCH_SIZE // context.num_replicas_in_sync
         start = context.replica_id_in_sync_group * share
-        batch = {key: value[start : start + share] for key, value in batch.items()}
+        batch = tf.nest.map_structure(lambda value: value[start : start + share], batch)
         with tf.GradientTape() as tape:
             loss, parts = minibatch_loss(batch)
         gradients = tape.gradient(loss, trainable)
@@ -468,9 +480,9 @@ def train(args, run):
             )
             for start in tf.range(0, ROLLOUT_SIZE, MINIBATCH_SIZE):
                 indices = order[start : start + MINIBATCH_SIZE]
-                batch = {
-                    key: tf.gather(value, indices) for key, value in rollout.items()
-                }
+                batch = tf.nest.map_structure(
+                    lambda value: tf.gather(value, indices), rollout
+                )
                 step_on_replicas(batch, first_step)
 
     # --- Checkpoints: everything a resumed run needs to continue exactly --------------
@@ -543,7 +555,10 @@ def evaluate(model, args, run):
     while not done.all():
         if args.record and not done[0]:
             frames.append(draw(envs.envs[0]))
-        actions = greedy(observations.astype(np.float32)).numpy()
+        observations = {
+            name: part.astype(np.float32) for name, part in observations.items()
+        }
+        actions = greedy(observations).numpy()
         observations, rewards, terminated, truncated, _ = envs.step(actions)
         returns += np.where(done, 0, rewards)  # an environment's first episode only
         done |= terminated | truncated
@@ -600,12 +615,13 @@ def write_gif(frames, path):
 
 def export(model, value_network, directory):
     """The trained policy, written whole into `directory`: saved_model/1/, the SavedModel to
-    serve (TF Serving's layout), whose serving_default takes a batch of observations and
-    returns "actions" (the most probable action), "probabilities"
-    and "values". It loads without this script."""
-    observations = tf.TensorSpec(
-        (None, *OBSERVATION_SHAPE), tf.float32, name="observations"
-    )
+    serve (TF Serving's layout), whose serving_default takes a batch of observations, an input
+    for each part of the Dict by its name, and returns "actions" (the most probable action),
+    "probabilities" and "values". It loads without this script."""
+    observations = {
+        name: tf.TensorSpec((None, *shape), tf.float32, name=name)
+        for name, shape in OBSERVATION_SHAPES.items()
+    }
 
     @tf.function(input_signature=[observations])
     def serve(observations):
@@ -628,14 +644,14 @@ def export(model, value_network, directory):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "corridor_ppo",
-    "spec_sha256": "5b97532501e6ca0d",
+    "spec_sha256": "e2e623afed81f496",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
 # means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
 # longer run, other cadences, performance options or another strategy are the same setup.
 SETUP = {
-    "model": "9ff7890758710b90",
+    "model": "cf29014e262184a7",
     "data.kind": "environment",
     "data.target": "envs.corridor:make",
     "data.kwargs": "3e5660cb74e8e291",
@@ -643,7 +659,7 @@ SETUP = {
     "data.max_episode_steps": 32,
     "seed": SEED,
     "optimizer": "0f36a0dce26ec3b6",
-    "training": "7e734676a5eddb0d",
+    "training": "0bd95de23a86d7cd",
 }
 
 

@@ -1,0 +1,23 @@
+# Mistake: DQN on a Dict observation (its replay buffer holds arrays)
+from loopgen.dsl import Adam, Concatenate, Dense, Environment, Graph, Input, Loop, Node, DQN, Sequential, Spec
+
+
+def network(units, inputs=None):
+    return Graph(
+        inputs=inputs or {"position": Input(shape=(8,)), "goal": Input(shape=(8,))},
+        nodes=[
+            Node(name="cells", layer=Concatenate(), inputs=sorted(inputs or ["position", "goal"])),
+            Node(name="out", layer=Dense(units=units), inputs="cells"),
+        ],
+        outputs="out",
+    )
+
+
+spec = Spec(
+    name="corridor_dqn",
+    data=Environment(target="examples.envs.corridor:make", kwargs={"length": 8}),
+    model=network(2),
+    training=DQN(),
+    optimizer=Adam(learning_rate=3e-3),
+    loop=Loop(steps=4096),
+)
