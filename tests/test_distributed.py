@@ -491,12 +491,17 @@ SYNCHRONIZED = [
         ("cartpole_a2c", [], 200, 1e-5),
         ("cartpole_dqn", DQN_SMALL, 40, 1e-5),
         ("pendulum_ppo", [*PPO_SMALL, "training.rollout_steps=16"], 128, 1e-5),
-        # A Dict observation: each minibatch's parts, by name, shared out alike.
+        # A Dict observation: each minibatch's parts, by name, shared out alike (PPO's and
+        # DQN's, from its replay buffer).
         ("corridor_ppo", [*PPO_SMALL, "training.rollout_steps=8"], 96, 1e-5),
+        ("corridor_ppo", ['training={"kind": "dqn", "buffer_size": 24, "batch_size": 8, '
+                          '"learning_starts": 8, "train_every": 1, "target_update_every": 10}'],
+         40, 1e-5),
     ],
     ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation",
          "mnist_adversarial", "shapes_wgan_gp", "shapes_simclr", "mnist_reptile", "mnist_maml",
-         "cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo", "corridor_ppo"],
+         "cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo", "corridor_ppo",
+         "corridor_dqn"],
 )  # fmt: skip
 def test_mirrored_equals_single_device(example, overrides, steps, tolerance, render, tmp_path):
     acts = example in ACTING  # no dataset: environment steps, not epochs

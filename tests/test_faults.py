@@ -291,11 +291,20 @@ RESUME_RUNS = {
         ["training.rollout_steps=8", "training.minibatches=2", "training.update_epochs=2"],
     ),
     "a2c": ("cartpole_a2c", 400, []),
-    # A Dict observation (the corridor's cell and goal) in the environments' pickled state.
+    # A Dict observation (the corridor's cell and goal) in the environments' pickled state,
+    # and part by part in DQN's replay buffer.
     "dict_observations": (
         "corridor_ppo",
         256,
         ["training.rollout_steps=8", "training.minibatches=2", "training.update_epochs=2"],
+    ),
+    "dict_dqn": (
+        "corridor_ppo",
+        160,
+        [
+            'training={"kind": "dqn", "buffer_size": 64, "batch_size": 16, "learning_starts": 16, '
+            '"train_every": 1, "target_update_every": 10}'
+        ],
     ),
     # A Gaussian policy (its log std learnt) on normalized observations (running statistics).
     "ppo_continuous": (
@@ -315,9 +324,9 @@ RESUME_RUNS = {
         ],
     ),
 }
-ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations"}
+ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations", "dict_dqn"}
 """The cases that act: their length is in environment steps (--max-steps)."""
-ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations"}
+ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations", "dict_dqn"}
 """Their replicas run the code of ppo_continuous's (PPO's partial, A2C's with it); a Dict's
 parts shared out by the replicas: test_distributed's mirrored_equals_single_device."""
 RESUME_CASES = [

@@ -220,24 +220,21 @@ def check_named_inputs(network, spaces, path: str, classes: dict) -> tuple:
 
 
 def check_keyed_way(spec: Spec, spaces) -> None:
-    """What a Dict observation is not written for yet."""
+    """What a Dict observation is not written for yet, and the Graphs' blocks."""
     names = sorted(dict(spaces.named))
-    if spec.training.kind == "dqn":
-        raise ValueError(
-            f"training is DQN, but the environment's observations are a Dict of {names}: "
-            "loopgen's replay buffer holds array observations; flatten the Dict with "
-            "gymnasium.wrappers.FlattenObservation in your target function, or use PPO"
-        )
     if getattr(spec.training, "normalize_observations", False):
         raise ValueError(
             f"training.normalize_observations=True, but the environment's observations are a "
             f"Dict of {names}: loopgen normalizes array observations; normalize inside the "
             "Graph, or set it False"
         )
-    model, value = spec.model, spec.training.value
-    for block in {b.name for b in model.blocks} & {b.name for b in value.blocks}:
+    value = getattr(spec.training, "value", None)
+    both = sorted(
+        {b.name for b in spec.model.blocks} & {b.name for b in getattr(value, "blocks", [])}
+    )
+    if both:
         raise ValueError(
-            f"training.value.blocks: a block named {block!r} is in model.blocks too; the "
+            f"training.value.blocks: a block named {both[0]!r} is in model.blocks too; the "
             "script writes one function for each block: rename one"
         )
 

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 a510342675294ded, script sha256 313fc26a96115fe4).
+(spec sha256 a510342675294ded, script sha256 ef5c9d5a55cb28f0).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -225,9 +225,9 @@ class ReplayBuffer(tf.train.experimental.PythonState):
     def add(self, observations, actions, rewards, reached, terminated):
         slots = (self.next + np.arange(len(actions))) % BUFFER_SIZE
         self.observations[slots] = observations
+        self.reached[slots] = reached
         self.actions[slots] = actions
         self.rewards[slots] = rewards
-        self.reached[slots] = reached
         self.terminated[slots] = terminated
         self.next = (self.next + len(actions)) % BUFFER_SIZE
         self.size = min(self.size + len(actions), BUFFER_SIZE)
