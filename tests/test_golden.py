@@ -348,3 +348,35 @@ def test_reading_path_ends_with_train():
     assert lengths["mnist_mlp"] <= MNIST_MLP_READING_PATH, lengths["mnist_mlp"]
     too_long = {golden: n for golden, n in lengths.items() if n > READING_PATH_LINES}
     assert not too_long, f"reading paths of more than {READING_PATH_LINES} lines: {too_long}"
+
+
+def test_every_name_a_script_defines_at_module_level_is_one_a_spec_may_not_take():
+    """A block, custom layer class or node named like one of the script's functions, classes,
+    constants or imports would replace it (a block named `train` is called as the training
+    loop): RESERVED_NAMES holds every such name of every golden file, but the spec's own."""
+    from loopgen.dsl.base import MODULE_NAMES, RESERVED_NAMES
+
+    missing, owned = {}, {}
+    for golden, (spec_file, _) in sorted(GOLDEN.items()):
+        if spec_file not in owned:
+            spec = load_spec(ROOT / spec_file)
+            nets = (spec.model, *(getattr(spec.training, n, None) for n in ("value", "teacher")))
+            owned[spec_file] = {c.name for c in spec.custom_layers} | {
+                block.name for net in nets for block in getattr(net, "blocks", [])
+            }
+        own = owned[spec_file]
+        for node in ast.parse((GENERATED / f"{golden}.py").read_text()).body:
+            names = [_defined(node)]
+            if isinstance(node, ast.Import):  # the user's own modules are the spec's
+                names = [(alias.asname or alias.name).split(".")[0] for alias in node.names
+                         if alias.name.split(".")[0] in LIBRARIES]  # fmt: skip
+            elif isinstance(node, ast.ImportFrom):
+                names = [alias.asname or alias.name for alias in node.names]
+            for name in names:
+                if name and name not in own and name not in RESERVED_NAMES | MODULE_NAMES:
+                    missing.setdefault(name, golden)
+    assert not missing, f"add to MODULE_NAMES (dsl/base.py): {sorted(missing)}"
+
+
+LIBRARIES = sys.stdlib_module_names | {"keras", "numpy", "tensorflow", "gymnasium", "mlflow",
+                                       "comet_ml", "tensorflow_datasets"}  # fmt: skip

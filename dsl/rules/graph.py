@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import catalog, conditions
-from ..base import RESERVED_NAMES
+from ..base import MODULE_NAMES, RESERVED_NAMES
 from ..layers import KerasLayer, referenced_vars
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def check_block_names(graph: Graph) -> None:
     for b, name in enumerate(names):
         if names.count(name) > 1:
             raise ValueError(f"blocks[{b}].name={name!r} is used by two blocks; rename one")
-        if name in RESERVED_NAMES:
+        if name in RESERVED_NAMES | MODULE_NAMES:
             raise ValueError(
                 f"blocks[{b}].name={name!r} would shadow a name the generated script uses; "
                 "rename the block"

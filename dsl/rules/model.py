@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import shapes
-from ..base import check_not_reserved
+from ..base import check_not_module_level
 from ..layers import Custom, CustomLayerClass
 from ..model import Imported
 
@@ -18,7 +18,7 @@ def check_custom_layers(spec: Spec) -> None:
     if len(classes) != len(spec.custom_layers):
         raise ValueError("custom_layers: two classes share a name; rename one")
     for i, cls in enumerate(spec.custom_layers):
-        check_not_reserved(cls.name, f"custom_layers[{i}].name: class name")
+        check_not_module_level(cls.name, f"custom_layers[{i}].name: class name")
     for path, item in spec.layers_with_paths():
         if not isinstance(item, Custom):
             continue
