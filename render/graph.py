@@ -21,9 +21,11 @@ def build_lines(
     precision: str,
     augmentation: list[Any] = (),  # type: ignore[assignment]
     shapes: dict[str, Any] | None = None,
+    named: bool = False,
 ) -> list[str]:
     """The body of `build_model()` (with `augmentation` layers on its one input first);
-    `shapes` are the tensors' shapes, by name (a backbone is built for its input's)."""
+    `shapes` are the tensors' shapes, by name (a backbone is built for its input's). `named`:
+    the model takes a dict of its inputs by name even when it has one (a Dict observation)."""
     lines = []
     for name, given in graph.inputs.items():
         dtype = f", dtype={code.literal(given.dtype)}" if given.dtype != "float32" else ""
@@ -61,7 +63,7 @@ def build_lines(
     inputs = list(graph.inputs)
     given = (
         inputs[0]
-        if len(inputs) == 1
+        if len(inputs) == 1 and not named
         else "{" + ", ".join(f"{code.literal(n)}: {n}" for n in inputs) + "}"
     )
     if outputs:

@@ -34,7 +34,9 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
     }  # fmt: skip
     classes = {c.name: c for c in spec.custom_layers}
     graph_build = {
-        role: graph.build_lines(net, name, "float32", [], check_graph_shapes(net, classes))
+        role: graph.build_lines(
+            net, name, "float32", [], check_graph_shapes(net, classes), named=True
+        )
         for role, (name, net) in graphs.items()
     }
     return {

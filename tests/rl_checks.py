@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -165,11 +166,16 @@ def episode_ends(script: str) -> dict:
             return {name: part.tolist() for name, part in observations.items()}
         return {"": observations.tolist()}
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Keras warns of inputs of another structure
+        outputs = [network(reached).shape.as_list() for network in
+                   (module.build_model(), module.build_value_network())]  # fmt: skip
     return {
         "terminated": terminated.tolist(),
         "truncated": truncated.tolist(),
         "reached": listed(reached),
         "next": listed(environments.observations),
+        "outputs": outputs,
     }
 
 

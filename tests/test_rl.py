@@ -121,7 +121,7 @@ import numpy as np
 
 
 class Counting(gym.Env):
-    \"\"\"Observes the steps taken in its episode (a Box, or a Dict of two parts); never ends
+    \"\"\"Observes the steps taken in its episode (a Box, or a Dict of one part); never ends
     but by the time limit.\"\"\"
 
     action_space = gym.spaces.Discrete(2)
@@ -131,11 +131,11 @@ class Counting(gym.Env):
         self.parts = parts
         self.observation_space = count
         if parts:
-            self.observation_space = gym.spaces.Dict({"count": count, "twice": count})
+            self.observation_space = gym.spaces.Dict({"count": count})
 
     def observe(self):
         count = np.array([self.count], np.float32)
-        return {"count": count, "twice": 2 * count} if self.parts else count
+        return {"count": count} if self.parts else count
 
     def reset(self, seed=None, options=None):
         super().reset(seed=seed)
@@ -158,13 +158,11 @@ def test_the_observation_reached_at_a_cut_is_the_episodes_last_not_the_next_ones
 ):
     """Gymnasium returns the next episode's first observation where one ends, and the last in
     info["final_obs"]: the value that bootstraps a truncated episode is of the last, for a Dict
-    observation part by part."""
+    observation part by part (a Dict of one part: the networks take it by name too)."""
     (tmp_path / "counting.py").write_text(COUNTING)
     if parts:
-        inputs = '{"count": Input(shape=(1,)), "twice": Input(shape=(1,))}'
-        network = (f'Graph(inputs={inputs}, nodes=[Node(name="both", layer=Concatenate(), '
-                   'inputs=["count", "twice"]), Node(name="out", layer=Dense(units={units}), '
-                   'inputs="both")], outputs="out")')  # fmt: skip
+        network = ('Graph(inputs={"count": Input(shape=(1,))}, nodes=[Node(name="out", '
+                   'layer=Dense(units={units}), inputs="count")], outputs="out")')  # fmt: skip
     else:
         network = "Sequential(input_shape=(1,), layers=[Dense(units={units})])"
     spec = (ENDLESS_SPEC.replace("endless:make", "counting:make")
@@ -173,15 +171,16 @@ def test_the_observation_reached_at_a_cut_is_the_episodes_last_not_the_next_ones
                      network.replace("{units}", "2"))
             .replace("Sequential(input_shape=(1,), layers=[Dense(units=1)])",
                      network.replace("{units}", "1"))
-            .replace("Dense, ", "Concatenate, Dense, Graph, Input, Node, "))  # fmt: skip
+            .replace("Dense, ", "Dense, Graph, Input, Node, "))  # fmt: skip
     (tmp_path / "spec.py").write_text(spec)
     proc = run_cli("render", "spec.py", "-o", "train.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     ends = rl_check("episode_ends", str(tmp_path / "train.py"), cwd=tmp_path)
     assert ends["truncated"] == [True, True] and ends["terminated"] == [False, False], ends
-    expected = {"count": [[5.0]] * 2, "twice": [[10.0]] * 2} if parts else {"": [[5.0]] * 2}
+    expected = {"count" if parts else "": [[5.0]] * 2}
     assert ends["reached"] == expected, ends
     assert ends["next"] == {part: [[0.0]] * 2 for part in expected}, ends
+    assert ends["outputs"] == [[2, 2], [2, 1]], ends
 
 
 @pytest.mark.parametrize(
