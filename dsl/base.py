@@ -3,6 +3,7 @@
 import builtins
 import keyword
 import re
+import sys
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -64,39 +65,43 @@ RESERVED_NAMES = frozenset(dir(builtins)) | {
 
 MODULE_NAMES = frozenset({
     "ACTION_DIM", "ACTION_HIGH", "ACTION_LOW", "ALPHA", "ATTACK_STEPS", "BUFFER_SIZE", "CLASSES",
-    "CLIP", "CRITIC_STEPS", "END_EPSILON", "ENTROPY_COEF", "ENV_ID", "ENV_KWARGS", "EPSILON",
-    "EVALUATION_TASKS", "EXPLORATION_STEPS", "EXTRA_NAMES", "Environments", "GAE_LAMBDA", "GAMMA",
-    "GLOBAL_BATCH_SIZE", "IMAGE_SIGNATURES", "INITIAL_LOG_STD", "INNER_LEARNING_RATE",
-    "INNER_STEPS", "INPUT_RANGE", "LATENT_DIM", "LEARNING_RATE", "LEARNING_STARTS", "LOSS_NAMES",
-    "LOSS_WEIGHTS", "MACHINE_FAULTS", "MAX_EPISODE_STEPS", "MAX_GRAD_NORM", "MINIBATCHES",
-    "MINIBATCH_SIZE", "MLFLOW_PARAMS", "NUM_ACTIONS", "NUM_ENVS", "NUM_SAMPLES",
-    "OBSERVATION_SHAPE", "OBSERVATION_SHAPES", "ObservationStatistics", "PENALTY_WEIGHT",
-    "QUERIES", "REAL_LABEL", "RENDERED_FROM", "ROLLOUT_SIZE", "ROLLOUT_STEPS", "ReplayBuffer",
-    "RunDirectory", "SETUP", "SHOTS", "SPEC_FILE", "START_EPSILON", "STEP_SIZE",
-    "TARGET_UPDATE_EVERY", "TASKS_PER_STEP", "TEACHER_WEIGHTS", "TEMPERATURE", "TEST_CLASSES",
-    "TPU", "TRAIN_EVERY", "TRAIN_FILES", "UPDATE_EPOCHS", "VALUE_COEF", "WAYS",
+    "CLIP", "CRITIC_STEPS", "DEVICES", "END_EPSILON", "ENTROPY_COEF", "ENV_ID", "ENV_KWARGS",
+    "EPSILON", "EVALUATION_TASKS", "EXPLORATION_STEPS", "EXTRA_NAMES", "Environments",
+    "GAE_LAMBDA", "GAMMA", "GLOBAL_BATCH_SIZE", "IMAGE_FORMATS", "IMAGE_SIGNATURES",
+    "INITIAL_LOG_STD", "INNER_LEARNING_RATE", "INNER_STEPS", "INPUT_RANGE", "LATENT_DIM",
+    "LEARNING_RATE", "LEARNING_STARTS", "LOSS_NAMES", "LOSS_WEIGHTS", "MACHINE_FAULTS",
+    "MAX_EPISODE_STEPS", "MAX_GRAD_NORM", "MINIBATCHES", "MINIBATCH_SIZE", "MLFLOW_PARAMS",
+    "NUM_ACTIONS", "NUM_ENVS", "NUM_SAMPLES", "OBSERVATION_SHAPE", "OBSERVATION_SHAPES",
+    "ObservationStatistics", "PENALTY_WEIGHT", "QUERIES", "REAL_LABEL", "RENDERED_FROM",
+    "ROLLOUT_SIZE", "ROLLOUT_STEPS", "ReplayBuffer", "RunDirectory", "SETUP", "SHOTS",
+    "SPEC_FILE", "START_EPSILON", "STEP_SIZE", "TARGET_UPDATE_EVERY", "TASKS_PER_STEP", "TAU",
+    "TEACHER", "TEACHER_WEIGHTS", "TEMPERATURE", "TEST_CLASSES", "TPU", "TRAIN_EVERY",
+    "TRAIN_FILES", "UNFREEZE_TOP_LAYERS", "UPDATE_EPOCHS", "VALUE_COEF", "WAYS",
     "actor_critic_loss", "adapt", "advantages_and_returns", "as_tensors", "augment",
     "build_discriminator", "build_generator", "build_projection", "build_teacher",
-    "build_value_network", "checkpoint_paths", "class_members", "collect", "contextlib",
-    "contrastive_losses", "count_records", "csv_files", "csv_inputs", "csv_stream", "ctypes",
-    "data_record", "decode_csv", "distillation_loss", "dqn_targets", "draw", "draw_tasks",
-    "entropy", "epoch_order", "epsilon", "errno", "evaluate", "exchange", "export", "fcntl",
-    "file_record", "file_stream", "fold", "generated_examples", "generator_stream", "glob",
-    "glob_files", "gradient_penalty", "gym", "hashlib", "input_files", "is_chief", "label_names",
-    "load_teacher", "load_weights", "log_probability", "make_augmentation", "make_metrics",
-    "make_train_loop", "now", "num_examples", "parse_csv_lines", "parse_tfrecords",
-    "per_example", "perturb", "pickle", "ppo_loss", "predict", "prepare_inputs", "random_start",
-    "re", "read_arrays", "read_examples", "read_inputs", "read_tasks", "read_text_lines",
-    "record_inputs", "replica_slices", "resize_images", "restore_whole", "script_checksums",
-    "serving_function", "settle_whole", "shard_order", "shuffle_windows", "shutil", "signal",
-    "socket", "steps_in_call", "struct", "sys", "tfds_stream", "tfrecord_files",
-    "tfrecord_stream", "time", "traceback", "train", "training_batches", "training_inputs", "utc",
-    "validation_batches", "weights_fingerprint", "write_gif", "writing", "written_whole",
-    "your_step",
+    "build_value_network", "check_image_files", "check_inputs", "checkpoint_paths",
+    "class_members", "class_names", "collect", "contextlib", "contrastive_losses",
+    "count_by_reading", "count_records", "csv_files", "csv_inputs", "csv_stream", "ctypes",
+    "data_record", "decode_csv", "decode_images", "distillation_loss", "dqn_targets", "draw",
+    "draw_tasks", "entropy", "epoch_order", "epsilon", "errno", "evaluate", "exchange", "export",
+    "fcntl", "file_record", "file_stream", "files_of_steps", "fold", "generated_examples",
+    "generator_stream", "glob", "glob_files", "gradient_penalty", "gym", "hashlib", "input_files",
+    "is_chief", "label_names", "list_files_by_class", "load_teacher", "load_weights",
+    "log_probability", "make_augmentation", "make_metrics", "make_train_loop", "now",
+    "num_examples", "parse_csv_lines", "parse_tfrecords", "per_example", "perturb", "pickle",
+    "ppo_loss", "predict", "prepare_inputs", "r1_penalty", "random_start", "re", "read_arrays",
+    "read_examples", "read_images", "read_inputs", "read_npz", "read_tasks", "read_text_files",
+    "read_text_lines", "record_inputs", "replica_slices", "resize_images", "restore_whole",
+    "script_checksums", "serving_function", "settle_whole", "shard_order", "shuffle_windows",
+    "shutil", "signal", "socket", "split_by_class", "steps_in_call", "stop_at_damaged_image",
+    "struct", "sys", "tfds_stream", "tflite", "tfrecord_files", "tfrecord_stream", "time",
+    "traceback", "train", "training_batches", "training_inputs", "utc", "validation_batches",
+    "weights_fingerprint", "write_gif", "writing", "written_whole", "your_step",
 })  # fmt: skip
 """The other names the scripts define at module level (functions, classes, constants, imports):
 a name a spec makes module level too (a block, a custom layer class, an imported package) must
-not replace one (test_golden checks every golden file against both sets)."""
+not replace one (test_golden checks every golden file and every template against both
+sets)."""
 
 
 def check_not_module_level(name: str, what: str) -> None:
@@ -234,7 +239,8 @@ def check_target(value: str, what: str = "function") -> str:
             f"then the {what} name)"
         )
     package = value.split(".")[0].split(":")[0]
-    # `import keras.applications` rebinds `keras` to the same module: harmless.
-    if package not in {"keras", "os", "json", "math", "argparse"}:
+    # `import keras.applications` rebinds `keras` to the same module: harmless, as importing a
+    # module of Python's that the script imports too.
+    if package != "keras" and package not in sys.stdlib_module_names:
         check_not_module_level(package, "the imported package")
     return value

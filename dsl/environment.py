@@ -6,6 +6,7 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import keyword
 import os
 import sys
 from dataclasses import asdict, dataclass
@@ -64,6 +65,7 @@ class Spaces:
     observation_shape: tuple[int, ...]
     """A Box observation's shape; () for a Dict's (see `named`)."""
     observation_dtype: str
+    """A Box observation's dtype; "" for a Dict's (the script casts every part to float32)."""
     discrete: bool
     """Discrete actions (an index) or continuous ones (a Box of floats)."""
     actions: int
@@ -147,10 +149,17 @@ def _spaces(env: Any, field: str, gym: Any) -> Spaces:
                 "Dict observation must be a Box (an array): flatten the others with a wrapper "
                 "in your target function"
             )
+        for name, _ in parts:
+            if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+                raise ValueError(
+                    f"{field}: the environment's Dict observation has a part named {name!r}, "
+                    "which cannot name a model input (a Python name): rename the parts in "
+                    "your target function (gymnasium.wrappers.TransformObservation)"
+                )
         found = dict(
             observation_shape=(),
-            observation_dtype=str(next(iter(observation.spaces.values())).dtype),
-            named=tuple((str(name), tuple(int(n) for n in part.shape)) for name, part in parts),
+            observation_dtype="",
+            named=tuple((name, tuple(int(n) for n in part.shape)) for name, part in parts),
         )
     elif not isinstance(observation, gym.spaces.Box):
         raise ValueError(

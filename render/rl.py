@@ -83,9 +83,14 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "precision": "float32",
         "graph_build": graph_build.get("model", []),
         "value_graph_build": graph_build.get("value", []),
-        "graph_blocks": [
-            graph.block_function(net, block) for _, net in graphs.values() for block in net.blocks
-        ],
+        # A block of the policy's and the value network's alike (validated) is written once.
+        "graph_blocks": list(
+            {
+                block.name: graph.block_function(net, block)
+                for _, net in graphs.values()
+                for block in net.blocks
+            }.values()
+        ),
         "teacher_blocks": [],
         "custom_classes": [],
         "position_embedding": False,

@@ -1,8 +1,9 @@
 """AutoGraph's conversions, kept on disk for the whole test run: the programs forked by
 preloaded.py convert the same functions again and again (a script's straight, killed and resumed
 runs; every example's data pipeline and step), and a conversion costs 20-300 ms of Python, a
-sixth of a tiny run. A conversion is a pure function of the function's source (at its lines),
-its free variables, the names it can see and the options; what is kept is AutoGraph's own
+sixth of a tiny run. A conversion is a function of the function's source and code object (at
+its lines), the names it can see and the options (AutoGraph reads the values of those names only
+for loop-option directives, which no script uses); what is kept is AutoGraph's own
 output, the generated module's source and its source map, so a program that finds it runs the
 code it would have made itself. Nothing is kept for a function that fails to convert: it fails
 again, as it would have.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import marshal
 import os
 import tempfile
 
@@ -29,11 +31,11 @@ def _key(fn, subkey) -> str | None:
         source = inspect.getsource(fn)
     except (OSError, TypeError):
         return None  # no source on disk (AutoGraph then fails, as it would)
-    code = fn.__code__
-    # Two lambdas on a line share the source: their positions and bytecode tell them apart.
-    parts = [source, list(next(code.co_positions())), code.co_qualname, code.co_code.hex(),
-             list(code.co_freevars), sorted(fn.__globals__), *subkey.as_tuple()[:3],
-             sorted(map(str, subkey.optional_features))]  # fmt: skip
+    # The whole code object but its file (its lines, columns, constants and names): two lambdas
+    # on one line share their source, not their code.
+    code = marshal.dumps(fn.__code__.replace(co_filename=""))
+    parts = [source, hashlib.sha256(code).hexdigest(), sorted(fn.__globals__),
+             *subkey.as_tuple()[:3], sorted(map(str, subkey.optional_features))]  # fmt: skip
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

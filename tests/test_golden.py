@@ -351,9 +351,11 @@ def test_reading_path_ends_with_train():
 
 
 def test_every_name_a_script_defines_at_module_level_is_one_a_spec_may_not_take():
-    """A block, custom layer class or node named like one of the script's functions, classes,
-    constants or imports would replace it (a block named `train` is called as the training
-    loop): RESERVED_NAMES holds every such name of every golden file, but the spec's own."""
+    """A block, custom layer class or imported package named like one of the script's
+    functions, classes, constants or imports would replace it (a block named `train` is called
+    as the training loop): RESERVED_NAMES and MODULE_NAMES hold every such name of every golden
+    file (but the spec's own), and every function, class and constant a template writes at
+    module level (options no example uses too)."""
     from loopgen.dsl.base import MODULE_NAMES, RESERVED_NAMES
 
     missing, owned = {}, {}
@@ -375,6 +377,12 @@ def test_every_name_a_script_defines_at_module_level_is_one_a_spec_may_not_take(
             for name in names:
                 if name and name not in own and name not in RESERVED_NAMES | MODULE_NAMES:
                     missing.setdefault(name, golden)
+    for template in (ROOT / "templates").rglob("*.jinja"):
+        text = template.read_text()
+        for name in re.findall(r"^(?:def|class) (\w+)|^([A-Z][A-Z0-9_]*) = ", text, re.M):
+            name = name[0] or name[1]
+            if name not in RESERVED_NAMES | MODULE_NAMES:
+                missing.setdefault(name, str(template.relative_to(ROOT)))
     assert not missing, f"add to MODULE_NAMES (dsl/base.py): {sorted(missing)}"
 
 

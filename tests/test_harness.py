@@ -23,6 +23,13 @@ print(float(f(tf.constant(3.0))))
 print(float(f(tf.constant(-1.0))))
 """
 
+TWO_ON_A_LINE = """import tensorflow as tf
+
+f, g = tf.function(lambda x: x + 1.0), tf.function(lambda y: y + 100.0)
+print(float(f(tf.constant(1.0))), float(g(tf.constant(1.0))))
+raise SystemExit(1)  # as the others end
+"""
+
 RUN = """import json, runpy, sys
 import autograph_cache
 from tensorflow.python.autograph.pyct import transpiler
@@ -50,7 +57,7 @@ def test_a_kept_conversion_runs_as_the_original_and_its_errors_name_the_file_run
         proc = start_preloaded("-c", RUN, str(tmp_path / name / "f.py"), str(cache), cwd=tmp_path)
         stdout, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 1, stderr[-3000:]  # f(-1.0) fails its assertion
-        *printed, converted = stdout.split()
+        *printed, converted = stdout.strip().splitlines()
         return json.loads(converted), " ".join(printed), stderr
 
     converted, printed, stderr = run("first", FUNCTION)
@@ -64,3 +71,6 @@ def test_a_kept_conversion_runs_as_the_original_and_its_errors_name_the_file_run
     # A changed line is another function: converted anew, and runs as changed.
     converted, printed, _ = run("third", FUNCTION.replace("x * 2", "x * 3"))
     assert converted == ["f"] and printed == "9.0" and len(list(cache.iterdir())) == 2
+    # Two lambdas on one line: one source, two functions.
+    converted, printed, _ = run("fourth", TWO_ON_A_LINE)
+    assert converted == ["<lambda>", "<lambda>"] and printed == "2.0 101.0", printed

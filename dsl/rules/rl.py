@@ -228,15 +228,14 @@ def check_keyed_way(spec: Spec, spaces) -> None:
             f"Dict of {names}: loopgen normalizes array observations; normalize inside the "
             "Graph, or set it False"
         )
+    model = {block.name: block for block in spec.model.blocks}
     value = getattr(spec.training, "value", None)
-    both = sorted(
-        {b.name for b in spec.model.blocks} & {b.name for b in getattr(value, "blocks", [])}
-    )
-    if both:
-        raise ValueError(
-            f"training.value.blocks: a block named {both[0]!r} is in model.blocks too; the "
-            "script writes one function for each block: rename one"
-        )
+    for block in getattr(value, "blocks", []):
+        if block.name in model and block != model[block.name]:
+            raise ValueError(
+                f"training.value.blocks: a block named {block.name!r} is in model.blocks too, "
+                "defined otherwise; the script writes one function for each name: rename one"
+            )
 
 
 def check_way(spec: Spec) -> None:
