@@ -96,7 +96,7 @@ MODULE_NAMES = frozenset({
     "shutil", "signal", "socket", "split_by_class", "steps_in_call", "stop_at_damaged_image",
     "struct", "sys", "tfds_stream", "tflite", "tfrecord_files", "tfrecord_stream", "time",
     "traceback", "train", "training_batches", "training_inputs", "utc", "validation_batches",
-    "weights_fingerprint", "write_gif", "writing", "written_whole", "your_step",
+    "weights_fingerprint", "write_gif", "writing", "written_whole", "your_step", "zipfile",
 })  # fmt: skip
 """The other names the scripts define at module level (functions, classes, constants, imports):
 a name a spec makes module level too (a block, a custom layer class, an imported package) must

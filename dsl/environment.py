@@ -6,7 +6,6 @@ import hashlib
 import importlib
 import importlib.util
 import json
-import keyword
 import os
 import sys
 from dataclasses import asdict, dataclass
@@ -16,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from . import cache as disk_cache
-from .base import PositiveInt, StrictModel, check_target
+from .base import PositiveInt, StrictModel, _check_identifier, check_target
 
 NUM_ENVS_MAX = 4096
 """More sub-environments than this in one process spend their time in Python's loop."""
@@ -139,6 +138,16 @@ def _make_and_read(env_id: str | None, target: str | None, kwargs: tuple) -> Spa
         env.close()
 
 
+def _input_name(name: object) -> bool:
+    """Whether a Graph's input may take `name` (a Dict part feeds the input of its name)."""
+    from .rules.graph import GRAPH_NAMES
+
+    try:
+        return isinstance(name, str) and _check_identifier(name) not in GRAPH_NAMES
+    except ValueError:
+        return False
+
+
 def _spaces(env: Any, field: str, gym: Any) -> Spaces:
     observation, action = env.observation_space, env.action_space
     if isinstance(observation, gym.spaces.Dict) and observation.spaces:
@@ -150,11 +159,12 @@ def _spaces(env: Any, field: str, gym: Any) -> Spaces:
                 "in your target function"
             )
         for name, _ in parts:
-            if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            if not _input_name(name):
                 raise ValueError(
                     f"{field}: the environment's Dict observation has a part named {name!r}, "
-                    "which cannot name a model input (a Python name): rename the parts in "
-                    "your target function (gymnasium.wrappers.TransformObservation)"
+                    "which cannot name a model input (a Python name the script does not use): "
+                    "rename the parts in your target function "
+                    "(gymnasium.wrappers.TransformObservation)"
                 )
         found = dict(
             observation_shape=(),

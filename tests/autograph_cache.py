@@ -19,6 +19,7 @@ import json
 import marshal
 import os
 import tempfile
+import types
 
 from tensorflow.python.autograph.pyct import loader, origin_info, transpiler
 
@@ -33,10 +34,17 @@ def _key(fn, subkey) -> str | None:
         return None  # no source on disk (AutoGraph then fails, as it would)
     # The whole code object but its file (its lines, columns, constants and names): two lambdas
     # on one line share their source, not their code.
-    code = marshal.dumps(fn.__code__.replace(co_filename=""))
+    code = marshal.dumps(_without_file(fn.__code__))
     parts = [source, hashlib.sha256(code).hexdigest(), sorted(fn.__globals__),
              *subkey.as_tuple()[:3], sorted(map(str, subkey.optional_features))]  # fmt: skip
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def _without_file(code: types.CodeType) -> types.CodeType:
+    """`code` and the code objects nested in it (comprehensions, lambdas, inner functions), each
+    without the path of its file: the same function run from another folder is the same."""
+    consts = tuple(_without_file(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename="", co_consts=consts)
 
 
 def _save(path: str, factory, fn) -> None:

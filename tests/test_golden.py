@@ -354,8 +354,9 @@ def test_every_name_a_script_defines_at_module_level_is_one_a_spec_may_not_take(
     """A block, custom layer class or imported package named like one of the script's
     functions, classes, constants or imports would replace it (a block named `train` is called
     as the training loop): RESERVED_NAMES and MODULE_NAMES hold every such name of every golden
-    file (but the spec's own), and every function, class and constant a template writes at
-    module level (options no example uses too)."""
+    file (but the spec's own), every function, class and constant a template writes at column 0
+    (options no example uses too; a few of those end up indented, in a function) and every
+    module a render may import."""
     from loopgen.dsl.base import MODULE_NAMES, RESERVED_NAMES
 
     missing, owned = {}, {}
@@ -383,6 +384,12 @@ def test_every_name_a_script_defines_at_module_level_is_one_a_spec_may_not_take(
             name = name[0] or name[1]
             if name not in RESERVED_NAMES | MODULE_NAMES:
                 missing.setdefault(name, str(template.relative_to(ROOT)))
+    for module in (ROOT / "render").glob("*.py"):  # the imports a render picks
+        text = module.read_text()
+        for package, alias in re.findall(r'"import ([\w.]+)(?: as (\w+))?"', text):
+            name = alias or package.split(".")[0]
+            if name not in RESERVED_NAMES | MODULE_NAMES:
+                missing.setdefault(name, str(module.relative_to(ROOT)))
     assert not missing, f"add to MODULE_NAMES (dsl/base.py): {sorted(missing)}"
 
 

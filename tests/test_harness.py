@@ -14,7 +14,7 @@ FUNCTION = """import tensorflow as tf
 @tf.function
 def f(x):
     if x > 0:  # a tensor's condition: AutoGraph makes it a tf.cond
-        return x * 2
+        return x * 2 + sum([x * k for k in ()])  # a comprehension: a code object of its own
     tf.debugging.assert_equal(x, 5.0, message="x must be 5")
     return x
 

@@ -37,11 +37,24 @@ def test_a_dict_observation_is_read_as_named_parts_in_the_dicts_order():
         (gym.spaces.Dict({"goal-cell": CELLS}), "a part named 'goal-cell'"),
         (gym.spaces.Dict({0: CELLS}), "a part named 0"),
         (gym.spaces.Dict({"class": CELLS}), "a part named 'class'"),
+        (gym.spaces.Dict({"größe": CELLS}), "a part named 'größe'"),
+        (gym.spaces.Dict({"__cells": CELLS}), "a part named '__cells'"),
+        (gym.spaces.Dict({"keras": CELLS}), "a part named 'keras'"),
         (gym.spaces.Dict({"cells": CELLS, "door": gym.spaces.Discrete(2)}), "must be a Box"),
         (gym.spaces.Dict({"inner": gym.spaces.Dict({"cells": CELLS})}), "must be a Box"),
         (gym.spaces.Tuple((CELLS, CELLS)), "a Box (an array) or a Dict of them"),
     ],
-    ids=["not-a-name", "a-number", "a-keyword", "a-discrete-part", "nested", "tuple"],
+    ids=[
+        "not-a-name",
+        "a-number",
+        "a-keyword",
+        "not-ascii",
+        "dunder",
+        "the-scripts-own",
+        "a-discrete-part",
+        "nested",
+        "tuple",
+    ],
 )
 def test_a_dict_part_that_cannot_feed_a_named_input_is_refused_with_the_fix(observation, said):
     with pytest.raises(ValueError, match=r"^data\.target: ") as refused:

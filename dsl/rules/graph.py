@@ -21,6 +21,12 @@ def check_graph(graph: Graph, root: str) -> None:
     pydantic places at the graph's path)."""
     root = f"{root}." if root else ""
     check_block_names(graph)
+    for name in graph.inputs:
+        if name in GRAPH_NAMES:
+            raise ValueError(
+                f"{root}inputs[{name!r}] would shadow a name the generated script uses (its "
+                "inputs are variables of build_model); rename the input and what feeds it"
+            )
     check_names(graph.nodes, [*graph.inputs], f"{root}nodes", what="the graph's inputs")
     shared_clash = sorted(set(graph.shared) & ({n.name for n in graph.nodes} | set(graph.inputs)))
     if shared_clash:
