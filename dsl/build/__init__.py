@@ -35,7 +35,10 @@ def plan(spec: Any) -> dict[str, Any]:
     elif spec.model.kind != "import":
         planner.chain(spec.model, "model")
     if spec.acts and spec.training.kind != "dqn":  # and its value network
-        planner.chain(spec.training.value, "training.value", prefix="value_")
+        if spec.training.value.kind == "graph":  # of a Dict observation's parts
+            planner.graph(spec.training.value, "training.value", prefix="value_")
+        else:
+            planner.chain(spec.training.value, "training.value", prefix="value_")
     return {"steps": planner.steps, "models": planner.models}
 
 
@@ -46,6 +49,7 @@ class _Planner:
         self.steps: list[dict[str, Any]] = []
         self.models: list[dict[str, Any]] = []
         self.count = 0
+        self.shared_prefix = ""
 
     def tensor(self) -> str:
         self.count += 1
@@ -103,36 +107,39 @@ class _Planner:
                 tensor = self.layer(here, item, [tensor], env)
         return tensor
 
-    def graph(self, graph: Any) -> None:
+    def graph(self, graph: Any, root: str = "model", prefix: str = "") -> None:
         from ..rules.graph import topological
 
+        self.shared_prefix = prefix  # two graphs' shared layers are apart in the runner
         tensors = {}
         for name, given in graph.inputs.items():
-            tensors[name] = self.input(f"model.inputs.{name}", given.shape, given.dtype)
+            tensors[name] = self.input(f"{root}.inputs.{name}", given.shape, given.dtype)
         inputs = dict(tensors)
-        if self.spec.data.augmentation and len(graph.inputs) == 1:
+        augmentation = getattr(self.spec.data, "augmentation", None) if root == "model" else None
+        if augmentation and len(graph.inputs) == 1:
             name = next(iter(graph.inputs))
             for i, layer in enumerate(self.spec.data.augmentation):
                 tensors[name] = self.layer(f"data.augmentation[{i}]", layer, [tensors[name]], {})
         for name, layer in graph.shared.items():
-            self.steps.append({"path": f"model.shared.{name}", "shared": name,
+            self.steps.append({"path": f"{root}.shared.{name}", "shared": prefix + name,
                                "layer": _layer(layer, {})})  # fmt: skip
         index = {id(n): i for i, n in enumerate(graph.nodes)}
         for node in topological(graph.nodes):
-            here = f"model.nodes[{index[id(node)]}]"
+            here = f"{root}.nodes[{index[id(node)]}]"
             tensors[node.name] = self.node(graph, node, here, tensors, {})
         outputs = graph.output_names or {"output": graph.outputs}
         self.models.append({
             "inputs": list(inputs.values()),
             "outputs": [tensors[n] for n in outputs.values()],
-            "name": "model",
+            "name": prefix + "model",
         })  # fmt: skip
 
     def node(self, graph: Any, node: Any, here: str, tensors: dict, env: dict) -> str:
         inputs = [tensors[name] for name in node.inputs]
         if node.shared is not None:
             out = self.tensor()
-            self.steps.append({"path": here, "use": node.shared, "in": inputs, "out": out,
+            self.steps.append({"path": here, "use": self.shared_prefix + node.shared,
+                               "in": inputs, "out": out,
                                "style": _style(graph.shared[node.shared])})  # fmt: skip
             return out
         if node.layer is not None:
