@@ -49,7 +49,6 @@ class _Planner:
         self.steps: list[dict[str, Any]] = []
         self.models: list[dict[str, Any]] = []
         self.count = 0
-        self.shared_prefix = ""
 
     def tensor(self) -> str:
         self.count += 1
@@ -110,7 +109,6 @@ class _Planner:
     def graph(self, graph: Any, root: str = "model", prefix: str = "") -> None:
         from ..rules.graph import topological
 
-        self.shared_prefix = prefix  # two graphs' shared layers are apart in the runner
         tensors = {}
         for name, given in graph.inputs.items():
             tensors[name] = self.input(f"{root}.inputs.{name}", given.shape, given.dtype)
@@ -126,7 +124,7 @@ class _Planner:
         index = {id(n): i for i, n in enumerate(graph.nodes)}
         for node in topological(graph.nodes):
             here = f"{root}.nodes[{index[id(node)]}]"
-            tensors[node.name] = self.node(graph, node, here, tensors, {})
+            tensors[node.name] = self.node(graph, node, here, tensors, {}, prefix)
         outputs = graph.output_names or {"output": graph.outputs}
         self.models.append({
             "inputs": list(inputs.values()),
@@ -134,11 +132,13 @@ class _Planner:
             "name": prefix + "model",
         })  # fmt: skip
 
-    def node(self, graph: Any, node: Any, here: str, tensors: dict, env: dict) -> str:
+    def node(self, graph: Any, node: Any, here: str, tensors: dict, env: dict,
+             prefix: str = "") -> str:  # fmt: skip
+        """`prefix` keeps two graphs' shared layers apart in the runner."""
         inputs = [tensors[name] for name in node.inputs]
         if node.shared is not None:
             out = self.tensor()
-            self.steps.append({"path": here, "use": self.shared_prefix + node.shared,
+            self.steps.append({"path": here, "use": prefix + node.shared,
                                "in": inputs, "out": out,
                                "style": _style(graph.shared[node.shared])})  # fmt: skip
             return out
@@ -151,7 +151,7 @@ class _Planner:
             local = dict(zip(block.inputs, tensor, strict=True))
             for inner, where in steps:
                 if inner.exists(bound):
-                    local[inner.name] = self.node(graph, inner, where, local, bound)
+                    local[inner.name] = self.node(graph, inner, where, local, bound, prefix)
                 else:  # this call leaves the node out: its name is its input
                     local[inner.name] = local[inner.inputs[0]]
             tensor = [local[block.output]]
