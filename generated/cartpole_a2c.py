@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 70fff7e9397b2d35, script sha256 159528e257602372).
+(spec sha256 70fff7e9397b2d35, script sha256 6a424c7dd22e482b).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -144,7 +144,9 @@ class Environments(tf.train.experimental.PythonState):
         self.envs, self.observations = make_envs(NUM_ENVS)
         self.returns = np.zeros(NUM_ENVS)
         self.lengths = np.zeros(NUM_ENVS, np.int64)
-        self.finished = []  # (return, length) of each episode since the last log
+        self.finished = (
+            []
+        )  # (sub-environment, return, length) of each episode since the last log
 
     def step(self, actions):
         """Acts; returns the observations the actions led to (an ended episode's last one,
@@ -158,7 +160,7 @@ class Environments(tf.train.experimental.PythonState):
         self.returns += rewards
         self.lengths += 1
         for i in np.flatnonzero(terminated | truncated):
-            self.finished.append((float(self.returns[i]), int(self.lengths[i])))
+            self.finished.append((i, float(self.returns[i]), int(self.lengths[i])))
             self.returns[i], self.lengths[i] = 0, 0
         self.observations = observations
         return reached, rewards.astype(np.float32), terminated, truncated
@@ -169,7 +171,7 @@ class Environments(tf.train.experimental.PythonState):
         finished, self.finished = self.finished, []
         if not finished:
             return {}
-        returns, lengths = np.array(finished).T
+        _, returns, lengths = np.array(finished).T
         return {
             "episode_return": float(returns.mean()),
             "episode_length": float(lengths.mean()),
@@ -180,9 +182,9 @@ class Environments(tf.train.experimental.PythonState):
         state = {
             name: getattr(self, name) for name in ["observations", "returns", "lengths"]
         }
-        return pickle.dumps(
-            {**state, "finished": self.finished, "envs": self.envs.envs}
-        )
+        # By sub-environment, as several workers save them: one state for every strategy.
+        finished = sorted(self.finished, key=lambda episode: episode[0])
+        return pickle.dumps({**state, "finished": finished, "envs": self.envs.envs})
 
     def deserialize(self, data):
         state = pickle.loads(data)

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 dc05ba4da0ac1608, script sha256 7e93865a0676733e).
+(spec sha256 dc05ba4da0ac1608, script sha256 a913eab9ccdd05e9).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -148,7 +148,9 @@ class Environments(tf.train.experimental.PythonState):
         self.envs, self.observations = make_envs(NUM_ENVS)
         self.returns = np.zeros(NUM_ENVS)
         self.lengths = np.zeros(NUM_ENVS, np.int64)
-        self.finished = []  # (return, length) of each episode since the last log
+        self.finished = (
+            []
+        )  # (sub-environment, return, length) of each episode since the last log
 
     def step(self, actions):
         """Acts; returns the observations the actions led to (an ended episode's last one,
@@ -162,7 +164,7 @@ class Environments(tf.train.experimental.PythonState):
         self.returns += rewards
         self.lengths += 1
         for i in np.flatnonzero(terminated | truncated):
-            self.finished.append((float(self.returns[i]), int(self.lengths[i])))
+            self.finished.append((i, float(self.returns[i]), int(self.lengths[i])))
             self.returns[i], self.lengths[i] = 0, 0
         self.observations = observations
         return reached, rewards.astype(np.float32), terminated, truncated
@@ -173,7 +175,7 @@ class Environments(tf.train.experimental.PythonState):
         finished, self.finished = self.finished, []
         if not finished:
             return {}
-        returns, lengths = np.array(finished).T
+        _, returns, lengths = np.array(finished).T
         return {
             "episode_return": float(returns.mean()),
             "episode_length": float(lengths.mean()),
@@ -184,9 +186,9 @@ class Environments(tf.train.experimental.PythonState):
         state = {
             name: getattr(self, name) for name in ["observations", "returns", "lengths"]
         }
-        return pickle.dumps(
-            {**state, "finished": self.finished, "envs": self.envs.envs}
-        )
+        # By sub-environment, as several workers save them: one state for every strategy.
+        finished = sorted(self.finished, key=lambda episode: episode[0])
+        return pickle.dumps({**state, "finished": finished, "envs": self.envs.envs})
 
     def deserialize(self, data):
         state = pickle.loads(data)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from loopgen.dsl.loader import load_spec
+from loopgen.dsl.rules.rl import strategies
 from loopgen.dsl.spec import STRATEGY_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,8 +26,8 @@ def golden_files() -> list[tuple[Path, str | None, Path]]:
         own = loaded.distribute.kind
         spec = spec_file.relative_to(ROOT)
         found.append((spec, None, Path("generated") / spec.name))
-        # Reinforcement learning runs in one process: one device or mirrored replicas.
-        kinds = ("single_device", "mirrored") if loaded.acts else STRATEGY_KINDS
+        # Reinforcement learning has no TPU variant, DQN no multi-worker one (dsl/rules/rl.py).
+        kinds = strategies(loaded) if loaded.acts else STRATEGY_KINDS
         found += [
             (spec, kind, Path("generated") / kind / spec.name) for kind in kinds if kind != own
         ]

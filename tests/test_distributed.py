@@ -356,6 +356,77 @@ def test_two_workers_train_alike_write_once_and_resume_after_a_restart(render, t
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "example, overrides",
+    [
+        # Categorical actions: each worker acts on its rows of the draws one device makes for
+        # all of the sub-environments.
+        ("cartpole_ppo", [*PPO_SMALL, "training.rollout_steps=8"]),
+        # Gaussian actions: its rows of one device's noise. Episodes cut at 20 steps: the
+        # truncations' bootstraps, and episodes to log.
+        ("pendulum_ppo",
+         [*PPO_SMALL, "training.rollout_steps=16", "training.normalize_observations=false",
+          "data.max_episode_steps=20"]),
+        # A Dict observation: the rollout's parts exchanged, the saved ones gathered, by name.
+        ("corridor_ppo", [*PPO_SMALL, "training.rollout_steps=8"]),
+    ],
+    ids=["categorical", "gaussian", "dict"],
+)  # fmt: skip
+def test_two_workers_act_as_one_device_and_resume_after_a_restart(
+    example, overrides, render, tmp_path
+):
+    """Each worker steps its half of the sub-environments, seeded by their indices; the
+    rollouts are exchanged whole and each minibatch shared out. The cluster trains what one
+    device stepping all of them does, and its checkpoint holds every worker's environments:
+    a restarted job continues every episode where it was (resumed in one case: the
+    environments' state is the same code for every observation)."""
+    common = ["loop.log_every_steps=1", *overrides]
+    data.companions(example, tmp_path)  # corridor_ppo's environment, beside the scripts
+    single = data.runnable(example, render(example, *common))
+    script = data.runnable(
+        example, render(example, *common, variant="multi_worker", name="multi_worker.py")
+    )
+    rollout = 4 * (16 if example == "pendulum_ppo" else 8)  # NUM_ENVS x ROLLOUT_STEPS
+    out, restarted, straight = tmp_path / "run", tmp_path / "restarted", tmp_path / "single"
+    flags = ["--deterministic"]
+    steps = ["--max-steps", str(3 * rollout)]
+
+    stdouts = run_workers(script, *steps, "--output-dir", str(out), *flags, cwd=tmp_path)
+    assert "(chief)" in stdouts[0] and "2 replica(s) in the cluster" in stdouts[0]
+    assert not (out / "workers" / "worker-1" / "export").exists()  # the chief's only
+    run_python(single, *steps, "--output-dir", str(straight), *flags, cwd=tmp_path)
+    result = compare(straight, out, tmp_path)
+    assert result["same_keys"] and result["step"] == 3 * rollout, result
+    assert result["max_scaled_diff"] <= 1e-5, result
+    # One record a log, the whole cluster's episodes in it, as one device logs them.
+    expected, logged = records(straight), records(out)
+    assert [r["step"] for r in logged] == [r["step"] for r in expected]
+    for one, two in zip(expected, logged, strict=True):
+        assert one.keys() == two.keys(), (one, two)
+        for key in ("episodes", "episode_return", "episode_length", "policy_loss"):
+            if key in one:
+                assert abs(one[key] - two[key]) <= 1e-5 * max(1, abs(one[key])), (key, one, two)
+    assert any("episodes" in r for r in logged)
+    if example != "pendulum_ppo":  # continuous actions carry the weights' rounding along
+        states = tf_check("compare_saved_states", str(straight / "checkpoints"),
+                          str(out / "checkpoints"), cwd=tmp_path)  # fmt: skip
+        assert states["states"] and states["same"], states
+    if example != "cartpole_ppo":
+        return
+
+    # A restart after the first rollout, mid-episode: every worker is started again.
+    first = ["--max-steps", str(rollout)]
+    run_workers(script, *first, "--output-dir", str(restarted), *flags, cwd=tmp_path)
+    stdouts = run_workers(script, *steps, "--output-dir", str(restarted), *flags, cwd=tmp_path)
+    assert all(f"at step {rollout}" in s for s in stdouts), stdouts
+    result = compare(out, restarted, tmp_path)
+    assert result["step"] == 3 * rollout and result["max_diff"] == 0.0, result
+    states = tf_check("compare_saved_states", str(out / "checkpoints"),
+                      str(restarted / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert states["same"], states
+
+
+@pytest.mark.slow
 def test_tpu_variant_says_there_is_no_tpu(render, tmp_path):
     """No TPU here: the TPU script gets as far as looking for one, then stops with a message
     that says what to do, instead of a traceback."""

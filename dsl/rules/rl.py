@@ -15,6 +15,9 @@ from .strategy import check_device_names
 NAMES = {"ppo": "PPO", "actor_critic": "A2C", "dqn": "DQN"}
 ON_POLICY = ("ppo", "actor_critic")
 """The ways that learn a policy and a value network from rollouts of the current policy."""
+STRATEGY_CLASSES = {
+    "single_device": "SingleDevice", "mirrored": "Mirrored", "multi_worker": "MultiWorker",
+}  # fmt: skip
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -57,12 +60,7 @@ def check_sections(spec: Spec) -> None:
             raise ValueError(f"{field} is set, but training is {kind} ({why}): remove it")
     if spec.optimizer is None:
         raise ValueError(f"optimizer is not set: {kind} needs one, e.g. Adam(learning_rate=3e-4)")
-    if spec.distribute.kind not in ("single_device", "mirrored"):
-        raise ValueError(
-            f"distribute.kind={spec.distribute.kind!r}: loopgen writes reinforcement learning "
-            "for one process (its rollouts run in Python there, and the checkpoint saves its "
-            "environments whole); set SingleDevice() or Mirrored()"
-        )
+    check_strategy(spec)
     if spec.gradients.accumulate_steps > 1 or spec.gradients.clipped:
         raise ValueError(
             f"gradients is set, but training is {kind}: "
@@ -88,6 +86,37 @@ def check_sections(spec: Spec) -> None:
         raise ValueError(
             f"performance.precision={spec.performance.precision!r}: reinforcement learning "
             "runs in float32; remove it"
+        )
+
+
+def strategies(spec: Spec) -> tuple[str, ...]:
+    """The strategies loopgen writes this way of training for."""
+    if spec.training.kind in ON_POLICY and not spec.training.normalize_observations:
+        return ("single_device", "mirrored", "multi_worker")
+    return ("single_device", "mirrored")
+
+
+def check_strategy(spec: Spec) -> None:
+    kind, way, allowed = spec.distribute.kind, NAMES[spec.training.kind], strategies(spec)
+    names = [f"{STRATEGY_CLASSES[k]}()" for k in allowed]
+    choices = ", ".join(names[:-1]) + " or " + names[-1]
+    if kind == "tpu":
+        raise ValueError(
+            f"distribute.kind='tpu': {way} steps its environments in Python between updates, "
+            f"which the TPU would wait on at every step; set {choices}"
+        )
+    if kind not in allowed and spec.training.kind == "dqn":
+        raise ValueError(
+            "distribute.kind='multi_worker': DQN's update samples the whole replay buffer at "
+            "every step, so every worker would need every transition as it happens (loopgen "
+            f"writes several workers for PPO and A2C, which exchange whole rollouts); set {choices}"
+        )
+    if kind not in allowed:
+        raise ValueError(
+            f"distribute.kind='multi_worker' with training.normalize_observations: the workers "
+            "exchange whole rollouts between updates, but the running statistics take every "
+            "sub-environment's observation at every step; set normalize_observations=False, or "
+            f"{choices}"
         )
 
 

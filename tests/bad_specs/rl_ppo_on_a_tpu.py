@@ -1,5 +1,5 @@
-# Mistake: PPO on several workers (loopgen writes it for one process: one device or mirrored replicas)
-from loopgen.dsl import Adam, Dense, Environment, Loop, MultiWorker, PPO, Sequential, Spec
+# Mistake: PPO on a TPU (its environments step in Python between updates)
+from loopgen.dsl import TPU, Adam, Dense, Environment, Loop, PPO, Sequential, Spec
 
 spec = Spec(
     name="cartpole_ppo",
@@ -12,5 +12,5 @@ spec = Spec(
     training=PPO(value=Sequential(input_shape=(4,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]), rollout_steps=16, minibatches=4),
     optimizer=Adam(learning_rate=2.5e-4),
     loop=Loop(steps=10_000),
-    distribute=MultiWorker(),
+    distribute=TPU(),
 )
