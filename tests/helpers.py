@@ -358,6 +358,17 @@ def serving_matches(script: Path, out: Path, cwd: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def wait_for_step(proc: subprocess.Popen[str], out: Path, step: int) -> None:
+    """Returns once the run has logged `step` (it may be a few steps further by then)."""
+    log = out / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and log.read_text().count("\n") >= step:
+            return
+        time.sleep(0.002)
+    raise AssertionError(f"the run ended or stalled before step {step}: {proc.communicate()}")
+
+
 def free_ports(count: int) -> list[int]:
     sockets = [socket.socket() for _ in range(count)]
     for s in sockets:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from helpers import (
     saved_models,
     script_env,
     tf_check,
+    wait_for_step,
 )
 from regen_generated import golden_files
 
@@ -372,14 +374,15 @@ def test_two_workers_train_alike_write_once_and_resume_after_a_restart(render, t
     ],
     ids=["categorical", "gaussian", "dict"],
 )  # fmt: skip
-def test_two_workers_act_as_one_device_and_resume_after_a_restart(
+def test_two_workers_act_as_one_device_stop_together_and_resume(
     example, overrides, render, tmp_path
 ):
     """Each worker steps its half of the sub-environments, seeded by their indices; the
     rollouts are exchanged whole and each minibatch shared out. The cluster trains what one
-    device stepping all of them does, and its checkpoint holds every worker's environments:
-    a restarted job continues every episode where it was (resumed in one case: the
-    environments' state is the same code for every observation)."""
+    device stepping all of them does. A SIGTERM to one worker stops both after the same
+    update, and the checkpoint holds every worker's environments: the restarted job
+    continues every episode where it was (in one case: the environments' state is the same
+    code for every observation)."""
     common = ["loop.log_every_steps=1", *overrides]
     data.companions(example, tmp_path)  # corridor_ppo's environment, beside the scripts
     single = data.runnable(example, render(example, *common))
@@ -389,14 +392,16 @@ def test_two_workers_act_as_one_device_and_resume_after_a_restart(
     rollout = 4 * (16 if example == "pendulum_ppo" else 8)  # NUM_ENVS x ROLLOUT_STEPS
     out, restarted, straight = tmp_path / "run", tmp_path / "restarted", tmp_path / "single"
     flags = ["--deterministic"]
-    steps = ["--max-steps", str(3 * rollout)]
+    # Long enough for a SIGTERM to arrive mid-run (about 3 s of the updates).
+    updates = 48 if example == "cartpole_ppo" else 3
+    steps = ["--max-steps", str(updates * rollout)]
 
     stdouts = run_workers(script, *steps, "--output-dir", str(out), *flags, cwd=tmp_path)
     assert "(chief)" in stdouts[0] and "2 replica(s) in the cluster" in stdouts[0]
     assert not (out / "workers" / "worker-1" / "export").exists()  # the chief's only
     run_python(single, *steps, "--output-dir", str(straight), *flags, cwd=tmp_path)
     result = compare(straight, out, tmp_path)
-    assert result["same_keys"] and result["step"] == 3 * rollout, result
+    assert result["same_keys"] and result["step"] == updates * rollout, result
     assert result["max_scaled_diff"] <= 1e-5, result
     # One record a log, the whole cluster's episodes in it, as one device logs them.
     expected, logged = records(straight), records(out)
@@ -414,13 +419,20 @@ def test_two_workers_act_as_one_device_and_resume_after_a_restart(
     if example != "cartpole_ppo":
         return
 
-    # A restart after the first rollout, mid-episode: every worker is started again.
-    first = ["--max-steps", str(rollout)]
-    run_workers(script, *first, "--output-dir", str(restarted), *flags, cwd=tmp_path)
+    # Worker 1 alone is preempted, mid-episode: both stop after the same update and save.
+    procs = launch_workers(script, *steps, "--output-dir", str(restarted), *flags, cwd=tmp_path)
+    wait_for_step(procs[0], restarted, 2)  # the chief logs every update
+    procs[1].send_signal(signal.SIGTERM)
+    stopped = set()
+    for proc, stdout, stderr in finish_workers(procs):
+        assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+        stopped.add(int(stdout.split("Stopped by SIGTERM at step ")[1].split(";")[0]))
+    (step,) = stopped
+    assert 2 * rollout <= step < updates * rollout and step % rollout == 0
     stdouts = run_workers(script, *steps, "--output-dir", str(restarted), *flags, cwd=tmp_path)
-    assert all(f"at step {rollout}" in s for s in stdouts), stdouts
+    assert all(f"at step {step}" in s for s in stdouts), stdouts
     result = compare(out, restarted, tmp_path)
-    assert result["step"] == 3 * rollout and result["max_diff"] == 0.0, result
+    assert result["step"] == updates * rollout and result["max_diff"] == 0.0, result
     states = tf_check("compare_saved_states", str(out / "checkpoints"),
                       str(restarted / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert states["same"], states

@@ -8,7 +8,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import data
@@ -24,6 +23,7 @@ from helpers import (
     script_env,
     start_preloaded,
     tf_check,
+    wait_for_step,
 )
 
 pytestmark = pytest.mark.slow
@@ -73,17 +73,6 @@ def start(script: Path, out: Path) -> subprocess.Popen[str]:
          "--deterministic"],
         cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-
-
-def wait_for_step(proc: subprocess.Popen[str], out: Path, step: int) -> None:
-    """Returns once the run has logged `step` (it may be a few steps further by then)."""
-    log = out / "metrics.jsonl"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if log.exists() and log.read_text().count("\n") >= step:
-            return
-        time.sleep(0.002)
-    raise AssertionError(f"the run ended or stalled before step {step}: {proc.communicate()}")
 
 
 def signal_at_step(proc: subprocess.Popen[str], out: Path, step: int, sig: int) -> None:
