@@ -392,8 +392,8 @@ def test_two_workers_act_as_one_device_stop_together_and_resume(
     rollout = 4 * (16 if example == "pendulum_ppo" else 8)  # NUM_ENVS x ROLLOUT_STEPS
     out, restarted, straight = tmp_path / "run", tmp_path / "restarted", tmp_path / "single"
     flags = ["--deterministic"]
-    # Long enough for a SIGTERM to arrive mid-run (about 3 s of the updates).
-    updates = 48 if example == "cartpole_ppo" else 3
+    # Long enough for a SIGTERM to arrive mid-run (about 2 s of updates).
+    updates = 32 if example == "cartpole_ppo" else 3
     steps = ["--max-steps", str(updates * rollout)]
 
     stdouts = run_workers(script, *steps, "--output-dir", str(out), *flags, cwd=tmp_path)
