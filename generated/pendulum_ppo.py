@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 fa01710ff75bbdb8, script sha256 9d01892b1cb3c1b8).
+(spec sha256 fa01710ff75bbdb8, script sha256 a6b1ed13a70c37f0).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -154,9 +154,8 @@ class Environments(tf.train.experimental.PythonState):
         self.envs, self.observations = make_envs(NUM_ENVS)
         self.returns = np.zeros(NUM_ENVS)
         self.lengths = np.zeros(NUM_ENVS, np.int64)
-        self.finished = (
-            []
-        )  # (sub-environment, return, length) of each episode since the last log
+        # (sub-environment, return, length) of each episode since the last log
+        self.finished = []
 
     def step(self, actions):
         """Acts; returns the observations the actions led to (an ended episode's last one,
@@ -199,6 +198,8 @@ class Environments(tf.train.experimental.PythonState):
     def deserialize(self, data):
         state = pickle.loads(data)
         self.envs.envs = state.pop("envs")
+        # A checkpoint of an earlier render kept (return, length) alone.
+        state["finished"] = [e if len(e) == 3 else (0, *e) for e in state["finished"]]
         self.__dict__.update(state)
 
 

@@ -381,19 +381,21 @@ def test_two_workers_act_as_one_device_stop_together_and_resume(
     rollouts are exchanged whole and each minibatch shared out. The cluster trains what one
     device stepping all of them does. A SIGTERM to one worker stops both after the same
     update, and the checkpoint holds every worker's environments: the restarted job
-    continues every episode where it was (in one case: the environments' state is the same
-    code for every observation)."""
-    common = ["loop.log_every_steps=1", *overrides]
+    continues every episode where it was (restarted in the categorical case only: the
+    environments' state is saved by the same code whatever the observation)."""
+    rollout = 4 * (16 if example == "pendulum_ppo" else 8)  # NUM_ENVS x ROLLOUT_STEPS
+    # A log every 2 updates, and runs that end between logs: the episodes finished since
+    # the last log are in the checkpoint, every worker's.
+    common = [f"loop.log_every_steps={2 * rollout}", *overrides]
     data.companions(example, tmp_path)  # corridor_ppo's environment, beside the scripts
     single = data.runnable(example, render(example, *common))
     script = data.runnable(
         example, render(example, *common, variant="multi_worker", name="multi_worker.py")
     )
-    rollout = 4 * (16 if example == "pendulum_ppo" else 8)  # NUM_ENVS x ROLLOUT_STEPS
     out, restarted, straight = tmp_path / "run", tmp_path / "restarted", tmp_path / "single"
     flags = ["--deterministic"]
     # Long enough for a SIGTERM to arrive mid-run (about 2 s of updates).
-    updates = 32 if example == "cartpole_ppo" else 3
+    updates = 31 if example == "cartpole_ppo" else 3
     steps = ["--max-steps", str(updates * rollout)]
 
     stdouts = run_workers(script, *steps, "--output-dir", str(out), *flags, cwd=tmp_path)
@@ -421,14 +423,14 @@ def test_two_workers_act_as_one_device_stop_together_and_resume(
 
     # Worker 1 alone is preempted, mid-episode: both stop after the same update and save.
     procs = launch_workers(script, *steps, "--output-dir", str(restarted), *flags, cwd=tmp_path)
-    wait_for_step(procs[0], restarted, 2)  # the chief logs every update
+    wait_for_step(procs[0], restarted, 2)  # the chief logs every 2 updates
     procs[1].send_signal(signal.SIGTERM)
     stopped = set()
     for proc, stdout, stderr in finish_workers(procs):
         assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
         stopped.add(int(stdout.split("Stopped by SIGTERM at step ")[1].split(";")[0]))
     (step,) = stopped
-    assert 2 * rollout <= step < updates * rollout and step % rollout == 0
+    assert 4 * rollout <= step < updates * rollout and step % rollout == 0
     stdouts = run_workers(script, *steps, "--output-dir", str(restarted), *flags, cwd=tmp_path)
     assert all(f"at step {step}" in s for s in stdouts), stdouts
     result = compare(out, restarted, tmp_path)

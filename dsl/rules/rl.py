@@ -116,7 +116,7 @@ def check_strategy(spec: Spec) -> None:
             f"distribute.kind='multi_worker' with training.normalize_observations: the workers "
             "exchange whole rollouts between updates, but the running statistics take every "
             "sub-environment's observation at every step; set normalize_observations=False, or "
-            f"{choices}"
+            f"use {choices}"
         )
 
 

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 a510342675294ded, script sha256 7884258203da5575).
+(spec sha256 a510342675294ded, script sha256 03b3874bcb547493).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -150,9 +150,8 @@ class Environments(tf.train.experimental.PythonState):
         self.envs, self.observations = make_envs(NUM_ENVS)
         self.returns = np.zeros(NUM_ENVS)
         self.lengths = np.zeros(NUM_ENVS, np.int64)
-        self.finished = (
-            []
-        )  # (sub-environment, return, length) of each episode since the last log
+        # (sub-environment, return, length) of each episode since the last log
+        self.finished = []
 
     def step(self, actions):
         """Acts; returns the observations the actions led to (an ended episode's last one,
@@ -195,6 +194,8 @@ class Environments(tf.train.experimental.PythonState):
     def deserialize(self, data):
         state = pickle.loads(data)
         self.envs.envs = state.pop("envs")
+        # A checkpoint of an earlier render kept (return, length) alone.
+        state["finished"] = [e if len(e) == 3 else (0, *e) for e in state["finished"]]
         self.__dict__.update(state)
 
 

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 b5e86b0ab6dd20ad, script sha256 9f6c9a4d7fc8f33b).
+(spec sha256 b5e86b0ab6dd20ad, script sha256 8875cbff39f67e87).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -151,9 +151,8 @@ class Environments(tf.train.experimental.PythonState):
         self.envs, self.observations = make_envs(NUM_ENVS)
         self.returns = np.zeros(NUM_ENVS)
         self.lengths = np.zeros(NUM_ENVS, np.int64)
-        self.finished = (
-            []
-        )  # (sub-environment, return, length) of each episode since the last log
+        # (sub-environment, return, length) of each episode since the last log
+        self.finished = []
 
     def step(self, actions):
         """Acts; returns the observations the actions led to (an ended episode's last one,
@@ -196,6 +195,8 @@ class Environments(tf.train.experimental.PythonState):
     def deserialize(self, data):
         state = pickle.loads(data)
         self.envs.envs = state.pop("envs")
+        # A checkpoint of an earlier render kept (return, length) alone.
+        state["finished"] = [e if len(e) == 3 else (0, *e) for e in state["finished"]]
         self.__dict__.update(state)
 
 

@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 e2e623afed81f496, script sha256 0490b57a655e8786).
+(spec sha256 e2e623afed81f496, script sha256 89333d381855ecb2).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -160,9 +160,8 @@ class Environments(tf.train.experimental.PythonState):
         self.envs, self.observations = make_envs(NUM_ENVS)
         self.returns = np.zeros(NUM_ENVS)
         self.lengths = np.zeros(NUM_ENVS, np.int64)
-        self.finished = (
-            []
-        )  # (sub-environment, return, length) of each episode since the last log
+        # (sub-environment, return, length) of each episode since the last log
+        self.finished = []
 
     def step(self, actions):
         """Acts; returns the observations the actions led to (an ended episode's last one,
@@ -206,6 +205,8 @@ class Environments(tf.train.experimental.PythonState):
     def deserialize(self, data):
         state = pickle.loads(data)
         self.envs.envs = state.pop("envs")
+        # A checkpoint of an earlier render kept (return, length) alone.
+        state["finished"] = [e if len(e) == 3 else (0, *e) for e in state["finished"]]
         self.__dict__.update(state)
 
 

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 3221a920c9a1d164, script sha256 840cfaf724b9a713).
+(spec sha256 3221a920c9a1d164, script sha256 75e91401fb1e99cb).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -156,9 +156,8 @@ class Environments(tf.train.experimental.PythonState):
         self.envs, self.observations = make_envs(NUM_ENVS)
         self.returns = np.zeros(NUM_ENVS)
         self.lengths = np.zeros(NUM_ENVS, np.int64)
-        self.finished = (
-            []
-        )  # (sub-environment, return, length) of each episode since the last log
+        # (sub-environment, return, length) of each episode since the last log
+        self.finished = []
 
     def step(self, actions):
         """Acts; returns the observations the actions led to (an ended episode's last one,
@@ -201,6 +200,8 @@ class Environments(tf.train.experimental.PythonState):
     def deserialize(self, data):
         state = pickle.loads(data)
         self.envs.envs = state.pop("envs")
+        # A checkpoint of an earlier render kept (return, length) alone.
+        state["finished"] = [e if len(e) == 3 else (0, *e) for e in state["finished"]]
         self.__dict__.update(state)
 
 

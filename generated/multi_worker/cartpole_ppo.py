@@ -1,14 +1,15 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 6fd361d0f2b51e21, script sha256 65dc009777f489a0).
+(spec sha256 6fd361d0f2b51e21, script sha256 f309127f274fedd3).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
 Strategy: MultiWorkerMirroredStrategy. Start this script on every worker, each with
 TF_CONFIG naming the cluster and its own index, and the same --output-dir on
-storage all workers share; each steps its share of the NUM_ENVS sub-environments.
+storage all workers share. Each worker steps its replicas' shares of the NUM_ENVS
+sub-environments; the replicas share each gradient step's MINIBATCH_SIZE.
 Run it again to resume from the latest checkpoint (written by any variant).
 """
 
@@ -209,9 +210,8 @@ class Environments(tf.train.experimental.PythonState):
         self.envs, self.observations = make_envs(cluster.count, cluster.first)
         self.returns = np.zeros(cluster.count)
         self.lengths = np.zeros(cluster.count, np.int64)
-        self.finished = (
-            []
-        )  # (sub-environment, return, length) of each episode since the last log
+        # (sub-environment, return, length) of each episode since the last log
+        self.finished = []
 
     def step(self, actions):
         """Acts; returns the observations the actions led to (an ended episode's last one,
@@ -268,15 +268,13 @@ class Environments(tf.train.experimental.PythonState):
             for i in range(count)
         ]
         sizes = self.cluster.gather(np.array([len(data) for data in pickles]))
-        # The bytes as int32, which collectives carry, padded to the longest.
-        rows = np.zeros((count, sizes.max()), np.int32)
+        # As int32, which collectives carry (4 bytes each), padded to the longest.
+        rows = np.zeros((count, (sizes.max() + 3) // 4), np.int32)
         for row, data in zip(rows, pickles):
-            row[: len(data)] = np.frombuffer(data, np.uint8)
+            words = np.frombuffer(data + bytes(-len(data) % 4), np.int32)
+            row[: len(words)] = words
         rows = self.cluster.gather(rows)
-        parts = [
-            pickle.loads(row[:size].astype(np.uint8).tobytes())
-            for row, size in zip(rows, sizes)
-        ]
+        parts = [pickle.loads(row.tobytes()[:size]) for row, size in zip(rows, sizes)]
         return pickle.dumps(
             {
                 "observations": tf.nest.map_structure(
@@ -302,7 +300,9 @@ class Environments(tf.train.experimental.PythonState):
             lambda part: part[mine], state["observations"]
         )
         self.returns, self.lengths = state["returns"][mine], state["lengths"][mine]
-        self.finished = [e for e in state["finished"] if mine.start <= e[0] < mine.stop]
+        # A checkpoint of an earlier render kept (return, length) alone.
+        finished = [e if len(e) == 3 else (0, *e) for e in state["finished"]]
+        self.finished = [e for e in finished if mine.start <= e[0] < mine.stop]
 
 
 def build_model():
@@ -345,7 +345,7 @@ def entropy(logits):
 
 
 def advantages_and_returns(rewards, values, ended, last_values):
-    """GAE(lambda), by a reverse pass over the rollout ([ROLLOUT_STEPS, NUM_ENVS] arrays):
+    """GAE(lambda), by a reverse pass over the rollout ([ROLLOUT_STEPS, this worker's sub-environments] arrays):
     advantage_t = delta_t + GAMMA * GAE_LAMBDA * advantage_t+1, delta_t = reward_t + GAMMA *
     V(s_t+1) - V(s_t). Where an episode ended at t, the next observation is another
     episode's: nothing flows back across it (a truncated episode's bootstrap is in its
@@ -459,7 +459,7 @@ def train(args, run):
         raise SystemExit(
             f"NUM_ENVS ({NUM_ENVS}) cannot be shared equally by "
             f"{strategy.num_replicas_in_sync} replicas: make it a multiple of them "
-            "(data.num_envs), or run as many workers as divide it"
+            "(data.num_envs), or run on as many replicas as divide it"
         )
     if MINIBATCH_SIZE % strategy.num_replicas_in_sync:
         raise SystemExit(
@@ -617,7 +617,8 @@ def train(args, run):
     )
     run.restore(checkpoint, environments, model=model, value_network=value_network)
     if args.command == "evaluate":
-        return evaluate(model, args, run)
+        # One worker plays and writes (the chief, or the one process without TF_CONFIG).
+        return evaluate(model, args, run) if chief else None
     # All workers must continue from the same step: one that cannot read the chief's
     # directory would start again from 0 and train on without a word.
     steps = strategy.run(lambda: tf.identity(step))
@@ -970,7 +971,7 @@ class RunDirectory:
         self.step, self.nonfinite_step = step, nonfinite_step
         # Schedulers (Slurm, Kubernetes, spot VMs) preempt with SIGTERM, then SIGKILL after a
         # grace period: the loop ends its train_loop call, saves a checkpoint and exits.
-        # A worker's own SIGTERM is its vote (see train_loop): the workers stop together.
+        # A worker's own SIGTERM is its vote (see train()): the workers stop together.
         self.sigterm = False
         signal.signal(
             signal.SIGTERM, lambda signum, frame: setattr(self, "sigterm", True)
@@ -1006,7 +1007,9 @@ class RunDirectory:
     def start_progress(self, first_step, end_step):
         """Starts the progress bar, in environment steps, and the throughput timer (it runs
         from log point to log point)."""
-        self.progbar = keras.utils.Progbar(end_step, stateless_metrics=())
+        self.progbar = keras.utils.Progbar(
+            end_step, stateless_metrics=(), verbose=int(self.chief)
+        )
         self.progbar.update(first_step)
         self.epoch_start, self.timer = 0, (time.perf_counter(), first_step)
 
