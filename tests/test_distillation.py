@@ -56,6 +56,7 @@ def test_a_teachers_shape_with_a_size_left_open_is_compared_where_both_know_it()
     assert same_shape((None, 10), (7, 10)) and same_shape((10,), (10,))
 
 
+@pytest.mark.slow  # trains a script: the quick tier trains none
 def test_the_teacher_stays_frozen_in_inference_mode_while_the_student_learns(render, tmp_path):
     small = data.small_data_overrides("mnist_distillation", tmp_path)
     teacher = f"training.teacher.model.layers={json.dumps(TEACHER)}"
