@@ -395,7 +395,7 @@ def test_two_workers_act_as_one_device_stop_together_and_resume(
     out, restarted, straight = tmp_path / "run", tmp_path / "restarted", tmp_path / "single"
     flags = ["--deterministic"]
     # Long enough for a SIGTERM to arrive mid-run (about 2 s of updates).
-    updates = 31 if example == "cartpole_ppo" else 3
+    updates = 39 if example == "cartpole_ppo" else 3
     steps = ["--max-steps", str(updates * rollout)]
 
     stdouts = run_workers(script, *steps, "--output-dir", str(out), *flags, cwd=tmp_path)
