@@ -26,14 +26,9 @@ device only for now (test_golden checks the list against the specs)."""
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`loopgen ARGS` in a subprocess, the way a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "loopgen", *args],
-        cwd=cwd or ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """`python -m loopgen ARGS` in a process of its own, forked from one that has imported
+    loopgen's command (tests/preloaded.py), in this process's environment."""
+    return _CLI.run(["-m", "loopgen", *args], cwd or ROOT, 120, env=dict(os.environ))
 
 
 def render_into(out: Path, example: str, *overrides: str, variant: str | None = None) -> Path:
@@ -120,9 +115,11 @@ def tf_check(check: str, *args: str, cwd: Path) -> dict:
 
 
 class _Preloaded:
-    """This test process's preloaded.py server, started on first use (one per xdist worker)."""
+    """This test process's preloaded.py server, started on first use (one per xdist worker):
+    TensorFlow's, or with `cli` loopgen's command's."""
 
-    def __init__(self) -> None:
+    def __init__(self, *mode: str) -> None:
+        self.mode = list(mode)
         self.proc: subprocess.Popen[bytes] | None = None
         self.lock = threading.Lock()
         self.pending = b""
@@ -131,9 +128,9 @@ class _Preloaded:
         if self.proc is None or self.proc.poll() is not None:
             self.pending = b""
             self.proc = subprocess.Popen(
-                [sys.executable, str(ROOT / "tests" / "preloaded.py")],
+                [sys.executable, str(ROOT / "tests" / "preloaded.py"), *self.mode],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                env=script_env(), cwd=ROOT,
+                env=dict(os.environ) if self.mode else script_env(), cwd=ROOT,
             )  # fmt: skip
         return self.proc
 
@@ -152,11 +149,15 @@ class _Preloaded:
         line, _, self.pending = self.pending.partition(b"\n")
         return json.loads(line)
 
-    def run(self, argv: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, argv: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         with self.lock, tempfile.TemporaryDirectory() as folder:
             proc = self.start()
             out, err = Path(folder) / "stdout", Path(folder) / "stderr"
             request = {"argv": argv, "cwd": str(cwd), "stdout": str(out), "stderr": str(err)}
+            if env is not None:
+                request["env"] = env
             assert proc.stdin is not None
             proc.stdin.write((json.dumps(request) + "\n").encode())
             proc.stdin.flush()
@@ -232,6 +233,7 @@ class PreloadedProcess:
 
 
 _PRELOADED = _Preloaded()
+_CLI = _Preloaded("cli")
 
 
 def start_preloaded(*argv: str, cwd: Path) -> PreloadedProcess:
