@@ -171,7 +171,9 @@ class _Preloaded:
                 argv, done["returncode"], out.read_text(), err.read_text()
             )
 
-    def spawn(self, argv: list[str], cwd: Path) -> PreloadedProcess:
+    def spawn(
+        self, argv: list[str], cwd: Path, env: dict[str, str] | None = None
+    ) -> PreloadedProcess:
         """Starts `python ARGV` as run() does, without waiting for it: the server is this
         program's until it ends (PreloadedProcess.communicate)."""
         self.lock.acquire()
@@ -179,6 +181,8 @@ class _Preloaded:
             folder = tempfile.TemporaryDirectory()
             out, err = Path(folder.name) / "stdout", Path(folder.name) / "stderr"
             request = {"argv": argv, "cwd": str(cwd), "stdout": str(out), "stderr": str(err)}
+            if env is not None:
+                request["env"] = env
             proc = self.start()
             assert proc.stdin is not None
             proc.stdin.write((json.dumps(request) + "\n").encode())
@@ -234,6 +238,17 @@ class PreloadedProcess:
 
 _PRELOADED = _Preloaded()
 _CLI = _Preloaded("cli")
+_WORKERS: list[_Preloaded] = []
+"""The servers of the workers of multi-worker jobs, which run at once: as many as a test has
+run at the same time."""
+
+
+def _idle_worker_server() -> _Preloaded:
+    for server in _WORKERS:
+        if not server.lock.locked():  # a test process runs one test at a time, in one thread
+            return server
+    _WORKERS.append(_Preloaded())
+    return _WORKERS[-1]
 
 
 def start_preloaded(*argv: str, cwd: Path) -> PreloadedProcess:
@@ -382,19 +397,24 @@ def free_ports(count: int) -> list[int]:
 
 
 def launch_workers(
-    script: Path, *args: str, cwd: Path, workers: int = 2, extra=None
-) -> list[subprocess.Popen[str]]:
+    script: Path, *args: str, cwd: Path, workers: int = 2, extra=None, fresh: bool = False
+) -> list:
     """Starts the multi-worker script as `workers` processes on 127.0.0.1, each with its
-    TF_CONFIG (and `extra(index)` arguments)."""
+    TF_CONFIG (and `extra(index)` arguments): forked from servers that have imported
+    TensorFlow (as run_preloaded's programs), or with `fresh` new interpreters, as users
+    start them. Each has a Popen's pid, poll(), send_signal(), kill() and communicate()."""
     cluster = [f"127.0.0.1:{port}" for port in free_ports(workers)]
     procs = []
     for index in range(workers):
         config = {"cluster": {"worker": cluster}, "task": {"type": "worker", "index": index}}
-        command = [sys.executable, str(script), *args, *(extra(index) if extra else [])]
-        procs.append(subprocess.Popen(
-            command, cwd=cwd, env=script_env(TF_CONFIG=json.dumps(config)),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))  # fmt: skip
+        argv = [str(script), *args, *(extra(index) if extra else [])]
+        env = script_env(TF_CONFIG=json.dumps(config))
+        if fresh:
+            procs.append(subprocess.Popen([sys.executable, *argv], cwd=cwd, env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True))  # fmt: skip
+        else:
+            procs.append(_idle_worker_server().spawn(argv, cwd, env))
     return procs
 
 
