@@ -258,12 +258,15 @@ def start_preloaded(*argv: str, cwd: Path) -> PreloadedProcess:
     return _PRELOADED.spawn(list(argv), cwd)
 
 
-def run_preloaded(*argv: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def run_preloaded(
+    *argv: str, cwd: Path, timeout: float = 600, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     """Runs `python ARGV` (a file, or `-c CODE`) in a process of its own forked from one that has
     imported TensorFlow (tests/preloaded.py): it runs as a fresh `python ARGV` would, 2.5 s
-    sooner. Fails the test with its output unless it exits 0."""
+    sooner. Fails the test with its output unless it exits 0 (or `check` is off: the test
+    looks at how it ended)."""
     proc = _PRELOADED.run(list(argv), cwd, timeout)
-    if proc.returncode != 0:
+    if check and proc.returncode != 0:
         pytest.fail(
             f"{' '.join(argv)[:200]} exited {proc.returncode}\n"
             f"--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-6000:]}"

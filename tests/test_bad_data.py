@@ -6,26 +6,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from data import classification_npz, image_directory, pattern_npz
-from helpers import npz, script_env
+from helpers import npz, run_preloaded
 
 pytestmark = pytest.mark.slow
 
 
 def run(script: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(script), *args],
-        cwd=cwd,
-        env=script_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """The script's run, however it ends (forked from the preloaded server)."""
+    return run_preloaded(str(script), *args, cwd=cwd, timeout=300, check=False)
 
 
 def refused(proc: subprocess.CompletedProcess[str], *words: str, lines: int = 1) -> str:

@@ -24,6 +24,7 @@ from helpers import (
     npz,
     records,
     run_cli,
+    run_preloaded,
     run_python,
     script_env,
     tf_check,
@@ -171,11 +172,9 @@ def start(script: Path, *args: str) -> subprocess.Popen[str]:
 
 
 def run_proc(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Runs a script that may fail: the test looks at its exit."""
-    return subprocess.run(
-        [sys.executable, str(script), *args], cwd=script.parent, env=script_env(),
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    """Runs a script that may fail (forked from the preloaded server): the test looks at its
+    exit."""
+    return run_preloaded(str(script), *args, cwd=script.parent, timeout=300, check=False)
 
 
 def refused(proc, *phrases: str) -> str:

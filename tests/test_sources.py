@@ -9,23 +9,19 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import data
 import pytest
-from helpers import finish_workers, launch_workers, records, run_python, script_env, tf_check
+from helpers import finish_workers, launch_workers, records, run_preloaded, run_python, tf_check
 
 pytestmark = pytest.mark.slow
 
 
 def fails_at_start(script: Path, cwd: Path) -> str:
     """Runs the script: it must stop before its first step with a message, not a traceback."""
-    proc = subprocess.run(
-        [sys.executable, str(script), "--output-dir", str(cwd / "run")],
-        cwd=cwd, capture_output=True, text=True, timeout=300, env=script_env(),
-    )  # fmt: skip
+    proc = run_preloaded(str(script), "--output-dir", str(cwd / "run"), cwd=cwd, timeout=300,
+                         check=False)  # fmt: skip
     assert proc.returncode == 1, (proc.stdout[-2000:], proc.stderr[-3000:])
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "Epoch 1/" not in proc.stdout
