@@ -6,12 +6,10 @@ the teacher's weights and BatchNormalization statistics never change; a teacher 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import data
 import pytest
-from helpers import records, run_python, script_env, tf_check
+from helpers import records, run_preloaded, run_python, tf_check
 from test_spec_validation import reject_set
 
 
@@ -135,9 +133,8 @@ def teacher_set(kind, path):
 
 def run_failing(script, out, cwd):
     """A run that must stop before step 0: exit 1, one line on stderr, no traceback."""
-    command = [sys.executable, str(script), "--max-steps", "1", "--output-dir", str(out)]
-    proc = subprocess.run(command, cwd=cwd, env=script_env(), capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    proc = run_preloaded(str(script), "--max-steps", "1", "--output-dir", str(out), cwd=cwd,
+                         check=False)  # fmt: skip
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert not (out / "metrics.jsonl").exists() or not records(out), records(out)
     return proc.stderr.strip().splitlines()[-1]

@@ -19,6 +19,7 @@ from helpers import (
     launch_workers,
     npz,
     records,
+    run_preloaded,
     run_python,
     script_env,
     start_preloaded,
@@ -541,9 +542,8 @@ def test_a_truncated_npz_stops_the_script_naming_the_field_and_the_file(render, 
     path = Path(classification_npz(tmp_path / "train.npz", 64, (28, 28)))
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     script = render("mnist_mlp", f"data.train={npz(str(path))}")
-    proc = subprocess.run([sys.executable, str(script), "--output-dir", str(tmp_path / "run")],
-                          cwd=tmp_path, env=script_env(), capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    proc = run_preloaded(str(script), "--output-dir", str(tmp_path / "run"), cwd=tmp_path,
+                         check=False)  # fmt: skip
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert f"data.train.path: cannot read {path} as an .npz file" in proc.stderr
     assert not (tmp_path / "run" / "runs.jsonl").exists()

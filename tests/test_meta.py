@@ -6,12 +6,9 @@ to one device are in test_faults.py and test_distributed.py."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import data
 import pytest
-from helpers import records, run_python, script_env, serving_matches, tf_check
+from helpers import records, run_preloaded, run_python, serving_matches, tf_check
 from test_spec_validation import reject_set
 
 
@@ -133,8 +130,8 @@ def test_a_class_with_too_few_examples_stops_the_script_at_its_start(render, tmp
     cannot give 40 shots and 5 queries. Exit 1, the fields named, no traceback."""
     script = render("mnist_maml", *data.small_data_overrides("mnist_maml", tmp_path),
                     "training.shots=40")  # fmt: skip
-    command = [sys.executable, str(script), "--output-dir", str(tmp_path / "run")]
-    proc = subprocess.run(command, cwd=tmp_path, env=script_env(), capture_output=True, text=True)
+    proc = run_preloaded(str(script), "--output-dir", str(tmp_path / "run"), cwd=tmp_path,
+                         check=False)  # fmt: skip
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "a class has 30 examples, fewer than training.shots + training.queries = 45" in (
         proc.stderr

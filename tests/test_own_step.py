@@ -6,12 +6,10 @@ extras it returns are logged by name; your optimizer class takes the steps."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import data
 import pytest
-from helpers import records, run_python, script_env, tf_check
+from helpers import records, run_preloaded, run_python, tf_check
 from test_spec_validation import reject_set
 
 
@@ -101,9 +99,8 @@ def test_a_step_that_returns_other_losses_is_named_when_it_is_traced(render, tmp
     overrides = [*data.small_data_overrides("mnist_mlp", tmp_path), "loss=null",
                  'training={"kind": "own_step", "target": "plain_step:wrong_names"}']  # fmt: skip
     script = render("mnist_mlp", *overrides)
-    proc = subprocess.run([sys.executable, str(script), "--output-dir", str(tmp_path / "run")],
-                          cwd=tmp_path, env=script_env(), capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    proc = run_preloaded(str(script), "--output-dir", str(tmp_path / "run"), cwd=tmp_path,
+                         check=False)  # fmt: skip
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "training.target plain_step:wrong_names must return (predictions, losses)" in (
         proc.stderr
