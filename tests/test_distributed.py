@@ -373,19 +373,28 @@ def test_two_workers_train_alike_write_once_and_resume_after_a_restart(render, t
           "data.max_episode_steps=20"]),
         # A Dict observation: the rollout's parts exchanged, the saved ones gathered, by name.
         ("corridor_ppo", [*PPO_SMALL, "training.rollout_steps=8"]),
+        # DQN: each worker's transitions exchanged before each train step (every second
+        # vector step), so that every worker's buffer (wrapped round) is one device's; half
+        # the actions are its rows of one device's random draws, half greedy on its own
+        # observations.
+        ("cartpole_dqn",
+         ["data.num_envs=4", *DQN_SMALL, "training.train_every=2", "training.start_epsilon=0.5"]),
     ],
-    ids=["categorical", "gaussian", "dict"],
+    ids=["categorical", "gaussian", "dict", "dqn"],
 )  # fmt: skip
 def test_two_workers_act_as_one_device_stop_together_and_resume(
     example, overrides, render, tmp_path
 ):
     """Each worker steps its half of the sub-environments, seeded by their indices; the
-    rollouts are exchanged whole and each minibatch shared out. The cluster trains what one
-    device stepping all of them does. A SIGTERM to one worker stops both after the same
-    update, and the checkpoint holds every worker's environments: the restarted job
-    continues every episode where it was (restarted in the categorical case only: the
-    environments' state is saved by the same code whatever the observation)."""
-    rollout = 4 * (16 if example == "pendulum_ppo" else 8)  # NUM_ENVS x ROLLOUT_STEPS
+    rollouts (DQN: the transitions) are exchanged and each minibatch shared out. The cluster
+    trains what one device stepping all of them does. A SIGTERM to one worker stops both
+    after the same update, and the checkpoint holds every worker's environments (and DQN's
+    buffer): the restarted job continues every episode where it was (restarted in the
+    categorical and DQN cases: the environments' state is saved by the same code whatever
+    the observation)."""
+    # Environment steps from one vote on a SIGTERM to the next: NUM_ENVS x ROLLOUT_STEPS, or
+    # x TRAIN_EVERY.
+    rollout = 4 * {"pendulum_ppo": 16, "cartpole_dqn": 2}.get(example, 8)
     # A log every 2 updates, and runs that end between logs: the episodes finished since
     # the last log are in the checkpoint, every worker's.
     common = [f"loop.log_every_steps={2 * rollout}", *overrides]
@@ -397,22 +406,25 @@ def test_two_workers_act_as_one_device_stop_together_and_resume(
     out, restarted, straight = tmp_path / "run", tmp_path / "restarted", tmp_path / "single"
     flags = ["--deterministic"]
     # Long enough for a SIGTERM to arrive mid-run (about 2 s of updates).
-    updates = 39 if example == "cartpole_ppo" else 3
-    steps = ["--max-steps", str(updates * rollout)]
+    updates = {"cartpole_ppo": 39, "cartpole_dqn": 75}.get(example, 3)
+    # DQN's run ends a vector step after its last train step: that step's transitions are
+    # still each worker's own when the last checkpoint is written.
+    total = updates * rollout + (4 if example == "cartpole_dqn" else 0)
+    steps = ["--max-steps", str(total)]
 
     stdouts = run_workers(script, *steps, "--output-dir", str(out), *flags, cwd=tmp_path)
     assert "(chief)" in stdouts[0] and "2 replica(s) in the cluster" in stdouts[0]
     assert not (out / "workers" / "worker-1" / "export").exists()  # the chief's only
     run_python(single, *steps, "--output-dir", str(straight), *flags, cwd=tmp_path)
     result = compare(straight, out, tmp_path)
-    assert result["same_keys"] and result["step"] == updates * rollout, result
+    assert result["same_keys"] and result["step"] == total, result
     assert result["max_scaled_diff"] <= 1e-5, result
     # One record a log, the whole cluster's episodes in it, as one device logs them.
     expected, logged = records(straight), records(out)
     assert [r["step"] for r in logged] == [r["step"] for r in expected]
     for one, two in zip(expected, logged, strict=True):
         assert one.keys() == two.keys(), (one, two)
-        for key in ("episodes", "episode_return", "episode_length", "policy_loss"):
+        for key in ("episodes", "episode_return", "episode_length", "policy_loss", "loss"):
             if key in one:
                 assert abs(one[key] - two[key]) <= 1e-5 * max(1, abs(one[key])), (key, one, two)
     assert any("episodes" in r for r in logged)
@@ -420,7 +432,7 @@ def test_two_workers_act_as_one_device_stop_together_and_resume(
         states = tf_check("compare_saved_states", str(straight / "checkpoints"),
                           str(out / "checkpoints"), cwd=tmp_path)  # fmt: skip
         assert states["states"] and states["same"], states
-    if example != "cartpole_ppo":
+    if example not in ("cartpole_ppo", "cartpole_dqn"):
         return
 
     # Worker 1 alone is preempted, mid-episode: both stop after the same update and save.
@@ -436,7 +448,7 @@ def test_two_workers_act_as_one_device_stop_together_and_resume(
     stdouts = run_workers(script, *steps, "--output-dir", str(restarted), *flags, cwd=tmp_path)
     assert all(f"at step {step}" in s for s in stdouts), stdouts
     result = compare(out, restarted, tmp_path)
-    assert result["step"] == updates * rollout and result["max_diff"] == 0.0, result
+    assert result["step"] == total and result["max_diff"] == 0.0, result
     states = tf_check("compare_saved_states", str(out / "checkpoints"),
                       str(restarted / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert states["same"], states

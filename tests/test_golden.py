@@ -30,9 +30,9 @@ ACTING = sorted(name for name in NAMES if load_spec(EXAMPLES / f"{name}.py").act
 def test_every_example_has_a_golden_file_per_variant_and_nothing_else():
     on_disk = sorted(str(p.relative_to(GENERATED).with_suffix("")) for p in GENERATED.rglob("*.py"))
     assert on_disk == sorted(GOLDEN), f"run: {REGEN}"
-    # Reinforcement learning has no TPU variant; DQN and normalized observations no
-    # multi-worker one: the acting examples' are PPO's and A2C's without normalization.
-    workers = ["cartpole_a2c", "cartpole_ppo", "corridor_ppo"]
+    # Reinforcement learning has no TPU variant; normalized observations no multi-worker one
+    # (pendulum_ppo's).
+    workers = ["cartpole_a2c", "cartpole_dqn", "cartpole_ppo", "corridor_ppo"]
     acting = 2 * len(ACTING) + len(workers)
     assert len(GOLDEN) == (len(NAMES) - len(ACTING)) * len(STRATEGY_KINDS) + acting
     assert sorted(g.partition("/")[2] for g in GOLDEN if g.startswith("multi_worker/")

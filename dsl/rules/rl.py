@@ -91,9 +91,9 @@ def check_sections(spec: Spec) -> None:
 
 def strategies(spec: Spec) -> tuple[str, ...]:
     """The strategies loopgen writes this way of training for."""
-    if spec.training.kind in ON_POLICY and not spec.training.normalize_observations:
-        return ("single_device", "mirrored", "multi_worker")
-    return ("single_device", "mirrored")
+    if getattr(spec.training, "normalize_observations", False):
+        return ("single_device", "mirrored")
+    return ("single_device", "mirrored", "multi_worker")
 
 
 def check_strategy(spec: Spec) -> None:
@@ -104,12 +104,6 @@ def check_strategy(spec: Spec) -> None:
         raise ValueError(
             f"distribute.kind='tpu': {way} steps its environments in Python between updates, "
             f"which the TPU would wait on at every step; set {choices}"
-        )
-    if kind not in allowed and spec.training.kind == "dqn":
-        raise ValueError(
-            "distribute.kind='multi_worker': DQN's update samples the whole replay buffer at "
-            "every step, so every worker would need every transition as it happens (loopgen "
-            f"writes several workers for PPO and A2C, which exchange whole rollouts); set {choices}"
         )
     if kind not in allowed:
         raise ValueError(
