@@ -610,8 +610,12 @@ def test_mirrored_equals_single_device(example, overrides, steps, tolerance, ren
         # test (EQUALS_ONE_DEVICE). It leaves the weights alone.
         common += [*data.small_data_overrides(example, tmp_path), "data.batch_size=16"]
     data.companions(example, tmp_path)  # corridor_ppo's environment, beside the scripts
-    single = data.runnable(example, render(example, *common))
-    script = render(example, *common, TWO_CPUS, variant="mirrored", name="mirrored.py")
+    # Only the mirrored twin of a dataset's script is asked for its export (and test_runs and
+    # test_rl serve the examples').
+    no_export = "export.saved_model=false"
+    single = data.runnable(example, render(example, *common, no_export))
+    script = render(example, *common, *([no_export] if acts else []), TWO_CPUS,
+                    variant="mirrored", name="mirrored.py")  # fmt: skip
     mirrored = data.runnable(example, script)
     straight, twin = tmp_path / "single", tmp_path / "mirrored"
     flags = [*([] if acts else ["--epochs", "3"]), "--max-steps", str(steps), "--deterministic"]

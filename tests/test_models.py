@@ -34,7 +34,8 @@ def finetuned(shared) -> tuple[Path, Path]:
         # Its twin without the export, for the tests that read only checkpoints.
         render_into(folder / "no_export.py", "flowers_finetune", *overrides,
                     "export.saved_model=false")  # fmt: skip
-        proc = run_python(folder / "train.py", *FLAGS, "--output-dir", str(folder / "run"),
+        # No test reads its export (test_runs serves the example's).
+        proc = run_python(folder / "no_export.py", *FLAGS, "--output-dir", str(folder / "run"),
                           cwd=folder)  # fmt: skip
         (folder / "run" / "stdout.txt").write_text(proc.stdout)
 

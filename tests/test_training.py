@@ -158,7 +158,7 @@ def test_one_epoch_equals_model_fit(example, overrides, compile_args, render, tm
     batch = "64" if example == "mnist_mlp" else "32"
     script = render(
         example, f"data.train={train}", "data.shuffle_buffer=0", f"data.batch_size={batch}",
-        *overrides,
+        *overrides, "export.saved_model=false",  # the weights are compared, not the export
     )  # fmt: skip
     out = tmp_path / "run"
     run_python(script, "--epochs", "1", "--deterministic", "--output-dir", str(out),
@@ -172,7 +172,8 @@ def test_one_epoch_equals_model_fit(example, overrides, compile_args, render, tm
 def test_regularization_penalty_shrinks_weights(render, tmp_path):
     """A strong L2 penalty in the spec must reach the gradients (model.losses in the step)."""
     train = npz(data.classification_npz(tmp_path / "train.npz", 256, (28, 28)))
-    common = [f"data.train={train}", "optimizer.learning_rate=0.1", "data.batch_size=32"]
+    common = [f"data.train={train}", "optimizer.learning_rate=0.1", "data.batch_size=32",
+              "export.saved_model=false"]  # fmt: skip
     l2 = json.dumps({"kind": "l2", "l2": 0.5})
     plain = render("mnist_mlp", *common, name="plain.py")
     penalized = render(
