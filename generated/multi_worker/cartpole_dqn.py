@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 387afbb2ac1cad9a, script sha256 13a0953c7af6e875).
+(spec sha256 387afbb2ac1cad9a, script sha256 597c486ce615ac8c).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -323,7 +323,7 @@ class ReplayBuffer(tf.train.experimental.PythonState):
     whole: a resumed run draws its minibatches from the same transitions.
     On several workers, every worker holds all of them, in the order one device stepping
     every sub-environment adds them: each worker keeps its own transitions until the next
-    exchange, before a minibatch is drawn or the buffer saved."""
+    exchange, every TRAIN_EVERY vector steps and before the buffer is saved."""
 
     def __init__(self, cluster):
         self.observations = np.zeros((BUFFER_SIZE, *OBSERVATION_SHAPE), np.float32)
@@ -364,7 +364,6 @@ class ReplayBuffer(tf.train.experimental.PythonState):
 
     def sample(self, step):
         """BATCH_SIZE transitions drawn by a generator of (SEED, step) alone."""
-        self.exchange()
         indices = np.random.default_rng([SEED, 1, step]).integers(
             self.size, size=BATCH_SIZE
         )
@@ -599,14 +598,16 @@ def train(args, run):
         buffer.add(observations, actions, rewards, reached, terminated)
         previous, global_step = global_step, global_step + NUM_ENVS
         step.assign(global_step)
+        if (global_step // NUM_ENVS) % TRAIN_EVERY == 0:
+            # Before the train step: every worker's transitions into every worker's buffer.
+            # A worker's own SIGTERM is its vote: the workers stop together.
+            buffer.exchange()
+            run.preempted = cluster.any(run.sigterm)
         if global_step > LEARNING_STARTS:
             if (global_step // NUM_ENVS) % TRAIN_EVERY == 0:
                 train_step(*buffer.sample(global_step))
             if global_step // TARGET_UPDATE_EVERY > previous // TARGET_UPDATE_EVERY:
                 update_target()
-        if (global_step // NUM_ENVS) % TRAIN_EVERY == 0:
-            # A worker's own SIGTERM is its vote: the workers stop together.
-            run.preempted = cluster.any(run.sigterm)
         if global_step // LOG_EVERY_STEPS > previous // LOG_EVERY_STEPS:
             logs = {**results([train_loss, q_value]), **environments.episodes()}
             logs["epsilon"] = epsilon(global_step)
