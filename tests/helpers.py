@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 ACTING = ("cartpole_a2c", "cartpole_dqn", "cartpole_ppo", "corridor_ppo", "pendulum_ppo")
 """The examples that learn by acting in an environment (reinforcement learning): no epochs, one
-device only for now (test_golden checks the list against the specs)."""
+(test_golden checks the list against the specs)."""
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -115,8 +115,9 @@ def tf_check(check: str, *args: str, cwd: Path) -> dict:
 
 
 class _Preloaded:
-    """This test process's preloaded.py server, started on first use (one per xdist worker):
-    TensorFlow's, or with `cli` loopgen's command's."""
+    """A preloaded.py server of this test process, started on first use: TensorFlow's (one
+    for the test's programs, one per multi-worker worker running at once), or with `cli`
+    loopgen's command's."""
 
     def __init__(self, *mode: str) -> None:
         self.mode = list(mode)

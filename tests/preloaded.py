@@ -6,7 +6,7 @@ Each program is a process of its own that runs as `python ARGV` would, with its 
 runtime, devices and random state, and ends as Python ends (threads joined, atexit handlers run),
 but starts in 0.15 s instead of the 2.5 s an import of TensorFlow takes: several hundred
 programs a suite. What only a process started by hand shows (flags answered before TensorFlow
-is imported, signals, locks, workers) the tests check on `python train.py` itself.
+is imported, SIGKILL, locks, one two-worker job) the tests check on `python train.py` itself.
 
 `preloaded.py cli` imports loopgen's command instead (and no TensorFlow) for `-m loopgen ...`:
 a command that starts in 0.02 s instead of 0.3 s, about a thousand of them a suite. What only a

@@ -1,5 +1,6 @@
-"""Every generated script runs end to end on small data the tests make, in a fresh process:
-it trains, writes checkpoints, TensorBoard events, a metrics log and an export."""
+"""Every generated script runs end to end on small data the tests make, in a process of its own
+(mnist_mlp in a new interpreter): it trains, writes checkpoints, TensorBoard events, a metrics
+log and an export."""
 
 from __future__ import annotations
 

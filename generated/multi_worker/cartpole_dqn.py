@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 387afbb2ac1cad9a, script sha256 597c486ce615ac8c).
+(spec sha256 387afbb2ac1cad9a, script sha256 b12ba3dd80e35185).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -434,7 +434,7 @@ def train(args, run):
     )
 
     # Each worker steps its share of the environments (Cluster); the workers exchange their
-    # transitions before each train step, and the replicas share each sampled batch.
+    # transitions every TRAIN_EVERY vector steps, and the replicas share each sampled batch.
     if NUM_ENVS % strategy.num_replicas_in_sync:
         raise SystemExit(
             f"NUM_ENVS ({NUM_ENVS}) cannot be shared equally by "
