@@ -1,6 +1,6 @@
 """Runs the tests' Python programs (generated scripts, tf_checks.py, probes given as `-c` code) in
 processes forked from this one, which has imported TensorFlow, Keras and NumPy and run no
-TensorFlow op.
+TensorFlow op (Grappler's graph rewrites switched off, below).
 
 Each program is a process of its own that runs as `python ARGV` would, with its own TensorFlow
 runtime, devices and random state, and ends as Python ends (threads joined, atexit handlers run),
@@ -37,10 +37,16 @@ else:
     import autograph_cache
     import keras  # noqa: F401
     import numpy  # noqa: F401
-    import tensorflow  # noqa: F401
+    import tensorflow
 
     if os.environ.get("LOOPGEN_TESTS_AUTOGRAPH_CACHE"):
         autograph_cache.install(os.environ["LOOPGEN_TESTS_AUTOGRAPH_CACHE"])
+    # Grappler's rewrites of each function graph take a sixth of a small program's time (its
+    # first step mostly) and change nothing the tests compare, always run against programs
+    # forked from here too. The programs started as users start them (`python train.py`: the
+    # demo, mnist_mlp's and cartpole_ppo's runs, the SIGKILLed and multi-worker ones, bench,
+    # sweeps) keep them.
+    tensorflow.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 gc.freeze()  # what was imported stays shared with the programs, not copied by the collector
 
 
