@@ -45,9 +45,13 @@ def render(tmp_path: Path):
     returns the script path."""
 
     def _render(
-        example: str, *overrides: str, name: str = "train.py", variant: str | None = None
+        example: str,
+        *overrides: str,
+        name: str = "train.py",
+        variant: str | None = None,
+        cwd: Path | None = None,
     ) -> Path:
-        return render_into(tmp_path / name, example, *overrides, variant=variant)
+        return render_into(tmp_path / name, example, *overrides, variant=variant, cwd=cwd)
 
     return _render
 

@@ -4,6 +4,7 @@ Imported by tests as `from helpers import ...` (pytest puts tests/ on sys.path).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -14,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,13 +33,16 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     return _CLI.run(["-m", "loopgen", *args], cwd or ROOT, 120, env=dict(os.environ))
 
 
-def render_into(out: Path, example: str, *overrides: str, variant: str | None = None) -> Path:
-    """`loopgen render examples/EXAMPLE.py -o OUT --set ...` (and --variant); returns OUT."""
+def render_into(
+    out: Path, example: str, *overrides: str, variant: str | None = None, cwd: Path | None = None
+) -> Path:
+    """`loopgen render examples/EXAMPLE.py -o OUT --set ...` (and --variant), run in `cwd` (a
+    module of yours the spec names is found there); returns OUT."""
     args = ["render", str(EXAMPLES / f"{example}.py"), "-o", str(out)]
     args += ["--variant", variant] if variant else []
     for override in overrides:
         args += ["--set", override]
-    proc = run_cli(*args)
+    proc = run_cli(*args, cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -380,14 +385,18 @@ def serving_matches(script: Path, out: Path, cwd: Path) -> dict:
 
 
 def wait_for_step(proc: subprocess.Popen[str], out: Path, step: int) -> None:
-    """Returns once the run has logged `step` (it may be a few steps further by then)."""
+    """Returns once the run has logged `step` (it may be a few steps further by then). A run
+    that stalls is killed, and the test fails with its output."""
     log = out / "metrics.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         if log.exists() and log.read_text().count("\n") >= step:
             return
         time.sleep(0.002)
-    raise AssertionError(f"the run ended or stalled before step {step}: {proc.communicate()}")
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):  # it may have just ended
+            proc.kill()
+    raise AssertionError(f"the run ended or stalled before step {step}: {proc.communicate(60)}")
 
 
 def free_ports(count: int) -> list[int]:
@@ -420,6 +429,20 @@ def launch_workers(
         else:
             procs.append(_idle_worker_server().spawn(argv, cwd, env))
     return procs
+
+
+@contextlib.contextmanager
+def workers_running(procs: list[subprocess.Popen[str]]) -> Iterator[list[subprocess.Popen[str]]]:
+    """`with workers_running(launch_workers(...)) as procs:` kills every worker of the job if
+    the block fails, so that none is left waiting on its peer (and holding its server)."""
+    try:
+        yield procs
+    except BaseException:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):  # it may have just ended
+                proc.kill()
+        finish_workers(procs, timeout=60)
+        raise
 
 
 def finish_workers(procs: list[subprocess.Popen[str]], timeout: float = 180) -> list:

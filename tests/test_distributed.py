@@ -25,11 +25,13 @@ from helpers import (
     npz,
     records,
     run_cli,
+    run_preloaded,
     run_python,
     saved_models,
     script_env,
     tf_check,
     wait_for_step,
+    workers_running,
 )
 from regen_generated import golden_files
 
@@ -370,6 +372,21 @@ def test_two_workers_train_alike_write_once_and_resume_after_a_restart(render, t
     assert result["step"] == 18 and result["max_diff"] <= 1e-5, result
 
 
+BYTE_CARTPOLE = '''"""CartPole-v1 seen as bytes, as a camera's pixels are."""
+import gymnasium as gym
+import numpy as np
+
+
+def to_bytes(observation):
+    return np.clip(observation * 40 + 128, 0, 255).astype(np.uint8)
+
+
+def make():
+    space = gym.spaces.Box(0, 255, (4,), np.uint8)
+    return gym.wrappers.TransformObservation(gym.make("CartPole-v1"), to_bytes, space)
+'''
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "example, overrides",
@@ -387,9 +404,10 @@ def test_two_workers_train_alike_write_once_and_resume_after_a_restart(render, t
         # DQN: each worker's transitions exchanged before each train step (every second
         # vector step), so that every worker's buffer (wrapped round) is one device's; half
         # the actions are its rows of one device's random draws, half greedy on its own
-        # observations.
+        # observations, which are bytes (BYTE_CARTPOLE): collectives carry no uint8.
         ("cartpole_dqn",
-         ["data.num_envs=4", *DQN_SMALL, "training.train_every=2", "training.start_epsilon=0.5"]),
+         ['data={"kind": "environment", "target": "byte_cartpole:make", "num_envs": 4}',
+          *DQN_SMALL, "training.train_every=2", "training.start_epsilon=0.5"]),
     ],
     ids=["categorical", "gaussian", "dict", "dqn"],
 )  # fmt: skip
@@ -410,10 +428,11 @@ def test_two_workers_act_as_one_device_stop_together_and_resume(
     # the last log are in the checkpoint, every worker's.
     common = [f"loop.log_every_steps={2 * rollout}", *overrides]
     data.companions(example, tmp_path)  # corridor_ppo's environment, beside the scripts
-    single = data.runnable(example, render(example, *common))
-    script = data.runnable(
-        example, render(example, *common, variant="multi_worker", name="multi_worker.py")
-    )
+    if example == "cartpole_dqn":
+        (tmp_path / "byte_cartpole.py").write_text(BYTE_CARTPOLE)
+    single = data.runnable(example, render(example, *common, cwd=tmp_path))
+    script = render(example, *common, variant="multi_worker", name="multi_worker.py", cwd=tmp_path)
+    script = data.runnable(example, script)
     out, restarted, straight = tmp_path / "run", tmp_path / "restarted", tmp_path / "single"
     flags = ["--deterministic"]
     # Long enough for a SIGTERM to arrive mid-run (about 2 s of updates).
@@ -447,9 +466,10 @@ def test_two_workers_act_as_one_device_stop_together_and_resume(
         return
 
     # Worker 1 alone is preempted, mid-episode: both stop after the same update and save.
-    procs = launch_workers(script, *steps, "--output-dir", str(restarted), *flags, cwd=tmp_path)
-    wait_for_step(procs[0], restarted, 2)  # the chief logs every 2 updates
-    procs[1].send_signal(signal.SIGTERM)
+    job = launch_workers(script, *steps, "--output-dir", str(restarted), *flags, cwd=tmp_path)
+    with workers_running(job) as procs:
+        wait_for_step(procs[0], restarted, 2)  # the chief logs every 2 updates
+        procs[1].send_signal(signal.SIGTERM)
     stopped = set()
     for proc, stdout, stderr in finish_workers(procs):
         assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
@@ -621,11 +641,13 @@ def test_mirrored_equals_single_device(example, overrides, steps, tolerance, ren
         # test (EQUALS_ONE_DEVICE). It leaves the weights alone.
         common += [*data.small_data_overrides(example, tmp_path), "data.batch_size=16"]
     data.companions(example, tmp_path)  # corridor_ppo's environment, beside the scripts
-    # Only the mirrored twin of a dataset's script is asked for its export (and test_runs and
-    # test_rl serve the examples').
+    # Only the mirrored twin of a dataset's script is asked for its export, and of the ways
+    # that act pendulum_ppo's, the one with statistics to serve (test_runs and test_rl serve
+    # the examples' on one device).
     no_export = "export.saved_model=false"
+    exports = not acts or example == "pendulum_ppo"
     single = data.runnable(example, render(example, *common, no_export))
-    script = render(example, *common, *([no_export] if acts else []), TWO_CPUS,
+    script = render(example, *common, *([] if exports else [no_export]), TWO_CPUS,
                     variant="mirrored", name="mirrored.py")  # fmt: skip
     mirrored = data.runnable(example, script)
     straight, twin = tmp_path / "single", tmp_path / "mirrored"
@@ -650,6 +672,15 @@ def test_mirrored_equals_single_device(example, overrides, steps, tolerance, ren
         states = tf_check("compare_saved_states", str(straight / "checkpoints"),
                           str(twin / "checkpoints"), cwd=tmp_path)  # fmt: skip
         assert states["states"] and states["same"], states
+    if example == "pendulum_ppo":
+        # The export of two replicas' policy, loaded without the script, on raw observations:
+        # the networks on them normalized by the checkpoint's statistics.
+        observations = "[[1.0, 0.0, 0.0], [0.0, 1.0, -2.0], [-0.6, 0.8, 5.0]]"
+        proc = run_preloaded(str(ROOT / "tests" / "rl_checks.py"), "served_against_networks",
+                             str(mirrored), str(twin), observations, cwd=tmp_path)  # fmt: skip
+        served = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert served["normalized"] and served["mean_diff"] <= 1e-5, served
+        assert served["values_diff"] <= 1e-5, served
     expected, logged = logged_losses(straight), logged_losses(twin)
     assert sorted(logged) == sorted(expected)
     assert (

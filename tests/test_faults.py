@@ -25,6 +25,7 @@ from helpers import (
     start_preloaded,
     tf_check,
     wait_for_step,
+    workers_running,
 )
 
 pytestmark = pytest.mark.slow
@@ -219,10 +220,10 @@ def test_sigterm_to_one_worker_stops_every_worker_after_the_same_step(render, tm
     for proc, _, stderr in finish_workers(job(straight)):
         assert proc.returncode == 0, stderr[-3000:]
 
-    procs = job(stopped)
     at = random.Random().randint(2, STEPS - 15)
-    wait_for_step(procs[0], stopped, at)  # the chief writes the log
-    procs[1].send_signal(signal.SIGTERM)  # only worker 1 is preempted
+    with workers_running(job(stopped)) as procs:
+        wait_for_step(procs[0], stopped, at)  # the chief writes the log
+        procs[1].send_signal(signal.SIGTERM)  # only worker 1 is preempted
     results = finish_workers(procs)
     steps = set()
     for proc, stdout, stderr in results:

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 387afbb2ac1cad9a, script sha256 b12ba3dd80e35185).
+(spec sha256 387afbb2ac1cad9a, script sha256 5cd0de337e0d385c).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -337,7 +337,11 @@ class ReplayBuffer(tf.train.experimental.PythonState):
         self.pending = []
 
     def add(self, observations, actions, rewards, reached, terminated):
-        terminated = terminated.astype(np.float32)  # a number, which collectives carry
+        # As the buffer keeps them, float32: collectives carry no uint8 pixels or bool flags.
+        observations, rewards, reached, terminated = tf.nest.map_structure(
+            lambda part: np.asarray(part, np.float32),
+            (observations, rewards, reached, terminated),
+        )
         self.pending.append((observations, actions, rewards, reached, terminated))
 
     def exchange(self):
