@@ -245,6 +245,26 @@ def claimed(folder: Path) -> bool:
     return False
 
 
+def script_pid(script: Path) -> int:
+    """The process running `python script ...` (a trial's, started by its sweep)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # not a process, or one that ended
+            continue
+        if proc.name.isdigit() and argv[1:2] == [str(script).encode()]:
+            return int(proc.name)
+    raise AssertionError(f"no process runs {script}")
+
+
+def pending(pid: int, number: signal.Signals) -> bool:
+    """Whether the signal `number`, sent to the (stopped) process `pid`, waits for it."""
+    status = dict(
+        line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return bool(int(status["ShdPnd"], 16) & 1 << (number - 1))
+
+
 @pytest.mark.slow
 def test_a_stopped_or_killed_sweep_resumes_its_interrupted_trial_from_its_checkpoint(tmp_path):
     """Stopped by Ctrl-C (a SIGINT to the terminal's process group), the sweep stops its
@@ -268,11 +288,19 @@ def test_a_stopped_or_killed_sweep_resumes_its_interrupted_trial_from_its_checkp
         checkpoints = folder / "run" / "checkpoints"
         while not any(int(p.stem[5:]) > after for p in checkpoints.glob("ckpt-*.index")):
             assert sweep.poll() is None and time.monotonic() < deadline, sweep.stdout.read()
-            time.sleep(0.05)
+            time.sleep(0.01)
+        # Held still until the sweep's SIGTERM (or its death's) is there for it: a fast
+        # machine would otherwise train the trial to its end before the sweep wakes.
+        trial = script_pid(folder / "train.py")
+        os.kill(trial, signal.SIGSTOP)
         if how == signal.SIGINT:  # Ctrl-C: the terminal signals its whole process group
             os.killpg(sweep.pid, signal.SIGINT)
         else:
             sweep.send_signal(how)
+        while not pending(trial, signal.SIGTERM):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        os.kill(trial, signal.SIGCONT)
         output = sweep.communicate(timeout=120)[0]
         if how == signal.SIGINT:  # the sweep waited for its trial to stop
             assert sweep.returncode == 128 + signal.SIGINT, output
