@@ -107,7 +107,7 @@ def serve() -> None:
             code = run(request["argv"])
             # Ends as Python ends a program (its threads joined, its atexit handlers run, its
             # output flushed), less the interpreter's teardown of every object one by one: a
-            # seventh of a small run's time (0.2 s), twice a tf_check's own. The programs
+            # tenth of a small run's time (0.2 s), six times a tf_check's own. The programs
             # started as users start them (`python train.py`) show the whole teardown.
             threading._shutdown()
             atexit._run_exitfuncs()
