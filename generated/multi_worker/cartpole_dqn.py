@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 387afbb2ac1cad9a, script sha256 5cd0de337e0d385c).
+(spec sha256 387afbb2ac1cad9a, script sha256 6a2d1faf060d93b3).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -602,13 +602,15 @@ def train(args, run):
         buffer.add(observations, actions, rewards, reached, terminated)
         previous, global_step = global_step, global_step + NUM_ENVS
         step.assign(global_step)
-        if (global_step // NUM_ENVS) % TRAIN_EVERY == 0:
+        # The vector steps of the train cadence (they train once learning has started).
+        trains = (global_step // NUM_ENVS) % TRAIN_EVERY == 0
+        if trains:
             # Before the train step: every worker's transitions into every worker's buffer.
             # A worker's own SIGTERM is its vote: the workers stop together.
             buffer.exchange()
             run.preempted = cluster.any(run.sigterm)
         if global_step > LEARNING_STARTS:
-            if (global_step // NUM_ENVS) % TRAIN_EVERY == 0:
+            if trains:
                 train_step(*buffer.sample(global_step))
             if global_step // TARGET_UPDATE_EVERY > previous // TARGET_UPDATE_EVERY:
                 update_target()
