@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 3c1594027a1bf638, script sha256 b63b288824d2c609).
+(spec sha256 3c1594027a1bf638, script sha256 cec410b26e126c7d).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -381,8 +381,8 @@ def train(args, run):
 
     @tf.function(reduce_retracing=True)
     def value_of(observations):
-        """The value network's estimates, by which collect() bootstraps the cut episodes and
-        the rollout's end: compiled, a quarter of an eager call's time."""
+        """The value network's estimates (collect() bootstraps cut episodes and the
+        rollout's end with them): compiled, a quarter of an eager call's time."""
         return value_network(observations)[:, 0]
 
     def minibatch_loss(batch):

@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 dc9bb2f515ad9ebd, script sha256 92a1212f50270260).
+(spec sha256 dc9bb2f515ad9ebd, script sha256 1bb8dafca259d8b3).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -399,8 +399,8 @@ def train(args, run):
 
     @tf.function(reduce_retracing=True)
     def value_of(observations):
-        """The value network's estimates, by which collect() bootstraps the cut episodes and
-        the rollout's end: compiled, a quarter of an eager call's time."""
+        """The value network's estimates (collect() bootstraps cut episodes and the
+        rollout's end with them): compiled, a quarter of an eager call's time."""
         return value_network(observations)[:, 0]
 
     def minibatch_loss(batch):

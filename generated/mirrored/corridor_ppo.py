@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 e2e623afed81f496, script sha256 ae3a7b62aacfcb0d).
+(spec sha256 e2e623afed81f496, script sha256 f8d3f7aab266914a).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -428,8 +428,8 @@ def train(args, run):
 
     @tf.function(reduce_retracing=True)
     def value_of(observations):
-        """The value network's estimates, by which collect() bootstraps the cut episodes and
-        the rollout's end: compiled, a quarter of an eager call's time."""
+        """The value network's estimates (collect() bootstraps cut episodes and the
+        rollout's end with them): compiled, a quarter of an eager call's time."""
         return value_network(observations)[:, 0]
 
     def minibatch_loss(batch):

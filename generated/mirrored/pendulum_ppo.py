@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 3221a920c9a1d164, script sha256 baef4332f4dad7ec).
+(spec sha256 3221a920c9a1d164, script sha256 a204954ed67e5048).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -457,8 +457,8 @@ def train(args, run):
 
     @tf.function(reduce_retracing=True)
     def value_of(observations):
-        """The value network's estimates, by which collect() bootstraps the cut episodes and
-        the rollout's end: compiled, a quarter of an eager call's time."""
+        """The value network's estimates (collect() bootstraps cut episodes and the
+        rollout's end with them): compiled, a quarter of an eager call's time."""
         return value_network(observations)[:, 0]
 
     def minibatch_loss(batch):

@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 3d0ba0504265fd53, script sha256 d13e5314d885c22b).
+(spec sha256 3d0ba0504265fd53, script sha256 67df5a262271d469).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -373,8 +373,9 @@ def advantages_and_returns(rewards, values, ended, last_values):
 def collect(environments, act, value_of, first_step):
     """One rollout: ROLLOUT_STEPS steps in every sub-environment with the policy of `act`
     and the value estimates of `value_of` (train()'s), with its advantages and returns:
-    ROLLOUT_SIZE transitions, in the order (step, sub-environment). This worker steps its own sub-environments; the rollout
-    returned is every worker's."""
+    ROLLOUT_SIZE transitions, in the order (step, sub-environment).
+    This worker steps its own sub-environments; the rollout returned is every
+    worker's."""
     rollout = {key: [] for key in ["observations", "actions", "log_probs", "values"]}
     rewards, ended = [], []
     # The seed of each step, (SEED, step), made for the whole rollout at once.
@@ -561,8 +562,8 @@ def train(args, run):
 
     @tf.function(reduce_retracing=True)
     def value_of(observations):
-        """The value network's estimates, by which collect() bootstraps the cut episodes and
-        the rollout's end: compiled, a quarter of an eager call's time."""
+        """The value network's estimates (collect() bootstraps cut episodes and the
+        rollout's end with them): compiled, a quarter of an eager call's time."""
         return value_network(observations)[:, 0]
 
     def minibatch_loss(batch):
