@@ -46,9 +46,9 @@ else:
         autograph_cache.install(os.environ["LOOPGEN_TESTS_AUTOGRAPH_CACHE"])
     # Grappler's rewrites of each function graph take a sixth of a small program's time (its
     # first step mostly). The programs started as users start them (`python train.py`: the
-    # demo, mnist_mlp's and cartpole_ppo's runs, the SIGKILLed and multi-worker ones, bench,
-    # sweeps) keep them, and end with the same weights as the forked runs they are compared
-    # with (test_faults' SIGKILL of `python train.py`: max_diff 0).
+    # demo, mnist_mlp's and cartpole_ppo's runs, the SIGKILLed ones, the supervised two-worker
+    # test's first job, bench, sweeps) keep them, and end with the same weights as the forked
+    # runs they are compared with (test_faults' SIGKILL of `python train.py`: max_diff 0).
     tensorflow.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 gc.freeze()  # what was imported stays shared with the programs, not copied by the collector
 

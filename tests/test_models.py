@@ -10,7 +10,7 @@ from pathlib import Path
 
 import data
 import pytest
-from helpers import TWO_CPUS, records, render_into, run_python, tf_check
+from helpers import TWO_CPUS, records, render_into, run_python, saved_models, tf_check
 
 pytestmark = pytest.mark.slow
 
@@ -34,6 +34,11 @@ def finetuned(shared) -> tuple[Path, Path]:
         # Its twin without the export, for the tests that read only checkpoints.
         render_into(folder / "no_export.py", "flowers_finetune", *overrides,
                     "export.saved_model=false")  # fmt: skip
+        # The mirrored twins, on the same data and weights file.
+        render_into(folder / "mirrored.py", "flowers_finetune", *overrides, TWO_CPUS,
+                    variant="mirrored")  # fmt: skip
+        render_into(folder / "mirrored_no_export.py", "flowers_finetune", *overrides, TWO_CPUS,
+                    "export.saved_model=false", variant="mirrored")  # fmt: skip
         # No test reads its export (test_runs serves the example's).
         proc = run_python(folder / "no_export.py", *FLAGS, "--output-dir", str(folder / "run"),
                           cwd=folder)  # fmt: skip
@@ -109,7 +114,7 @@ def test_a_run_resumed_on_either_side_of_the_unfreeze_is_exact(finetuned, tmp_pa
     which this test does not read (the export is no part of the setup a resume checks)."""
     script, straight = finetuned
     split = tmp_path / "split"
-    stopped_at(straight / "checkpoints", split / "checkpoints", 4)
+    stopped_at(straight / "checkpoints", split / "checkpoints", 8)
     for stop, resumed_at in ((8, 4), (None, 8)):
         until = ["--max-steps", str(stop)] if stop else []
         resumed = run_python(script.with_name("no_export.py"), *FLAGS, *until,
@@ -117,6 +122,33 @@ def test_a_run_resumed_on_either_side_of_the_unfreeze_is_exact(finetuned, tmp_pa
         assert f"Resumed from {split / 'checkpoints' / f'ckpt-{resumed_at}'}" in resumed.stdout
         assert f"at step {resumed_at}" in resumed.stdout
         assert ("the backbone unfreezes" in resumed.stdout) == (resumed_at < 6)
+    result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
+                      str(split / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["same_keys"] and result["step"] == 12, result
+    assert result["max_diff"] == 0.0, result
+
+
+def test_the_unfreeze_on_two_replicas_trains_as_one_device_and_resumes_exactly(finetuned, tmp_path):
+    """The mirrored twin on two replicas: its run crosses the unfreeze, ends with the weights of
+    one device's run (<= 1e-5) and writes its export (a MobileNetV2 and TFRecord files saved
+    from the strategy's scope); stopped at step 8 (after the unfreeze) and resumed, it ends
+    with exactly the weights of its uninterrupted run."""
+    script, one_device = finetuned
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    mirrored = script.with_name("mirrored.py")
+    proc = run_python(mirrored, *FLAGS, "--output-dir", str(straight), cwd=tmp_path)
+    assert "2 replica(s) on this machine" in proc.stdout
+    assert "Step 6: the backbone unfreezes" in proc.stdout
+    exported = saved_models(straight / "export", mirrored)
+    assert exported and all((model / "saved_model.pb").is_file() for model in exported)
+    result = tf_check("compare_checkpoints", str(one_device / "checkpoints"),
+                      str(straight / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["same_keys"] and result["step"] == 12, result
+    assert result["max_diff"] <= 1e-5, result
+    stopped_at(straight / "checkpoints", split / "checkpoints", 8)
+    resumed = run_python(script.with_name("mirrored_no_export.py"), *FLAGS,
+                         "--output-dir", str(split), cwd=tmp_path)  # fmt: skip
+    assert f"Resumed from {split / 'checkpoints' / 'ckpt-8'}" in resumed.stdout
     result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
                       str(split / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert result["same_keys"] and result["step"] == 12, result

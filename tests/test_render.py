@@ -13,7 +13,7 @@ import textwrap
 
 import black
 import pytest
-from helpers import EXAMPLES, ROOT, run_python
+from helpers import EXAMPLES, ROOT, run_fresh, run_python
 from loopgen import render
 from loopgen.dsl.loader import apply_override, load_spec
 from loopgen.dsl.spec import Spec
@@ -254,7 +254,7 @@ def test_offline_demo_reaches_the_accuracy_the_readme_states(tmp_path):
     """The README's first command, at full length: the stated validation numbers hold."""
     script = tmp_path / "train.py"
     script.write_text((ROOT / "generated" / "shapes_unet.py").read_text())
-    run_python(script, cwd=tmp_path, timeout=900)
+    run_fresh(script, cwd=tmp_path, timeout=900)  # `python train.py`, a new interpreter
     records = [json.loads(line) for line in
                (tmp_path / "runs/shapes_unet/metrics.jsonl").read_text().splitlines()]  # fmt: skip
     final = [r for r in records if "val_pixel_accuracy" in r][-1]
