@@ -65,6 +65,7 @@ def rl_rows(python: str, peer_python: str | None, steps: int, rounds: int, folde
     rows = {
         name: {
             "steps_per_second": median([r["steps_per_second"] for r in found]),
+            "rates": [r["steps_per_second"] for r in found],
             "return_mean": median([r["return_mean"] for r in found]),
             "returns": [r["return_mean"] for r in found],
         }
@@ -77,13 +78,16 @@ def rl_rows(python: str, peer_python: str | None, steps: int, rounds: int, folde
 def rl_table(rl: dict) -> str:
     lines = [
         f"| CartPole-v1, {rl['steps']:,} steps, {rl['rounds']} round(s) | env steps/s "
-        f"(median) | greedy return over {rl['episodes']} episodes (median; each round) |",
+        f"(median; each round) | greedy return over {rl['episodes']} episodes (median; each "
+        "round) |",
         "|---|---|---|",
     ]
     for name, row in rl["rows"].items():
+        # Each round's rate: results written before they were kept have none.
+        rates = ", ".join(f"{r:,.0f}" for r in row.get("rates", []))
         each = ", ".join(f"{r:.0f}" for r in row["returns"])
-        lines.append(f"| {name} | {row['steps_per_second']:,.0f} | {row['return_mean']:.0f} "
-                     f"({each}) |")  # fmt: skip
+        lines.append(f"| {name} | {row['steps_per_second']:,.0f}{f' ({rates})' if rates else ''} "
+                     f"| {row['return_mean']:.0f} ({each}) |")  # fmt: skip
     return "\n".join(lines)
 
 
