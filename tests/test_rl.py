@@ -115,6 +115,25 @@ def test_a_truncated_episode_is_bootstrapped_and_the_autoreset_step_is_no_transi
     assert abs(served["values"][0] - 10) < 0.5, served
 
 
+@pytest.mark.parametrize("example", ["cartpole_ppo", "pendulum_ppo", "corridor_ppo"])
+def test_the_rollout_holds_the_log_probabilities_of_the_actions_taken(example, tmp_path):
+    """One pass of one minibatch an update: its loss is taken at the weights that acted, so
+    each probability ratio is 1 (approximate KL 0, nothing clipped) if the rollout recorded
+    the policy's log-probabilities of the actions it took on the observations it saw, by its
+    batched call after the rollout (a Categorical, a Gaussian on normalized observations, a
+    Dict's parts)."""
+    small = ["data.num_envs=2", "training.rollout_steps=32", "training.update_epochs=1",
+             "training.minibatches=1", "loop.log_every_steps=64", "checkpoint=null",
+             "export.saved_model=false"]  # fmt: skip
+    script = render_into(tmp_path / "train.py", example, *small,
+                         *data.small_data_overrides(example, tmp_path))  # fmt: skip
+    run_python(script, "--max-steps", "192", "--output-dir", "out", cwd=tmp_path)
+    logged = records(tmp_path / "out")
+    assert [r["step"] for r in logged] == [64, 128, 192], logged
+    for record in logged:
+        assert abs(record["approx_kl"]) <= 1e-6 and record["clip_fraction"] == 0, record
+
+
 COUNTING = """
 import gymnasium as gym
 import numpy as np
