@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 70fff7e9397b2d35, script sha256 43afda558ca5ec37).
+(spec sha256 70fff7e9397b2d35, script sha256 960739939f8bfdef).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -263,7 +263,7 @@ def collect(environments, act, log_probs_and_values, value_of, first_step):
         )
     )
     for t in range(ROLLOUT_STEPS):
-        # Tensors: the call converts NumPy arrays more slowly (a thirtieth of a step).
+        # Tensors: act()'s argument matching converts NumPy arrays more slowly.
         observations.append(tf.constant(environments.observations, tf.float32))
         actions.append(act(observations[t], seeds[t]).numpy())
         reached, reward, terminated, truncated = environments.step(actions[t])

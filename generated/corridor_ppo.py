@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 dc9bb2f515ad9ebd, script sha256 bd7e00c2086386d4).
+(spec sha256 dc9bb2f515ad9ebd, script sha256 73a719676538a057).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -276,7 +276,7 @@ def collect(environments, act, log_probs_and_values, value_of, first_step):
         )
     )
     for t in range(ROLLOUT_STEPS):
-        # Tensors: the call converts NumPy arrays more slowly (a thirtieth of a step).
+        # Tensors: act()'s argument matching converts NumPy arrays more slowly.
         observations.append(
             {
                 name: tf.constant(part, tf.float32)

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 fa01710ff75bbdb8, script sha256 a89b5a0e21bd0920).
+(spec sha256 fa01710ff75bbdb8, script sha256 e3ca0e55ac1bd2e6).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -313,7 +313,7 @@ def collect(environments, act, log_probs_and_values, value_of, first_step, stati
         )
     )
     for t in range(ROLLOUT_STEPS):
-        # Tensors: the call converts NumPy arrays more slowly (a thirtieth of a step).
+        # Tensors: act()'s argument matching converts NumPy arrays more slowly.
         statistics.update(environments.observations)
         observations.append(statistics(environments.observations))
         actions.append(act(observations[t], seeds[t]).numpy())

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 b5e86b0ab6dd20ad, script sha256 d4215cb0dbf11a19).
+(spec sha256 b5e86b0ab6dd20ad, script sha256 b695f74669dcb321).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -270,7 +270,7 @@ def collect(environments, act, log_probs_and_values, value_of, first_step):
         )
     )
     for t in range(ROLLOUT_STEPS):
-        # Tensors: the call converts NumPy arrays more slowly (a thirtieth of a step).
+        # Tensors: act()'s argument matching converts NumPy arrays more slowly.
         observations.append(tf.constant(environments.observations, tf.float32))
         actions.append(act(observations[t], seeds[t]).numpy())
         reached, reward, terminated, truncated = environments.step(actions[t])

@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 e2e623afed81f496, script sha256 9c19343789139100).
+(spec sha256 e2e623afed81f496, script sha256 d4b26398f47a9019).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -278,7 +278,7 @@ def collect(environments, act, log_probs_and_values, value_of, first_step):
         )
     )
     for t in range(ROLLOUT_STEPS):
-        # Tensors: the call converts NumPy arrays more slowly (a thirtieth of a step).
+        # Tensors: act()'s argument matching converts NumPy arrays more slowly.
         observations.append(
             {
                 name: tf.constant(part, tf.float32)

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 3221a920c9a1d164, script sha256 05a7caa365f01c63).
+(spec sha256 3221a920c9a1d164, script sha256 0a93bc86db82bc37).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -315,7 +315,7 @@ def collect(environments, act, log_probs_and_values, value_of, first_step, stati
         )
     )
     for t in range(ROLLOUT_STEPS):
-        # Tensors: the call converts NumPy arrays more slowly (a thirtieth of a step).
+        # Tensors: act()'s argument matching converts NumPy arrays more slowly.
         statistics.update(environments.observations)
         observations.append(statistics(environments.observations))
         actions.append(act(observations[t], seeds[t]).numpy())

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 6fd361d0f2b51e21, script sha256 ae2d4c26fb8a3bd5).
+(spec sha256 6fd361d0f2b51e21, script sha256 9f4e1a7033919cfa).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -377,7 +377,7 @@ def collect(environments, act, log_probs_and_values, value_of, first_step):
         )
     )
     for t in range(ROLLOUT_STEPS):
-        # Tensors: the call converts NumPy arrays more slowly (a thirtieth of a step).
+        # Tensors: act()'s argument matching converts NumPy arrays more slowly.
         observations.append(tf.constant(environments.observations, tf.float32))
         actions.append(act(observations[t], seeds[t]).numpy())
         reached, reward, terminated, truncated = environments.step(actions[t])

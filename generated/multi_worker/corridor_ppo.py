@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 3d0ba0504265fd53, script sha256 d324a3a377db75cb).
+(spec sha256 3d0ba0504265fd53, script sha256 d61c61b192e7f46f).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -385,7 +385,7 @@ def collect(environments, act, log_probs_and_values, value_of, first_step):
         )
     )
     for t in range(ROLLOUT_STEPS):
-        # Tensors: the call converts NumPy arrays more slowly (a thirtieth of a step).
+        # Tensors: act()'s argument matching converts NumPy arrays more slowly.
         observations.append(
             {
                 name: tf.constant(part, tf.float32)
