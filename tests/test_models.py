@@ -114,7 +114,7 @@ def test_a_run_resumed_on_either_side_of_the_unfreeze_is_exact(finetuned, tmp_pa
     which this test does not read (the export is no part of the setup a resume checks)."""
     script, straight = finetuned
     split = tmp_path / "split"
-    stopped_at(straight / "checkpoints", split / "checkpoints", 8)
+    stopped_at(straight / "checkpoints", split / "checkpoints", 4)
     for stop, resumed_at in ((8, 4), (None, 8)):
         until = ["--max-steps", str(stop)] if stop else []
         resumed = run_python(script.with_name("no_export.py"), *FLAGS, *until,
