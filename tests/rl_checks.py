@@ -179,6 +179,38 @@ def episode_ends(script: str) -> dict:
     }
 
 
+def rollout_as_acted(script: str, *argv: str) -> dict:
+    """Trains with the script's main(ARGV), its collect() watched: the observations act()
+    was given and the actions it returned, step by step, against the rollouts collect()
+    returned (what the update and the batched log-probabilities and values are taken on)."""
+    sys.path.insert(0, str(Path(script).parent))  # where the script finds your modules
+    module = load_script(script)
+    collect, differences = module.collect, []
+
+    def watched(environments, act, *rest):
+        steps = []
+
+        def acting(observations, seed):
+            actions = act(observations, seed)
+            steps.append((tf.nest.map_structure(np.asarray, observations), actions.numpy()))
+            return actions
+
+        rollout = collect(environments, acting, *rest)
+        # (step, sub-environment) order: each step's sub-environments one after another.
+        seen = tf.nest.map_structure(lambda *parts: np.concatenate(parts), *(o for o, _ in steps))
+        taken = np.concatenate([a for _, a in steps])
+        differences.append(max(
+            *(float(np.max(np.abs(a - b))) for a, b in
+              zip(tf.nest.flatten(seen), tf.nest.flatten(rollout["observations"]), strict=True)),
+            float(np.max(np.abs(taken - rollout["actions"]))),
+        ))  # fmt: skip
+        return rollout
+
+    module.collect = watched
+    module.main(list(argv))
+    return {"rollouts": len(differences), "max_diff": max(differences)}
+
+
 def relative_diff(a, b) -> float:
     """The largest difference, relative to the value where it is above 1 (float32 keeps 7
     digits)."""

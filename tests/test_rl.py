@@ -117,21 +117,24 @@ def test_a_truncated_episode_is_bootstrapped_and_the_autoreset_step_is_no_transi
 
 @pytest.mark.parametrize("example", ["cartpole_ppo", "pendulum_ppo", "corridor_ppo"])
 def test_the_rollout_holds_the_log_probabilities_of_the_actions_taken(example, tmp_path):
-    """One pass of one minibatch an update: its loss is taken at the weights that acted, so
-    each probability ratio is 1 (approximate KL 0, nothing clipped) if the rollout recorded
-    the policy's log-probabilities of the actions it took on the observations it saw, by its
-    batched call after the rollout (a Categorical, a Gaussian on normalized observations, a
-    Dict's parts)."""
+    """The rollouts hold the observations act() was given and the actions it returned, in
+    their order; and with one pass of one minibatch an update, whose loss is taken at the
+    weights that acted, each probability ratio is 1 (approximate KL 0, nothing clipped): the
+    batched call after the rollout recorded the policy's log-probabilities of those actions
+    (a Categorical, a Gaussian on normalized observations, a Dict's parts)."""
     small = ["data.num_envs=2", "training.rollout_steps=32", "training.update_epochs=1",
              "training.minibatches=1", "loop.log_every_steps=64", "checkpoint=null",
              "export.saved_model=false"]  # fmt: skip
     script = render_into(tmp_path / "train.py", example, *small,
                          *data.small_data_overrides(example, tmp_path))  # fmt: skip
-    run_python(script, "--max-steps", "192", "--output-dir", "out", cwd=tmp_path)
+    watched = rl_check("rollout_as_acted", str(script), "--max-steps", "192",
+                       "--output-dir", str(tmp_path / "out"), cwd=tmp_path)  # fmt: skip
+    assert watched == {"rollouts": 3, "max_diff": 0.0}, watched
     logged = records(tmp_path / "out")
     assert [r["step"] for r in logged] == [64, 128, 192], logged
     for record in logged:
-        assert abs(record["approx_kl"]) <= 1e-6 and record["clip_fraction"] == 0, record
+        # Rounding alone: a ratio 1e-6 off is a KL of 5e-13.
+        assert abs(record["approx_kl"]) <= 1e-12 and record["clip_fraction"] == 0, record
 
 
 COUNTING = """
