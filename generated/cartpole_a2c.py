@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 70fff7e9397b2d35, script sha256 f36e4fa2d5dd7b66).
+(spec sha256 70fff7e9397b2d35, script sha256 c7b721ab1f7780e4).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -355,9 +355,8 @@ def train(args, run):
     def rollout_values(observations):
         """The values of a rollout's observations ([ROLLOUT_STEPS, sub-environments]),
         for the update."""
-        steps = tf.shape(observations)[:2]
         observations = tf.reshape(observations, [-1, *OBSERVATION_SHAPE])
-        return tf.reshape(value_network(observations)[:, 0], steps)
+        return tf.reshape(value_network(observations)[:, 0], [ROLLOUT_STEPS, -1])
 
     @tf.function(reduce_retracing=True)
     def value_of(observations):

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 3c1594027a1bf638, script sha256 f38bfa3a889c59b5).
+(spec sha256 3c1594027a1bf638, script sha256 bd6647bd9397ac00).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -386,10 +386,10 @@ def train(args, run):
     def log_probs_and_values(observations, actions):
         """The policy's log-probabilities of a rollout's actions and the values of its
         observations ([ROLLOUT_STEPS, sub-environments] each), for the update."""
-        steps = tf.shape(actions)[:2]
         observations = tf.reshape(observations, [-1, *OBSERVATION_SHAPE])
         log_probs = log_probability(model(observations), tf.reshape(actions, [-1]))
         values = value_network(observations)[:, 0]
+        steps = [ROLLOUT_STEPS, -1]  # back to [step, sub-environment]
         return tf.reshape(log_probs, steps), tf.reshape(values, steps)
 
     @tf.function(reduce_retracing=True)

@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 dc9bb2f515ad9ebd, script sha256 c9235838cd113111).
+(spec sha256 dc9bb2f515ad9ebd, script sha256 eebf9062821c537f).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -408,13 +408,13 @@ def train(args, run):
     def log_probs_and_values(observations, actions):
         """The policy's log-probabilities of a rollout's actions and the values of its
         observations ([ROLLOUT_STEPS, sub-environments] each), for the update."""
-        steps = tf.shape(actions)[:2]
         observations = {
             name: tf.reshape(part, [-1, *OBSERVATION_SHAPES[name]])
             for name, part in observations.items()
         }
         log_probs = log_probability(model(observations), tf.reshape(actions, [-1]))
         values = value_network(observations)[:, 0]
+        steps = [ROLLOUT_STEPS, -1]  # back to [step, sub-environment]
         return tf.reshape(log_probs, steps), tf.reshape(values, steps)
 
     @tf.function(reduce_retracing=True)

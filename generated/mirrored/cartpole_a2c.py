@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 24d0f85df9bb1421, script sha256 4f8cc6d8b5e83b6c).
+(spec sha256 24d0f85df9bb1421, script sha256 a68917d8507dee6a).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -382,9 +382,8 @@ def train(args, run):
     def rollout_values(observations):
         """The values of a rollout's observations ([ROLLOUT_STEPS, sub-environments]),
         for the update."""
-        steps = tf.shape(observations)[:2]
         observations = tf.reshape(observations, [-1, *OBSERVATION_SHAPE])
-        return tf.reshape(value_network(observations)[:, 0], steps)
+        return tf.reshape(value_network(observations)[:, 0], [ROLLOUT_STEPS, -1])
 
     @tf.function(reduce_retracing=True)
     def value_of(observations):

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 b5e86b0ab6dd20ad, script sha256 41412b7b3e96cc13).
+(spec sha256 b5e86b0ab6dd20ad, script sha256 5e4408f936c7a0bc).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -415,10 +415,10 @@ def train(args, run):
     def log_probs_and_values(observations, actions):
         """The policy's log-probabilities of a rollout's actions and the values of its
         observations ([ROLLOUT_STEPS, sub-environments] each), for the update."""
-        steps = tf.shape(actions)[:2]
         observations = tf.reshape(observations, [-1, *OBSERVATION_SHAPE])
         log_probs = log_probability(model(observations), tf.reshape(actions, [-1]))
         values = value_network(observations)[:, 0]
+        steps = [ROLLOUT_STEPS, -1]  # back to [step, sub-environment]
         return tf.reshape(log_probs, steps), tf.reshape(values, steps)
 
     @tf.function(reduce_retracing=True)

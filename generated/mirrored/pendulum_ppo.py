@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 3221a920c9a1d164, script sha256 366cebcbac466d15).
+(spec sha256 3221a920c9a1d164, script sha256 4c91b8daaa23ed03).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -459,11 +459,11 @@ def train(args, run):
     def log_probs_and_values(observations, actions):
         """The policy's log-probabilities of a rollout's actions and the values of its
         observations ([ROLLOUT_STEPS, sub-environments] each), for the update."""
-        steps = tf.shape(actions)[:2]
         observations = tf.reshape(observations, [-1, *OBSERVATION_SHAPE])
         actions = tf.reshape(actions, [-1, ACTION_DIM])
         log_probs = log_probability(model(observations), log_std, actions)
         values = value_network(observations)[:, 0]
+        steps = [ROLLOUT_STEPS, -1]  # back to [step, sub-environment]
         return tf.reshape(log_probs, steps), tf.reshape(values, steps)
 
     @tf.function(reduce_retracing=True)

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 bcecb5b84e2215dd, script sha256 96596f239a337b8e).
+(spec sha256 bcecb5b84e2215dd, script sha256 354c7c499ebb2300).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -517,9 +517,8 @@ def train(args, run):
         """The values of a rollout's observations ([ROLLOUT_STEPS, sub-environments]),
         for the update.
         A worker's rollout has its own sub-environments."""
-        steps = tf.shape(observations)[:2]
         observations = tf.reshape(observations, [-1, *OBSERVATION_SHAPE])
-        return tf.reshape(value_network(observations)[:, 0], steps)
+        return tf.reshape(value_network(observations)[:, 0], [ROLLOUT_STEPS, -1])
 
     @tf.function(reduce_retracing=True)
     def value_of(observations):

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 6fd361d0f2b51e21, script sha256 535f5686ea44e9a6).
+(spec sha256 6fd361d0f2b51e21, script sha256 8ab96fbc2f13650b).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -550,10 +550,10 @@ def train(args, run):
         """The policy's log-probabilities of a rollout's actions and the values of its
         observations ([ROLLOUT_STEPS, sub-environments] each), for the update.
         A worker's rollout has its own sub-environments."""
-        steps = tf.shape(actions)[:2]
         observations = tf.reshape(observations, [-1, *OBSERVATION_SHAPE])
         log_probs = log_probability(model(observations), tf.reshape(actions, [-1]))
         values = value_network(observations)[:, 0]
+        steps = [ROLLOUT_STEPS, -1]  # back to [step, sub-environment]
         return tf.reshape(log_probs, steps), tf.reshape(values, steps)
 
     @tf.function(reduce_retracing=True)

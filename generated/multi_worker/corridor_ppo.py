@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 3d0ba0504265fd53, script sha256 4fc555820ec0481f).
+(spec sha256 3d0ba0504265fd53, script sha256 29b853b754f876cd).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -572,13 +572,13 @@ def train(args, run):
         """The policy's log-probabilities of a rollout's actions and the values of its
         observations ([ROLLOUT_STEPS, sub-environments] each), for the update.
         A worker's rollout has its own sub-environments."""
-        steps = tf.shape(actions)[:2]
         observations = {
             name: tf.reshape(part, [-1, *OBSERVATION_SHAPES[name]])
             for name, part in observations.items()
         }
         log_probs = log_probability(model(observations), tf.reshape(actions, [-1]))
         values = value_network(observations)[:, 0]
+        steps = [ROLLOUT_STEPS, -1]  # back to [step, sub-environment]
         return tf.reshape(log_probs, steps), tf.reshape(values, steps)
 
     @tf.function(reduce_retracing=True)
