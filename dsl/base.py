@@ -97,6 +97,12 @@ MODULE_NAMES = frozenset({
     "struct", "sys", "tfds_stream", "tflite", "tfrecord_files", "tfrecord_stream", "time",
     "traceback", "train", "training_batches", "training_inputs", "utc", "validation_batches",
     "weights_fingerprint", "write_gif", "writing", "written_whole", "your_step", "zipfile",
+    # The debugging flags and replay (templates/partials/debugging.jinja).
+    "atexit", "batch_of_step", "check_debugging_flags", "dev_inputs", "dev_stage",
+    "execution_modes", "fast_dev_run", "gradients_applied", "innermost_layer", "layers_of",
+    "linecache", "native_stderr_silenced", "nonfinite_op", "overfit", "replay",
+    "replayed", "serve_once", "tempfile", "warnings", "make_inspected_step", "SATURATED",
+    "INSPECT_EVERY_STEPS", "learning_rates",
 })  # fmt: skip
 """The other names the scripts define at module level (functions, classes, constants, imports):
 a name a spec makes module level too (a block, a custom layer class, an imported package) must

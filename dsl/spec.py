@@ -120,6 +120,30 @@ class MLflow(StrictModel):
     """Upload the export, the script and the spec file when the run finishes."""
 
 
+class Inspect(StrictModel):
+    """Per-layer statistics of the networks, computed at every `every_steps`-th step only
+    (that step runs apart, traced once more with what it computes kept), logged to TensorBoard
+    (scalars and histograms under `inspect/<network>/<layer>/`) and to metrics.jsonl. Which
+    networks: the model; a GAN's generator and discriminator; a contrastive run's encoder and
+    projection; the student of a distillation. On one device (`distribute.kind='single_device'`;
+    a run's checkpoints restore into that variant of its script)."""
+
+    every_steps: PositiveInt
+    """The steps inspected: every `every_steps`-th."""
+    activations: bool = True
+    """Each layer's output on the step's batch, in inference mode (no dropout drawn, no
+    statistics updated, so the run trains as it would uninspected): mean, standard deviation,
+    the fraction of zeros (dead ReLUs) and, after a sigmoid or tanh, the fraction saturated
+    (within 0.01 of its bounds). Needs networks of the spec's layers (not `model.kind='import'`)."""
+    gradients: bool = True
+    """The norm of each layer's gradient in the step (before clipping; the summed gradient of
+    accumulated micro-batches)."""
+    weights: bool = True
+    """Each layer's weight norm after the step, and the update-to-weight ratio ||Δw|| / ||w||
+    of the step (around 1e-3 is healthy for most optimizers; far below, the layer barely
+    learns; far above, it is unstable)."""
+
+
 class Logging(StrictModel):
     """Where metrics go."""
 
@@ -137,6 +161,9 @@ class Logging(StrictModel):
     """Also log parameters and metrics to Comet."""
     mlflow: MLflow | None = None
     """Also track the run in MLflow."""
+    inspect: Inspect | None = None
+    """Per-layer statistics (activations, gradients, weights) at some steps: see `Inspect`.
+    None: the script has no inspection code at all."""
 
 
 DEVICE_PATTERN = r"(?i)^(/job:\w+(/replica:\d+)?(/task:\d+)?)?/?(device:)?(cpu|gpu):\d+$"

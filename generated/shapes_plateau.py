@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 665dcbe52b9f96bd, script sha256 cd9f4f2963273200).
+(spec sha256 665dcbe52b9f96bd, script sha256 089f21bd3f95992c).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -52,10 +52,11 @@ def parse_args(argv=None):
     parser.add_argument(
         "command",
         nargs="?",
-        choices=["train", "evaluate", "predict"],
+        choices=["train", "evaluate", "predict", "replay"],
         default="train",
         help="train (the default; resumes from the newest checkpoint), evaluate a checkpoint "
-        "on the validation data, or predict on raw inputs (neither writes checkpoints)",
+        "on the validation data, predict on raw inputs, or replay a step (none of them "
+        "writes checkpoints)",
     )
     parser.add_argument(
         "--checkpoint",
@@ -97,6 +98,25 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
+    # Debugging: how the run executes, never what it trains.
+    for flag, purpose in [
+        ("--eager", "run the steps as plain Python: pdb and print() work in them"),
+        ("--check-numerics", "stop at the first op that makes a NaN or Inf (slow)"),
+        ("--dump-debug-info", "record every op's outputs in logs/debugger (slow)"),
+    ]:
+        parser.add_argument(flag, action="store_true", help=purpose)
+    parser.add_argument("--profile", metavar="START:STOP", help="trace these steps")
+    parser.add_argument(
+        "--fast-dev-run",
+        nargs="?",
+        const="2",
+        metavar="N",
+        help="every stage on N steps",
+    )
+    parser.add_argument(
+        "--overfit-batches", metavar="N", help="N batches, again and again"
+    )
+    parser.add_argument("--step", metavar="N", help="replay: the step to replay")
     # Intermixed: `predict --checkpoint best a.png b.png` gives the paths after an option too.
     args = parser.parse_intermixed_args(argv)
     if (args.command == "predict") != bool(args.inputs):
@@ -330,23 +350,22 @@ def make_train_loop(train_step):
     return train_loop
 
 
-def steps_in_call(global_step, epoch_end):
+def steps_in_call(global_step, epoch_end, bound):
     """The steps of the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
-    point or epoch end: each of them then happens at its exact step."""
+    point, epoch end or run.bound: each of them then happens at its exact step."""
     return min(
         STEPS_PER_LOOP,
         epoch_end - global_step,
         LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+        bound(global_step) - global_step,
     )
 
 
 def train(args, run):
     """The run, from the seeds to the export; main() records how it ends."""
-    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
-    # and dropout masks on every run.
+    # Seeds Python, NumPy, TensorFlow and Keras: the same weights, shuffles and masks each run.
     keras.utils.set_random_seed(SEED)
-    if args.deterministic:
-        tf.config.experimental.enable_op_determinism()
+    execution_modes(args)  # --deterministic, and the debugging flags
     run.lock()  # one run at a time in the output directory
 
     # --- Data -------------------------------------------------------------------------
@@ -354,6 +373,7 @@ def train(args, run):
     # An epoch is counted in steps; the smaller last batch of an epoch is a step too.
     steps_per_epoch = math.ceil(num_examples(train_examples) / BATCH_SIZE)
     validation_steps = math.ceil(num_examples(validation_examples) / BATCH_SIZE)
+    validation_steps = min(validation_steps, args.fast_dev_run or validation_steps)
     # One iterator for all passes: one per pass can stall tf.data's autotuner for seconds.
     validation_iterator = iter(validation_batches(validation_examples))
 
@@ -396,8 +416,7 @@ def train(args, run):
         gradient_norms.assign(tf.stack([tf.norm(g) for g in gradients]))
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         step.assign_add(1)
-        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
-        # loop stops before a checkpoint saves them.
+        # A NaN or Inf loss ruins the weights: note its step; the loop stops before a save.
         if nonfinite_step < 0 and not tf.math.is_finite(loss):
             nonfinite_step.assign(step)
         # Metrics accumulate on the device; Python reads them only when it logs.
@@ -439,7 +458,6 @@ def train(args, run):
         return run.evaluated(results(validation_values))
     if args.command == "predict":  # the model to serve, of the restored weights
         return predict(serving_function(model, train_examples), args, train_examples)
-    run.start(step, nonfinite_step)
 
     # --- Training loop ----------------------------------------------------------------
     total_steps = args.epochs * steps_per_epoch
@@ -449,21 +467,23 @@ def train(args, run):
     # A Python copy of the step: reading the variable would wait for the device each time.
     global_step = int(step.numpy())
     first_epoch = global_step // steps_per_epoch
-    if global_step >= total_steps:
-        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+    if global_step >= total_steps:  # nothing left to train (run.start says so)
         first_epoch = epochs
+    run.start(step, nonfinite_step, total_steps)
     if early_stopping.waited >= EARLY_STOPPING_PATIENCE:
         print("This run already stopped early: a new --output-dir starts over.")
         first_epoch = epochs
-    # One iterator for the whole run, from the current step on.
-    train_iterator = iter(training_batches(train_examples, start_step=global_step))
+    # One iterator for the whole run, from the current step on (--overfit-batches: overfit()).
+    batches = training_batches(train_examples, start_step=global_step)
+    train_iterator = iter(overfit(batches, args))
 
     for epoch in range(first_epoch, epochs):
         epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
         run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
         while global_step < epoch_end and not run.preempted:
-            num_steps = steps_in_call(global_step, epoch_end)
-            train_loop(train_iterator, tf.constant(num_steps))
+            num_steps = steps_in_call(global_step, epoch_end, run.bound)
+            with run.debugged(global_step, num_steps):  # the debugging flags, replay
+                train_loop(train_iterator, tf.constant(num_steps))
             global_step += num_steps
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results(train_values)
@@ -660,6 +680,407 @@ def predict(serve, args, examples):
     print(f"{len(lines)} predictions written to {destination}")
 
 
+# --- Debugging ------------------------------------------------------------------------
+
+
+def check_debugging_flags(args):
+    """The debugging flags' mistakes stop the script before it does anything; --profile's
+    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
+    """
+    for flag in [
+        "--fast-dev-run",
+        "--step",
+        "--overfit-batches",
+    ]:  # counts of steps or batches
+        name = flag[2:].replace("-", "_")
+        count = getattr(args, name)
+        if count is not None and not (count.isdigit() and int(count) >= 1):
+            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
+        setattr(args, name, count and int(count))
+    if args.check_numerics and args.dump_debug_info:
+        raise SystemExit(
+            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
+            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
+        )
+    if args.profile:
+        start, _, stop = args.profile.partition(":")
+        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
+            raise SystemExit(
+                f"--profile {args.profile}: give the first and last step to trace, "
+                "START:STOP with 1 <= START <= STOP (3:5, say)"
+            )
+        args.profile = int(start), int(stop)
+    if args.command != "train" and (
+        args.fast_dev_run or args.overfit_batches or args.profile
+    ):
+        raise SystemExit(
+            f"--fast-dev-run, --overfit-batches, --profile: for training, not {args.command}"
+        )
+    if (args.command == "replay") != (args.step is not None):
+        raise SystemExit(
+            "replay takes --step N, the step to replay; the other commands take none"
+        )
+    if args.overfit_batches and args.fast_dev_run:
+        raise SystemExit(
+            "--overfit-batches and --fast-dev-run are runs of their own: pass one"
+        )
+    if args.overfit_batches:  # a run of its own, never mixed into the real one
+        args.output_dir = (
+            f"{args.output_dir.rstrip('/')}-overfit-{args.overfit_batches}"
+        )
+
+
+def execution_modes(args):
+    """How TensorFlow runs this process's ops, set before anything is traced: --deterministic
+    and the debugging flags. Returns whether the steps may compile with XLA, which cannot run
+    the numerics checks of --check-numerics and --dump-debug-info."""
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    # The modules that only debugging needs are imported where it does.
+    if args.eager:
+        import warnings
+
+        tf.config.run_functions_eagerly(True)
+        # tf.data's functions stay compiled, which TensorFlow warns of at each: as meant.
+        warnings.filterwarnings(
+            "ignore", "Even though the `tf.config.experimental_run_functions"
+        )
+        print(
+            "--eager: the steps run as plain Python, slowly (print, breakpoint() and pdb work)"
+        )
+    if args.check_numerics:
+        tf.debugging.enable_check_numerics()
+        print(
+            "--check-numerics: the first NaN or Inf stops the run; the steps run without XLA"
+        )
+    if args.dump_debug_info:
+        import atexit
+
+        directory = os.path.join(args.output_dir, "logs", "debugger")
+        tf.debugging.experimental.enable_dump_debug_info(
+            directory, tensor_debug_mode="FULL_HEALTH", circular_buffer_size=-1
+        )
+        # Written out as the process ends, however it ends.
+        atexit.register(tf.debugging.experimental.disable_dump_debug_info)
+        print(
+            f"--dump-debug-info: every op's outputs into {directory} (tensorboard --logdir "
+            f"{directory}, then the Debugger V2 tab); the steps run without XLA"
+        )
+    return not (args.check_numerics or args.dump_debug_info)
+
+
+def nonfinite_op(error):
+    """--check-numerics: which op made the first NaN or Inf, and where this script (or your
+    module) created it, from TensorFlow's error; None for another error."""
+    found = isinstance(error, tf.errors.InvalidArgumentError) and re.search(
+        r'Infinity or NaN in output (\d+) of (graph|eagerly-executing) op "([^"]+)"',
+        error.message,
+    )
+    if not found:
+        return None
+    import linecache
+
+    if (
+        found[2] == "graph"
+    ):  # TensorFlow records where; "->" marks the frames of user code
+        frames = re.findall(r"\+ (\S+) \(L(\d+)\) (\S+)\n -> \|", error.message)
+        # It shortens long paths from the left: the loaded file whose path ends so.
+        files = [__file__] + [
+            getattr(module, "__file__", None) or ""
+            for module in list(sys.modules.values())
+        ]
+        frames = [
+            (
+                next((file for file in files if file.endswith(path.lstrip("."))), path),
+                int(line),
+                function,
+            )
+            for path, line, function in frames
+        ]
+    else:  # an eager op's frames are the traceback's
+        frames = [
+            (frame.filename, frame.lineno, frame.name)
+            for frame in traceback.extract_tb(error.__traceback__)
+        ]
+    # Not the libraries' frames: the script's, and those of your modules.
+    frames = [
+        frame
+        for frame in frames
+        if "-packages" not in frame[0] and not frame[0].startswith(sys.base_prefix)
+    ]
+    where = frames[-1:] + [frame for frame in frames if frame[0] == __file__][-1:]
+    lines = [
+        f"  {os.path.basename(p)}:{n}, in {f}: {linecache.getline(p, n).strip()}"
+        for p, n, f in dict.fromkeys(where)
+    ]
+    return f'output {found[1]} of op "{found[3]}", created at\n' + "\n".join(lines)
+
+
+def fast_dev_run(args):
+    """--fast-dev-run N: every stage of a run, on N steps, in a temporary directory removed
+    after (--output-dir is not touched): a crash that a long run would meet only at its end
+    (in a validation, a checkpoint, the export) shows in seconds."""
+    import tempfile
+
+    n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
+    stages = [
+        (
+            {"max_steps": n},
+            f"train {n} steps, validate {n} batches, save a checkpoint, export",
+        ),
+        ({"max_steps": 2 * n}, f"resume from the checkpoint, train {n} more"),
+        ({"command": "evaluate"}, "evaluate the checkpoint"),
+        ({"command": "predict", "inputs": None}, "predict with the checkpoint"),
+    ]
+    try:
+        examples = load_examples()[0]
+        for changes, stage in stages:
+            # The scratch directory is this process's alone: no lock to take again each stage.
+            staged = argparse.Namespace(
+                **{**vars(args), "output_dir": scratch, "no_lock": True, **changes}
+            )
+            if "inputs" in changes:
+                staged.inputs = dev_inputs(examples, scratch, n)
+            with dev_stage(stage):
+                run = RunDirectory(staged)
+                try:
+                    train(staged, run)
+                except BaseException as error:
+                    run.end(error)
+                    raise
+                run.end()
+        with dev_stage("serve the export"):
+            serve_once(os.path.join(scratch, "export"), examples, n)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
+
+
+@contextlib.contextmanager
+def dev_stage(stage):
+    """--fast-dev-run: one stage, announced, then OK and its time (or FAILED, and the error)."""
+    print(f"--fast-dev-run: {stage} ...")
+    started = time.perf_counter()
+    try:
+        yield
+    except BaseException:
+        print(f"--fast-dev-run: {stage}: FAILED")
+        raise
+    print(f"--fast-dev-run: {stage}: OK ({time.perf_counter() - started:.1f} s)")
+
+
+def dev_inputs(examples, directory, count):
+    """--fast-dev-run: inputs for predict, of the training data's kind."""
+    path = os.path.join(directory, "inputs.npy")
+    np.save(path, np.asarray(tf.nest.flatten(examples)[0][:count]))
+    return [path]
+
+
+def serve_once(directory, examples, count):
+    """--fast-dev-run: the exported network, loaded as a server loads it, answers `count`
+    training examples."""
+    network = tf.saved_model.load(os.path.join(directory, "network"))
+    batch = next(iter(training_batches(examples, start_step=0)))
+    inputs = tf.nest.map_structure(lambda part: part[:count], batch[0])
+    outputs = network.serve(inputs)
+    if not all(np.isfinite(output).all() for output in tf.nest.flatten(outputs)):
+        raise SystemExit(
+            f"--fast-dev-run: the network in {directory} answers NaN or Inf"
+        )
+
+
+def overfit(batches, args):
+    """--overfit-batches N: the first N batches (of the first epoch), kept and repeated: the
+    same examples in the same order, augmented once, for as many steps as the run takes.
+    Otherwise `batches` as they are."""
+    if not args.overfit_batches:
+        return batches
+    return batches.take(args.overfit_batches).cache().repeat()
+
+
+@contextlib.contextmanager
+def gradients_applied(*optimizers):
+    """replay: the gradients each optimizer is handed, by id of their variable. The step runs
+    eagerly: its apply_gradients calls are plain Python calls, which this watches."""
+    seen = {}
+
+    def watching(apply):
+        def apply_gradients(grads_and_vars, *args, **kwargs):
+            grads_and_vars = list(grads_and_vars)
+            seen.update({id(v): g for g, v in grads_and_vars if g is not None})
+            return apply(grads_and_vars, *args, **kwargs)
+
+        return apply_gradients
+
+    for optimizer in optimizers:
+        optimizer.apply_gradients = watching(optimizer.apply_gradients)
+    try:
+        yield seen
+    finally:
+        for optimizer in optimizers:
+            del optimizer.apply_gradients
+
+
+def batch_of_step(examples, step):
+    """The batch that step `step` trains on, as training_batches() gives it: a function of the
+    step alone."""
+    batches = training_batches(examples, start_step=step - 1)
+    return next(iter(batches))
+
+
+def replay(args):
+    """replay --step N: trains step N again, exactly as the run trained it, and shows what it
+    computed. The run's newest checkpoint before step N (before the first, the initial weights,
+    which SEED fixes) is resumed in a scratch directory; the steps after it run as the run ran
+    them (the batches, noise and order are functions of the step), up to step N - 1; then step
+    N runs eagerly, every op checked (replayed). The run's own directory is only read.
+    """
+    run = RunDirectory(args)
+    run.lock()  # shared: no run may train there meanwhile
+    first, last, flags = run.replayable()
+    if not first <= args.step <= last:
+        raise SystemExit(
+            f"replay --step {args.step}: {args.output_dir} can replay steps {first} to {last}"
+            + (
+                ""
+                if first == 1
+                else " (the checkpoints before were deleted: KEEP_CHECKPOINTS)"
+            )
+        )
+    import tempfile
+
+    path = run.checkpoint_before(args.step)
+    scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
+    try:
+        if path:  # linked, not copied: a checkpoint may be large
+            run.link_checkpoint(path, os.path.join(scratch, "checkpoints"))
+        start = (
+            f"{os.path.basename(path)} (step {path.rsplit('-', 1)[1]})"
+            if path
+            else "the initial weights"
+        )
+        print(f"Replaying step {args.step} of {args.output_dir} from {start}")
+        # The run's own flags (its length decides the schedules), on one device.
+        replaying = argparse.Namespace(
+            **{
+                **vars(args),
+                **flags,
+                "command": "train",
+                "output_dir": scratch,
+                "max_steps": args.step,
+            }
+        )
+        train(replaying, RunDirectory(replaying))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def replayed(step, networks, optimizers, train_values):
+    """replay: the train_loop call of step `step` alone (run.bound ends the calls around it),
+    run eagerly with every op checked. Then prints what it computed: its loss (and the epoch's
+    running values, as the run logs them), each layer's weight norm, gradient norm and
+    update, and where a NaN or Inf first appeared; and the replay ends there."""
+    tf.config.run_functions_eagerly(True)
+    tf.debugging.enable_check_numerics()
+    # Whole tracebacks: the innermost Keras layer in one names the layer that made a NaN.
+    keras.config.disable_traceback_filtering()
+    tf.debugging.disable_traceback_filtering()
+    means = [value for value in train_values if isinstance(value, keras.metrics.Mean)]
+    sums_before = [[float(v.numpy()) for v in mean.variables] for mean in means]
+    weights_before = {
+        id(w): tf.identity(w)
+        for net in networks.values()
+        for w in net.trainable_weights
+    }
+    failure = None
+    # TensorFlow also logs a failing op's report, with its inputs' values, below Python on
+    # stderr: kept off the console (the summary below names the op, its layer and line).
+    with gradients_applied(*optimizers) as gradients, native_stderr_silenced():
+        try:
+            yield
+        except tf.errors.InvalidArgumentError as error:
+            failure = error
+    print(f"\nStep {step}, eagerly, every op checked:")
+    for mean, (total, count) in zip(means, sums_before):
+        new_total, new_count = (float(v.numpy()) for v in mean.variables)
+        if new_count > count:
+            print(f"  {mean.name}: {(new_total - total) / (new_count - count):.9g}")
+    if failure is None:
+        logged = results(train_values)
+        print(
+            "  as logged (the epoch's running values): "
+            + "  ".join(f"{k}: {v:.9g}" for k, v in logged.items())
+        )
+    print(
+        f"  {'layer':<32} {'weight norm':>12} {'gradient norm':>14} {'update / weight':>16}"
+    )
+    for name, net in networks.items():
+        for layer in layers_of(net):
+            weights = layer.trainable_weights
+            if not weights:
+                continue
+            before = tf.linalg.global_norm([weights_before[id(w)] for w in weights])
+            update = tf.linalg.global_norm([w - weights_before[id(w)] for w in weights])
+            grads = [gradients[id(w)] for w in weights if id(w) in gradients]
+            gradient = (
+                f"{float(tf.linalg.global_norm(grads)):14.6g}"
+                if grads
+                else f"{'-':>14}"
+            )
+            ratio = (
+                f"{float(update / before):16.3g}"
+                if failure is None and before > 0
+                else f"{'-':>16}"
+            )
+            print(
+                f"  {name + '/' + layer.name:<32} {float(before):12.6g} {gradient} {ratio}"
+            )
+    if failure is None:
+        print("Every op's outputs were finite.")
+        raise SystemExit(0)  # the steps after it are another replay's
+    layer = innermost_layer(failure)
+    where = (
+        f"layer {layer.name} ({type(layer).__name__}): " if layer is not None else ""
+    )
+    print(f"The first NaN or Inf: {where}{nonfinite_op(failure)}")
+    raise SystemExit(1)
+
+
+@contextlib.contextmanager
+def native_stderr_silenced():
+    """Writes to the process's stderr (file descriptor 2, where TensorFlow's C++ logs go)
+    dropped while it runs."""
+    saved = os.dup(2)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def layers_of(network):
+    """The layers of a network, those of the models nested in it too, in order."""
+    for layer in network.layers:
+        yield from layers_of(layer) if isinstance(layer, keras.Model) else [layer]
+
+
+def innermost_layer(error):
+    """The innermost Keras layer being called when an eager op raised `error` (None when no
+    layer was: the loss, or the gradients)."""
+    layer, trace = None, error.__traceback__
+    while trace is not None:
+        candidate = trace.tb_frame.f_locals.get("self")
+        if isinstance(candidate, keras.layers.Layer) and not isinstance(
+            candidate, keras.Model
+        ):
+            layer = candidate
+        trace = trace.tb_next
+    return layer
+
+
 # --- The run directory ------------------------------------------------------------------
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
@@ -718,6 +1139,7 @@ class RunDirectory:
         self.checkpoints = os.path.join(self.path, "checkpoints")
         self.run = self.resumed_from = self.init_from = self.saved = None
         self.writers, self.preempted = {}, False
+        self.overfit_losses = []  # --overfit-batches: the training loss at each log
 
     def lock(self):
         """Takes the directory's lock, or stops: two runs writing one directory would overwrite
@@ -728,6 +1150,11 @@ class RunDirectory:
             raise SystemExit(
                 f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
             )
+        if self.args.overfit_batches and os.path.isdir(self.checkpoints):
+            raise SystemExit(
+                f"--overfit-batches: {self.path} holds a run already; remove it to overfit again "
+                "(an overfitting run starts from the initial weights)"
+            )
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -735,7 +1162,7 @@ class RunDirectory:
             )
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
-            # evaluate and predict read: any number of them at once, but not while a run trains.
+            # evaluate and predict and replay reads: any number of them at once, but not while a run trains.
             fcntl.flock(
                 self.lock_file,
                 (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB,
@@ -745,7 +1172,7 @@ class RunDirectory:
             holder = self.lock_file.read().strip() or "it has not written its pid yet"
             try:  # open to a reader: readers hold it, and run.lock names the last run to train
                 fcntl.flock(self.lock_file, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                holder = "evaluate or predict reads it"
+                holder = "evaluate or predict or replay reads it"
             except BlockingIOError:
                 pass
             raise SystemExit(
@@ -777,6 +1204,8 @@ class RunDirectory:
         (--init-from)."""
         setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
         self.data = data_record(examples)
+        self.examples = examples  # a diverged step's batch is read again from them
+        self.checkpoint = checkpoint  # replay watches its networks and optimizers
         setup_path = os.path.join(self.checkpoints, "setup.json")
         if self.args.command != "train":
             return self.restore_to_read(checkpoint, setup, networks)
@@ -875,7 +1304,7 @@ class RunDirectory:
             json.dump({**saved, "data": self.data}, f, indent=2)
 
     def restore_to_read(self, checkpoint, setup, networks):
-        """evaluate, predict: the weights of --checkpoint (latest, best or a path), of this setup. Nothing in
+        """evaluate, predict, replay: the weights of --checkpoint (latest, best or a path), of this setup. Nothing in
         the directory is written."""
         self.check_setup(setup, f"{self.args.command} with")
         path = self.args.checkpoint
@@ -898,6 +1327,88 @@ class RunDirectory:
             raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
         self.resumed_from, self.saved = path, int(number[1]) if number else None
+
+    def replayable(self):
+        """replay: the steps it can replay (1 to the last step a run of this directory
+        reached), and the flags of the run's newest start that decide what a step trains.
+        """
+        records = []
+        if os.path.exists(os.path.join(self.path, "runs.jsonl")):
+            with open(os.path.join(self.path, "runs.jsonl")) as f:
+                for line in f:
+                    with contextlib.suppress(ValueError):  # a line a kill cut short
+                        records.append(json.loads(line))
+        starts = [r for r in records if r.get("event") == "start"]
+        if not starts:
+            raise SystemExit(
+                f"Nothing to replay: {self.path} holds no run's start (runs.jsonl)."
+            )
+        # The network's fingerprint is checked when the checkpoint restores.
+        with open(os.path.join(self.checkpoints, "setup.json")) as f:
+            saved = json.load(f)
+        self.check_setup({**SETUP, "weights": saved.get("weights")}, "replay")
+        reached = [
+            r.get("nan_step", r.get("step", 0))
+            for r in records
+            if r.get("event") == "end"
+        ]
+        saved = [
+            int(path.rsplit("-", 1)[1])
+            for path in checkpoint_paths(self.checkpoints, repair=False)
+        ]
+        flags = {
+            name: starts[-1]["flags"][name]
+            for name in ("epochs", "deterministic")
+            if name in starts[-1]["flags"]
+        }
+        flags["init_from"] = starts[0]["flags"].get("init_from")
+        return 1, max([*reached, *saved, 0]), flags
+
+    def checkpoint_before(self, step):
+        """replay: the newest checkpoint of a step before `step` (None: none is left)."""
+        paths = checkpoint_paths(self.checkpoints, repair=False)
+        before = [path for path in paths if int(path.rsplit("-", 1)[1]) < step]
+        return before[-1] if before else None
+
+    def link_checkpoint(self, path, directory):
+        """replay: `path` as the one checkpoint of `directory`: its files hard-linked (copied
+        where the file system cannot link; TensorFlow never writes into a checkpoint's files),
+        setup.json copied."""
+        os.makedirs(directory)
+        for file in glob.glob(path + ".*"):
+            target = os.path.join(directory, os.path.basename(file))
+            try:
+                os.link(file, target)
+            except OSError:
+                shutil.copyfile(file, target)
+        shutil.copyfile(
+            os.path.join(self.checkpoints, "setup.json"),
+            os.path.join(directory, "setup.json"),
+        )
+        name = os.path.basename(path)
+        with open(os.path.join(directory, "checkpoint"), "w") as f:
+            f.write(
+                f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n'
+            )
+
+    def write_batch(self, step):
+        """debug/step-<step>/batch.npz: the batch step `step` trained on, as the step received
+        it (a function of the step alone: read again). Returns the folder."""
+        folder = os.path.join(self.path, "debug", f"step-{step}")
+        batch = batch_of_step(self.examples, step)
+        parts = dict(zip(["images", "labels"], batch))
+        arrays = {
+            "/".join(map(str, path)): v.numpy()
+            for path, v in keras.tree.flatten_with_path(parts)
+        }
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "batch.npz")
+        with open(
+            path + ".partial", "wb"
+        ) as f:  # written aside, then renamed: whole or not at all
+            np.savez(f, **arrays)
+        os.replace(path + ".partial", path)
+        return folder
 
     def evaluated(self, values):
         """evaluate: prints the validation values and appends them to evaluations.jsonl."""
@@ -932,9 +1443,30 @@ class RunDirectory:
             ).assert_existing_objects_matched()
         return self.best.latest_checkpoint is not None
 
-    def start(self, step, nonfinite_step):
-        """Writes the run's start record to runs.jsonl (main() writes its end record)."""
+    def start(self, step, nonfinite_step, total_steps):
+        """Writes the run's start record to runs.jsonl (main() writes its end record), once the
+        steps it trains are known to hold those --profile names."""
         self.step, self.nonfinite_step = step, nonfinite_step
+        # The steps a train_loop call must end at: --profile's first and last.
+        self.bounds, self.call = (), None
+        done = int(step.numpy())
+        if done >= total_steps:
+            print(f"Already at step {done} of {total_steps}: nothing left to train.")
+        if self.args.step:  # replay: step N runs alone
+            self.bounds = (self.args.step - 1, self.args.step)
+        if self.args.profile:
+            first, last = self.args.profile
+            if done >= total_steps:
+                raise SystemExit(
+                    f"--profile {first}:{last}: this run is at step {done} of {total_steps}, "
+                    "with none left to trace"
+                )
+            if not done < first <= last <= total_steps:
+                raise SystemExit(
+                    f"--profile {first}:{last}: this run trains steps {done + 1} to {total_steps}; "
+                    "give START:STOP within them"
+                )
+            self.bounds = (first - 1, last)
         # Schedulers (Slurm, Kubernetes, spot VMs) preempt with SIGTERM, then SIGKILL after a
         # grace period: the loop ends its train_loop call, saves a checkpoint and exits.
         signal.signal(
@@ -966,6 +1498,7 @@ class RunDirectory:
         """Starts an epoch: its running means from zero, its progress bar, and the throughput
         timer (validation and checkpoints are not counted: it runs from log point to log
         point). Resumed in its middle, it continues the means the checkpoint holds."""
+        self.train_values = metrics  # replay prints them
         # Resumed in this epoch's middle (the newest checkpoint is past its first step).
         resumed_at = max(first_step, self.saved or 0)
         if resumed_at == first_step:
@@ -980,6 +1513,8 @@ class RunDirectory:
     def log(self, split, step, epoch, values):
         """Writes logged values: to TensorBoard, and to metrics.jsonl, metrics.csv with the
         validation values named apart (val_loss, val_...), which are also printed."""
+        if split == "train" and self.args.overfit_batches:
+            self.overfit_losses.append(values["loss"])
         if split == "train":
             # Timed after the values were read, which waited for the device.
             start, start_step = self.timer
@@ -1012,14 +1547,70 @@ class RunDirectory:
                 tf.summary.histogram(variable.path, variable)
                 tf.summary.scalar(f"gradient_norm/{variable.path}", norm)
 
+    def bound(self, step):
+        """The first step after `step` that ends a train_loop call for the debugging flags:
+        --profile's first and last; with --check-numerics, each (a NaN then names its step).
+        """
+        if self.args.check_numerics:
+            return step + 1
+        return min((bound for bound in self.bounds if bound > step), default=math.inf)
+
+    @contextlib.contextmanager
+    def debugged(self, first_step, num_steps):
+        """A train_loop call of steps first_step + 1 on: --profile START:STOP has TensorFlow's
+        profiler trace the calls of those steps into logs/profile (TensorBoard's Profile tab).
+        """
+        self.call = first_step + 1  # what --check-numerics's NaN stopped
+        if self.args.step == first_step + 1:  # replay: step N, alone (see bound)
+            networks = {"model": self.checkpoint.model}
+            optimizers = [self.checkpoint.optimizer]
+            with replayed(self.args.step, networks, optimizers, self.train_values):
+                yield
+            return
+        if not self.args.profile:
+            yield
+            return
+        first, last = self.args.profile
+        if first_step + 1 == first:
+            tf.profiler.experimental.start(os.path.join(self.path, "logs", "profile"))
+        with tf.profiler.experimental.Trace("train", step_num=first_step + 1, _r=1):
+            yield
+        if first_step + num_steps == last:
+            tf.profiler.experimental.stop()
+            print(
+                f"--profile: steps {first} to {last} traced into {os.path.join(self.path, 'logs', 'profile')}"
+            )
+
     def stop_if_diverged(self):
         """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
         if int(self.nonfinite_step.numpy()) >= 0:
             raise SystemExit(
-                f"The loss became NaN or Inf at step {int(self.nonfinite_step.numpy())}: stopped without"
-                f" saving (newest checkpoint: {self.manager.latest_checkpoint or 'none yet'})."
-                " Lower the learning rate, clip the gradients, or look for NaN in the data."
+                self.diverged(
+                    int(self.nonfinite_step.numpy()), "The loss became NaN or Inf"
+                )
             )
+
+    def diverged(self, step, what, detail=""):
+        """What to say of a NaN or Inf at `step`, whose batch goes into debug/step-<step>/."""
+        print()  # after the progress bar's line
+        if self.args.step:  # replaying: a step before the one asked for
+            return f"{what} at step {step}, before step {self.args.step}: replay --step {step}"
+        folder = self.write_batch(step)
+        command = f"python {sys.argv[0]} replay --step {step} --output-dir {self.path}"
+        return (
+            f"{what} at step {step}: stopped without saving (newest checkpoint: "
+            f"{self.manager.latest_checkpoint or 'none yet'}).{detail}\nThe batch it trained on "
+            f"is in {folder}; replay the step, eagerly with every op checked:\n  {command}\n"
+            "Lower the learning rate, clip the gradients, or look for NaN in the data."
+        )
+
+    def nonfinite(self, error):
+        """--check-numerics: what to say of the error of an op that made a NaN or Inf; None for
+        another error."""
+        found = nonfinite_op(error)
+        if found is None:
+            return None
+        return self.diverged(self.call, "A NaN or Inf", f"\nThe first: {found}")
 
     def save(self, step):
         """Saves a checkpoint. One the disk cannot hold whole is removed again: the newest
@@ -1055,6 +1646,17 @@ class RunDirectory:
         """
         if self.saved != step:
             self.save(step)
+        if self.args.overfit_batches and self.overfit_losses:
+            first, last = self.overfit_losses[0], self.overfit_losses[-1]
+            verdict = (
+                "it falls towards 0: the model and loss can learn"
+                if last < first / 10
+                else "it does not fall towards 0: a model and loss that cannot memorize "
+                f"{self.args.overfit_batches} batches have a bug (or need more steps)"
+            )
+            print(
+                f"--overfit-batches: the training loss went from {first:.4g} to {last:.4g}: {verdict}"
+            )
         if self.preempted:
             print(
                 f"Stopped by SIGTERM at step {step}; saved {self.manager.latest_checkpoint}."
@@ -1078,6 +1680,8 @@ class RunDirectory:
             record["exit"] = "sigterm"
         elif int(self.nonfinite_step.numpy()) >= 0:
             record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
+        elif nonfinite_op(error):  # --check-numerics
+            record.update(exit="nan", nan_step=self.call, op=nonfinite_op(error))
         else:
             record.update(exit="error", error=f"{type(error).__name__}: {error}")
             record["traceback"] = "".join(traceback.format_exception(error))
@@ -1360,12 +1964,17 @@ def main(argv=None):
     a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
     lines: the traceback is in runs.jsonl."""
     args = parse_args(argv)
+    check_debugging_flags(args)
+    if args.fast_dev_run:
+        return fast_dev_run(args)
+    if args.command == "replay":
+        return replay(args)
     run = RunDirectory(args)
     try:
         train(args, run)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
         run.end(error)
-        message = run.fault(error)
+        message = run.fault(error) or run.nonfinite(error)
         if message is None:
             raise
         raise SystemExit(message) from None

@@ -65,7 +65,7 @@ def build_context(
     serving = serving_context(spec)
     prediction = prediction_context(spec, serving)
     return {
-        **way_context(spec),
+        **way_context(spec, x_name),
         "steps_decode_files": files_decoded and spec.data.train.kind == "image_directory",
         "validation_decodes_files": files_decoded
         and getattr(validation_source, "kind", None) == "image_directory",
@@ -147,7 +147,14 @@ def build_context(
         # `python train.py predict PATH...`: the served model on raw inputs from files.
         "prediction": prediction,
         # The commands that read a run directory's checkpoints and write none.
-        "readers": ["evaluate"] * evaluable + ["predict"] * bool(prediction),
+        "readers": ["evaluate"] * evaluable
+        + ["predict"] * bool(prediction)
+        + ["replay"] * (bool(spec.checkpoint) and spec.distribute.kind != "tpu"),
+        # `python train.py replay --step N`: step N trained again from the checkpoint before it.
+        "replayable": bool(spec.checkpoint) and spec.distribute.kind != "tpu",
+        # --overfit-batches: a loss to drive towards 0 (a GAN's two losses are a game).
+        # On one device: the check that a model can learn at all.
+        "overfittable": spec.gan is None and spec.distribute.kind == "single_device",
         # Whether each network's layers have weight penalties (model.losses) to add.
         "regularized": {
             name: any(getattr(item, "regularized", False) for _, item in network.flat_items())
@@ -264,6 +271,8 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     """The script's imports, computed from what the spec uses and sorted as isort would."""
     kinds = {spec.data.train.kind, spec.data.validation.kind if spec.data.validation else None}
     stdlib = {"import argparse", "import math", "import os", "import time"}
+    stdlib.add("import shutil")  # --fast-dev-run's and replay's scratch directories
+
     # The output directory's lock, runs.jsonl and its tracebacks (run_dir.jinja).
     stdlib |= {"import fcntl", "import hashlib", "import json", "import re", "import socket"}
     stdlib |= {"import contextlib", "import errno", "import sys", "import traceback"}
@@ -276,6 +285,8 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     if preemptible(spec):
         stdlib.add("import signal")
     third_party = {"import keras", "import tensorflow as tf"}
+    if spec.checkpoint or spec.export.saved_model:  # debug/step-N/batch.npz; --fast-dev-run
+        third_party.add("import numpy as np")
     if kinds & {"npz", "shapes", "image_directory"}:
         third_party.add("import numpy as np")
     if "npz" in kinds:  # a damaged .npz file is named

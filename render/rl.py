@@ -73,6 +73,8 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         # What the shared sections ask of a script that learns from data.
         "monitors": {},
         "readers": ["evaluate"] if spec.checkpoint else [],
+        "replayable": False,
+        "overfittable": False,
         "evaluable": False,
         "has_validation": False,
         "other_data": False,

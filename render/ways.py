@@ -11,14 +11,42 @@ from ..dsl.spec import Spec
 from . import graph
 
 
-def way_context(spec: Spec) -> dict[str, Any]:
+def way_context(spec: Spec, x_name: str) -> dict[str, Any]:
     networks = {
         "gan": ["generator", "discriminator"],
         "contrastive": ["model", "projection", "probe"],
     }.get(spec.training.kind, ["model"])
+    batch_names = {
+        "gan": [x_name],
+        "contrastive": ["first", "second", "labels"],
+        "reptile": ["support_images", "support_labels"],
+        "maml": ["support_images", "support_labels", "query_images", "query_labels"],
+    }.get(spec.training.kind, [x_name, "labels"])
+    # logging.inspect: the networks inspected, each with the input its layers' outputs are of
+    # (`batch`: the train step's arguments).
+    inspected = {
+        "gan": {
+            "generator": "tf.random.stateless_normal("
+            "(tf.shape(batch[0])[0], LATENT_DIM), seed=[SEED, -1])",
+            "discriminator": "batch[0]",
+        },
+        "contrastive": {
+            "model": "batch[0]",
+            "projection": 'networks["model"](batch[0], training=False)',
+        },
+    }.get(spec.training.kind, {"model": "batch[0]"})
     context = {
+        "inspected": inspected,
+        # replay: the networks whose layers it reports (run_dir.jinja names "networks" else).
+        "replayed_networks": networks,
         # The networks whose weights the checkpoint keeps, by name (--init-from loads them).
         "networks": networks,
+        # The optimizers that update them.
+        "optimizers": ["generator_optimizer", "discriminator_optimizer"]
+        if spec.training.kind == "gan"
+        else ["optimizer"],
+        # The parts of a training batch, as train_step takes them (replay, debug/step-N/).
+        "batch_names": batch_names,
         "network_args": ", ".join(f"{name}={name}" for name in networks),
         "teacher_build": None,
         "teacher_blocks": [],

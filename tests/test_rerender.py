@@ -384,7 +384,7 @@ def test_merged_script_runs_with_the_edit_and_the_new_spec(tmp_path):
     # compile tf.print: the user drops jit_compile, as the comment above the step says.
     mine = CLIP + '        tf.print("clipped by hand:", tf.linalg.global_norm(gradients))\n'
     assert "to debug here, drop jit_compile" in text
-    text = text.replace("@tf.function(jit_compile=True)", "@tf.function")
+    text = text.replace("@tf.function(jit_compile=xla)", "@tf.function")
     out.write_text(text.replace(GRADIENTS, GRADIENTS + mine))
     spec = write_spec(tmp_path, ("epochs=2", "epochs=3"))
     ok(render(spec, out, *small), "merged")

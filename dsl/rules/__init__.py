@@ -36,6 +36,7 @@ RULES = [
     training.check_gradients,
     training.check_fine_tune,
     logging.check_histograms,
+    logging.check_inspect,
     logging.check_unique_names,
     export.check_tflite,
 ]

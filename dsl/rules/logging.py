@@ -16,6 +16,41 @@ def check_histograms(spec: Spec) -> None:
         )
 
 
+def check_inspect(spec: Spec) -> None:
+    inspect = spec.logging.inspect
+    if inspect is None:
+        return
+    if not (inspect.activations or inspect.gradients or inspect.weights):
+        raise ValueError(
+            "logging.inspect has activations, gradients and weights all False: set one, or "
+            "remove logging.inspect"
+        )
+    if not (spec.logging.tensorboard or spec.logging.jsonl):
+        raise ValueError(
+            "logging.inspect is set but logging.tensorboard and logging.jsonl are False: the "
+            "statistics go to them; set one"
+        )
+    if spec.distribute.kind != "single_device":
+        raise ValueError(
+            f"logging.inspect under distribute.kind={spec.distribute.kind!r}: a step's gradients "
+            "are summed across replicas inside apply_gradients, and each replica sees a slice "
+            "of the batch; inspect on one device (distribute.kind='single_device', or loopgen "
+            "render --variant single_device: the checkpoints restore there)"
+        )
+    if inspect.activations and spec.training.kind in ("reptile", "maml"):
+        raise ValueError(
+            f"logging.inspect.activations with training.kind={spec.training.kind!r}: the "
+            "model's outputs are those of the weights each task adapts, not the ones it learns; "
+            "set logging.inspect.activations=False"
+        )
+    if inspect.activations and spec.model is not None and spec.model.kind == "import":
+        raise ValueError(
+            "logging.inspect.activations with model.kind='import': the layers of your model "
+            "are not the spec's, and their outputs may not be reachable; set "
+            "logging.inspect.activations=False"
+        )
+
+
 def check_unique_names(spec: Spec) -> None:
     names = spec.log_names()[1:]  # after the loss
     if len(set(names)) != len(names) or "loss" in names:

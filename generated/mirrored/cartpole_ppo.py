@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 b5e86b0ab6dd20ad, script sha256 5e4408f936c7a0bc).
+(spec sha256 b5e86b0ab6dd20ad, script sha256 640064a8fbf2eb50).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -886,10 +886,19 @@ class RunDirectory:
         """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
         if int(self.nonfinite_step.numpy()) >= 0:
             raise SystemExit(
-                f"The loss became NaN or Inf at step {int(self.nonfinite_step.numpy())}: stopped without"
-                f" saving (newest checkpoint: {self.manager.latest_checkpoint or 'none yet'})."
-                " Lower the learning rate, clip the gradients, or look for NaN in the data."
+                self.diverged(
+                    int(self.nonfinite_step.numpy()), "The loss became NaN or Inf"
+                )
             )
+
+    def diverged(self, step, what, detail=""):
+        """What to say of a NaN or Inf at `step`."""
+        print()  # after the progress bar's line
+        return (
+            f"{what} at step {step}: stopped without saving (newest checkpoint: "
+            f"{self.manager.latest_checkpoint or 'none yet'}).{detail} Lower the learning rate, "
+            "clip the gradients, or look for NaN in the data."
+        )
 
     def save(self, step):
         """Saves a checkpoint. One the disk cannot hold whole is removed again: the newest

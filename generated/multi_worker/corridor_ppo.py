@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 3d0ba0504265fd53, script sha256 29b853b754f876cd).
+(spec sha256 3d0ba0504265fd53, script sha256 415b51a949dfa621).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1094,10 +1094,19 @@ class RunDirectory:
         """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
         if int(self.nonfinite_step.numpy()) >= 0:
             raise SystemExit(
-                f"The loss became NaN or Inf at step {int(self.nonfinite_step.numpy())}: stopped without"
-                f" saving (newest checkpoint: {self.manager.latest_checkpoint or 'none yet'})."
-                " Lower the learning rate, clip the gradients, or look for NaN in the data."
+                self.diverged(
+                    int(self.nonfinite_step.numpy()), "The loss became NaN or Inf"
+                )
             )
+
+    def diverged(self, step, what, detail=""):
+        """What to say of a NaN or Inf at `step`."""
+        print()  # after the progress bar's line
+        return (
+            f"{what} at step {step}: stopped without saving (newest checkpoint: "
+            f"{self.manager.latest_checkpoint or 'none yet'}).{detail} Lower the learning rate, "
+            "clip the gradients, or look for NaN in the data."
+        )
 
     def save(self, step):
         """Saves a checkpoint. One the disk cannot hold whole is removed again: the newest

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 e368052b570edf1a, script sha256 b2249162757bace6).
+(spec sha256 e368052b570edf1a, script sha256 21c29a4e8eb67c5d).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -50,7 +50,8 @@ def parse_args(argv=None):
         choices=["train", "evaluate", "predict"],
         default="train",
         help="train (the default; resumes from the newest checkpoint), evaluate a checkpoint "
-        "on the validation data, or predict on raw inputs (neither writes checkpoints)",
+        "on the validation data, predict on raw inputs, or replay a step (none of them "
+        "writes checkpoints)",
     )
     parser.add_argument(
         "--checkpoint",
@@ -91,6 +92,21 @@ def parse_args(argv=None):
         "--no-lock",
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
+    )
+    # Debugging: how the run executes, never what it trains.
+    for flag, purpose in [
+        ("--eager", "run the steps as plain Python: pdb and print() work in them"),
+        ("--check-numerics", "stop at the first op that makes a NaN or Inf (slow)"),
+        ("--dump-debug-info", "record every op's outputs in logs/debugger (slow)"),
+    ]:
+        parser.add_argument(flag, action="store_true", help=purpose)
+    parser.add_argument("--profile", metavar="START:STOP", help="trace these steps")
+    parser.add_argument(
+        "--fast-dev-run",
+        nargs="?",
+        const="2",
+        metavar="N",
+        help="every stage on N steps",
     )
     # Intermixed: `predict --checkpoint best a.png b.png` gives the paths after an option too.
     args = parser.parse_intermixed_args(argv)
@@ -300,13 +316,14 @@ def make_train_loop(train_step):
     return train_loop
 
 
-def steps_in_call(global_step, epoch_end):
+def steps_in_call(global_step, epoch_end, bound):
     """The steps of the next train_loop call: STEPS_PER_LOOP, or fewer to stop at the next log
-    point or epoch end: each of them then happens at its exact step."""
+    point, epoch end or run.bound: each of them then happens at its exact step."""
     return min(
         STEPS_PER_LOOP,
         epoch_end - global_step,
         LOG_EVERY_STEPS - global_step % LOG_EVERY_STEPS,
+        bound(global_step) - global_step,
     )
 
 
@@ -326,11 +343,9 @@ def train(args, run):
     strategy = tf.distribute.TPUStrategy(resolver)
     print(f"{strategy.num_replicas_in_sync} TPU core(s)")
 
-    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights, shuffles
-    # and dropout masks on every run.
+    # Seeds Python, NumPy, TensorFlow and Keras: the same weights, shuffles and masks each run.
     keras.utils.set_random_seed(SEED)
-    if args.deterministic:
-        tf.config.experimental.enable_op_determinism()
+    execution_modes(args)  # --deterministic, and the debugging flags
     run.lock()  # one run at a time in the output directory
 
     # --- Data -------------------------------------------------------------------------
@@ -338,6 +353,7 @@ def train(args, run):
     # An epoch is counted in steps of whole batches (the smaller last batch is dropped).
     steps_per_epoch = num_examples(train_examples) // GLOBAL_BATCH_SIZE
     validation_steps = num_examples(validation_examples) // GLOBAL_BATCH_SIZE
+    validation_steps = min(validation_steps, args.fast_dev_run or validation_steps)
     # One iterator for all passes: one per pass can stall tf.data's autotuner for seconds.
     # Each input pipeline (one per worker) reads only its replicas' slices of each batch.
     validation_iterator = iter(
@@ -405,8 +421,7 @@ def train(args, run):
         batch_size = strategy.reduce(tf.distribute.ReduceOp.SUM, batch_sizes, axis=None)
         train_loss.update_state(loss, sample_weight=batch_size)
         step.assign_add(1)
-        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
-        # loop stops before a checkpoint saves them.
+        # A NaN or Inf loss ruins the weights: note its step; the loop stops before a save.
         if nonfinite_step < 0 and not tf.math.is_finite(loss):
             nonfinite_step.assign(step)
 
@@ -443,7 +458,6 @@ def train(args, run):
         return run.evaluated(results(validation_values))
     if args.command == "predict":  # the model to serve, of the restored weights
         return predict(serving_function(model, train_examples), args, train_examples)
-    run.start(step, nonfinite_step, strategy)
 
     # --- Training loop ----------------------------------------------------------------
     total_steps = args.epochs * steps_per_epoch
@@ -453,9 +467,9 @@ def train(args, run):
     # A Python copy of the step: reading the variable would wait for the device each time.
     global_step = int(step.numpy())
     first_epoch = global_step // steps_per_epoch
-    if global_step >= total_steps:
-        print(f"Already at step {global_step} of {total_steps}: nothing left to train.")
+    if global_step >= total_steps:  # nothing left to train (run.start says so)
         first_epoch = epochs
+    run.start(step, nonfinite_step, total_steps, strategy)
     # One iterator for the whole run, from the current step on. Each input pipeline (one per
     # worker) reads only the slices of each global batch that its replicas train on.
     train_iterator = iter(
@@ -470,8 +484,9 @@ def train(args, run):
         epoch_end = min((epoch + 1) * steps_per_epoch, total_steps)
         run.start_epoch(epoch, epochs, epoch * steps_per_epoch, epoch_end, train_values)
         while global_step < epoch_end and not run.preempted:
-            num_steps = steps_in_call(global_step, epoch_end)
-            train_loop(train_iterator, tf.constant(num_steps))
+            num_steps = steps_in_call(global_step, epoch_end, run.bound)
+            with run.debugged(global_step, num_steps):  # the debugging flags, replay
+                train_loop(train_iterator, tf.constant(num_steps))
             global_step += num_steps
             if global_step % LOG_EVERY_STEPS == 0 or global_step == epoch_end:
                 logs = results(train_values)
@@ -676,6 +691,201 @@ def predict(serve, args, examples):
             os.remove(partial)
         raise
     print(f"{len(lines)} predictions written to {destination}")
+
+
+# --- Debugging ------------------------------------------------------------------------
+
+
+def check_debugging_flags(args):
+    """The debugging flags' mistakes stop the script before it does anything; --profile's
+    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
+    """
+    for flag in ["--fast-dev-run"]:  # counts of steps or batches
+        name = flag[2:].replace("-", "_")
+        count = getattr(args, name)
+        if count is not None and not (count.isdigit() and int(count) >= 1):
+            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
+        setattr(args, name, count and int(count))
+    if args.check_numerics and args.dump_debug_info:
+        raise SystemExit(
+            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
+            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
+        )
+    if args.profile:
+        start, _, stop = args.profile.partition(":")
+        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
+            raise SystemExit(
+                f"--profile {args.profile}: give the first and last step to trace, "
+                "START:STOP with 1 <= START <= STOP (3:5, say)"
+            )
+        args.profile = int(start), int(stop)
+    if args.command != "train" and (args.fast_dev_run or args.profile):
+        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
+
+
+def execution_modes(args):
+    """How TensorFlow runs this process's ops, set before anything is traced: --deterministic
+    and the debugging flags. Returns whether the steps may compile with XLA, which cannot run
+    the numerics checks of --check-numerics and --dump-debug-info."""
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    # The modules that only debugging needs are imported where it does.
+    if args.eager:
+        import warnings
+
+        tf.config.run_functions_eagerly(True)
+        # tf.data's functions stay compiled, which TensorFlow warns of at each: as meant.
+        warnings.filterwarnings(
+            "ignore", "Even though the `tf.config.experimental_run_functions"
+        )
+        print(
+            "--eager: the steps run as plain Python, slowly (print, breakpoint() and pdb work)"
+        )
+    if args.check_numerics:
+        tf.debugging.enable_check_numerics()
+        print(
+            "--check-numerics: the first NaN or Inf stops the run; the steps run without XLA"
+        )
+    if args.dump_debug_info:
+        import atexit
+
+        directory = os.path.join(args.output_dir, "logs", "debugger")
+        tf.debugging.experimental.enable_dump_debug_info(
+            directory, tensor_debug_mode="FULL_HEALTH", circular_buffer_size=-1
+        )
+        # Written out as the process ends, however it ends.
+        atexit.register(tf.debugging.experimental.disable_dump_debug_info)
+        print(
+            f"--dump-debug-info: every op's outputs into {directory} (tensorboard --logdir "
+            f"{directory}, then the Debugger V2 tab); the steps run without XLA"
+        )
+    return not (args.check_numerics or args.dump_debug_info)
+
+
+def nonfinite_op(error):
+    """--check-numerics: which op made the first NaN or Inf, and where this script (or your
+    module) created it, from TensorFlow's error; None for another error."""
+    found = isinstance(error, tf.errors.InvalidArgumentError) and re.search(
+        r'Infinity or NaN in output (\d+) of (graph|eagerly-executing) op "([^"]+)"',
+        error.message,
+    )
+    if not found:
+        return None
+    import linecache
+
+    if (
+        found[2] == "graph"
+    ):  # TensorFlow records where; "->" marks the frames of user code
+        frames = re.findall(r"\+ (\S+) \(L(\d+)\) (\S+)\n -> \|", error.message)
+        # It shortens long paths from the left: the loaded file whose path ends so.
+        files = [__file__] + [
+            getattr(module, "__file__", None) or ""
+            for module in list(sys.modules.values())
+        ]
+        frames = [
+            (
+                next((file for file in files if file.endswith(path.lstrip("."))), path),
+                int(line),
+                function,
+            )
+            for path, line, function in frames
+        ]
+    else:  # an eager op's frames are the traceback's
+        frames = [
+            (frame.filename, frame.lineno, frame.name)
+            for frame in traceback.extract_tb(error.__traceback__)
+        ]
+    # Not the libraries' frames: the script's, and those of your modules.
+    frames = [
+        frame
+        for frame in frames
+        if "-packages" not in frame[0] and not frame[0].startswith(sys.base_prefix)
+    ]
+    where = frames[-1:] + [frame for frame in frames if frame[0] == __file__][-1:]
+    lines = [
+        f"  {os.path.basename(p)}:{n}, in {f}: {linecache.getline(p, n).strip()}"
+        for p, n, f in dict.fromkeys(where)
+    ]
+    return f'output {found[1]} of op "{found[3]}", created at\n' + "\n".join(lines)
+
+
+def fast_dev_run(args):
+    """--fast-dev-run N: every stage of a run, on N steps, in a temporary directory removed
+    after (--output-dir is not touched): a crash that a long run would meet only at its end
+    (in a validation, a checkpoint, the export) shows in seconds."""
+    import tempfile
+
+    n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
+    stages = [
+        (
+            {"max_steps": n},
+            f"train {n} steps, validate {n} batches, save a checkpoint, export",
+        ),
+        ({"max_steps": 2 * n}, f"resume from the checkpoint, train {n} more"),
+        ({"command": "evaluate"}, "evaluate the checkpoint"),
+        ({"command": "predict", "inputs": None}, "predict with the checkpoint"),
+    ]
+    try:
+        examples = load_examples()[0]
+        for changes, stage in stages:
+            # The scratch directory is this process's alone: no lock to take again each stage.
+            staged = argparse.Namespace(
+                **{**vars(args), "output_dir": scratch, "no_lock": True, **changes}
+            )
+            if "inputs" in changes:
+                staged.inputs = dev_inputs(examples, scratch, n)
+            with dev_stage(stage):
+                run = RunDirectory(staged)
+                try:
+                    train(staged, run)
+                except BaseException as error:
+                    run.end(error)
+                    raise
+                run.end()
+        with dev_stage("serve the export"):
+            serve_once(os.path.join(scratch, "export"), examples, n)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
+
+
+@contextlib.contextmanager
+def dev_stage(stage):
+    """--fast-dev-run: one stage, announced, then OK and its time (or FAILED, and the error)."""
+    print(f"--fast-dev-run: {stage} ...")
+    started = time.perf_counter()
+    try:
+        yield
+    except BaseException:
+        print(f"--fast-dev-run: {stage}: FAILED")
+        raise
+    print(f"--fast-dev-run: {stage}: OK ({time.perf_counter() - started:.1f} s)")
+
+
+def dev_inputs(examples, directory, count):
+    """--fast-dev-run: inputs for predict, of the training data's kind."""
+    path = os.path.join(directory, "inputs.npy")
+    np.save(path, np.asarray(tf.nest.flatten(examples)[0][:count]))
+    return [path]
+
+
+def serve_once(directory, examples, count):
+    """--fast-dev-run: the exported network, loaded as a server loads it, answers `count`
+    training examples."""
+    network = tf.saved_model.load(os.path.join(directory, "network"))
+    batch = next(
+        iter(
+            training_batches(
+                examples, start_step=0, context=tf.distribute.InputContext()
+            )
+        )
+    )
+    inputs = tf.nest.map_structure(lambda part: part[:count], batch[0])
+    outputs = network.serve(inputs)
+    if not all(np.isfinite(output).all() for output in tf.nest.flatten(outputs)):
+        raise SystemExit(
+            f"--fast-dev-run: the network in {directory} answers NaN or Inf"
+        )
 
 
 # --- The run directory ------------------------------------------------------------------
@@ -948,9 +1158,28 @@ class RunDirectory:
         record = {"checkpoint": self.resumed_from, "step": self.saved, **values}
         self.append("evaluations.jsonl", record)
 
-    def start(self, step, nonfinite_step, strategy):
-        """Writes the run's start record to runs.jsonl (main() writes its end record)."""
+    def start(self, step, nonfinite_step, total_steps, strategy):
+        """Writes the run's start record to runs.jsonl (main() writes its end record), once the
+        steps it trains are known to hold those --profile names."""
         self.step, self.nonfinite_step = step, nonfinite_step
+        # The steps a train_loop call must end at: --profile's first and last.
+        self.bounds, self.call = (), None
+        done = int(step.numpy())
+        if done >= total_steps:
+            print(f"Already at step {done} of {total_steps}: nothing left to train.")
+        if self.args.profile:
+            first, last = self.args.profile
+            if done >= total_steps:
+                raise SystemExit(
+                    f"--profile {first}:{last}: this run is at step {done} of {total_steps}, "
+                    "with none left to trace"
+                )
+            if not done < first <= last <= total_steps:
+                raise SystemExit(
+                    f"--profile {first}:{last}: this run trains steps {done + 1} to {total_steps}; "
+                    "give START:STOP within them"
+                )
+            self.bounds = (first - 1, last)
         # Schedulers (Slurm, Kubernetes, spot VMs) preempt with SIGTERM, then SIGKILL after a
         # grace period: the loop ends its train_loop call, saves a checkpoint and exits.
         signal.signal(
@@ -1064,14 +1293,59 @@ class RunDirectory:
         except Exception as error:  # training goes on: metrics.jsonl has the values
             print(f"MLflow could not log step {step}: {error}", file=sys.stderr)
 
+    def bound(self, step):
+        """The first step after `step` that ends a train_loop call for the debugging flags:
+        --profile's first and last; with --check-numerics, each (a NaN then names its step).
+        """
+        if self.args.check_numerics:
+            return step + 1
+        return min((bound for bound in self.bounds if bound > step), default=math.inf)
+
+    @contextlib.contextmanager
+    def debugged(self, first_step, num_steps):
+        """A train_loop call of steps first_step + 1 on: --profile START:STOP has TensorFlow's
+        profiler trace the calls of those steps into logs/profile (TensorBoard's Profile tab).
+        """
+        self.call = first_step + 1  # what --check-numerics's NaN stopped
+        if not self.args.profile:
+            yield
+            return
+        first, last = self.args.profile
+        if first_step + 1 == first:
+            tf.profiler.experimental.start(os.path.join(self.path, "logs", "profile"))
+        with tf.profiler.experimental.Trace("train", step_num=first_step + 1, _r=1):
+            yield
+        if first_step + num_steps == last:
+            tf.profiler.experimental.stop()
+            print(
+                f"--profile: steps {first} to {last} traced into {os.path.join(self.path, 'logs', 'profile')}"
+            )
+
     def stop_if_diverged(self):
         """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
         if int(self.nonfinite_step.numpy()) >= 0:
             raise SystemExit(
-                f"The loss became NaN or Inf at step {int(self.nonfinite_step.numpy())}: stopped without"
-                f" saving (newest checkpoint: {self.manager.latest_checkpoint or 'none yet'})."
-                " Lower the learning rate, clip the gradients, or look for NaN in the data."
+                self.diverged(
+                    int(self.nonfinite_step.numpy()), "The loss became NaN or Inf"
+                )
             )
+
+    def diverged(self, step, what, detail=""):
+        """What to say of a NaN or Inf at `step`."""
+        print()  # after the progress bar's line
+        return (
+            f"{what} at step {step}: stopped without saving (newest checkpoint: "
+            f"{self.manager.latest_checkpoint or 'none yet'}).{detail} Lower the learning rate, "
+            "clip the gradients, or look for NaN in the data."
+        )
+
+    def nonfinite(self, error):
+        """--check-numerics: what to say of the error of an op that made a NaN or Inf; None for
+        another error."""
+        found = nonfinite_op(error)
+        if found is None:
+            return None
+        return self.diverged(self.call, "A NaN or Inf", f"\nThe first: {found}")
 
     def save(self, step):
         """Saves a checkpoint. One the disk cannot hold whole is removed again: the newest
@@ -1130,6 +1404,8 @@ class RunDirectory:
             record["exit"] = "sigterm"
         elif int(self.nonfinite_step.numpy()) >= 0:
             record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
+        elif nonfinite_op(error):  # --check-numerics
+            record.update(exit="nan", nan_step=self.call, op=nonfinite_op(error))
         else:
             record.update(exit="error", error=f"{type(error).__name__}: {error}")
             record["traceback"] = "".join(traceback.format_exception(error))
@@ -1413,12 +1689,15 @@ def main(argv=None):
     a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
     lines: the traceback is in runs.jsonl."""
     args = parse_args(argv)
+    check_debugging_flags(args)
+    if args.fast_dev_run:
+        return fast_dev_run(args)
     run = RunDirectory(args)
     try:
         train(args, run)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
         run.end(error)
-        message = run.fault(error)
+        message = run.fault(error) or run.nonfinite(error)
         if message is None:
             raise
         raise SystemExit(message) from None
