@@ -1,0 +1,381 @@
+"""Debugging a run (issue 46): the script's flags that change how it runs, never what it trains
+(--eager, --check-numerics, --dump-debug-info, --profile, --fast-dev-run, --overfit-batches),
+the batch a diverged step trained on (debug/step-N/), and `replay --step N`, which trains step N
+again from the checkpoint before it. Real runs of mnist_mlp on small arrays; the references
+are Keras' and NumPy's (debug_checks.py), from the files the runs wrote."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from data import pattern_npz
+from helpers import (
+    ROOT,
+    TWO_CPUS,
+    npz,
+    records,
+    run_preloaded,
+    run_python,
+    tf_check,
+    tree,
+)
+
+CHECKS = ROOT / "tests" / "debug_checks.py"
+
+
+def debug_check(check: str, *args: str, cwd: Path) -> dict:
+    proc = run_preloaded(str(CHECKS), check, *args, cwd=cwd)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def mnist(render, tmp_path: Path, *overrides: str, name: str = "train.py", **kw) -> Path:
+    """mnist_mlp on 128 examples of 10 patterns (a batch of 64 sees them all), every step
+    logged, so that a replayed step's loss can be compared with the logged one."""
+    data = tmp_path / "train.npz"
+    if not data.exists():
+        pattern_npz(data, 128, (28, 28))
+    return render(
+        "mnist_mlp", f"data.train={npz(str(data))}", "loop.log_every_steps=1", *overrides,
+        name=name, **kw,
+    )  # fmt: skip
+
+
+def failing(script: Path, *args: str, cwd: Path):
+    """Runs a script that must stop with a message: no traceback, exit 1 or 2."""
+    proc = run_preloaded(str(script), *args, cwd=cwd, check=False)
+    assert proc.returncode in (1, 2), (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc
+
+
+def with_line_in_step(script: Path, line: str) -> Path:
+    """A copy of `script` with `line` at the top of train_step, as a user debugging it adds."""
+    text = script.read_text()
+    found = re.search(r"\n    def train_step\((.*)\):\n", text)
+    assert found, "no train_step in the script"
+    edited = script.with_name(f"edited_{script.name}")
+    edited.write_text(text[: found.end()] + f"        {line}\n" + text[found.end() :])
+    return edited
+
+
+@pytest.mark.slow
+def test_eager_runs_the_step_as_python_each_step_and_trains_as_compiled(render, tmp_path):
+    """--eager: a line in the step runs once per step (traced, once in all), and three steps
+    end with the weights of the compiled (XLA) run's within 1e-5."""
+    script = mnist(render, tmp_path, 'checkpoint={"every_steps": 1}')
+    edited = with_line_in_step(script, 'open("ran.txt", "a").write("ran\\n")')
+    compiled, eager = tmp_path / "compiled", tmp_path / "eager"
+    run_python(edited, "--max-steps", "3", "--output-dir", str(compiled), cwd=tmp_path)
+    assert (tmp_path / "ran.txt").read_text().count("ran") == 1  # traced once
+    (tmp_path / "ran.txt").unlink()
+    proc = run_python(
+        edited, "--eager", "--max-steps", "3", "--output-dir", str(eager), cwd=tmp_path
+    )
+    assert "--eager" in proc.stdout
+    assert (tmp_path / "ran.txt").read_text().count("ran") == 3  # each step, as Python
+    result = tf_check(
+        "compare_checkpoints", str(compiled / "checkpoints"), str(eager / "checkpoints"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result["step"] == 3 and result["max_diff"] <= 1e-5, result
+
+
+LOG_LOSS = '''"""A loss of one's own that takes the log of the batch's largest label: 0 for a batch
+whose labels are all 0."""
+
+import tensorflow as tf
+
+
+def log_of_labels(labels, predictions):
+    largest = tf.cast(tf.reduce_max(labels), tf.float32)
+    scale = tf.reduce_mean(tf.nn.softmax(predictions), axis=-1)
+    return -tf.math.log(largest * scale)
+'''
+
+
+@pytest.mark.slow
+def test_check_numerics_names_the_op_and_its_line_and_keeps_the_checkpoints(render, tmp_path):
+    """--check-numerics: the loss takes the log of 0 at step 3 (the third batch, in order, has
+    only labels 0): the run stops with exit 1, naming the op (Log), its line in the loss
+    module and the script's line that called it; checkpoints 1 and 2 are intact and finite,
+    none after; runs.jsonl ends with exit nan at step 3; the batch goes to debug/step-3."""
+    (tmp_path / "own_loss.py").write_text(LOG_LOSS)
+    labels = np.array([1] * 16 + [0] * 8 + [2] * 8)
+    x = np.random.default_rng(0).integers(0, 255, (32, 28, 28)).astype(np.uint8)
+    np.savez(tmp_path / "logs.npz", x=x, y=labels)
+    script = render(
+        "mnist_mlp", f"data.train={npz(str(tmp_path / 'logs.npz'))}", "data.batch_size=8",
+        "data.shuffle_buffer=0", 'checkpoint={"every_steps": 1}', "loop.log_every_steps=1",
+        'loss={"kind": "import", "target": "own_loss:log_of_labels"}',
+    )  # fmt: skip
+    out = tmp_path / "out"
+    proc = failing(script, "--check-numerics", "--output-dir", str(out), cwd=tmp_path)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 1
+    assert 'op "Log"' in said, said[-3000:]
+    log_line = LOG_LOSS.splitlines().index("    return -tf.math.log(largest * scale)") + 1
+    assert f"own_loss.py:{log_line}, in log_of_labels" in said, said[-3000:]
+    assert re.search(r"train\.py:\d+, in train_step: ", said), said[-3000:]
+    assert "at step 3" in said, said[-3000:]
+    saved = sorted(p.name for p in (out / "checkpoints").glob("ckpt-*.index"))
+    assert saved == ["ckpt-1.index", "ckpt-2.index"], saved
+    newest = tf_check("finite_checkpoint", str(out / "checkpoints"), cwd=tmp_path)
+    assert newest["all_finite"] and newest["step"] == 2, newest
+    end = json.loads((out / "runs.jsonl").read_text().splitlines()[-1])
+    assert end["exit"] == "nan" and end["nan_step"] == 3, end
+    with np.load(out / "debug" / "step-3" / "batch.npz") as batch:
+        assert (batch["labels"] == 0).all()
+
+
+@pytest.mark.slow
+def test_replay_names_the_first_nonfinite_layer_of_a_diverged_step(render, tmp_path):
+    """A learning rate of 1e6 makes the loss NaN at some step k (found by the plain run, which
+    writes debug/step-k/ and prints the command that replays it). `replay --step k` in a new
+    process names the layer whose output first is not finite: the one a Keras forward pass of
+    the checkpoint before k, on debug/step-k's batch, finds. The batch in debug/step-k is the
+    one step k received: a run with a line in the step that saves each batch, eagerly, saved
+    the same (the batches do not depend on the learning rate)."""
+    overrides = ['checkpoint={"every_steps": 1}']
+    script = mnist(render, tmp_path, *overrides, "optimizer.learning_rate=1e6")
+    out = tmp_path / "out"
+    proc = failing(script, "--epochs", "20", "--output-dir", str(out), cwd=tmp_path)
+    end = json.loads((out / "runs.jsonl").read_text().splitlines()[-1])
+    assert end["exit"] == "nan", end
+    k = end["nan_step"]
+    assert f"replay --step {k} --output-dir {out}" in proc.stderr, proc.stderr[-2000:]
+    batch = out / "debug" / f"step-{k}" / "batch.npz"
+    before = tree(out)
+
+    replayed = failing(script, "replay", "--step", str(k), "--output-dir", str(out), cwd=tmp_path)
+    reference = debug_check(
+        "first_nonfinite_layer", str(script), str(out / "checkpoints" / f"ckpt-{k - 1}"),
+        str(batch), cwd=tmp_path,
+    )  # fmt: skip
+    assert reference["layer"], reference
+    assert f"The first NaN or Inf: layer {reference['layer']} (" in replayed.stdout, (
+        replayed.stdout[-3000:]
+    )
+    assert tree(out) == before  # replay only reads the run's directory
+
+    # The batches a healthy run's step received, saved by the step itself (eagerly).
+    healthy = mnist(render, tmp_path, *overrides, name="healthy.py")
+    edited = with_line_in_step(
+        healthy, 'np.save(f"seen-{int(step.numpy()) + 1}.npy", features.numpy())'
+    )
+    run_python(edited, "--eager", "--max-steps", str(k), "--output-dir",
+               str(tmp_path / "seen"), cwd=tmp_path)  # fmt: skip
+    with np.load(batch) as arrays:
+        assert np.array_equal(arrays["features"], np.load(tmp_path / f"seen-{k}.npy"))
+
+
+def logged_loss(out: Path, step: int) -> float:
+    return next(r["loss"] for r in records(out) if r["step"] == step)
+
+
+def replayed_loss(proc) -> float:
+    found = re.search(r"as logged \(the epoch's running values\): loss: (\S+)", proc.stdout)
+    assert found, proc.stdout[-3000:]
+    return float(found[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["single_device", "mirrored"])
+def test_replay_of_a_healthy_step_prints_the_loss_the_run_logged(render, tmp_path, variant):
+    """A run of 5 steps (an epoch is 2), a checkpoint every 2: replaying step 5 (from ckpt-4),
+    step 4 (from ckpt-2, step 3 as the run took it) and step 1 (from the initial weights)
+    prints the loss the run logged at that step within 1e-6. A mirrored run on two replicas is
+    replayed on one device by its own script."""
+    extra = [TWO_CPUS] if variant == "mirrored" else []
+    script = mnist(
+        render, tmp_path, 'checkpoint={"every_steps": 2}', "data.batch_size=64", *extra,
+        variant=None if variant == "single_device" else variant,
+    )  # fmt: skip
+    out = tmp_path / "out"
+    run_python(script, "--epochs", "3", "--max-steps", "5", "--output-dir", str(out),
+               cwd=tmp_path)  # fmt: skip
+    before = tree(out)
+    for step in (5, 4, 1):
+        proc = run_python(script, "replay", "--step", str(step), "--output-dir", str(out),
+                          cwd=tmp_path)  # fmt: skip
+        assert "Every op's outputs were finite." in proc.stdout
+        assert replayed_loss(proc) == pytest.approx(logged_loss(out, step), rel=1e-6, abs=1e-6)
+    assert tree(out) == before
+
+
+@pytest.mark.slow
+def test_profile_traces_the_steps_it_names(render, tmp_path):
+    """--profile 3:5 writes the profiler's trace (an .xplane.pb file) under logs/profile."""
+    script = mnist(render, tmp_path)
+    out = tmp_path / "out"
+    proc = run_python(script, "--profile", "3:5", "--epochs", "3", "--output-dir", str(out),
+                      cwd=tmp_path)  # fmt: skip
+    assert "steps 3 to 5 traced" in proc.stdout
+    traces = list((out / "logs" / "profile").rglob("*.xplane.pb"))
+    assert traces and traces[0].stat().st_size > 0, traces
+
+
+@pytest.mark.slow
+def test_dump_debug_info_records_the_train_step_for_debugger_v2(render, tmp_path):
+    """--dump-debug-info writes tfdbg_events.* files holding the train step's graph (read as
+    TensorBoard's Debugger V2 plugin reads them)."""
+    script = mnist(render, tmp_path)
+    out = tmp_path / "out"
+    run_python(script, "--dump-debug-info", "--max-steps", "2", "--output-dir", str(out),
+               cwd=tmp_path)  # fmt: skip
+    dump = out / "logs" / "debugger"
+    assert list(dump.glob("tfdbg_events.*"))
+    found = debug_check("debugger_graphs", str(dump), cwd=tmp_path)
+    assert any("train_step" in name for name in found["graphs"]), found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["mnist_mlp", "shapes_dcgan"])
+def test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone(
+    render, tmp_path, example
+):
+    """--fast-dev-run: each stage (train, resume, evaluate/predict where the script offers
+    them, serve the export) says OK, in a temporary directory; the run directory it was given
+    (a real run's) is byte for byte as it was."""
+    if example == "mnist_mlp":
+        script = mnist(render, tmp_path)
+    else:
+        script = render(example, "data.train.count=64", "data.batch_size=32")
+    out = tmp_path / "out"
+    run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+    before = tree(out)
+    proc = run_python(script, "--fast-dev-run", "--output-dir", str(out), cwd=tmp_path)
+    stages = re.findall(r"--fast-dev-run: (.+): OK \(", proc.stdout)
+    wanted = ["train 2 steps", "resume from the checkpoint", "serve the export"]
+    wanted += ["predict"] if example == "mnist_mlp" else []
+    for stage in wanted:
+        assert any(found.startswith(stage) for found in stages), (stage, stages)
+    assert "every stage ran" in proc.stdout
+    assert tree(out) == before
+    scratch = re.search(r"every stage ran \(in (\S+), removed\)", proc.stdout)[1]
+    assert not Path(scratch).exists()
+
+
+@pytest.mark.slow
+def test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own(render, tmp_path):
+    """--overfit-batches 2: two batches again and again drive mnist_mlp's training loss below
+    0.05 (at a learning rate of 0.1: the spec's 0.001 takes thousands of steps), in
+    <output-dir>-overfit-2; the verdict is printed."""
+    script = mnist(render, tmp_path, "optimizer.learning_rate=0.1")
+    out = tmp_path / "out"
+    proc = run_python(script, "--overfit-batches", "2", "--epochs", "60", "--output-dir",
+                      str(out), cwd=tmp_path)  # fmt: skip
+    assert not out.exists()
+    overfit = tmp_path / "out-overfit-2"
+    losses = [r["loss"] for r in records(overfit)]
+    assert losses[-1] < 0.05 < losses[0], losses[::10]
+    assert "it falls towards 0" in proc.stdout
+
+
+@pytest.fixture
+def finished_run(render, tmp_path) -> tuple[Path, Path]:
+    """A short finished run (4 steps, checkpoints at 2 and 4) to refuse things in."""
+    script = mnist(render, tmp_path, 'checkpoint={"every_steps": 2}')
+    out = tmp_path / "out"
+    run_python(script, "--max-steps", "4", "--output-dir", str(out), cwd=tmp_path)
+    return script, out
+
+
+BAD = [
+    (["--profile", "30:10"], "give the first and last step"),
+    (["--profile", "5:9", "--epochs", "5", "--max-steps", "6"], "this run trains steps 5 to 6"),
+    (["--profile", "1:2"], "this run is at step 4 of 4"),
+    (["--fast-dev-run", "0"], "--fast-dev-run 0: give 1 or more"),
+    (["replay", "--step", "9"], "can replay steps 1 to 4"),
+    (["replay", "--step", "0"], "--step 0: give 1 or more"),
+    (["replay"], "replay takes --step N"),
+    (["--check-numerics", "--dump-debug-info"], "do not combine"),
+    (["predict", "train.npz", "--profile", "1:2"], "for training, not predict"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args, message", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_a_mistaken_debugging_flag_stops_with_the_fix_and_changes_nothing(
+    finished_run, tmp_path, args, message
+):
+    """Exit 1 or 2 with the fix, no traceback, and the run directory as it was (but run.lock,
+    which names the last process to hold the directory: a --profile range is checked against
+    the run's steps, known once it holds it)."""
+    script, out = finished_run
+    before = tree(out)
+    proc = failing(script, *args, "--output-dir", str(out), cwd=tmp_path)
+    assert message in proc.stdout + proc.stderr, (proc.stdout[-1500:], proc.stderr[-1500:])
+    after = tree(out)
+    assert after.keys() == before.keys()
+    assert {k: v for k, v in after.items() if k != "run.lock"} == {
+        k: v for k, v in before.items() if k != "run.lock"
+    }
+
+
+@pytest.mark.slow
+def test_replay_refuses_a_directory_without_a_run_or_of_another_setup(
+    finished_run, render, tmp_path
+):
+    script, out = finished_run
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = failing(script, "replay", "--step", "2", "--output-dir", str(empty), cwd=tmp_path)
+    assert "Nothing to replay" in proc.stdout + proc.stderr
+    assert not any(empty.iterdir())
+    other = mnist(render, tmp_path, 'checkpoint={"every_steps": 2}', "data.batch_size=32",
+                  name="other.py")  # fmt: skip
+    before = tree(out)
+    proc = failing(other, "replay", "--step", "2", "--output-dir", str(out), cwd=tmp_path)
+    assert "Refusing to replay" in proc.stdout + proc.stderr
+    assert "data.batch_size" in proc.stdout + proc.stderr
+    assert tree(out) == before
+
+
+@pytest.mark.slow
+def test_overfit_batches_refuses_to_resume_its_own_directory(finished_run, tmp_path):
+    script, out = finished_run
+    overfit = tmp_path / "out-overfit-2"
+    shutil.copytree(out, overfit)
+    before = tree(overfit)
+    proc = failing(script, "--overfit-batches", "2", "--output-dir", str(out), cwd=tmp_path)
+    assert "holds a run already" in proc.stdout + proc.stderr
+    assert tree(overfit) == before
+
+
+@pytest.mark.slow
+def test_inspect_reports_what_keras_computes_from_the_same_weights_and_batch(render, tmp_path):
+    """logging.inspect every 2 steps: the statistics logged at step 2 (dead ReLUs, activation
+    means, gradient norms, weight norms, update ratios) equal those Keras and NumPy compute
+    from checkpoint 1's weights, step 2's batch (unshuffled: examples 64 to 127, rescaled) and
+    checkpoint 2's weights; TensorBoard has them as scalars."""
+    script = mnist(render, tmp_path, 'logging.inspect={"every_steps": 2}',
+                   'checkpoint={"every_steps": 1}', "data.shuffle_buffer=0")  # fmt: skip
+    out = tmp_path / "out"
+    run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+    with np.load(tmp_path / "train.npz") as arrays:
+        x = arrays["x"][64:128].astype(np.float32) * np.float32(1 / 255)
+        np.savez(tmp_path / "batch.npz", x=x, labels=arrays["y"][64:128])
+    reference = debug_check(
+        "inspection_reference", str(script), str(out / "checkpoints" / "ckpt-1"),
+        str(out / "checkpoints" / "ckpt-2"), str(tmp_path / "batch.npz"), cwd=tmp_path,
+    )  # fmt: skip
+    inspected = [r for r in records(out) if "inspect/model/dense/weight_norm" in r]
+    assert [r["step"] for r in inspected] == [2], inspected  # its steps only
+    logged = inspected[0]
+    assert 0.1 < reference["model/dense/zero_fraction"] < 0.9, reference  # some ReLUs are off
+    for key, value in reference.items():
+        assert logged[f"inspect/{key}"] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+    tags = tf_check("scalar_tags", str(out / "logs" / "train"), cwd=tmp_path)
+    assert "inspect/model/dense/gradient_norm" in str(tags), tags
+
+
+def test_a_spec_without_inspect_renders_no_inspection_code():
+    """Inspection is code only where the spec asks for it."""
+    for script in (ROOT / "generated").rglob("*.py"):
+        text = script.read_text()
+        assert "inspected_step" not in text and "INSPECT_EVERY_STEPS" not in text, script
