@@ -68,7 +68,19 @@ def page(name: str, measured: dict[str, float]) -> str:
     script = ROOT / "generated" / f"{name}.py"
     lines = script.read_text(encoding="utf-8").count("\n")
     twins = [v for v in VARIANTS if (ROOT / "generated" / v / f"{name}.py").exists()]
-    out = [f"# {name}", "", " ".join(lead.split()), ""]
+    # Out of the search index: indexing the whole highlighted script took half of the build;
+    # the overview's table carries what each example shows.
+    out = [
+        "---",
+        "search:",
+        "  exclude: true",
+        "---",
+        "",
+        f"# {name}",
+        "",
+        " ".join(lead.split()),
+        "",
+    ]
     if rest:
         out += [rest, ""]
     out += [
