@@ -19,6 +19,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import annotated_types
@@ -64,9 +65,11 @@ class Undocumented(Exception):
 # --- What is documented
 
 
-def documented_models() -> list[type[BaseModel]]:
+@cache
+def documented_models() -> tuple[type[BaseModel], ...]:
     """Every model a spec or a sweep can hold, at any depth, and the public models of
-    `loopgen.dsl` that fields hold as untyped values (regularizers), in a stable order."""
+    `loopgen.dsl` that fields hold as untyped values (regularizers), in a stable order (read
+    once: the navigation and the pages both ask)."""
     import loopgen.dsl as dsl
     from loopgen.dsl.base import StrictModel
     from loopgen.dsl.docs import document, reachable_models
@@ -79,7 +82,7 @@ def documented_models() -> list[type[BaseModel]]:
         for v in vars(dsl).values()
         if isinstance(v, type) and issubclass(v, BaseModel) and v is not BaseModel
     }
-    return sorted(found, key=lambda m: (m.__module__, _line(m), m.__name__))
+    return tuple(sorted(found, key=lambda m: (m.__module__, _line(m), m.__name__)))
 
 
 def _line(model: type) -> int:
@@ -231,7 +234,7 @@ def first_sentence(text: str) -> str:
 class Writer:
     """Turns types and values into Markdown with links between the pages."""
 
-    models: list[type[BaseModel]]
+    models: tuple[type[BaseModel], ...]
     named: list[Alias]
     here: str = ""
     used_by: dict[type, list[str]] = field(default_factory=dict)
@@ -428,7 +431,11 @@ def module_title(module: str) -> str:
 
 def pages() -> dict[str, str]:
     """The reference's pages, by path in the site (`reference/spec.md`, ...)."""
+    from loopgen.dsl.docs import document_fields
+
     models = documented_models()
+    for model in models:
+        document_fields(model)  # a model defined since the first call too
     missing = undocumented(models)
     if missing:
         raise Undocumented(
