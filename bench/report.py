@@ -1,4 +1,4 @@
-"""Medians, ratios and the tables the benchmark prints and writes into the README."""
+"""Medians, ratios and the tables the benchmark prints and writes into the documentation."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def table(examples: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def readme_table(results: dict) -> str:
+def fit_table(results: dict) -> str:
     machine, fit = results["machine"], results["fit"]
     return (
         f"Measured {fit['date']} by `python -m bench` on {machine['cpus']} CPUs "
@@ -81,11 +81,11 @@ def render_table(render: dict) -> str:
     return "\n".join(lines)
 
 
-def replace_table(text: str, new: str, marker: str) -> str:
+def replace_table(text: str, new: str, marker: str, page: object = "the page") -> str:
     """`text` with what lies between the `marker` start and end comments replaced by `new`."""
     start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
     if start not in text or end not in text:
-        raise SystemExit(f"README.md has no {start} ... {end} section to update")
+        raise SystemExit(f"{page} has no {start} ... {end} section to update")
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{new}\n{end}{tail}"

@@ -77,18 +77,23 @@ def document(base: type[BaseModel]) -> set[type[BaseModel]]:
     so that each variant's docstring stays about what it is. Returns those models."""
     models = subclasses(base)
     for model in models:
-        docs: dict[str, str] = {}
-        for klass in reversed(model.__mro__):
-            if issubclass(klass, BaseModel) and klass is not BaseModel:
-                docs.update(attribute_docstrings(klass))
-        for name, field in model.model_fields.items():
-            if field.description:
-                continue
-            if name in docs:
-                field.description = docs[name]
-            elif name == "kind":
-                field.description = f'Selects this variant: kind="{field.default}".'
+        document_fields(model)
     return models
+
+
+def document_fields(model: type[BaseModel]) -> None:
+    """Gives every field of `model` its docstring (inherited ones included) as description."""
+    docs: dict[str, str] = {}
+    for klass in reversed(model.__mro__):
+        if issubclass(klass, BaseModel) and klass is not BaseModel:
+            docs.update(attribute_docstrings(klass))
+    for name, field in model.model_fields.items():
+        if field.description:
+            continue
+        if name in docs:
+            field.description = docs[name]
+        elif name == "kind":
+            field.description = f'Selects this variant: kind="{field.default}".'
 
 
 def describe(schema: dict[str, Any], base: type[BaseModel]) -> dict[str, Any]:

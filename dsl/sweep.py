@@ -20,7 +20,9 @@ class _Bounded(StrictModel):
 
 class _Range(_Bounded):
     low: float
+    """The smallest value drawn."""
     high: float
+    """The largest value drawn (above `low`)."""
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -54,8 +56,11 @@ class IntRange(_Bounded):
 
     kind: Literal["int_range"] = "int_range"
     low: int
+    """The smallest integer drawn."""
     high: int
+    """The largest integer drawn: `low` plus a whole number of steps."""
     step: PositiveInt = 1
+    """The distance between two values that can be drawn."""
     log: bool = False
     """Draw on a log scale (`step` must then be 1)."""
 
@@ -79,6 +84,7 @@ class Choice(StrictModel):
 
     kind: Literal["choice"] = "choice"
     values: list[Any] = Field(min_length=1)
+    """The values, each listed once; each must validate in the field the sweep sets."""
 
     def __init__(self, values: Any = None, /, **fields: Any) -> None:
         super().__init__(**({"values": values} if values is not None else {}), **fields)
@@ -94,6 +100,7 @@ class Choice(StrictModel):
 
 
 Distribution = Annotated[Uniform | LogUniform | IntRange | Choice, Field(discriminator="kind")]
+"""The values a sweep tries in one field."""
 
 
 class TPE(StrictModel):
@@ -102,6 +109,7 @@ class TPE(StrictModel):
 
     kind: Literal["tpe"] = "tpe"
     startup_trials: PositiveInt = 10
+    """Trials drawn at random before the estimator draws near the best values."""
 
 
 class RandomSearch(StrictModel):
@@ -140,10 +148,14 @@ class Hyperband(StrictModel):
     max_steps: PositiveInt | None = None
     """A whole trial's budget; None: learnt from the first trial that finishes."""
     reduction_factor: int = Field(3, ge=2)
+    """How much each round of halving cuts: a bracket keeps 1 in `reduction_factor` trials
+    for the next budget."""
 
 
 Sampler = Annotated[TPE | RandomSearch | GridSearch, Field(discriminator="kind")]
+"""How Optuna chooses the values of each trial."""
 Pruner = Annotated[Median | Hyperband, Field(discriminator="kind")]
+"""How Optuna stops trials whose objective falls behind."""
 
 
 class Sweep(StrictModel):
@@ -164,12 +176,16 @@ class Sweep(StrictModel):
     validation value (trials of other batch sizes validate at other steps), else at its
     training step (an RL run's: environment steps)."""
     direction: Literal["minimize", "maximize"]
+    """Whether a lower (`minimize`: a loss) or a higher (`maximize`: an accuracy) objective is
+    better."""
     trials: PositiveInt
     """Trials in all (pruned and failed ones count); shared by every process on the study."""
     parallel: PositiveInt = 1
     """Trials this process runs at once."""
     sampler: Sampler = TPE()
+    """How Optuna chooses each trial's values."""
     pruner: Pruner | None = None
+    """How Optuna stops hopeless trials early; None lets every trial run to its end."""
     seed: int | None = Field(0, ge=0, lt=2**32)
     """The sampler's seed; None draws one."""
     first: list[dict[str, Any]] = []

@@ -105,11 +105,13 @@ def test_project_code_passes_ruff():
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_readme_claims_that_a_test_can_check():
-    """The flags the README names exist (the generated scripts', loopgen's, the bench's or a
-    tool's the README shows: tensorboard, srun), the files it says a run directory holds are
-    written by the scripts, and its count of broken specs is the folder's."""
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_claims_that_a_test_can_check():
+    """The flags the README and the site's pages name exist (the generated scripts', loopgen's,
+    the bench's or a tool's the pages show: tensorboard, srun, pytest, mkdocs), the files they
+    say a run directory holds are written by the scripts, and their count of broken specs is
+    the folder's."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    docs = "".join(page.read_text() for page in pages)
     # mnist_mlp has no validation data: the others' scripts evaluate (houses_tabular's on
     # other CSV files too; cartpole_ppo's by playing episodes).
     names = ("mnist_mlp", "shapes_plateau", "houses_tabular", "cartpole_ppo")
@@ -119,11 +121,12 @@ def test_readme_claims_that_a_test_can_check():
     )
     tools = {"--logdir", "--nodes", "--ntasks-per-node", "--help"}
     tools |= {"--dir", "--all", "--rest", "--model"}  # saved_model_cli, tensorflow_model_server
+    tools |= {"--strict", "--durations", "--junitxml", "--snapshot-update"}  # mkdocs, pytest
     typer = {"--install-completion", "--show-completion"}
-    for flag in sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", readme)) - tools - typer):
-        assert f'"{flag}"' in script + sources, f"the README names {flag}"
+    for flag in sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", docs)) - tools - typer):
+        assert f'"{flag}"' in script + sources, f"the docs name {flag}"
     for name in ("runs.jsonl", "setup.json", "metrics.jsonl", "checkpoints", "export"):
-        assert name in readme and name in script, name
-    (count,) = re.findall(r"`tests/bad_specs/` holds (\d+) such mistakes", readme)
+        assert name in docs and name in script, name
+    (count,) = re.findall(r"`tests/bad_specs/` holds (\d+) such mistakes", docs)
     specs = [p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.suffix in (".py", ".json")]
     assert int(count) == len(specs)

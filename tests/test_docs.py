@@ -1,0 +1,242 @@
+"""The documentation site (docs/, mkdocs.yml) and the README, its landing page: the site builds
+with `mkdocs build --strict` (broken links and anchors fail it); the reference, written from the
+spec models at every build, lists every model and field with its docstring; every spec snippet
+validates; every excerpt of a generated script is in that script; the names the pages cite
+(flags, repository files, tests) exist."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from helpers import ROOT
+from pydantic import BaseModel
+
+HOOKS = ROOT / "docs" / "hooks"
+PAGES = sorted((ROOT / "docs").rglob("*.md"))
+README = ROOT / "README.md"
+
+
+def hooks():
+    """The site's page generators, imported as the MkDocs hook imports them."""
+    if str(HOOKS) not in sys.path:
+        sys.path.insert(0, str(HOOKS))
+    import gallery_pages
+    import reference_pages
+
+    return reference_pages, gallery_pages
+
+
+def code_blocks(text: str, language: str) -> list[tuple[str, str]]:
+    """Each fenced block of `language` as (the nearest line of text above it, its code)."""
+    found = []
+    for match in re.finditer(rf"^```{language}[^\n]*\n(.*?)^```", text, re.S | re.M):
+        above = [line for line in text[: match.start()].splitlines() if line.strip()]
+        found.append((above[-1] if above else "", match.group(1)))
+    return found
+
+
+# --- The site builds -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_site_builds_strictly(tmp_path):
+    """`mkdocs build --strict` from the repository, as CI and a fresh clone run it: a broken link
+    or anchor (the reference's cross-links included), a page missing from the navigation or a
+    missing snippet file stops it."""
+    site = tmp_path / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert (site / "reference" / "spec" / "index.html").is_file()
+    gallery = (site / "gallery" / "shapes_unet" / "index.html").read_text()
+    # The spec and its script, included whole by the snippets extension.
+    assert "Offline demo: a small UNet" in gallery  # the spec's docstring
+    assert "Written by loopgen" in gallery and "script sha256" in gallery  # the script's
+    assert (site / "guides" / "ways" / "gan" / "index.html").is_file()
+
+
+# --- The reference is the models ------------------------------------------------------------
+
+
+def models_a_spec_can_hold() -> set[type[BaseModel]]:
+    """Computed here, apart from the generator: every model reachable from `Spec` and `Sweep`,
+    and the public models of `loopgen.dsl` (the regularizers, held as argument values)."""
+    import loopgen.dsl as dsl
+    from loopgen.dsl.docs import reachable_models
+    from loopgen.dsl.sweep import Sweep
+
+    public = {v for v in vars(dsl).values() if isinstance(v, type) and issubclass(v, BaseModel)}
+    return reachable_models(dsl.Spec) | reachable_models(Sweep) | public
+
+
+def sections(page: str) -> dict[str, str]:
+    """A reference page's model sections, by model name."""
+    parts = re.split(r"^## (\w+) \{ #\w+ \}$", page, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+@functools.cache
+def reference_pages() -> dict[str, str]:
+    """The reference as the site's build writes it (once per test process)."""
+    reference, _ = hooks()
+    return reference.pages()
+
+
+def test_the_reference_lists_every_field_of_every_model_with_its_docstring():
+    reference, _ = hooks()
+    pages = reference_pages()
+    models = models_a_spec_can_hold()
+    assert len(models) > 80  # the spec's and the sweep's: sources, layers, ways, schedules, ...
+    documented = {}
+    for path, text in pages.items():
+        for name, section in sections(text).items():
+            documented[name] = (path, section)
+    for model in models:
+        assert model.__name__ in documented, f"{model.__name__} is missing from the reference"
+        path, section = documented[model.__name__]
+        assert path == f"reference/{reference.page_of(model)}.md"
+        doc = " ".join((model.__doc__ or "").split())
+        assert doc and doc[:60] in " ".join(section.split()), model.__name__
+        rows = {
+            row.split(" | ")[0].strip("| `"): row
+            for row in section.splitlines()
+            if row.startswith("| `")
+        }
+        assert set(rows) == set(model.model_fields), model.__name__
+        for name, info in model.model_fields.items():
+            description = " ".join((info.description or "").split())
+            assert description, f"{model.__name__}.{name} has no docstring"
+            assert reference.escape(description)[:80] in rows[name], (model.__name__, name)
+    # Every union a field can take lists its kinds.
+    unions = sections(pages["reference/types.md"])
+    strategy = unions["Strategy"]
+    for kind in ("single_device", "mirrored", "multi_worker", "tpu"):
+        assert f'`"{kind}"`' in strategy
+    assert "[PPO](ways-rl.md#ppo)" in unions["Training"]
+
+
+def test_a_model_field_without_a_docstring_stops_the_reference(monkeypatch):
+    """The generator refuses a hole: a field added to a model without the docstring under it
+    stops the build, naming the field."""
+    from loopgen.dsl.base import StrictModel
+
+    reference, _ = hooks()
+    known = reference.documented_models()  # the build has listed the models already
+
+    class Scratch(StrictModel):
+        """A model added to the spec language."""
+
+        documented: int = 0
+        """A field with its docstring."""
+        forgotten: int = 0
+
+    monkeypatch.setattr(reference, "documented_models", lambda: (*known, Scratch))
+    with pytest.raises(reference.Undocumented, match=r"none: test_docs\.Scratch\.forgotten$"):
+        reference.pages()
+
+
+def test_the_reference_pages_are_in_the_navigation():
+    reference, gallery = hooks()
+    listed = {path for entry in reference.nav() for path in entry.values()}
+    assert listed == set(reference_pages())
+    listed = {path for entry in gallery.nav() for path in entry.values()}
+    assert listed == set(gallery.pages())
+    assert len(listed) == len(list((ROOT / "examples").glob("*.py"))) + 1
+
+
+# --- What the pages say ----------------------------------------------------------------------
+
+
+def spec_snippets() -> list[tuple[str, str]]:
+    found = []
+    for path in [README, *PAGES]:
+        for _, code in code_blocks(path.read_text(), "python"):
+            if re.search(r"^spec = Spec\(", code, re.M):
+                found.append((str(path.relative_to(ROOT)), code))
+    return found
+
+
+def test_the_docs_have_spec_snippets():
+    files = {path for path, _ in spec_snippets()}
+    assert {"README.md", "docs/getting-started.md", "docs/guides/rl.md"} <= files
+
+
+@pytest.mark.parametrize(("page", "code"), spec_snippets())
+def test_every_spec_snippet_validates(page, code, tmp_path):
+    from loopgen.dsl.loader import load_spec
+
+    spec_file = tmp_path / "spec.py"
+    spec_file.write_text(code)
+    spec = load_spec(spec_file)
+    assert spec.name, page
+
+
+def excerpts() -> list[tuple[str, str, str]]:
+    found = []
+    for path in [README, *PAGES]:
+        for above, code in code_blocks(path.read_text(), "python"):
+            named = re.search(r"excerpt.*`(generated/[\w/]+\.py)`", above)
+            if named:
+                found.append((str(path.relative_to(ROOT)), named.group(1), code))
+    return found
+
+
+def test_every_excerpt_of_a_generated_script_is_in_that_script():
+    found = excerpts()
+    assert {page for page, _, _ in found} >= {"README.md", "docs/getting-started.md"}
+    for page, script, code in found:
+        text = (ROOT / script).read_text()
+        assert code in text or textwrap.dedent(code) in textwrap.dedent(text), (page, script)
+
+
+def test_readme_is_the_landing_page():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 250
+    for target in re.findall(r"\]\(((?:docs/)[^)#]+)(?:#[^)]*)?\)", text):
+        assert (ROOT / target).is_file(), f"README.md links to {target}, which is not there"
+    # Every guide is linked from the README.
+    for page in (ROOT / "docs" / "guides").glob("*.md"):
+        assert f"docs/guides/{page.name}" in text, page.name
+
+
+REPOSITORY_PATH = re.compile(
+    r"`((?:tests|examples|generated|dsl|render|templates|output|sweep|bench|docs)/[\w./*-]*"
+    r"|\.pre-commit-hooks\.yaml|cli\.py|__main__\.py|pydantic_plugins\.py)(?:::\w+)?`"
+)
+
+
+def test_every_repository_file_the_docs_name_exists():
+    for path in [README, *PAGES]:
+        for named in REPOSITORY_PATH.findall(path.read_text()):
+            if "*" in named or "<" in named:
+                continue
+            assert (ROOT / named.rstrip("/")).exists(), f"{path.name} names {named}"
+
+
+def test_every_test_the_docs_cite_exists():
+    """A cited test name (`test_...`, with a `...` where the page shortens it) is a test; a
+    cited test file (`tests/test_rl.py`, `test_rl`) is there."""
+    files = {p.stem for p in (ROOT / "tests").glob("test_*.py")}
+    fields = {name for model in models_a_spec_can_hold() for name in model.model_fields}
+    defined = set()
+    for test_file in (ROOT / "tests").glob("test_*.py"):
+        defined |= set(re.findall(r"^def (test_\w+)\(", test_file.read_text(), re.M))
+    cited = 0
+    for path in [README, *PAGES]:
+        text = path.read_text()
+        for name in re.findall(r"(?<=[`:/])(test_[\w.]+?)(?:\.py)?(?:\[[^\]]*\])?`", text):
+            if name in files or name in fields:  # `training.test_classes` is a field
+                continue
+            pattern = re.compile(re.escape(name).replace(re.escape("..."), r"\w*") + "$")
+            assert any(pattern.match(test) for test in defined), f"{path.name} cites {name}"
+            cited += 1
+    assert cited > 100
