@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 b079b854e471e1df, script sha256 e82a3362e8cf7e6e).
+(spec sha256 b079b854e471e1df, script sha256 54c71400f1a09e6e).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -862,6 +862,10 @@ def replay(args):
     import tempfile
 
     path = run.checkpoint_before(args.step)
+    if (
+        path
+    ):  # the run's own weights; --init-from's start only before its first checkpoint
+        flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:
         if path:  # linked, not copied: a checkpoint may be large

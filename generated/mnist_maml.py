@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by MAML.
 
 Written by loopgen 0.1.0 from examples/mnist_maml.py
-(spec sha256 5468ac88c951d728, script sha256 3052d7f98ede6a13).
+(spec sha256 5468ac88c951d728, script sha256 cdf2868e8ab3b534).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -985,6 +985,10 @@ def replay(args):
     import tempfile
 
     path = run.checkpoint_before(args.step)
+    if (
+        path
+    ):  # the run's own weights; --init-from's start only before its first checkpoint
+        flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:
         if path:  # linked, not copied: a checkpoint may be large

@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by MAML.
 
 Written by loopgen 0.1.0 from examples/mnist_maml.py
-(spec sha256 4d3b483d78f49f35, script sha256 a7c1b2d410bf0fae).
+(spec sha256 4d3b483d78f49f35, script sha256 c837f0723558b0e0).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1035,6 +1035,10 @@ def replay(args):
     import tempfile
 
     path = run.checkpoint_before(args.step)
+    if (
+        path
+    ):  # the run's own weights; --init-from's start only before its first checkpoint
+        flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:
         if path:  # linked, not copied: a checkpoint may be large

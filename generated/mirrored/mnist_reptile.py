@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by Reptile.
 
 Written by loopgen 0.1.0 from examples/mnist_reptile.py
-(spec sha256 2654ef2f5e37fc16, script sha256 0f00497ab78b63c6).
+(spec sha256 2654ef2f5e37fc16, script sha256 a4dc176417cf0ffa).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1032,6 +1032,10 @@ def replay(args):
     import tempfile
 
     path = run.checkpoint_before(args.step)
+    if (
+        path
+    ):  # the run's own weights; --init-from's start only before its first checkpoint
+        flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:
         if path:  # linked, not copied: a checkpoint may be large

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 bdd22d4f93025586, script sha256 9a21fca0c4f9523d).
+(spec sha256 bdd22d4f93025586, script sha256 b1f78e9996dc3daa).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1117,6 +1117,10 @@ def replay(args):
     import tempfile
 
     path = run.checkpoint_before(args.step)
+    if (
+        path
+    ):  # the run's own weights; --init-from's start only before its first checkpoint
+        flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:
         if path:  # linked, not copied: a checkpoint may be large

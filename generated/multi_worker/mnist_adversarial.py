@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 080fa1c07af88c91, script sha256 c78cdb55212809b5).
+(spec sha256 080fa1c07af88c91, script sha256 8c6f4a30fb224e84).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1092,6 +1092,10 @@ def replay(args):
     import tempfile
 
     path = run.checkpoint_before(args.step)
+    if (
+        path
+    ):  # the run's own weights; --init-from's start only before its first checkpoint
+        flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:
         if path:  # linked, not copied: a checkpoint may be large

@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by MAML.
 
 Written by loopgen 0.1.0 from examples/mnist_maml.py
-(spec sha256 baf39f04d19b85f7, script sha256 d4a0521b8a2eb82f).
+(spec sha256 baf39f04d19b85f7, script sha256 60ca2fe2d4783144).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1073,6 +1073,10 @@ def replay(args):
     import tempfile
 
     path = run.checkpoint_before(args.step)
+    if (
+        path
+    ):  # the run's own weights; --init-from's start only before its first checkpoint
+        flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:
         if path:  # linked, not copied: a checkpoint may be large

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 3d7c4ecaece42ab8, script sha256 b7611a1fb1125e1d).
+(spec sha256 3d7c4ecaece42ab8, script sha256 83ee828dfc7ac694).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -906,6 +906,10 @@ def replay(args):
     import tempfile
 
     path = run.checkpoint_before(args.step)
+    if (
+        path
+    ):  # the run's own weights; --init-from's start only before its first checkpoint
+        flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:
         if path:  # linked, not copied: a checkpoint may be large
