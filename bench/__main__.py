@@ -18,10 +18,11 @@ modules compiled to bytecode first, as an installed package has them), each run 
 process that only imports the stack (STACK), and checks that TensorFlow was never imported.
 data: time to the first batch of a resumed run, and the pipeline's speed against the loop's
 (data_rows.py).
-rl: the generated PPO (cartpole_ppo) against Stable-Baselines3's PPO on PyTorch with the same
-hyperparameters and budget (rl.py; --peer-python names a Python with stable-baselines3 and
-torch): environment steps per second and the greedy return over 100 episodes. Not in the
-default parts: a round trains twice for minutes.
+rl: the generated PPO (cartpole_ppo), DQN (cartpole_dqn with CleanRL's settings) and SAC
+(pendulum_sac) against Stable-Baselines3's on PyTorch with the same hyperparameters and budget
+(rl.py; --peer-python names a Python with stable-baselines3 and torch; --rl-algorithms picks
+some): environment steps per second and the greedy return over 100 episodes. Not in the
+default parts: a round trains each twice for minutes.
 Results go to bench/results.json (a part not run keeps its previous figures) and, with
 --readme, to the README's tables.
 """
@@ -41,7 +42,7 @@ from pathlib import Path
 
 from .data_rows import DATA_SOURCES, data_rows, data_table
 from .report import median, ratios, readme_table, render_table, replace_table, table
-from .rl import rl_rows, rl_table
+from .rl import ALGORITHMS, rl_rows, rl_table
 from .workload import EXAMPLES, PLAIN, ROOT, STEPS_PER_EPOCH, Workload, render, workload
 
 PYTHON = sys.executable
@@ -208,7 +209,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-repeats", type=int, default=3, help="fresh processes per seek")
     parser.add_argument("--data-images", type=int, default=2000, help="images the data part uses")
     parser.add_argument("--data-sources", nargs="+", choices=DATA_SOURCES, default=DATA_SOURCES)
-    parser.add_argument("--rl-steps", type=int, default=500_000, help="rl: environment steps")
+    parser.add_argument("--rl-algorithms", nargs="+", choices=list(ALGORITHMS),
+                        default=list(ALGORITHMS), help="rl: which algorithms")  # fmt: skip
+    parser.add_argument(
+        "--rl-steps", type=int,
+        help="rl: environment steps (default: CartPole 500,000, Pendulum 20,000)",
+    )  # fmt: skip
     parser.add_argument("--rl-rounds", type=int, default=1, help="rl: rounds of both runs")
     parser.add_argument("--peer-python", help="rl: a Python with stable-baselines3 and torch")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
@@ -252,7 +258,8 @@ def main(argv: list[str] | None = None) -> None:
             print(data_table(results["data"]), flush=True)
         if "rl" in args.parts:
             print("rl ...", flush=True)
-            rl = rl_rows(PYTHON, args.peer_python, args.rl_steps, args.rl_rounds, Path(tmp), ENV)
+            rl = rl_rows(PYTHON, args.peer_python, args.rl_algorithms, args.rl_steps,
+                         args.rl_rounds, Path(tmp), ENV)  # fmt: skip
             results["rl"] = {"date": today, **rl}
             print(rl_table(results["rl"]), flush=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")

@@ -94,7 +94,7 @@ class DQN(StrictModel):
     """Deep Q-Network (Mnih et al., 2015), as CleanRL's `dqn.py` writes it: the agent acts
     epsilon-greedily on `model`'s action values (observations to one value per Discrete
     action), stores every transition in a replay buffer, and every `train_every` steps takes
-    one gradient step on a minibatch drawn from it, towards the target
+    `gradient_steps` gradient steps, each on a minibatch drawn from it, towards the target
     `r + gamma * max_a' Q_target(s', a')` (double DQN: the online network picks a', the
     target network values it). The target network follows the online one every
     `target_update_every` steps (a copy, or Polyak averaging by `tau`)."""
@@ -112,7 +112,11 @@ class DQN(StrictModel):
     learning_starts: PositiveInt = 10_000
     """Environment steps of acting before the first gradient step (the buffer fills)."""
     train_every: PositiveInt = 10
-    """A gradient step every this many environment steps of each sub-environment."""
+    """Train every this many environment steps of each sub-environment (Stable-Baselines3's
+    `train_freq`, CleanRL's `train_frequency`)."""
+    gradient_steps: PositiveInt = 1
+    """Gradient steps each time it trains, each on a batch of its own (Stable-Baselines3's
+    `gradient_steps`)."""
     target_update_every: PositiveInt = 500
     """Update the target network every this many environment steps."""
     tau: Annotated[float, Field(gt=0, le=1)] = 1.0
