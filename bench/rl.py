@@ -1,8 +1,13 @@
-"""The RL part of the bench: the generated PPO (examples/cartpole_ppo.py) against
-Stable-Baselines3's PPO on PyTorch (rl_peer.py) with the same hyperparameters, environments
-and budget, in the same invocation, alternating which runs first each round: environment
-steps per second over training (updates included) and the greedy policy's return over 100
-evaluation episodes."""
+"""The RL part of the bench: each generated script against Stable-Baselines3 on PyTorch
+(rl_peer.py) with the same hyperparameters, environments and budget, in the same invocation,
+alternating which runs first each round: environment steps per second over training (updates
+included) and the greedy policy's return over 100 evaluation episodes.
+
+- PPO: examples/cartpole_ppo.py (CleanRL's ppo.py settings) on CartPole-v1.
+- DQN: examples/cartpole_dqn.py with CleanRL's dqn.py settings on CartPole-v1: its double DQN
+  and Huber loss set to CleanRL's plain DQN and squared error (OVERRIDES), and SB3's DQN given
+  the squared error and no gradient clipping (rl_peer.py).
+- SAC: examples/pendulum_sac.py (RL Baselines3 Zoo's Pendulum-v1 settings) on Pendulum-v1."""
 
 from __future__ import annotations
 
@@ -15,13 +20,24 @@ from .report import median
 from .workload import ROOT
 
 EPISODES = 100
+ALGORITHMS = {
+    # name: (example, environment, steps when --rl-steps does not say)
+    "ppo": ("cartpole_ppo", "CartPole-v1", 500_000),
+    "dqn": ("cartpole_dqn", "CartPole-v1", 500_000),
+    "sac": ("pendulum_sac", "Pendulum-v1", 20_000),
+}
+OVERRIDES = {"dqn": ["training.double=false", 'training.loss="mse"']}
+"""What the bench sets in an example's spec so that it trains what the peer trains."""
+NAMES = {"ppo": "PPO", "dqn": "DQN", "sac": "SAC"}
 
 
-def ours(python: str, steps: int, folder: Path, env: dict) -> dict:
-    script = folder / "cartpole_ppo.py"
+def ours(python: str, algorithm: str, steps: int, folder: Path, env: dict) -> dict:
+    example = ALGORITHMS[algorithm][0]
+    script = folder / f"{example}.py"
     if not script.exists():
+        sets = [word for value in OVERRIDES.get(algorithm, []) for word in ("--set", value)]
         subprocess.run([str(Path(python).with_name("loopgen")), "render",
-                        str(ROOT / "examples" / "cartpole_ppo.py"), "-o", str(script)],
+                        str(ROOT / "examples" / f"{example}.py"), *sets, "-o", str(script)],
                        check=True, capture_output=True)  # fmt: skip
     out = folder / f"run-{time.monotonic_ns()}"
     start = time.perf_counter()
@@ -46,48 +62,75 @@ def ours(python: str, steps: int, folder: Path, env: dict) -> dict:
     }
 
 
-def peer(peer_python: str, steps: int, seed: int, folder: Path, env: dict) -> dict:
-    proc = _run([peer_python, str(Path(__file__).with_name("rl_peer.py")), str(steps), str(seed),
-                 str(EPISODES)], folder, env)  # fmt: skip
+def peer(peer_python: str, algorithm: str, steps: int, seed: int, folder: Path,
+         env: dict) -> dict:  # fmt: skip
+    proc = _run([peer_python, str(Path(__file__).with_name("rl_peer.py")), algorithm, str(steps),
+                 str(seed), str(EPISODES)], folder, env)  # fmt: skip
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def rl_rows(python: str, peer_python: str | None, steps: int, rounds: int, folder: Path,
-            env: dict) -> dict:  # fmt: skip
-    runs: dict[str, list[dict]] = {"loopgen PPO (TensorFlow)": [], "SB3 PPO (PyTorch)": []}
-    for round_ in range(rounds):
-        order = ["ours", "peer"] if round_ % 2 == 0 else ["peer", "ours"]
-        for who in order:
-            if who == "ours":
-                runs["loopgen PPO (TensorFlow)"].append(ours(python, steps, folder, env))
-            elif peer_python:
-                runs["SB3 PPO (PyTorch)"].append(peer(peer_python, steps, round_, folder, env))
-    rows = {
-        name: {
-            "steps_per_second": median([r["steps_per_second"] for r in found]),
-            "rates": [r["steps_per_second"] for r in found],
-            "return_mean": median([r["return_mean"] for r in found]),
-            "returns": [r["return_mean"] for r in found],
+def rl_rows(python: str, peer_python: str | None, algorithms: list[str], steps: int | None,
+            rounds: int, folder: Path, env: dict) -> dict:  # fmt: skip
+    """Each algorithm's rounds, ours and the peer's alternating which runs first."""
+    found: dict[str, dict] = {}
+    for algorithm in algorithms:
+        _, environment, default_steps = ALGORITHMS[algorithm]
+        budget = steps or default_steps
+        name = NAMES[algorithm]
+        runs: dict[str, list[dict]] = {f"loopgen {name} (TensorFlow)": [],
+                                       f"SB3 {name} (PyTorch)": []}  # fmt: skip
+        for round_ in range(rounds):
+            order = ["ours", "peer"] if round_ % 2 == 0 else ["peer", "ours"]
+            for who in order:
+                if who == "ours":
+                    runs[f"loopgen {name} (TensorFlow)"].append(
+                        ours(python, algorithm, budget, folder, env)
+                    )
+                elif peer_python:
+                    runs[f"SB3 {name} (PyTorch)"].append(
+                        peer(peer_python, algorithm, budget, round_, folder, env)
+                    )
+            print(f"  {name} round {round_ + 1}: "
+                  + ", ".join(f"{who} {r[-1]['steps_per_second']:,.0f}/s "
+                              f"{r[-1]['return_mean']:.0f}" for who, r in runs.items() if r),
+                  flush=True)  # fmt: skip
+        found[algorithm] = {
+            "environment": environment,
+            "steps": budget,
+            "rows": {
+                who: {
+                    "steps_per_second": median([r["steps_per_second"] for r in done]),
+                    "rates": [r["steps_per_second"] for r in done],
+                    "return_mean": median([r["return_mean"] for r in done]),
+                    "returns": [r["return_mean"] for r in done],
+                }
+                for who, done in runs.items()
+                if done
+            },
         }
-        for name, found in runs.items()
-        if found
-    }
-    return {"steps": steps, "rounds": rounds, "episodes": EPISODES, "rows": rows}
+    return {"rounds": rounds, "episodes": EPISODES, "algorithms": found}
 
 
 def rl_table(rl: dict) -> str:
+    # Results written before the bench ran more than PPO have its rows at the top level.
+    algorithms = rl.get("algorithms") or {
+        "ppo": {"environment": "CartPole-v1", "steps": rl["steps"], "rows": rl["rows"]}
+    }
     lines = [
-        f"| CartPole-v1, {rl['steps']:,} steps, {rl['rounds']} round(s) | env steps/s "
-        f"(median; each round) | greedy return over {rl['episodes']} episodes (median; each "
-        "round) |",
-        "|---|---|---|",
+        f"| {rl['rounds']} round(s) | environment, steps | env steps/s (median; each round) "
+        f"| greedy return over {rl['episodes']} episodes (median; each round) |",
+        "|---|---|---|---|",
     ]
-    for name, row in rl["rows"].items():
-        # Each round's rate: results written before they were kept have none.
-        rates = ", ".join(f"{r:,.0f}" for r in row.get("rates", []))
-        each = ", ".join(f"{r:.0f}" for r in row["returns"])
-        lines.append(f"| {name} | {row['steps_per_second']:,.0f}{f' ({rates})' if rates else ''} "
-                     f"| {row['return_mean']:.0f} ({each}) |")  # fmt: skip
+    for found in algorithms.values():
+        for name, row in found["rows"].items():
+            # Each round's rate: results written before they were kept have none.
+            rates = ", ".join(f"{r:,.0f}" for r in row.get("rates", []))
+            each = ", ".join(f"{r:.0f}" for r in row["returns"])
+            lines.append(
+                f"| {name} | {found['environment']}, {found['steps']:,} "
+                f"| {row['steps_per_second']:,.0f}{f' ({rates})' if rates else ''} "
+                f"| {row['return_mean']:.0f} ({each}) |"
+            )
     return "\n".join(lines)
 
 

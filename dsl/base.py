@@ -64,6 +64,11 @@ RESERVED_NAMES = frozenset(dir(builtins)) | {
 
 
 MODULE_NAMES = frozenset({
+    # SAC's and TD3's, and DQN's exploration (templates/partials/ways/offpolicy.jinja, dqn.jinja).
+    "DRAW_STEPS", "EXPLORATION_NOISE", "Exploration", "GRADIENT_STEPS", "INITIAL_ALPHA", "LOGGED",
+    "LOG_STD_MAX", "LOG_STD_MIN", "POLICY_DELAY", "TARGET_ENTROPY", "TARGET_NOISE",
+    "TARGET_NOISE_CLIP", "build_critic", "critic_targets", "deterministic_actions", "follow",
+    "smaller_value", "squashed_gaussian", "to_bounds", "update_noise",
     "ACTION_DIM", "ACTION_HIGH", "ACTION_LOW", "ALPHA", "ATTACK_STEPS", "BUFFER_SIZE", "CLASSES",
     "CLIP", "CRITIC_STEPS", "DEVICES", "END_EPSILON", "ENTROPY_COEF", "ENV_ID", "ENV_KWARGS",
     "Cluster", "EPSILON", "EVALUATION_TASKS", "EXPLORATION_STEPS", "EXTRA_NAMES", "Environments",

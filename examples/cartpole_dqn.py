@@ -1,9 +1,13 @@
-"""DQN: balance the pole of CartPole-v1, CleanRL's dqn.py in TensorFlow.
+"""DQN: balance the pole of CartPole-v1 with CleanRL's dqn.py hyperparameters, in TensorFlow.
 
 One environment; the agent acts epsilon-greedily (epsilon falling from 1 to 0.05 over the
 first half of training), keeps the last 10,000 transitions in a replay buffer, and from step
 10,000 on takes a gradient step every 10 steps on 128 transitions drawn from it, towards the
-double-DQN target of a target network copied every 500 steps.
+target of a target network copied every 500 steps: CleanRL's settings. Two things differ from
+CleanRL's dqn.py, which are DQN's defaults here: the target is double DQN's (the Q-network
+picks the next action, the target network values it; CleanRL takes the target network's
+best) and the loss is the Huber loss of the TD error (CleanRL's is its square). The bench
+(`python -m bench --parts rl`) sets both to CleanRL's: DQN(double=False, loss="mse").
 """
 
 from loopgen.dsl import (

@@ -25,6 +25,8 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
     way = spec.training
     spaces = spec.data.spaces()
     networks = ["model", "target_network" if way.kind == "dqn" else "value_network"]
+    if way.kind in ("sac", "td3"):
+        networks = ["model", *critics(way)]
     # A Dict observation: the networks are Graphs, each part feeding the input of its name.
     graphs = {
         role: (name, net)
@@ -70,6 +72,11 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "networks": networks,
         "network_args": ", ".join(f"{name}={name}" for name in networks),
         "optimizer_expr": optimizer_expression(spec),
+        # SAC's and TD3's critics (and SAC's alpha): their own optimizer, or one like the
+        # policy's.
+        "critic_optimizer_expr": optimizer_expression(
+            spec, getattr(way, "critic_optimizer", None) or spec.optimizer
+        ),
         # What the shared sections ask of a script that learns from data.
         "monitors": {},
         "readers": ["evaluate"] if spec.checkpoint else [],
@@ -101,3 +108,8 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "csv_columns": [],
         "mlflow_params": tracking.mlflow_params(spec, flags) if spec.logging.mlflow else None,
     }
+
+
+def critics(way: Any) -> list[str]:
+    """The names of SAC's or TD3's critics in the script."""
+    return ["critic_1", "critic_2"] if way.critics == 2 else ["critic"]

@@ -339,6 +339,18 @@ def small_data_overrides(example: str, tmp: Path, backbone: bool = True) -> list
     raise AssertionError(f"no small data for {example}")
 
 
+def small_off_policy(example: str) -> list[str]:
+    """pendulum_sac or pendulum_td3 small: networks of 32 units (the examples' are 256 and
+    400-300 wide), a replay buffer of 48 that wraps round, learning from step 16."""
+    policy = 2 if example == "pendulum_sac" else 1  # SAC: a mean and a log standard deviation
+    hidden = {"kind": "dense", "units": 32, "activation": "relu"}
+    return [
+        f"model.layers={json.dumps([hidden, {'kind': 'dense', 'units': policy}])}",
+        f"training.critic.layers={json.dumps([hidden, {'kind': 'dense', 'units': 1}])}",
+        "training.buffer_size=48", "training.batch_size=16", "training.learning_starts=16",
+    ]  # fmt: skip
+
+
 # Examples whose own source would download: the test double that serves it small and local.
 DOWNLOAD_DOUBLES = {
     "pets_unet": "tfds_mock",  # TFDS, inside tfds.testing.mock_data

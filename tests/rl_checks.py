@@ -211,6 +211,347 @@ def rollout_as_acted(script: str, *argv: str) -> dict:
     return {"rollouts": len(differences), "max_diff": max(differences)}
 
 
+def _restored(module, path: str, names: dict[str, object]) -> dict:
+    """The networks (and variables) `names` of an off-policy script restored from `path`."""
+    tf.train.Checkpoint(**names).restore(path).expect_partial()
+    return names
+
+
+def _off_policy_networks(module) -> dict:
+    """Fresh networks of a SAC or TD3 script, by the names its checkpoint gives them."""
+    source = Path(module.__file__).read_text()
+    twins = "critic_1, critic_2 = build_critic(), build_critic()" in source
+    critics = ["critic_1", "critic_2"] if twins else ["critic"]
+    names = {"model": module.build_model(), **{n: module.build_critic() for n in critics}}
+    names["target_critics"] = [module.build_critic() for _ in critics]
+    if hasattr(module, "INITIAL_ALPHA"):
+        names["log_alpha"] = tf.Variable(0.0)
+    if hasattr(module, "EXPLORATION_NOISE"):  # TD3
+        names["target_policy"] = module.build_model()
+    return names
+
+
+def _linear(network) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel and bias of a network of one Dense layer, as float64."""
+    kernel, bias = network.get_weights()
+    return kernel.astype(np.float64), bias.astype(np.float64)
+
+
+def _replayed(module, checkpoints: str, step: int):
+    """The batch and the noise of the gradient step at `step`, as the script draws them: its
+    replay buffer restored from ckpt-`step` (the transitions up to that step), sampled by the
+    script's own sample(step), and its update_noise(step)."""
+    buffer = module.ReplayBuffer()
+    tf.train.Checkpoint(buffer=buffer).restore(f"{checkpoints}/ckpt-{step}").expect_partial()
+    batch = [np.asarray(part, np.float64) for part in buffer.sample(step)]
+    noise = module.update_noise(step) if hasattr(module, "update_noise") else None
+    return batch, noise
+
+
+def _logged_at(output_dir: str, step: int) -> dict:
+    for line in Path(output_dir, "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["step"] == step:
+            return record
+    raise AssertionError(f"no log at step {step}")
+
+
+def sac_reference(script: str, output_dir: str) -> dict:
+    """SAC's first gradient step, recomputed in NumPy from the formulas (Haarnoja et al.;
+    Stable-Baselines3's order: alpha as it was before the step in every loss, the policy's
+    loss on the updated critics), on linear networks trained by plain SGD: the targets, the
+    three losses, and the critics', the policy's, alpha's and the target critics' values
+    after it, against what the script's critic_targets() returns, what the run logged and
+    what ckpt-(LEARNING_STARTS + 1) holds. The run trains LEARNING_STARTS + 1 steps."""
+    module = load_script(script)
+    checkpoints = f"{output_dir}/checkpoints"
+    first = module.LEARNING_STARTS + 1
+    before = _restored(module, f"{checkpoints}/ckpt-{first - 1}", _off_policy_networks(module))
+    after = _restored(module, f"{checkpoints}/ckpt-{first}", _off_policy_networks(module))
+    (s, a, r, s2, done), noise = _replayed(module, checkpoints, first)
+    noise = noise.astype(np.float64)
+    gamma, tau, dim = module.GAMMA, module.TAU, module.ACTION_DIM
+    low, high = module.LOG_STD_MIN, module.LOG_STD_MAX
+    rates = {name: float(o.learning_rate.numpy()) for name, o in
+             (("actor", optimizer_of(script, "optimizer")),
+              ("critic", optimizer_of(script, "critic_optimizer")))}  # fmt: skip
+    critic_names = [n for n in ("critic_1", "critic_2", "critic") if n in before]
+
+    def squashed(outputs, eps):
+        mean, log_std = outputs[:, :dim], np.clip(outputs[:, dim:], low, high)
+        u = mean + np.exp(log_std) * eps
+        actions = np.tanh(u)
+        # The change of variables: log |d tanh(u) / du| = log(1 - tanh(u)^2), in float64.
+        log_slope = np.log(4.0) - 2 * u - 2 * np.logaddexp(0.0, -2 * u)
+        log_prob = np.sum(-0.5 * eps**2 - log_std - 0.5 * np.log(2 * np.pi) - log_slope, axis=1)
+        return u, log_std, actions, log_prob
+
+    W, b = _linear(before["model"])
+    log_alpha = float(before["log_alpha"].numpy())
+    alpha = np.exp(log_alpha)
+    # The soft targets: the smaller target critic's value of the policy's action at s2.
+    _, _, a2, logp2 = squashed(s2 @ W + b, noise[1])
+    targets_q = [np.concatenate([s2, a2], 1) @ k + c for k, c in
+                 (_linear(t) for t in before["target_critics"])]  # fmt: skip
+    y = r + gamma * (1 - done) * (np.min(np.stack(targets_q), 0)[:, 0] - alpha * logp2)
+    script_targets = module.critic_targets(
+        before["model"], before["target_critics"],
+        [tf.constant(part, tf.float32) for part in (s, a, r, s2, done)],
+        tf.constant(noise[1], tf.float32), tf.constant(alpha, tf.float32),
+    ).numpy()  # fmt: skip
+    # The critics: half the sum of their mean squared errors; SGD on their gradients.
+    x = np.concatenate([s, a], 1)
+    critic_loss, new_critics = 0.0, {}
+    for name in critic_names:
+        k, c = _linear(before[name])
+        error = (x @ k + c)[:, 0] - y
+        critic_loss += 0.5 * np.mean(error**2)
+        new_critics[name] = (k - rates["critic"] * (x.T @ error[:, None]) / len(y),
+                             c - rates["critic"] * np.mean(error))  # fmt: skip
+    # The policy: alpha log pi - min Q of the updated critics at its own actions.
+    _, log_std, actions, logp = squashed(s @ W + b, noise[0])
+    q = np.stack([np.concatenate([s, actions], 1) @ k + c for k, c in new_critics.values()])
+    chosen = np.argmin(q[:, :, 0], axis=0)
+    actor_loss = np.mean(alpha * logp - q[chosen, np.arange(len(y)), 0])
+    slopes = np.stack([k[-dim:, 0] for k, _ in new_critics.values()])[chosen]  # [B, dim]
+    # d logp / du through the change of variables (-d/du log(1 - tanh(u)^2) = 2 tanh(u)),
+    # d min Q / du through the action (d tanh(u) / du = 1 - tanh(u)^2).
+    d_u = (alpha * 2 * actions - slopes * (1 - actions**2)) / len(y)
+    within = (s @ W + b)[:, dim:] == log_std  # the clip passes no gradient outside
+    d_log_std = (d_u * np.exp(log_std) * noise[0] - alpha / len(y)) * within
+    d_out = np.concatenate([d_u, d_log_std], 1)
+    new_W, new_b = W - rates["actor"] * s.T @ d_out, b - rates["actor"] * d_out.sum(0)
+    # alpha: its loss is -log_alpha (log pi + target entropy), averaged.
+    alpha_loss = -np.mean(log_alpha * (logp + module.TARGET_ENTROPY))
+    new_log_alpha = log_alpha + rates["critic"] * np.mean(logp + module.TARGET_ENTROPY)
+    new_targets = [
+        (tau * new_critics[n][0] + (1 - tau) * _linear(t)[0],
+         tau * new_critics[n][1] + (1 - tau) * _linear(t)[1])
+        for n, t in zip(critic_names, before["target_critics"], strict=True)
+    ]  # fmt: skip
+
+    logged = _logged_at(output_dir, first)
+    got = {
+        "critics": max(relative_diff(_linear(after[n])[i], new_critics[n][i])
+                       for n in critic_names for i in (0, 1)),
+        "policy": max(relative_diff(_linear(after["model"])[0], new_W),
+                      relative_diff(_linear(after["model"])[1], new_b)),
+        "target_critics": max(relative_diff(_linear(t)[i], new[i])
+                              for t, new in zip(after["target_critics"], new_targets,
+                                                strict=True) for i in (0, 1)),
+        "log_alpha": abs(float(after["log_alpha"].numpy()) - new_log_alpha),
+        "targets": relative_diff(script_targets, y),
+        "losses": max(relative_diff(np.array(logged[key]), np.array(want)) for key, want in
+                      (("critic_loss", critic_loss), ("actor_loss", actor_loss),
+                       ("alpha", alpha), ("alpha_loss", alpha_loss))),
+    }  # fmt: skip
+    return {**got, "terminated": int(done.sum()), "clipped": int((~within).sum()),
+            "policy_moved": relative_diff(new_W, W)}  # fmt: skip
+
+
+def td3_reference(script: str, output_dir: str) -> dict:
+    """TD3's first gradient steps, recomputed in NumPy from the formulas (Fujimoto et al.;
+    Stable-Baselines3's): the targets with target policy smoothing (clipped noise on the
+    target policy's action, the sum clipped to [-1, 1]) and the smaller target critic, the
+    critics' squared errors summed, and the policy with every target network moving only at
+    every POLICY_DELAY-th critic update; on linear networks trained by plain SGD, step by
+    step from LEARNING_STARTS + 1 to the newest checkpoint. A script without POLICY_DELAY,
+    TARGET_NOISE and a second critic is DDPG, checked against DDPG's formulas."""
+    module = load_script(script)
+    checkpoints = f"{output_dir}/checkpoints"
+    first = module.LEARNING_STARTS + 1
+    last = int(tf.train.latest_checkpoint(checkpoints).rsplit("-", 1)[1])
+    gamma, tau, dim = module.GAMMA, module.TAU, module.ACTION_DIM
+    delay = getattr(module, "POLICY_DELAY", 1)
+    smoothing = getattr(module, "TARGET_NOISE", 0.0)
+    rates = {name: float(o.learning_rate.numpy()) for name, o in
+             (("actor", optimizer_of(script, "optimizer")),
+              ("critic", optimizer_of(script, "critic_optimizer")))}  # fmt: skip
+    result = {"steps": [], "targets": 0.0, "critics": 0.0, "policy": 0.0, "target_critics": 0.0,
+              "target_policy": 0.0, "losses": 0.0, "smoothing_clipped": 0}  # fmt: skip
+    for step in range(first, last + 1):
+        before = _restored(module, f"{checkpoints}/ckpt-{step - 1}", _off_policy_networks(module))
+        after = _restored(module, f"{checkpoints}/ckpt-{step}", _off_policy_networks(module))
+        critic_names = [n for n in ("critic_1", "critic_2", "critic") if n in before]
+        (s, a, r, s2, done), noise = _replayed(module, checkpoints, step)
+        tW, tb = _linear(before["target_policy"])
+        next_actions = np.tanh(s2 @ tW + tb)
+        if smoothing:
+            raw = smoothing * noise.astype(np.float64)
+            clip = module.TARGET_NOISE_CLIP
+            result["smoothing_clipped"] += int((np.abs(raw) > clip).sum())
+            next_actions = np.clip(next_actions + np.clip(raw, -clip, clip), -1, 1)
+        targets_q = [np.concatenate([s2, next_actions], 1) @ k + c for k, c in
+                     (_linear(t) for t in before["target_critics"])]  # fmt: skip
+        y = r + gamma * (1 - done) * np.min(np.stack(targets_q), 0)[:, 0]
+        args = [tf.constant(part, tf.float32) for part in (s, a, r, s2, done)]
+        extra = [tf.constant(noise, tf.float32)] if smoothing else []
+        script_targets = module.critic_targets(before["target_policy"], before["target_critics"],
+                                               args, *extra).numpy()  # fmt: skip
+        result["targets"] = max(result["targets"], relative_diff(script_targets, y))
+        x = np.concatenate([s, a], 1)
+        critic_loss, new_critics = 0.0, {}
+        for name in critic_names:
+            k, c = _linear(before[name])
+            error = (x @ k + c)[:, 0] - y
+            critic_loss += np.mean(error**2)  # the sum of the critics' mean squared errors
+            new_critics[name] = (k - rates["critic"] * 2 * (x.T @ error[:, None]) / len(y),
+                                 c - rates["critic"] * 2 * np.mean(error))  # fmt: skip
+        updates = step - first + 1  # critic updates so far, this one included
+        moves = updates % delay == 0
+        W, b = _linear(before["model"])
+        new_W, new_b = W, b
+        if moves:
+            actions = np.tanh(s @ W + b)
+            k1, c1 = new_critics[critic_names[0]]  # the first critic, updated
+            d_u = -(k1[-dim:, 0] * (1 - actions**2)) / len(y)
+            new_W, new_b = W - rates["actor"] * s.T @ d_u, b - rates["actor"] * d_u.sum(0)
+            actor_loss = -np.mean(np.concatenate([s, actions], 1) @ k1 + c1)
+        logged = _logged_at(output_dir, step)
+        result["losses"] = max(
+            result["losses"], relative_diff(np.array(logged["critic_loss"]), critic_loss)
+        )
+        if moves:
+            result["losses"] = max(
+                result["losses"], relative_diff(np.array(logged["actor_loss"]), actor_loss)
+            )
+        result["critics"] = max(result["critics"], *(
+            relative_diff(_linear(after[n])[i], new_critics[n][i])
+            for n in critic_names for i in (0, 1)))  # fmt: skip
+        result["policy"] = max(result["policy"], relative_diff(_linear(after["model"])[0], new_W),
+                               relative_diff(_linear(after["model"])[1], new_b))  # fmt: skip
+        for target, name in zip(after["target_critics"], critic_names, strict=True):
+            old = _linear(before["target_critics"][critic_names.index(name)])
+            want = [tau * new_critics[name][i] + (1 - tau) * old[i] if moves else old[i]
+                    for i in (0, 1)]  # fmt: skip
+            result["target_critics"] = max(result["target_critics"],
+                                           *(relative_diff(_linear(target)[i], want[i])
+                                             for i in (0, 1)))  # fmt: skip
+        want = [tau * new + (1 - tau) * old if moves else old
+                for new, old in zip((new_W, new_b), (tW, tb), strict=True)]  # fmt: skip
+        result["target_policy"] = max(
+            result["target_policy"],
+            *(relative_diff(_linear(after["target_policy"])[i], want[i]) for i in (0, 1)),
+        )
+        result["steps"].append({"step": step, "policy_moved": bool(moves),
+                                "actor_logged": "actor_loss" in logged,
+                                "terminated": int(done.sum())})  # fmt: skip
+    return result
+
+
+def optimizer_of(script: str, name: str):
+    """The optimizer `name` the script builds in train() (its constructor's line, evaluated)."""
+    import keras
+
+    for line in Path(script).read_text().splitlines():
+        stripped = line.strip()
+        if stripped.startswith(f"{name} = keras.optimizers."):
+            return eval(stripped.split(" = ", 1)[1], {"keras": keras})
+    raise AssertionError(f"no {name} in {script}")
+
+
+def critic_value(script: str, output_dir: str, observation: str, action: str) -> dict:
+    """The newest checkpoint's critics (and their smaller value) at one observation and one
+    action in [-1, 1]."""
+    sys.path.insert(0, str(Path(script).parent))
+    module = load_script(script)
+    networks = _off_policy_networks(module)
+    tf.train.Checkpoint(**networks).restore(
+        tf.train.latest_checkpoint(f"{output_dir}/checkpoints")
+    ).expect_partial()
+    inputs = np.array([json.loads(observation) + json.loads(action)], np.float32)
+    values = [float(networks[n](inputs)[0, 0]) for n in ("critic_1", "critic_2", "critic")
+              if n in networks]  # fmt: skip
+    return {"values": values, "smaller": min(values)}
+
+
+def off_policy_wiring(script: str, output_dir: str) -> dict:
+    """What a SAC or TD3 run stored, bootstrapped and passed, against what its scripted
+    environment (beside the script) saw: the environments and the replay buffer of the
+    newest checkpoint, unpickled. Each sub-environment logs every step it was given: the
+    observation it was at, the action it received, the reward, the observation it reached
+    (the episode's last at a cut, before any reset) and whether it terminated."""
+    sys.path.insert(0, str(Path(script).parent))
+    module = load_script(script)
+    environments, buffer = module.Environments(), module.ReplayBuffer()
+    path = tf.train.latest_checkpoint(f"{output_dir}/checkpoints")
+    tf.train.Checkpoint(environments=environments, buffer=buffer).restore(path).expect_partial()
+    envs = [env.unwrapped for env in environments.envs.envs]
+    count = len(envs[0].log)
+    assert all(len(env.log) == count for env in envs)
+    assert buffer.size == count * module.NUM_ENVS <= module.BUFFER_SIZE
+    diffs = {"observations": 0.0, "actions": 0.0, "rewards": 0.0, "reached": 0.0}
+    flags, cut_reached = [], []
+    for t in range(count):
+        for i, env in enumerate(envs):
+            seen, received, reward, reached, terminated, truncated = env.log[t]
+            j = t * module.NUM_ENVS + i  # (step, sub-environment) order
+            diffs["observations"] = max(
+                diffs["observations"], float(np.max(np.abs(buffer.observations[j] - seen)))
+            )
+            passed = module.to_bounds(buffer.actions[j].astype(np.float64))
+            diffs["actions"] = max(diffs["actions"], float(np.max(np.abs(passed - received))))
+            diffs["rewards"] = max(diffs["rewards"], abs(float(buffer.rewards[j]) - reward))
+            diffs["reached"] = max(
+                diffs["reached"], float(np.max(np.abs(buffer.reached[j] - reached)))
+            )
+            flags.append((bool(buffer.terminated[j]), bool(terminated), bool(truncated)))
+            if truncated and not terminated:
+                cut_reached.append(buffer.reached[j].tolist())
+    stored = buffer.actions[: buffer.size]
+    # Bootstrapped: critic_targets() on the stored transitions, networks whose every value is
+    # 7, against the reward alone where the episode terminated.
+    constant = module.build_critic()
+    constant.set_weights([np.zeros_like(w) for w in constant.get_weights()[:-1]]
+                         + [np.full_like(constant.get_weights()[-1], 7.0)])  # fmt: skip
+    batch = [tf.constant(part[: buffer.size]) for part in
+             (buffer.observations, buffer.actions, buffer.rewards, buffer.reached,
+              buffer.terminated)]  # fmt: skip
+    policy = module.build_model()
+    shape = (buffer.size, module.ACTION_DIM)
+    if hasattr(module, "squashed_gaussian"):  # SAC: alpha 0, the value alone
+        noise = tf.zeros(shape)
+        targets = module.critic_targets(policy, [constant], batch, noise, 0.0).numpy()
+    elif hasattr(module, "TARGET_NOISE"):
+        targets = module.critic_targets(policy, [constant], batch, tf.zeros(shape)).numpy()
+    else:
+        targets = module.critic_targets(policy, [constant], batch).numpy()
+    terminated = buffer.terminated[: buffer.size] == 1
+    rewards = buffer.rewards[: buffer.size]
+    bootstrapped = rewards + module.GAMMA * 7.0
+    return {
+        **diffs,
+        "transitions": int(buffer.size),
+        "terminated_as_seen": all(stored_flag == seen for stored_flag, seen, _ in flags),
+        "terminated": int(sum(seen for _, seen, _ in flags)),
+        "truncated": int(sum(cut for _, _, cut in flags)),
+        "cut_reached": cut_reached,
+        "actions_within": bool(np.all(np.abs(stored) <= 1.0)),
+        "bootstrap_where_terminated": float(np.max(np.abs(targets - rewards)[terminated])),
+        "bootstrap_elsewhere": float(np.max(np.abs(targets - bootstrapped)[~terminated])),
+    }  # fmt: skip
+
+
+def sampled_batches(script: str, output_dir: str, step: str) -> dict:
+    """The batches a DQN script draws at `step` from its replay buffer (the newest
+    checkpoint's): how many, and how many differ."""
+    module = load_script(script)
+    buffer = module.ReplayBuffer()
+    path = tf.train.latest_checkpoint(f"{output_dir}/checkpoints")
+    tf.train.Checkpoint(buffer=buffer).restore(path).expect_partial()
+    observations = buffer.sample(int(step))[0]  # [GRADIENT_STEPS, BATCH_SIZE, ...]
+    distinct = {observations[g].tobytes() for g in range(len(observations))}
+    return {"count": len(observations), "distinct": len(distinct)}
+
+
+def optimizer_steps(output_dir: str) -> dict:
+    """The gradient steps each optimizer took, by its name in the newest checkpoint."""
+    reader = tf.train.load_checkpoint(f"{output_dir}/checkpoints")
+    suffix = "/_iterations/.ATTRIBUTES/VARIABLE_VALUE"
+    return {key.removesuffix(suffix): int(reader.get_tensor(key))
+            for key in reader.get_variable_to_shape_map() if key.endswith(suffix)}  # fmt: skip
+
+
 def relative_diff(a, b) -> float:
     """The largest difference, relative to the value where it is above 1 (float32 keeps 7
     digits)."""
@@ -248,6 +589,16 @@ def served_against_networks(script: str, output_dir: str, observations: str) -> 
         inputs = np.clip((x - mean) / np.sqrt(var + 1e-8), -10, 10).astype(np.float32)
     scores = model(inputs).numpy()
     result = {"actions": outputs["actions"].tolist(), "normalized": inputs is not x}
+    if hasattr(module, "deterministic_actions"):  # SAC, TD3: the tanh of the (mean) output
+        low, high = np.array(module.ACTION_LOW), np.array(module.ACTION_HIGH)
+        squashed = np.tanh(scores[:, : module.ACTION_DIM].astype(np.float64))
+        expected = low + (squashed + 1) * (high - low) / 2
+        result["deterministic_diff"] = float(np.max(np.abs(outputs["actions"] - expected)))
+        result["actions_are_best"] = result["deterministic_diff"] <= 1e-6
+        result["actions_within_bounds"] = bool(
+            np.all((outputs["actions"] >= low) & (outputs["actions"] <= high))
+        )
+        return result
     if "values" in outputs:
         values = networks["value_network"](inputs).numpy()[:, 0]
         result["values_diff"] = relative_diff(outputs["values"], values)

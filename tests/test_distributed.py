@@ -261,10 +261,11 @@ def compare(a: Path, b: Path, cwd: Path) -> dict:
 
 
 def logged_losses(out: Path) -> dict[int, float]:
-    """The loss logged at each step: a GAN's discriminator's, PPO's and A2C's policy's."""
+    """The loss logged at each step: a GAN's discriminator's, PPO's and A2C's policy's, SAC's
+    and TD3's critics'."""
     losses = {}
     for record in records(out):
-        for name in ("loss", "discriminator_loss", "policy_loss"):
+        for name in ("loss", "discriminator_loss", "policy_loss", "critic_loss"):
             if name in record:
                 losses[record["step"]] = record[name]
                 break
@@ -628,11 +629,16 @@ SYNCHRONIZED = [
         ("corridor_ppo", ['training={"kind": "dqn", "buffer_size": 24, "batch_size": 8, '
                           '"learning_starts": 8, "train_every": 1, "target_update_every": 10}'],
          40, 1e-5),
+        # SAC and TD3: each sampled batch and its noise (SAC's policy samples, TD3's target
+        # smoothing) shared out; the critics, the policy, log alpha and the Polyak targets
+        # updated as on one device (TD3's policy at every second critic update).
+        ("pendulum_sac", data.small_off_policy("pendulum_sac"), 40, 1e-5),
+        ("pendulum_td3", data.small_off_policy("pendulum_td3"), 40, 1e-5),
     ],
     ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation",
          "mnist_adversarial", "shapes_wgan_gp", "shapes_simclr", "mnist_reptile", "mnist_maml",
          "cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo", "corridor_ppo",
-         "corridor_dqn"],
+         "corridor_dqn", "pendulum_sac", "pendulum_td3"],
 )  # fmt: skip
 def test_mirrored_equals_single_device(example, overrides, steps, tolerance, render, tmp_path):
     acts = example in ACTING  # no dataset: environment steps, not epochs
@@ -669,7 +675,7 @@ def test_mirrored_equals_single_device(example, overrides, steps, tolerance, ren
     assert result["max_scaled_diff"] <= tolerance, result
     # One policy acted alike: the environments (and DQN's buffer) end alike. Not so for
     # continuous actions, which carry the weights' rounding (1e-7) into the environments.
-    if acts and example != "pendulum_ppo":
+    if acts and not example.startswith("pendulum_"):
         states = tf_check("compare_saved_states", str(straight / "checkpoints"),
                           str(twin / "checkpoints"), cwd=tmp_path)  # fmt: skip
         assert states["states"] and states["same"], states

@@ -314,8 +314,15 @@ RESUME_RUNS = {
             "training.target_update_every=10",
         ],
     ),
+    # SAC: the critics, their targets, both optimizers, log alpha and its optimizer, and the
+    # replay buffer (wrapped round); the acting and the updates' noise from (seed, step).
+    # Small networks: the example's are 256 wide.
+    "sac": ("pendulum_sac", 64, [*data.small_off_policy("pendulum_sac")]),
+    # TD3: the target policy too, and the policy delay, counted by the critics' optimizer.
+    "td3": ("pendulum_td3", 64, [*data.small_off_policy("pendulum_td3")]),
 }
-ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations", "dict_dqn"}
+ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations", "dict_dqn", "sac",
+                "td3"}  # fmt: skip
 """The cases that act: their length is in environment steps (--max-steps)."""
 ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations", "dict_dqn"}
 """Their replicas run the code of ppo_continuous's (PPO's partial, A2C's with it); a Dict's

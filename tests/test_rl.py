@@ -55,6 +55,23 @@ def test_dqn_targets_bootstrap_all_but_terminated_transitions(tmp_path):
     assert result["diff"] <= 1e-6, result
 
 
+def test_dqn_takes_its_gradient_steps_each_time_it_trains(tmp_path):
+    """DQN(gradient_steps=3, train_every=2), as Stable-Baselines3 writes its cadence: three
+    gradient steps at every second vector step once learning has started, each on a batch of
+    its own, drawn from (seed, step)."""
+    script = render_into(tmp_path / "train.py", "cartpole_dqn", "training.buffer_size=64",
+                         "training.batch_size=16", "training.learning_starts=16",
+                         "training.train_every=2", "training.gradient_steps=3",
+                         "loop.log_every_steps=20", 'checkpoint={"every_steps": 20, "keep": 1}',
+                         "export.saved_model=false")  # fmt: skip
+    assert "GRADIENT_STEPS = 3" in script.read_text()
+    run_python(script, "--max-steps", "40", "--output-dir", "out", cwd=tmp_path)
+    # Steps 18, 20, ..., 40: 12 trainings of 3 steps.
+    assert rl_check("optimizer_steps", str(tmp_path / "out"), cwd=tmp_path) == {"optimizer": 36}
+    batches = rl_check("sampled_batches", str(script), str(tmp_path / "out"), "40", cwd=tmp_path)
+    assert batches["count"] == 3 and batches["distinct"] == 3, batches
+
+
 ENDLESS = '''
 import gymnasium as gym
 import numpy as np

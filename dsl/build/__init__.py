@@ -34,7 +34,9 @@ def plan(spec: Any) -> dict[str, Any]:
         planner.graph(spec.model)
     elif spec.model.kind != "import":
         planner.chain(spec.model, "model")
-    if spec.acts and spec.training.kind != "dqn":  # and its value network
+    if spec.acts and spec.training.kind in ("sac", "td3"):  # and its critic
+        planner.chain(spec.training.critic, "training.critic", prefix="critic_")
+    elif spec.acts and spec.training.kind != "dqn":  # and its value network
         if spec.training.value.kind == "graph":  # of a Dict observation's parts
             planner.graph(spec.training.value, "training.value", prefix="value_")
         else:

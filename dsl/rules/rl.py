@@ -1,10 +1,11 @@
 """Rules of reinforcement learning: an environment to act in and a way of training that acts
-(PPO, DQN) go together, the networks fit the environment's spaces, and the sections made for
-datasets (epochs, validation, losses, metrics) are not set. `check` runs instead of the rules
-of learning from data."""
+(PPO, A2C, DQN, SAC, TD3) go together, the networks fit the environment's spaces, and the
+sections made for datasets (epochs, validation, losses, metrics) are not set. `check` runs
+instead of the rules of learning from data."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..model import Imported
@@ -12,9 +13,11 @@ from ..shapes import check_graph_shapes, check_shapes
 from ..ways import RL_KINDS
 from .strategy import check_device_names
 
-NAMES = {"ppo": "PPO", "actor_critic": "A2C", "dqn": "DQN"}
+NAMES = {"ppo": "PPO", "actor_critic": "A2C", "dqn": "DQN", "sac": "SAC", "td3": "TD3"}
 ON_POLICY = ("ppo", "actor_critic")
 """The ways that learn a policy and a value network from rollouts of the current policy."""
+CONTINUOUS = ("sac", "td3")
+"""The ways that learn a policy for continuous actions and its critics from a replay buffer."""
 STRATEGY_CLASSES = {
     "single_device": "SingleDevice", "mirrored": "Mirrored", "multi_worker": "MultiWorker",
 }  # fmt: skip
@@ -40,7 +43,7 @@ def check_pairing(spec: Spec) -> None:
     if kind not in RL_KINDS:
         raise ValueError(
             f"data is an Environment, but training is {kind!r}, which learns from examples: "
-            "set training=PPO(...), ActorCritic(...) or DQN()"
+            "set training=PPO(...), ActorCritic(...), DQN(), SAC(critic=...) or TD3(critic=...)"
         )
 
 
@@ -67,7 +70,7 @@ def check_sections(spec: Spec) -> None:
             + (
                 "clip with training.max_grad_norm"
                 if spec.training.kind in ON_POLICY
-                else "DQN takes one plain gradient step per minibatch"
+                else f"{kind} takes plain gradient steps on its minibatches"
             )
             + "; remove gradients"
         )
@@ -93,6 +96,8 @@ def strategies(spec: Spec) -> tuple[str, ...]:
     """The strategies loopgen writes this way of training for."""
     if getattr(spec.training, "normalize_observations", False):
         return ("single_device", "mirrored")
+    if spec.training.kind in CONTINUOUS:
+        return ("single_device", "mirrored")
     return ("single_device", "mirrored", "multi_worker")
 
 
@@ -104,6 +109,13 @@ def check_strategy(spec: Spec) -> None:
         raise ValueError(
             f"distribute.kind='tpu': {way} steps its environments in Python between updates, "
             f"which the TPU would wait on at every step; set {choices}"
+        )
+    if kind not in allowed and spec.training.kind in CONTINUOUS:
+        raise ValueError(
+            f"distribute.kind='multi_worker': {way} trains every training.train_every vector "
+            "steps on transitions from every sub-environment, so the workers would exchange "
+            "their transitions that often (5 ms an exchange on loopback, every step with the "
+            f"default train_every=1), longer than the step itself; set {choices}"
         )
     if kind not in allowed:
         raise ValueError(
@@ -133,15 +145,41 @@ def check_loop(spec: Spec) -> None:
                 f"loop.steps={spec.loop.steps} is less than one rollout (data.num_envs x "
                 f"training.rollout_steps = {rollout} steps): train at least that many"
             )
-        if way.kind == "ppo" and rollout % way.minibatches:
-            raise ValueError(
-                f"training.minibatches={way.minibatches} does not divide a rollout of {rollout} "
-                "transitions (data.num_envs x training.rollout_steps) evenly; pick a divisor"
-            )
+        if way.kind == "ppo":
+            check_minibatches(way, rollout)
     if way.kind == "dqn" and way.learning_starts < way.batch_size:
         raise ValueError(
             f"training.learning_starts={way.learning_starts} is less than training.batch_size="
             f"{way.batch_size}: the first minibatch is drawn from the buffer then; start later"
+        )
+    if way.kind in CONTINUOUS and spec.loop.steps <= way.learning_starts:
+        raise ValueError(
+            f"loop.steps={spec.loop.steps} does not go past training.learning_starts="
+            f"{way.learning_starts}: no gradient step would be taken; train longer, or start "
+            "learning sooner"
+        )
+
+
+def check_minibatches(way, rollout: int) -> None:
+    """PPO's minibatches, by their count or their size (or both, if they agree)."""
+    if way.batch_size is not None:
+        if rollout % way.batch_size or way.batch_size > rollout:
+            raise ValueError(
+                f"training.batch_size={way.batch_size} does not divide a rollout of {rollout} "
+                "transitions (data.num_envs x training.rollout_steps) evenly; pick a divisor"
+            )
+        count = rollout // way.batch_size
+        if way.minibatches is not None and way.minibatches != count:
+            raise ValueError(
+                f"training.minibatches={way.minibatches} and training.batch_size="
+                f"{way.batch_size} disagree: a rollout of {rollout} transitions in minibatches "
+                f"of {way.batch_size} is {count} of them; set one (minibatches=None where "
+                "batch_size says it)"
+            )
+    elif rollout % way.minibatches:
+        raise ValueError(
+            f"training.minibatches={way.minibatches} does not divide a rollout of {rollout} "
+            "transitions (data.num_envs x training.rollout_steps) evenly; pick a divisor"
         )
 
 
@@ -152,6 +190,9 @@ def check_networks(spec: Spec) -> None:
     networks = {"model": spec.model}
     if way.kind in ON_POLICY:
         networks["training.value"] = way.value
+    if way.kind in CONTINUOUS:
+        check_continuous(spec, spaces)
+        networks["training.critic"] = way.critic
     classes = {c.name: c for c in spec.custom_layers}
     outputs = {}
     for path, network in networks.items():
@@ -162,6 +203,9 @@ def check_networks(spec: Spec) -> None:
                 f"{path}: reinforcement learning takes a Sequential or Functional network (a "
                 "Graph for a Dict observation)"
             )
+        if path == "training.critic":
+            outputs[path] = check_critic_input(network, spaces, path, classes)
+            continue
         outputs[path] = (
             check_named_inputs(network, spaces, path, classes)
             if spaces.named
@@ -176,19 +220,76 @@ def check_networks(spec: Spec) -> None:
             f"{spaces.actions}): DQN values a finite set of actions; use PPO for continuous actions"
         )
     what = "one logit per action" if spaces.discrete else "the mean of each action dimension"
+    width = spaces.actions
     if way.kind == "dqn":
         what = "one value per action"
-    if tuple(policy) != (spaces.actions,):
+    elif way.kind == "sac":
+        what, width = "each action dimension's mean, then its log standard deviation", 2 * width
+    elif way.kind == "td3":
+        what = "one value per action dimension (the script squashes it by tanh)"
+    if tuple(policy) != (width,):
         raise ValueError(
             f"model outputs shape {tuple(policy)}, but the environment has "
             f"{spaces.actions} {'actions' if spaces.discrete else 'action dimensions'}: "
-            f"the last layer must give {what} (Dense(units={spaces.actions}))"
+            f"the last layer must give {what} (Dense(units={width}))"
+        )
+    if way.kind in CONTINUOUS and tuple(outputs["training.critic"]) != (1,):
+        raise ValueError(
+            f"training.critic outputs shape {tuple(outputs['training.critic'])}: it must give "
+            "one value per observation and action; end it in Dense(units=1)"
         )
     if way.kind in ON_POLICY and tuple(outputs["training.value"]) != (1,):
         raise ValueError(
             f"training.value outputs shape {tuple(outputs['training.value'])}: it must give one "
             "value per observation; end it in Dense(units=1)"
         )
+
+
+def check_continuous(spec: Spec, spaces) -> None:
+    """SAC and TD3 act in a bounded Box of actions, on an array observation."""
+    way = NAMES[spec.training.kind]
+    if spaces.discrete:
+        raise ValueError(
+            f"training is {way}, but the environment's actions are Discrete ({spaces.actions} "
+            f"of them): {way} learns a policy for continuous (Box) actions; use DQN or PPO for "
+            "discrete actions"
+        )
+    unbounded = [
+        i for i, (low, high) in enumerate(zip(spaces.action_low, spaces.action_high, strict=True))
+        if not (math.isfinite(low) and math.isfinite(high))
+    ]  # fmt: skip
+    if unbounded:
+        raise ValueError(
+            f"training is {way}, but the environment's actions are unbounded in dimension(s) "
+            f"{unbounded} (low {list(spaces.action_low)}, high {list(spaces.action_high)}): "
+            f"{way}'s policy squashes its actions by tanh into the Box's bounds; give the Box "
+            "finite bounds (gymnasium.wrappers.RescaleAction or ClipAction in your target "
+            "function)"
+        )
+    if spaces.named or len(spaces.observation_shape) != 1:
+        seen = f"a Dict of {sorted(dict(spaces.named))}" if spaces.named else (
+            f"arrays of shape {spaces.observation_shape}"
+        )  # fmt: skip
+        raise ValueError(
+            f"training is {way}, but the environment's observations are {seen}: {way}'s critic "
+            "takes an observation and an action side by side, so loopgen writes it for vector "
+            "observations; flatten them with a wrapper (gymnasium.wrappers.FlattenObservation) "
+            "in your target function"
+        )
+
+
+def check_critic_input(network, spaces, path: str, classes: dict) -> tuple:
+    """A critic takes an observation and an action side by side; returns its output shape."""
+    width = spaces.observation_shape[0] + spaces.actions
+    if tuple(network.input_shape) != (width,):
+        raise ValueError(
+            f"{path}.input_shape={tuple(network.input_shape)}, but a critic takes an observation "
+            f"({spaces.observation_shape[0]} values) and an action ({spaces.actions}) side by "
+            f"side; set input_shape=({width},)"
+        )
+    if getattr(network, "heads", None):
+        raise ValueError(f"{path}.heads: the network has one output; remove the heads")
+    return check_shapes(network.input_shape, network.layers, classes, f"{path}.layers")
 
 
 def check_input(network, spaces, path: str, classes: dict) -> tuple:
@@ -282,9 +383,14 @@ def check_way(spec: Spec) -> None:
 
 
 SHARED_BATCH = {
-    "ppo": ("MINIBATCH_SIZE", "data.num_envs, training.rollout_steps or training.minibatches"),
+    "ppo": (
+        "MINIBATCH_SIZE",
+        "data.num_envs, training.rollout_steps, training.minibatches or training.batch_size",
+    ),
     "actor_critic": ("ROLLOUT_SIZE", "data.num_envs or training.rollout_steps"),
     "dqn": ("BATCH_SIZE", "training.batch_size"),
+    "sac": ("BATCH_SIZE", "training.batch_size"),
+    "td3": ("BATCH_SIZE", "training.batch_size"),
 }
 """Each way's batch that the replicas share in a gradient step: the script's constant, and the
 spec fields that make it (render/rl.py writes both into the script's check)."""
@@ -295,8 +401,9 @@ def replica_batch(spec: Spec) -> tuple[int, str]:
     way, envs = spec.training, spec.data.num_envs
     if way.kind == "ppo":
         return (
-            envs * way.rollout_steps // way.minibatches,
-            "the minibatch (data.num_envs x training.rollout_steps / training.minibatches)",
+            envs * way.rollout_steps // way.minibatch_count(envs),
+            "the minibatch (data.num_envs x training.rollout_steps / training.minibatches, or "
+            "training.batch_size)",
         )
     if way.kind == "actor_critic":
         return envs * way.rollout_steps, "the rollout (data.num_envs x training.rollout_steps)"

@@ -12,7 +12,7 @@ from .distillation import Distillation, ExportedModel, KerasFile, TrainedModel
 from .gan import GAN, R1, GradientPenalty
 from .meta import MAML, Reptile
 from .own_step import OwnStep
-from .rl import DQN, PPO, ActorCritic
+from .rl import DQN, PPO, SAC, TD3, ActorCritic
 from .supervised import MultiTask, Supervised, Task
 
 Training = Annotated[
@@ -27,12 +27,14 @@ Training = Annotated[
     | OwnStep
     | PPO
     | ActorCritic
-    | DQN,
+    | DQN
+    | SAC
+    | TD3,
     Field(discriminator="kind"),
 ]
 """How the script trains: supervised (the default), multi-task, a GAN, ..."""
 
-RL_KINDS = ("ppo", "actor_critic", "dqn")
+RL_KINDS = ("ppo", "actor_critic", "dqn", "sac", "td3")
 """The ways of training that act in an environment (reinforcement learning)."""
 
 __all__ = [
@@ -44,6 +46,8 @@ __all__ = [
     "PPO",
     "R1",
     "RL_KINDS",
+    "SAC",
+    "TD3",
     "ActorCritic",
     "Adversarial",
     "Contrastive",

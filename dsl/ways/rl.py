@@ -1,8 +1,9 @@
 """Reinforcement learning: no dataset; the model makes its own data by acting in the
 environment of `data` (an `Environment`), and a training step learns from what it did. PPO
 learns a policy and a value function from rollouts; DQN learns action values from a replay
-buffer. `loop.steps` counts environment steps (over all sub-environments), as do the log and
-checkpoint cadences."""
+buffer, SAC and TD3 a policy for continuous actions and its critics from one. `loop.steps`
+counts environment steps (over all sub-environments), as do the log and checkpoint
+cadences."""
 
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -11,6 +12,7 @@ from pydantic import Field, model_validator
 from ..base import PositiveFloat, PositiveInt, StrictModel
 from ..graph import Graph
 from ..model import Functional, Sequential
+from ..training import Optimizer
 
 Network = Annotated[Sequential | Functional | Graph, Field(discriminator="kind")]
 """A Graph takes a Dict observation: its inputs are the Dict's parts, by name."""
@@ -44,8 +46,13 @@ class PPO(StrictModel):
     gae_lambda: Fraction = 0.95
     """lambda of GAE: 0 is the one-step TD advantage, 1 the Monte Carlo return less the
     value."""
-    minibatches: PositiveInt = 4
-    """Minibatches a rollout is split into, in a new order every epoch."""
+    minibatches: PositiveInt | None = 4
+    """Minibatches a rollout is split into, in a new order every epoch (CleanRL's
+    `num_minibatches`); None where `batch_size` sets them."""
+    batch_size: PositiveInt | None = None
+    """Transitions per minibatch instead (Stable-Baselines3's and the RL Zoo's `batch_size`):
+    the rollout of `data.num_envs x rollout_steps` is split into minibatches of this many. Set
+    it and the minibatches follow; set both only if they agree."""
     update_epochs: PositiveInt = 4
     """Passes over each rollout."""
     clip: PositiveFloat = 0.2
@@ -72,9 +79,28 @@ class PPO(StrictModel):
     initial_log_std: float = 0.0
     """Continuous actions: the log standard deviation the policy starts from."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _batch_size_instead(cls, data: Any) -> Any:
+        # A batch_size given without minibatches sets them (the count follows from num_envs).
+        if isinstance(data, dict) and data.get("batch_size") is not None:
+            return {"minibatches": None, **data}
+        return data
+
+    def minibatch_count(self, num_envs: int) -> int:
+        """Minibatches per epoch: `minibatches`, or the rollout over `batch_size`."""
+        if self.minibatches is None:
+            return num_envs * self.rollout_steps // (self.batch_size or 1)
+        return self.minibatches
+
     @model_validator(mode="after")
     def _minibatches_fit(self) -> "PPO":
-        if self.minibatches > self.rollout_steps:
+        if self.minibatches is None and self.batch_size is None:
+            raise ValueError(
+                "minibatches=None and no batch_size: set minibatches (e.g. 4) or batch_size "
+                "(transitions per minibatch)"
+            )
+        if self.minibatches is not None and self.minibatches > self.rollout_steps:
             raise ValueError(
                 f"minibatches={self.minibatches} is more than rollout_steps="
                 f"{self.rollout_steps}: a minibatch would hold less than one step of each "
@@ -94,7 +120,7 @@ class DQN(StrictModel):
     """Deep Q-Network (Mnih et al., 2015), as CleanRL's `dqn.py` writes it: the agent acts
     epsilon-greedily on `model`'s action values (observations to one value per Discrete
     action), stores every transition in a replay buffer, and every `train_every` steps takes
-    one gradient step on a minibatch drawn from it, towards the target
+    `gradient_steps` gradient steps, each on a minibatch drawn from it, towards the target
     `r + gamma * max_a' Q_target(s', a')` (double DQN: the online network picks a', the
     target network values it). The target network follows the online one every
     `target_update_every` steps (a copy, or Polyak averaging by `tau`)."""
@@ -112,7 +138,11 @@ class DQN(StrictModel):
     learning_starts: PositiveInt = 10_000
     """Environment steps of acting before the first gradient step (the buffer fills)."""
     train_every: PositiveInt = 10
-    """A gradient step every this many environment steps of each sub-environment."""
+    """Train every this many environment steps of each sub-environment (Stable-Baselines3's
+    `train_freq`, CleanRL's `train_frequency`)."""
+    gradient_steps: PositiveInt = 1
+    """Gradient steps each time it trains, each on a batch of its own (Stable-Baselines3's
+    `gradient_steps`)."""
     target_update_every: PositiveInt = 500
     """Update the target network every this many environment steps."""
     tau: Annotated[float, Field(gt=0, le=1)] = 1.0
@@ -193,3 +223,142 @@ class ActorCritic(StrictModel):
     def log_names(self) -> list[str]:
         """What the script logs (besides the episodes' returns and lengths)."""
         return ["policy_loss", "value_loss", "entropy"]
+
+
+class _OffPolicyActorCritic(StrictModel):
+    """What SAC and TD3 share: a policy for continuous actions (`model`) and Q-networks
+    (`critic`) learnt from a replay buffer, with target critics that follow by Polyak
+    averaging. The policy acts in [-1, 1] (a tanh), and its actions are scaled to the
+    environment's Box; the buffer and the critics take them in [-1, 1]. Before
+    `learning_starts` the agent acts uniformly at random."""
+
+    critic: Annotated[Sequential | Functional, Field(discriminator="kind")]
+    """A Q-network: an observation and an action side by side, `input_shape=(observation
+    width + action width,)`, to one value (end it in `Dense(units=1)`). The script builds
+    `critics` copies of it, each with its own initial weights, and a target copy of each."""
+    critics: Literal[1, 2] = 2
+    """Q-networks learnt side by side; the targets and the policy take the smaller of their
+    values (clipped double Q-learning, against overestimation)."""
+    critic_optimizer: Optimizer | None = None
+    """The critics' optimizer; None: one of `optimizer`'s settings."""
+    buffer_size: PositiveInt = 1_000_000
+    """Transitions the replay buffer holds; the oldest are overwritten. The checkpoint keeps
+    it whole, so it bounds the checkpoint's size too."""
+    batch_size: PositiveInt = 256
+    """Transitions per gradient step (drawn with replacement: a buffer that holds fewer at the
+    first step is sampled all the same, as Stable-Baselines3 does)."""
+    gamma: Discount = 0.99
+    """Discount of future rewards."""
+    tau: Annotated[float, Field(gt=0, le=1)] = 0.005
+    """The target networks move this fraction of the way to the trained ones at each of their
+    updates (Polyak averaging); 1 copies them."""
+    learning_starts: PositiveInt = 100
+    """Environment steps of uniformly random actions before the first gradient step."""
+    train_every: PositiveInt = 1
+    """Train every this many vector steps (Stable-Baselines3's `train_freq`)."""
+    gradient_steps: PositiveInt = 1
+    """Gradient steps each time it trains, each on a batch of its own."""
+
+    def log_names(self) -> list[str]:
+        """What the script logs (besides the episodes' returns and lengths)."""
+        return ["critic_loss", "actor_loss", "q_value"]
+
+
+class SAC(_OffPolicyActorCritic):
+    """Soft Actor-Critic (Haarnoja et al., 2018), as Stable-Baselines3 writes it: a stochastic
+    policy, `model`, gives each action dimension's mean and then its log standard deviation
+    (`Dense(units=2 * action width)`), and acts by tanh(mean + std * noise); the critics learn
+    the soft Q-value `r + gamma * (min Q_target(s', a') - alpha * log pi(a'|s'))`, the policy
+    maximizes `min Q(s, a) - alpha * log pi(a|s)`, and alpha, the entropy's weight, is tuned so
+    that the policy's entropy stays near `target_entropy` (its logarithm is learnt and
+    checkpointed). The log-probability of a squashed action takes the tanh's change of
+    variables into account."""
+
+    kind: Literal["sac"] = "sac"
+    template: ClassVar[str] = "offpolicy"
+
+    alpha: PositiveFloat | Literal["auto"] = "auto"
+    """The entropy's weight: "auto" learns it (from `initial_alpha`), a number fixes it."""
+    initial_alpha: PositiveFloat | None = None
+    """alpha at the start, when it is learnt; None: 1 (Stable-Baselines3's and CleanRL's)."""
+    target_entropy: float | Literal["auto"] = "auto"
+    """The entropy alpha is tuned towards; "auto": minus the action width."""
+    target_update_every: PositiveInt = 1
+    """Polyak-update the target critics every this many gradient steps."""
+    log_std_bounds: tuple[float, float] = (-20.0, 2.0)
+    """The policy's log standard deviations are clipped to these (Stable-Baselines3's)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "SAC":
+        _buffer_holds_a_batch(self)
+        low, high = self.log_std_bounds
+        if low >= high:
+            raise ValueError(
+                f"log_std_bounds={self.log_std_bounds}: the lower bound must be below the "
+                "upper, e.g. (-20.0, 2.0)"
+            )
+        if self.alpha != "auto" and self.initial_alpha is not None:
+            raise ValueError(
+                f"initial_alpha is set, but alpha={self.alpha} is fixed: initial_alpha is "
+                'where a learnt alpha starts; remove it, or set alpha="auto"'
+            )
+        return self
+
+    def describe(self, spec: Any) -> str:
+        return f"SAC on {spec.data.id or spec.data.target}"
+
+    def log_names(self) -> list[str]:
+        learnt = ["alpha", "alpha_loss"] if self.alpha == "auto" else []
+        return [*super().log_names(), *learnt]
+
+
+class TD3(_OffPolicyActorCritic):
+    """Twin Delayed DDPG (Fujimoto et al., 2018), as Stable-Baselines3 and CleanRL write it: a
+    deterministic policy, `model`, gives one value per action dimension, squashed by tanh;
+    it explores with Gaussian noise of `exploration_noise`. The critics learn
+    `r + gamma * min Q_target(s', a')`, where a' is the target policy's action plus clipped
+    noise (target policy smoothing); the policy, and every target network, are updated once
+    every `policy_delay` critic updates, the policy along the first critic's gradient.
+    `TD3(policy_delay=1, target_noise=0, critics=1)` is DDPG (Lillicrap et al., 2016) as
+    Stable-Baselines3 writes it."""
+
+    kind: Literal["td3"] = "td3"
+    template: ClassVar[str] = "offpolicy"
+
+    policy_delay: PositiveInt = 2
+    """Critic updates per policy (and target) update."""
+    target_noise: NonNegative = 0.2
+    """Standard deviation of the noise added to the target policy's actions (in [-1, 1]
+    units); 0: none."""
+    target_noise_clip: NonNegative = 0.5
+    """That noise is clipped to +- this."""
+    exploration_noise: NonNegative = 0.1
+    """Standard deviation of the Gaussian noise added to the policy's actions when it acts
+    (in [-1, 1] units)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "TD3":
+        _buffer_holds_a_batch(self)
+        if self.target_noise > 0 and self.target_noise_clip == 0:
+            raise ValueError(
+                f"target_noise={self.target_noise} with target_noise_clip=0: the noise would be "
+                "clipped away; set target_noise=0 for none, or a positive target_noise_clip"
+            )
+        return self
+
+    def describe(self, spec: Any) -> str:
+        name = "DDPG" if self.is_ddpg else "TD3"
+        return f"{name} on {spec.data.id or spec.data.target}"
+
+    @property
+    def is_ddpg(self) -> bool:
+        """TD3 without its three additions: one critic, no smoothing, no delay."""
+        return self.critics == 1 and self.target_noise == 0 and self.policy_delay == 1
+
+
+def _buffer_holds_a_batch(way: Any) -> None:
+    if way.buffer_size < way.batch_size:
+        raise ValueError(
+            f"buffer_size={way.buffer_size} is smaller than batch_size={way.batch_size}: a "
+            "minibatch is drawn from the buffer; make the buffer larger"
+        )

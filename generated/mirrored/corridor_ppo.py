@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 e2e623afed81f496, script sha256 08551f8fe48ced17).
+(spec sha256 e2e623afed81f496, script sha256 a2b6874d6589d62d).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -374,7 +374,7 @@ def train(args, run):
         raise SystemExit(
             f"MINIBATCH_SIZE ({MINIBATCH_SIZE}) cannot be shared equally by "
             f"{strategy.num_replicas_in_sync} replicas: make it a multiple of them "
-            "(data.num_envs, training.rollout_steps or training.minibatches), "
+            "(data.num_envs, training.rollout_steps, training.minibatches or training.batch_size), "
             "or run on as many devices as divide it (CUDA_VISIBLE_DEVICES)"
         )
 

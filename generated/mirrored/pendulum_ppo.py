@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 3221a920c9a1d164, script sha256 b9af101b2d9059d4).
+(spec sha256 3221a920c9a1d164, script sha256 de52f6d30edf5823).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -394,7 +394,7 @@ def train(args, run):
         raise SystemExit(
             f"MINIBATCH_SIZE ({MINIBATCH_SIZE}) cannot be shared equally by "
             f"{strategy.num_replicas_in_sync} replicas: make it a multiple of them "
-            "(data.num_envs, training.rollout_steps or training.minibatches), "
+            "(data.num_envs, training.rollout_steps, training.minibatches or training.batch_size), "
             "or run on as many devices as divide it (CUDA_VISIBLE_DEVICES)"
         )
 

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 6fd361d0f2b51e21, script sha256 8d3bf4a276d84ce1).
+(spec sha256 6fd361d0f2b51e21, script sha256 f50672aa4bc5d3cd).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -477,7 +477,7 @@ def train(args, run):
         raise SystemExit(
             f"MINIBATCH_SIZE ({MINIBATCH_SIZE}) cannot be shared equally by "
             f"{strategy.num_replicas_in_sync} replicas: make it a multiple of them "
-            "(data.num_envs, training.rollout_steps or training.minibatches), "
+            "(data.num_envs, training.rollout_steps, training.minibatches or training.batch_size), "
             "or run on as many devices as divide it (CUDA_VISIBLE_DEVICES)"
         )
 

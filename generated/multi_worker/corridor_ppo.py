@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 3d0ba0504265fd53, script sha256 415b51a949dfa621).
+(spec sha256 3d0ba0504265fd53, script sha256 48b9cc050537febe).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -496,7 +496,7 @@ def train(args, run):
         raise SystemExit(
             f"MINIBATCH_SIZE ({MINIBATCH_SIZE}) cannot be shared equally by "
             f"{strategy.num_replicas_in_sync} replicas: make it a multiple of them "
-            "(data.num_envs, training.rollout_steps or training.minibatches), "
+            "(data.num_envs, training.rollout_steps, training.minibatches or training.batch_size), "
             "or run on as many devices as divide it (CUDA_VISIBLE_DEVICES)"
         )
 

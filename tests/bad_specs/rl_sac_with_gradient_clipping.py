@@ -1,0 +1,13 @@
+# Mistake: gradient clipping set for SAC, which takes plain gradient steps
+from loopgen.dsl import Adam, Dense, Environment, Gradients, Loop, SAC, Sequential, Spec
+
+spec = Spec(
+    name="pendulum_sac",
+    seed=1,
+    data=Environment(id="Pendulum-v1", num_envs=1),
+    model=Sequential(input_shape=(3,), layers=[Dense(units=64, activation="relu"), Dense(units=2)]),
+    training=SAC(critic=Sequential(input_shape=(4,), layers=[Dense(units=64, activation="relu"), Dense(units=1)])),
+    optimizer=Adam(learning_rate=1e-3),
+    loop=Loop(steps=20_000),
+    gradients=Gradients(clip_norm=1.0),
+)
