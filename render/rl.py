@@ -79,9 +79,16 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         ),
         # What the shared sections ask of a script that learns from data.
         "monitors": {},
-        "readers": ["evaluate"] if spec.checkpoint else [],
-        "replayable": False,
+        "readers": ["evaluate", "replay"] if spec.checkpoint else [],
+        # `replay --step N`: update N trained again from the checkpoint before it.
+        "replayable": bool(spec.checkpoint),
         "overfittable": False,
+        # What replay reports of an update: the networks it trains, and their optimizers.
+        "replayed_networks": [n for n in networks if n != "target_network"],
+        "optimizers": {
+            "sac": ["optimizer", "critic_optimizer", "alpha_optimizer"],
+            "td3": ["optimizer", "critic_optimizer"],
+        }.get(way.kind, ["optimizer"]),
         "evaluable": False,
         "has_validation": False,
         "other_data": False,

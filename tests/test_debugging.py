@@ -179,7 +179,7 @@ def logged_loss(out: Path, step: int) -> float:
 
 
 def replayed_loss(proc) -> float:
-    found = re.search(r"as logged \(the epoch's running values\): loss: (\S+)", proc.stdout)
+    found = re.search(r"as logged \([^)]*\): (?:.*  )?loss: (\S+)", proc.stdout)
     assert found, proc.stdout[-3000:]
     return float(found[1])
 
@@ -237,7 +237,7 @@ def test_dump_debug_info_records_the_train_step_for_debugger_v2(render, tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", ["mnist_mlp", "shapes_dcgan"])
+@pytest.mark.parametrize("example", ["mnist_mlp", "shapes_dcgan", "cartpole_ppo"])
 def test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone(
     render, tmp_path, example
 ):
@@ -246,15 +246,18 @@ def test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone(
     (a real run's) is byte for byte as it was."""
     if example == "mnist_mlp":
         script = mnist(render, tmp_path)
+    elif example == "cartpole_ppo":
+        script = render(example, *RL_SMALL[example][0])
     else:
         script = render(example, "data.train.count=64", "data.batch_size=32")
     out = tmp_path / "out"
-    run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+    run_python(script, "--max-steps", "64", "--output-dir", str(out), cwd=tmp_path)
     before = tree(out)
     proc = run_python(script, "--fast-dev-run", "--output-dir", str(out), cwd=tmp_path)
     stages = re.findall(r"--fast-dev-run: (.+): OK \(", proc.stdout)
-    wanted = ["train 2 steps", "resume from the checkpoint", "serve the export"]
-    wanted += ["predict"] if example == "mnist_mlp" else []
+    unit = "updates" if example == "cartpole_ppo" else "steps"
+    wanted = [f"train 2 {unit}", "resume from the checkpoint", "serve the export"]
+    wanted += {"mnist_mlp": ["predict"], "cartpole_ppo": ["evaluate"]}.get(example, [])
     for stage in wanted:
         assert any(found.startswith(stage) for found in stages), (stage, stages)
     assert "every stage ran" in proc.stdout
@@ -417,3 +420,56 @@ def test_an_inspected_run_trains_exactly_as_an_uninspected_one(render, tmp_path)
     result = tf_check("compare_checkpoints", str(tmp_path / "plain" / "checkpoints"),
                       str(tmp_path / "inspected" / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert result["step"] == 6 and result["max_diff"] == 0.0, result
+
+
+RL_SMALL = {
+    # ROLLOUT_SIZE 64: an update a log and a checkpoint; update 3 ends at step 192.
+    "cartpole_ppo": (
+        ["data.num_envs=2", "training.rollout_steps=32", "training.update_epochs=1",
+         "training.minibatches=2", "loop.log_every_steps=64", 'checkpoint={"every_steps": 64}'],
+        256, 192,
+    ),
+    # A gradient step every 10 steps past step 50: update 3 at step 80, one a log.
+    "cartpole_dqn": (
+        ["training.learning_starts=50", "training.batch_size=32", "loop.log_every_steps=10",
+         'checkpoint={"every_steps": 20}'],
+        100, 80,
+    ),
+    # A gradient step every step past step 50 (critics, policy, alpha): update 3 at step 53.
+    "pendulum_sac": (
+        ["training.learning_starts=50", "training.batch_size=32", "loop.log_every_steps=1",
+         'checkpoint={"every_steps": 20}'],
+        70, 53,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", list(RL_SMALL))
+def test_replay_of_an_update_prints_what_the_run_logged(render, tmp_path, example):
+    """Reinforcement learning replays an update: the checkpoint before it holds the
+    environments (and the replay buffer), so the run acts and updates again as it did. Update
+    3 (from a checkpoint, or from the start where none is left before it) and update 1 print
+    the losses the run logged for them (each log holds one update) within 1e-6; the run's
+    directory is only read."""
+    overrides, steps, third = RL_SMALL[example]
+    script = render(example, *overrides)
+    out = tmp_path / "out"
+    run_python(script, "--max-steps", str(steps), "--output-dir", str(out), cwd=tmp_path)
+    before = tree(out)
+    logged = {r["step"]: r for r in records(out)}
+    for update, step in ((3, third), (1, None)):
+        proc = run_python(script, "replay", "--step", str(update), "--output-dir", str(out),
+                          cwd=tmp_path)  # fmt: skip
+        assert f"Update {update}, eagerly, every op checked:" in proc.stdout, proc.stdout[-3000:]
+        assert "Every op's outputs were finite." in proc.stdout
+        found = re.search(r"as logged \([^)]*\): (.*)", proc.stdout)
+        assert found, proc.stdout[-3000:]
+        replayed = dict(re.findall(r"(\w+): (\S+)", found[1]))
+        if step is None:  # the first update's log step
+            step = min(s for s, r in logged.items() if set(replayed) <= set(r))
+        for name, value in replayed.items():
+            assert float(value) == pytest.approx(logged[step][name], rel=1e-6, abs=1e-6), name
+    assert tree(out) == before
+    proc = failing(script, "replay", "--step", "99", "--output-dir", str(out), cwd=tmp_path)
+    assert "can replay updates 1 to" in proc.stdout + proc.stderr

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 f77006b7ec5a1413, script sha256 484e47a3f20a2d48).
+(spec sha256 f77006b7ec5a1413, script sha256 777a7bf6c5acef34).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -966,19 +966,15 @@ def replay(args):
     """
     run = RunDirectory(args)
     run.lock()  # shared: no run may train there meanwhile
-    first, last, flags = run.replayable()
-    if not first <= args.step <= last:
+    last, flags = run.replayable()
+    if args.step > last:
         raise SystemExit(
-            f"replay --step {args.step}: {args.output_dir} can replay steps {first} to {last}"
-            + (
-                ""
-                if first == 1
-                else " (the checkpoints before were deleted: KEEP_CHECKPOINTS)"
-            )
+            f"replay --step {args.step}: {args.output_dir} can replay steps 1 to {last}"
         )
     import tempfile
 
-    path = run.checkpoint_before(args.step)
+    end = args.step
+    path = run.checkpoint_before(end)
     if (
         path
     ):  # the run's own weights; --init-from's start only before its first checkpoint
@@ -1000,7 +996,7 @@ def replay(args):
                 **flags,
                 "command": "train",
                 "output_dir": scratch,
-                "max_steps": args.step,
+                "max_steps": end,
             }
         )
         train(replaying, RunDirectory(replaying))
@@ -1394,9 +1390,8 @@ class RunDirectory:
         self.resumed_from, self.saved = path, int(number[1]) if number else None
 
     def replayable(self):
-        """replay: the steps it can replay (1 to the last step a run of this directory
-        reached), and the flags of the run's newest start that decide what a step trains.
-        """
+        """replay: the last step it can replay (that a run of this directory reached), and the
+        flags of the run's newest start that decide what a step trains."""
         records = []
         if os.path.exists(os.path.join(self.path, "runs.jsonl")):
             with open(os.path.join(self.path, "runs.jsonl")) as f:
@@ -1412,22 +1407,19 @@ class RunDirectory:
         with open(os.path.join(self.checkpoints, "setup.json")) as f:
             saved = json.load(f)
         self.check_setup({**SETUP, "weights": saved.get("weights")}, "replay")
-        reached = [
-            r.get("nan_step", r.get("step", 0))
-            for r in records
-            if r.get("event") == "end"
-        ]
+        ends = [r for r in records if r.get("event") == "end"]
         saved = [
             int(path.rsplit("-", 1)[1])
             for path in checkpoint_paths(self.checkpoints, repair=False)
         ]
+        reached = [r.get("nan_step", r.get("step", 0)) for r in ends] + saved
         flags = {
             name: starts[-1]["flags"][name]
             for name in ("epochs", "deterministic")
             if name in starts[-1]["flags"]
         }
         flags["init_from"] = starts[0]["flags"].get("init_from")
-        return 1, max([*reached, *saved, 0]), flags
+        return max([*reached, 0]), flags
 
     def checkpoint_before(self, step):
         """replay: the newest checkpoint of a step before `step` (None: none is left)."""
@@ -1463,7 +1455,7 @@ class RunDirectory:
         batch = batch_of_step(self.examples, step)
         parts = dict(zip(["images", "labels"], batch))
         arrays = {
-            "/".join(map(str, path)): v.numpy()
+            "/".join(map(str, path)): np.asarray(v)
             for path, v in keras.tree.flatten_with_path(parts)
         }
         os.makedirs(folder, exist_ok=True)
@@ -1652,12 +1644,10 @@ class RunDirectory:
             with replayed(self.args.step, networks, optimizers, self.train_values):
                 yield
             return
-        if not self.args.profile:
-            yield
-            return
-        first, last = self.args.profile
+        first, last = self.args.profile or (0, 0)
         if first_step + 1 == first:
             tf.profiler.experimental.start(os.path.join(self.path, "logs", "profile"))
+        # Marks the step in a trace (nothing when the profiler is not running).
         with tf.profiler.experimental.Trace("train", step_num=first_step + 1, _r=1):
             yield
         if first_step + num_steps == last:

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 ea6a29a0a90a0af6, script sha256 5bdd13829f63688f).
+(spec sha256 ea6a29a0a90a0af6, script sha256 3272978a5287dde9).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1268,12 +1268,10 @@ class RunDirectory:
         profiler trace the calls of those steps into logs/profile (TensorBoard's Profile tab).
         """
         self.call = first_step + 1  # what --check-numerics's NaN stopped
-        if not self.args.profile:
-            yield
-            return
-        first, last = self.args.profile
+        first, last = self.args.profile or (0, 0)
         if first_step + 1 == first:
             tf.profiler.experimental.start(os.path.join(self.path, "logs", "profile"))
+        # Marks the step in a trace (nothing when the profiler is not running).
         with tf.profiler.experimental.Trace("train", step_num=first_step + 1, _r=1):
             yield
         if first_step + num_steps == last:

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 e059b99b4a5ce3bc, script sha256 15330ad358e6c763).
+(spec sha256 e059b99b4a5ce3bc, script sha256 5eba4ba345837abf).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1386,12 +1386,10 @@ class RunDirectory:
         profiler trace the calls of those steps into logs/profile (TensorBoard's Profile tab).
         """
         self.call = first_step + 1  # what --check-numerics's NaN stopped
-        if not self.args.profile:
-            yield
-            return
-        first, last = self.args.profile
+        first, last = self.args.profile or (0, 0)
         if first_step + 1 == first:
             tf.profiler.experimental.start(os.path.join(self.path, "logs", "profile"))
+        # Marks the step in a trace (nothing when the profiler is not running).
         with tf.profiler.experimental.Trace("train", step_num=first_step + 1, _r=1):
             yield
         if first_step + num_steps == last:

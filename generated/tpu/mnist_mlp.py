@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 cb6e55d25382b8e4, script sha256 7dae0391383a3615).
+(spec sha256 cb6e55d25382b8e4, script sha256 4d83a81829d4e09a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1127,12 +1127,10 @@ class RunDirectory:
         profiler trace the calls of those steps into logs/profile (TensorBoard's Profile tab).
         """
         self.call = first_step + 1  # what --check-numerics's NaN stopped
-        if not self.args.profile:
-            yield
-            return
-        first, last = self.args.profile
+        first, last = self.args.profile or (0, 0)
         if first_step + 1 == first:
             tf.profiler.experimental.start(os.path.join(self.path, "logs", "profile"))
+        # Marks the step in a trace (nothing when the profiler is not running).
         with tf.profiler.experimental.Trace("train", step_num=first_step + 1, _r=1):
             yield
         if first_step + num_steps == last:

@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by Reptile.
 
 Written by loopgen 0.1.0 from examples/mnist_reptile.py
-(spec sha256 3778c1d9dd979f90, script sha256 47d5fde94e02c77a).
+(spec sha256 3778c1d9dd979f90, script sha256 8d8293d05c8a293f).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1301,12 +1301,10 @@ class RunDirectory:
         profiler trace the calls of those steps into logs/profile (TensorBoard's Profile tab).
         """
         self.call = first_step + 1  # what --check-numerics's NaN stopped
-        if not self.args.profile:
-            yield
-            return
-        first, last = self.args.profile
+        first, last = self.args.profile or (0, 0)
         if first_step + 1 == first:
             tf.profiler.experimental.start(os.path.join(self.path, "logs", "profile"))
+        # Marks the step in a trace (nothing when the profiler is not running).
         with tf.profiler.experimental.Trace("train", step_num=first_step + 1, _r=1):
             yield
         if first_step + num_steps == last:
