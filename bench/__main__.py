@@ -42,7 +42,7 @@ from pathlib import Path
 
 from .data_rows import DATA_SOURCES, data_rows, data_table
 from .report import median, ratios, readme_table, render_table, replace_table, table
-from .rl import ALGORITHMS, rl_rows, rl_table
+from .rl import ALGORITHMS, algorithms_of, rl_rows, rl_table
 from .workload import EXAMPLES, PLAIN, ROOT, STEPS_PER_EPOCH, Workload, render, workload
 
 PYTHON = sys.executable
@@ -260,7 +260,11 @@ def main(argv: list[str] | None = None) -> None:
             print("rl ...", flush=True)
             rl = rl_rows(PYTHON, args.peer_python, args.rl_algorithms, args.rl_steps,
                          args.rl_rounds, Path(tmp), ENV)  # fmt: skip
-            results["rl"] = {"date": today, **rl}
+            for found in rl["algorithms"].values():
+                found["date"] = today
+            # An algorithm not run keeps its previous figures.
+            algorithms = {**algorithms_of(results.get("rl")), **rl["algorithms"]}
+            results["rl"] = {"date": today, **rl, "algorithms": algorithms}
             print(rl_table(results["rl"]), flush=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")

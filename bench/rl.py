@@ -97,6 +97,7 @@ def rl_rows(python: str, peer_python: str | None, algorithms: list[str], steps: 
         found[algorithm] = {
             "environment": environment,
             "steps": budget,
+            "rounds": rounds,
             "rows": {
                 who: {
                     "steps_per_second": median([r["steps_per_second"] for r in done]),
@@ -111,23 +112,32 @@ def rl_rows(python: str, peer_python: str | None, algorithms: list[str], steps: 
     return {"rounds": rounds, "episodes": EPISODES, "algorithms": found}
 
 
+def algorithms_of(rl: dict | None) -> dict:
+    """The figures of each algorithm in results.json's rl part. Results written before the
+    bench ran more than PPO have its rows at the top level."""
+    if not rl:
+        return {}
+    if "algorithms" in rl:
+        return rl["algorithms"]
+    return {"ppo": {"environment": "CartPole-v1", "steps": rl["steps"], "rounds": rl["rounds"],
+                    "date": rl["date"], "rows": rl["rows"]}}  # fmt: skip
+
+
 def rl_table(rl: dict) -> str:
-    # Results written before the bench ran more than PPO have its rows at the top level.
-    algorithms = rl.get("algorithms") or {
-        "ppo": {"environment": "CartPole-v1", "steps": rl["steps"], "rows": rl["rows"]}
-    }
+    algorithms = algorithms_of(rl)
     lines = [
-        f"| {rl['rounds']} round(s) | environment, steps | env steps/s (median; each round) "
+        "| | environment, steps, rounds | env steps/s (median; each round) "
         f"| greedy return over {rl['episodes']} episodes (median; each round) |",
         "|---|---|---|---|",
     ]
     for found in algorithms.values():
+        rounds = found.get("rounds", rl["rounds"])
         for name, row in found["rows"].items():
             # Each round's rate: results written before they were kept have none.
             rates = ", ".join(f"{r:,.0f}" for r in row.get("rates", []))
             each = ", ".join(f"{r:.0f}" for r in row["returns"])
             lines.append(
-                f"| {name} | {found['environment']}, {found['steps']:,} "
+                f"| {name} | {found['environment']}, {found['steps']:,}, {rounds} "
                 f"| {row['steps_per_second']:,.0f}{f' ({rates})' if rates else ''} "
                 f"| {row['return_mean']:.0f} ({each}) |"
             )
