@@ -1,6 +1,6 @@
 """Benchmark: generated loops against model.fit, measured in the same run; render time; input.
 
-    .venv/bin/python -m bench [--parts fit render data rl] [--examples mnist_mlp ...] [--readme]
+    .venv/bin/python -m bench [--parts fit render data rl] [--examples mnist_mlp ...] [--docs]
 
 fit: for each example it renders the loop script (synthetic data of the real shapes, see
 workload.py) and trains, each in a fresh process:
@@ -24,7 +24,7 @@ rl: the generated PPO (cartpole_ppo), DQN (cartpole_dqn with CleanRL's settings)
 some): environment steps per second and the greedy return over 100 episodes. Not in the
 default parts: a round trains each twice for minutes.
 Results go to bench/results.json (a part not run keeps its previous figures) and, with
---readme, to the README's tables.
+--docs, to the documentation's tables (docs/speed.md; the RL one in docs/guides/rl.md).
 """
 
 from __future__ import annotations
@@ -41,13 +41,17 @@ import time
 from pathlib import Path
 
 from .data_rows import DATA_SOURCES, data_rows, data_table
-from .report import median, ratios, readme_table, render_table, replace_table, table
+from .report import fit_table, median, ratios, render_table, replace_table, table
 from .rl import ALGORITHMS, algorithms_of, rl_rows, rl_table
 from .workload import EXAMPLES, PLAIN, ROOT, STEPS_PER_EPOCH, Workload, render, workload
 
 PYTHON = sys.executable
 LOOPGEN = str(Path(PYTHON).with_name("loopgen"))
 PARTS = ("fit", "render", "data")
+SPEED_PAGE = ROOT / "docs" / "speed.md"
+"""Where --docs writes the tables of the fit, render and data parts."""
+RL_PAGE = ROOT / "docs" / "guides" / "rl.md"
+"""Where --docs writes the table of the rl part."""
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 
 
@@ -218,7 +222,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rl-rounds", type=int, default=1, help="rl: rounds of both runs")
     parser.add_argument("--peer-python", help="rl: a Python with stable-baselines3 and torch")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
-    parser.add_argument("--readme", action="store_true", help="update the README's tables")
+    parser.add_argument(
+        "--docs", action="store_true", help="update the tables in docs/ (speed.md, guides/rl.md)"
+    )
     args = parser.parse_args(argv)
     if args.epochs < 4:
         parser.error("--epochs must be at least 4: a warm-up epoch and 3 to take the median of")
@@ -268,19 +274,17 @@ def main(argv: list[str] | None = None) -> None:
             print(rl_table(results["rl"]), flush=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")
-    if args.readme:
-        readme = ROOT / "README.md"
-        text = readme.read_text()
-        if "fit" in results:
-            text = replace_table(text, readme_table(results), "bench")
-        if "render" in results:
-            text = replace_table(text, render_table(results["render"]), "bench-render")
-        if "data" in results:
-            text = replace_table(text, data_table(results["data"]), "bench-data")
-        if "rl" in results:
-            text = replace_table(text, rl_table(results["rl"]), "bench-rl")
-        readme.write_text(text)
-        print(f"updated {readme}")
+    if args.docs:
+        tables = {
+            "fit": (SPEED_PAGE, "bench", fit_table),
+            "render": (SPEED_PAGE, "bench-render", lambda r: render_table(r["render"])),
+            "data": (SPEED_PAGE, "bench-data", lambda r: data_table(r["data"])),
+            "rl": (RL_PAGE, "bench-rl", lambda r: rl_table(r["rl"])),
+        }
+        for part, (page, marker, write) in tables.items():
+            if part in results:
+                page.write_text(replace_table(page.read_text(), write(results), marker, page))
+                print(f"updated {page.relative_to(ROOT)} ({marker})")
 
 
 if __name__ == "__main__":

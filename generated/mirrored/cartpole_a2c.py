@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 24d0f85df9bb1421, script sha256 cdbc6b0525da16fd).
+(spec sha256 24d0f85df9bb1421, script sha256 8a32634158106048).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -913,7 +913,7 @@ def replayed(step, networks, optimizers, train_values):
             yield
         except tf.errors.InvalidArgumentError as error:
             failure = error
-    print(f"\nStep {step}, eagerly, every op checked:")
+    print(f"\nUpdate {step}, eagerly, every op checked:")
     for mean, (total, count) in zip(means, sums_before):
         new_total, new_count = (float(v.numpy()) for v in mean.variables)
         if new_count > count:
@@ -921,7 +921,7 @@ def replayed(step, networks, optimizers, train_values):
     if failure is None:
         logged = results(train_values)
         print(
-            "  as logged (the epoch's running values): "
+            "  as logged (the means since the last log): "
             + "  ".join(f"{k}: {v:.9g}" for k, v in logged.items())
         )
     print(

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 3221a920c9a1d164, script sha256 639ad1d810d119a0).
+(spec sha256 3221a920c9a1d164, script sha256 a8f8d88166a5f023).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1027,7 +1027,7 @@ def replayed(step, networks, optimizers, train_values):
             yield
         except tf.errors.InvalidArgumentError as error:
             failure = error
-    print(f"\nStep {step}, eagerly, every op checked:")
+    print(f"\nUpdate {step}, eagerly, every op checked:")
     for mean, (total, count) in zip(means, sums_before):
         new_total, new_count = (float(v.numpy()) for v in mean.variables)
         if new_count > count:
@@ -1035,7 +1035,7 @@ def replayed(step, networks, optimizers, train_values):
     if failure is None:
         logged = results(train_values)
         print(
-            "  as logged (the epoch's running values): "
+            "  as logged (the means since the last log): "
             + "  ".join(f"{k}: {v:.9g}" for k, v in logged.items())
         )
     print(

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with TD3.
 
 Written by loopgen 0.1.0 from examples/pendulum_td3.py
-(spec sha256 cb1ead1207afa0ce, script sha256 5954bc514105d990).
+(spec sha256 cb1ead1207afa0ce, script sha256 8898f3082c92d820).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -991,7 +991,7 @@ def replayed(step, networks, optimizers, train_values):
             yield
         except tf.errors.InvalidArgumentError as error:
             failure = error
-    print(f"\nStep {step}, eagerly, every op checked:")
+    print(f"\nUpdate {step}, eagerly, every op checked:")
     for mean, (total, count) in zip(means, sums_before):
         new_total, new_count = (float(v.numpy()) for v in mean.variables)
         if new_count > count:
@@ -999,7 +999,7 @@ def replayed(step, networks, optimizers, train_values):
     if failure is None:
         logged = results(train_values)
         print(
-            "  as logged (the epoch's running values): "
+            "  as logged (the means since the last log): "
             + "  ".join(f"{k}: {v:.9g}" for k, v in logged.items())
         )
     print(

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 6fd361d0f2b51e21, script sha256 6597d66fbc6567eb).
+(spec sha256 6fd361d0f2b51e21, script sha256 8a836fd1768ba2fc).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1125,7 +1125,7 @@ def replayed(step, networks, optimizers, train_values):
             yield
         except tf.errors.InvalidArgumentError as error:
             failure = error
-    print(f"\nStep {step}, eagerly, every op checked:")
+    print(f"\nUpdate {step}, eagerly, every op checked:")
     for mean, (total, count) in zip(means, sums_before):
         new_total, new_count = (float(v.numpy()) for v in mean.variables)
         if new_count > count:
@@ -1133,7 +1133,7 @@ def replayed(step, networks, optimizers, train_values):
     if failure is None:
         logged = results(train_values)
         print(
-            "  as logged (the epoch's running values): "
+            "  as logged (the means since the last log): "
             + "  ".join(f"{k}: {v:.9g}" for k, v in logged.items())
         )
     print(

@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 3d0ba0504265fd53, script sha256 02475cab93da381b).
+(spec sha256 3d0ba0504265fd53, script sha256 e2afd0e20f30e78d).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1154,7 +1154,7 @@ def replayed(step, networks, optimizers, train_values):
             yield
         except tf.errors.InvalidArgumentError as error:
             failure = error
-    print(f"\nStep {step}, eagerly, every op checked:")
+    print(f"\nUpdate {step}, eagerly, every op checked:")
     for mean, (total, count) in zip(means, sums_before):
         new_total, new_count = (float(v.numpy()) for v in mean.variables)
         if new_count > count:
@@ -1162,7 +1162,7 @@ def replayed(step, networks, optimizers, train_values):
     if failure is None:
         logged = results(train_values)
         print(
-            "  as logged (the epoch's running values): "
+            "  as logged (the means since the last log): "
             + "  ".join(f"{k}: {v:.9g}" for k, v in logged.items())
         )
     print(
