@@ -1,6 +1,6 @@
 """Benchmark: generated loops against model.fit, measured in the same run; render time; input.
 
-    .venv/bin/python -m bench [--parts fit render data rl] [--examples mnist_mlp ...] [--docs]
+    .venv/bin/python -m bench [--parts fit render data inspect rl] [--examples ...] [--docs]
 
 fit: for each example it renders the loop script (synthetic data of the real shapes, see
 workload.py) and trains, each in a fresh process:
@@ -18,6 +18,8 @@ modules compiled to bytecode first, as an installed package has them), each run 
 process that only imports the stack (STACK), and checks that TensorFlow was never imported.
 data: time to the first batch of a resumed run, and the pipeline's speed against the loop's
 (data_rows.py).
+inspect: what logging.inspect costs at every 100 steps: the same workload trained with and
+without it, alternating (inspection.py).
 rl: the generated PPO (cartpole_ppo), DQN (cartpole_dqn with CleanRL's settings) and SAC
 (pendulum_sac) against Stable-Baselines3's on PyTorch with the same hyperparameters and budget
 (rl.py; --peer-python names a Python with stable-baselines3 and torch; --rl-algorithms picks
@@ -41,13 +43,14 @@ import time
 from pathlib import Path
 
 from .data_rows import DATA_SOURCES, data_rows, data_table
+from .inspection import inspect_rows, inspect_table
 from .report import fit_table, median, ratios, render_table, replace_table, table
 from .rl import ALGORITHMS, algorithms_of, rl_rows, rl_table
 from .workload import EXAMPLES, PLAIN, ROOT, STEPS_PER_EPOCH, Workload, render, workload
 
 PYTHON = sys.executable
 LOOPGEN = str(Path(PYTHON).with_name("loopgen"))
-PARTS = ("fit", "render", "data")
+PARTS = ("fit", "render", "data", "inspect")
 SPEED_PAGE = ROOT / "docs" / "speed.md"
 """Where --docs writes the tables of the fit, render and data parts."""
 RL_PAGE = ROOT / "docs" / "guides" / "rl.md"
@@ -262,6 +265,12 @@ def main(argv: list[str] | None = None) -> None:
             data = data_rows(Path(tmp), args.data_images, args.data_repeats, ENV, args.data_sources)
             results["data"] = {"date": today, "repeats": args.data_repeats, **data}
             print(data_table(results["data"]), flush=True)
+        if "inspect" in args.parts:
+            print("inspect ...", flush=True)
+            found = inspect_rows(["mnist_mlp"], args.rounds, args.epochs, Path(tmp),
+                                 loop_epoch_seconds, args.steps_per_epoch)  # fmt: skip
+            results["inspect"] = {"date": today, "rounds": args.rounds, "examples": found}
+            print(inspect_table(found), flush=True)
         if "rl" in args.parts:
             print("rl ...", flush=True)
             rl = rl_rows(PYTHON, args.peer_python, args.rl_algorithms, args.rl_steps,
@@ -279,6 +288,11 @@ def main(argv: list[str] | None = None) -> None:
             "fit": (SPEED_PAGE, "bench", fit_table),
             "render": (SPEED_PAGE, "bench-render", lambda r: render_table(r["render"])),
             "data": (SPEED_PAGE, "bench-data", lambda r: data_table(r["data"])),
+            "inspect": (
+                SPEED_PAGE,
+                "bench-inspect",
+                lambda r: inspect_table(r["inspect"]["examples"]),
+            ),
             "rl": (RL_PAGE, "bench-rl", lambda r: rl_table(r["rl"])),
         }
         for part, (page, marker, write) in tables.items():

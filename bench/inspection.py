@@ -14,13 +14,16 @@ EVERY_STEPS = 100
 """logging.inspect.every_steps: the issue's setting, its goal under 5 % of the step time."""
 
 
-def inspect_rows(examples: list[str], rounds: int, epochs: int, folder: Path, timed) -> dict:
+def inspect_rows(
+    examples: list[str], rounds: int, epochs: int, folder: Path, timed, steps: int | None = None
+) -> dict:
     """For each example: the median epoch seconds of the plain and the inspected script, and
     the median of the rounds' ratios (inspected / plain). `timed(script, epochs, folder)`
-    trains a script and returns its epochs' seconds (the first, which traces, is left out)."""
+    trains a script and returns its epochs' seconds (the first, which traces, is left out);
+    `steps`: an epoch's (the workload's own by default)."""
     found = {}
     for name in examples:
-        work = workload(name, folder)
+        work = workload(name, folder, steps)
         scripts = {
             "plain": render(work, folder / f"{name}_plain_inspect.py"),
             "inspected": render(

@@ -11,6 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
+import data
 import numpy as np
 import pytest
 from data import pattern_npz
@@ -473,3 +474,38 @@ def test_replay_of_an_update_prints_what_the_run_logged(render, tmp_path, exampl
     assert tree(out) == before
     proc = failing(script, "replay", "--step", "99", "--output-dir", str(out), cwd=tmp_path)
     assert "can replay updates 1 to" in proc.stdout + proc.stderr
+
+
+INSPECTED = {
+    "shapes_dcgan": (["generator", "discriminator"], []),
+    "shapes_simclr": (["model", "projection"], []),
+    "shapes_multitask": (["model"], []),
+    "mnist_maml": (["model"], ["logging.inspect.activations=false"]),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", list(INSPECTED))
+def test_each_way_inspects_its_networks(render, tmp_path, example):
+    """logging.inspect on the other ways of training: a GAN's two networks, a contrastive
+    run's encoder and projection, a multi-task model (its heads' outputs a dict), MAML's
+    meta-learned model (gradients and weights: its adapted weights' outputs are not the
+    model's). Every layer with weights has its gradient norm and update ratio, at step 2."""
+    networks, extra = INSPECTED[example]
+    script = render(
+        example, *data.small_data_overrides(example, tmp_path),
+        'logging.inspect={"every_steps": 2}', *extra,
+    )  # fmt: skip
+    script = data.runnable(example, script)
+    out = tmp_path / "out"
+    run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+    inspected = [r for r in records(out) if any(k.startswith("inspect/") for k in r)]
+    assert [r["step"] for r in inspected] == [2], inspected
+    keys = {k.split("/")[1] for k in inspected[0] if k.startswith("inspect/")}
+    assert keys == set(networks), keys
+    for network in networks:
+        ratios = [v for k, v in inspected[0].items() if k.startswith(f"inspect/{network}/")
+                  and k.endswith("/update_ratio")]  # fmt: skip
+        assert ratios and all(np.isfinite(ratios)), (network, ratios)
+        assert any(k.startswith(f"inspect/{network}/") and k.endswith("/gradient_norm")
+                   for k in inspected[0]), network  # fmt: skip

@@ -221,6 +221,10 @@ def test_bench_measures_loop_and_fit_in_one_run(tmp_path):
         speed["loop_defaults"] / speed["fit_matched"]
     )
     assert "| mnist_mlp | 50 | on |" in proc.stdout
+    # logging.inspect's cost: both scripts timed, each round (120 steps: one inspected).
+    inspected = results["inspect"]["examples"]["mnist_mlp"]
+    assert all(len(inspected["epoch_seconds"][k]) == 1 for k in ("plain", "inspected"))
+    assert inspected["ratio"] > 0 and "| mnist_mlp | 30 |" in proc.stdout
     render = results["render"]["examples"]
     # And a spec with a description of 1 MB (the bench's 8 MB beside it shows the growth).
     assert set(render) == {*rendered, "mnist_mlp, 1 MB description"}

@@ -74,6 +74,13 @@ def check_sections(spec: Spec) -> None:
             )
             + "; remove gradients"
         )
+    if spec.logging.inspect:
+        raise ValueError(
+            f"logging.inspect: training is {kind}, whose updates loopgen does not inspect (a "
+            "PPO update takes its gradient steps inside a compiled loop); `python train.py "
+            "replay --step N` prints any update's layers (weight norms, gradient norms, "
+            "update ratios) instead: remove logging.inspect"
+        )
     if spec.logging.csv or spec.logging.comet or spec.logging.histograms:
         raise ValueError(
             f"logging: training is {kind}, which logs to TensorBoard and metrics.jsonl (and "
