@@ -107,7 +107,7 @@ MODULE_NAMES = frozenset({
     "execution_modes", "fast_dev_run", "gradients_applied", "innermost_layer", "layers_of",
     "linecache", "native_stderr_silenced", "nonfinite_op", "overfit", "replay",
     "replayed", "serve_once", "tempfile", "warnings", "make_inspected_step", "SATURATED",
-    "INSPECT_EVERY_STEPS", "learning_rates",
+    "INSPECT_EVERY_STEPS", "learning_rates", "step_of_update", "update_of", "updates_at",
 })  # fmt: skip
 """The other names the scripts define at module level (functions, classes, constants, imports):
 a name a spec makes module level too (a block, a custom layer class, an imported package) must
