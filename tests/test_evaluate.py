@@ -109,7 +109,7 @@ def test_evaluate_waits_for_no_reader_but_refuses_while_a_run_trains(trained, tm
         proc = subprocess.run(command, cwd=script.parent, env=script_env(), capture_output=True,
                               text=True, timeout=600)  # fmt: skip
         assert proc.returncode == 1, proc.stderr[-2000:]
-        assert "is in use by another run (evaluate or predict reads it)" in proc.stderr
+        assert "is in use by another run (evaluate or predict or replay reads it)" in proc.stderr
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a run training
         proc = evaluate(script, out, fresh=True)
     assert proc.returncode == 1 and "is in use by another run" in proc.stderr, proc.stderr[-2000:]

@@ -1179,7 +1179,6 @@ def model_weights_diff(script: str, dir_a: str, dir_b: str) -> dict:
 def lock_without_locks(script: str, output_dir: str) -> dict:
     """What the script's RunDirectory.lock answers on a file system without locks: flock
     raising ENOLCK, as some network and FUSE file systems do."""
-    import argparse
     import errno
     import os
 
@@ -1189,9 +1188,7 @@ def lock_without_locks(script: str, output_dir: str) -> dict:
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
 
     module.fcntl.flock = no_locks
-    run = module.RunDirectory(
-        argparse.Namespace(output_dir=output_dir, no_lock=False, command="train")
-    )
+    run = module.RunDirectory(module.parse_args(["--output-dir", output_dir]))
     try:
         refusal = run.lock()
     except SystemExit as refused:

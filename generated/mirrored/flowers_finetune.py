@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 18c0c8c2937e77cb, script sha256 490483314289ecc8).
+(spec sha256 18c0c8c2937e77cb, script sha256 949932e0fa62bab1).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -852,7 +852,8 @@ def check_debugging_flags(args):
     """The debugging flags' mistakes stop the script before it does anything; --profile's
     range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
     """
-    for flag in ["--fast-dev-run", "--step"]:  # counts of steps or batches
+    # Counts of steps or batches.
+    for flag in ["--fast-dev-run", "--step"]:
         name = flag[2:].replace("-", "_")
         count = getattr(args, name)
         if count is not None and not (count.isdigit() and int(count) >= 1):
@@ -929,9 +930,8 @@ def nonfinite_op(error):
         return None
     import linecache
 
-    if (
-        found[2] == "graph"
-    ):  # TensorFlow records where; "->" marks the frames of user code
+    # A graph op's creation is in TensorFlow's message, with "->" marking user code.
+    if found[2] == "graph":
         frames = re.findall(r"\+ (\S+) \(L(\d+)\) (\S+)\n -> \|", error.message)
         # It shortens long paths from the left: the loaded file whose path ends so.
         files = [__file__] + [
@@ -1090,11 +1090,9 @@ def replay(args):
         )
     import tempfile
 
-    end = args.step
-    path = run.checkpoint_before(end)
-    if (
-        path
-    ):  # the run's own weights; --init-from's start only before its first checkpoint
+    path = run.checkpoint_before(args.step)
+    # The run's own weights; its --init-from gives the start only before its first checkpoint.
+    if path:
         flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:
@@ -1113,7 +1111,7 @@ def replay(args):
                 **flags,
                 "command": "train",
                 "output_dir": scratch,
-                "max_steps": end,
+                "max_steps": args.step,
             }
         )
         train(replaying, RunDirectory(replaying))

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with SAC.
 
 Written by loopgen 0.1.0 from examples/pendulum_sac.py
-(spec sha256 0b674dd1eb9cfca4, script sha256 dc4740c3dbe0292c).
+(spec sha256 0b674dd1eb9cfca4, script sha256 2ef139e9c20cb5fb).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -594,9 +594,7 @@ def train(args, run):
         if global_step > LEARNING_STARTS:
             batch = [tf.constant(part) for part in buffer.sample(global_step)]
             noise = tf.constant(update_noise(global_step))
-            with run.debugged(
-                updates_at(global_step) - 1, 1
-            ):  # the debugging flags, replay
+            with run.debugged(updates_at(global_step) - 1, 1):  # flags, replay
                 train_step(batch, noise, tf.constant(global_step, tf.int64))
         if global_step // LOG_EVERY_STEPS > previous // LOG_EVERY_STEPS:
             step.assign(global_step)
@@ -721,7 +719,8 @@ def check_debugging_flags(args):
     """The debugging flags' mistakes stop the script before it does anything; --profile's
     range becomes a pair of updates, and --overfit-batches's run gets a directory of its own.
     """
-    for flag in ["--fast-dev-run", "--step"]:  # counts of steps or batches
+    # Counts of updates or batches.
+    for flag in ["--fast-dev-run", "--step"]:
         name = flag[2:].replace("-", "_")
         count = getattr(args, name)
         if count is not None and not (count.isdigit() and int(count) >= 1):
@@ -798,9 +797,8 @@ def nonfinite_op(error):
         return None
     import linecache
 
-    if (
-        found[2] == "graph"
-    ):  # TensorFlow records where; "->" marks the frames of user code
+    # A graph op's creation is in TensorFlow's message, with "->" marking user code.
+    if found[2] == "graph":
         frames = re.findall(r"\+ (\S+) \(L(\d+)\) (\S+)\n -> \|", error.message)
         # It shortens long paths from the left: the loaded file whose path ends so.
         files = [__file__] + [
@@ -940,8 +938,7 @@ def updates_at(global_step):
 
 def step_of_update(update):
     """The environment step at which update `update` (1, 2, ...) is taken."""
-    trainings = update
-    return (trainings + LEARNING_STARTS // NUM_ENVS) * NUM_ENVS
+    return (update + LEARNING_STARTS // NUM_ENVS) * NUM_ENVS
 
 
 def update_of(step):
@@ -968,9 +965,8 @@ def replay(args):
     # The environment step at which update N is done (the checkpoints count environment steps).
     end = step_of_update(args.step)
     path = run.checkpoint_before(end)
-    if (
-        path
-    ):  # the run's own weights; --init-from's start only before its first checkpoint
+    # The run's own weights; its --init-from gives the start only before its first checkpoint.
+    if path:
         flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 387afbb2ac1cad9a, script sha256 62040de9e15274fb).
+(spec sha256 387afbb2ac1cad9a, script sha256 181b2a671b9c46b9).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -655,9 +655,7 @@ def train(args, run):
         if global_step > LEARNING_STARTS:
             if trains:
                 batch = tf.nest.map_structure(tf.constant, buffer.sample(global_step))
-                with run.debugged(
-                    updates_at(global_step) - 1, 1
-                ):  # the debugging flags, replay
+                with run.debugged(updates_at(global_step) - 1, 1):  # flags, replay
                     train_step(batch, tf.constant(global_step, tf.int64))
             if global_step // TARGET_UPDATE_EVERY > previous // TARGET_UPDATE_EVERY:
                 update_target()
@@ -791,7 +789,8 @@ def check_debugging_flags(args):
     """The debugging flags' mistakes stop the script before it does anything; --profile's
     range becomes a pair of updates, and --overfit-batches's run gets a directory of its own.
     """
-    for flag in ["--fast-dev-run", "--step"]:  # counts of steps or batches
+    # Counts of updates or batches.
+    for flag in ["--fast-dev-run", "--step"]:
         name = flag[2:].replace("-", "_")
         count = getattr(args, name)
         if count is not None and not (count.isdigit() and int(count) >= 1):
@@ -870,9 +869,8 @@ def nonfinite_op(error):
         return None
     import linecache
 
-    if (
-        found[2] == "graph"
-    ):  # TensorFlow records where; "->" marks the frames of user code
+    # A graph op's creation is in TensorFlow's message, with "->" marking user code.
+    if found[2] == "graph":
         frames = re.findall(r"\+ (\S+) \(L(\d+)\) (\S+)\n -> \|", error.message)
         # It shortens long paths from the left: the loaded file whose path ends so.
         files = [__file__] + [
@@ -1006,21 +1004,17 @@ def gradients_applied(*optimizers):
 def updates_at(global_step):
     """The gradient steps (updates) taken by environment step `global_step`: one at
     every TRAIN_EVERY-th vector step past LEARNING_STARTS."""
-    trainings = (
-        global_step // NUM_ENVS // TRAIN_EVERY
-        - LEARNING_STARTS // NUM_ENVS // TRAIN_EVERY
-    )
+    # The turns to train that came before learning started.
+    waited = LEARNING_STARTS // NUM_ENVS // TRAIN_EVERY
+    trainings = global_step // NUM_ENVS // TRAIN_EVERY - waited
     return max(trainings, 0)
 
 
 def step_of_update(update):
     """The environment step at which update `update` (1, 2, ...) is taken."""
-    trainings = update
-    return (
-        (trainings + LEARNING_STARTS // NUM_ENVS // TRAIN_EVERY)
-        * TRAIN_EVERY
-        * NUM_ENVS
-    )
+    # The turns to train that came before learning started.
+    waited = LEARNING_STARTS // NUM_ENVS // TRAIN_EVERY
+    return (update + waited) * TRAIN_EVERY * NUM_ENVS
 
 
 def update_of(step):
@@ -1047,9 +1041,8 @@ def replay(args):
     # The environment step at which update N is done (the checkpoints count environment steps).
     end = step_of_update(args.step)
     path = run.checkpoint_before(end)
-    if (
-        path
-    ):  # the run's own weights; --init-from's start only before its first checkpoint
+    # The run's own weights; its --init-from gives the start only before its first checkpoint.
+    if path:
         flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:

@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 3d0ba0504265fd53, script sha256 e2afd0e20f30e78d).
+(spec sha256 3d0ba0504265fd53, script sha256 f47288e72256994e).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -853,7 +853,8 @@ def check_debugging_flags(args):
     """The debugging flags' mistakes stop the script before it does anything; --profile's
     range becomes a pair of updates, and --overfit-batches's run gets a directory of its own.
     """
-    for flag in ["--fast-dev-run", "--step"]:  # counts of steps or batches
+    # Counts of updates or batches.
+    for flag in ["--fast-dev-run", "--step"]:
         name = flag[2:].replace("-", "_")
         count = getattr(args, name)
         if count is not None and not (count.isdigit() and int(count) >= 1):
@@ -932,9 +933,8 @@ def nonfinite_op(error):
         return None
     import linecache
 
-    if (
-        found[2] == "graph"
-    ):  # TensorFlow records where; "->" marks the frames of user code
+    # A graph op's creation is in TensorFlow's message, with "->" marking user code.
+    if found[2] == "graph":
         frames = re.findall(r"\+ (\S+) \(L(\d+)\) (\S+)\n -> \|", error.message)
         # It shortens long paths from the left: the loaded file whose path ends so.
         files = [__file__] + [
@@ -1099,9 +1099,8 @@ def replay(args):
     # The environment step at which update N is done (the checkpoints count environment steps).
     end = step_of_update(args.step)
     path = run.checkpoint_before(end)
-    if (
-        path
-    ):  # the run's own weights; --init-from's start only before its first checkpoint
+    # The run's own weights; its --init-from gives the start only before its first checkpoint.
+    if path:
         flags["init_from"] = None
     scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
     try:

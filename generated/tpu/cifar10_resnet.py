@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 ae2f5a08dba59b9d, script sha256 21d5f60f4bbe6e49).
+(spec sha256 ae2f5a08dba59b9d, script sha256 fe158159e6c3f5da).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -838,7 +838,8 @@ def check_debugging_flags(args):
     """The debugging flags' mistakes stop the script before it does anything; --profile's
     range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
     """
-    for flag in ["--fast-dev-run"]:  # counts of steps or batches
+    # Counts of steps or batches.
+    for flag in ["--fast-dev-run"]:
         name = flag[2:].replace("-", "_")
         count = getattr(args, name)
         if count is not None and not (count.isdigit() and int(count) >= 1):
@@ -911,9 +912,8 @@ def nonfinite_op(error):
         return None
     import linecache
 
-    if (
-        found[2] == "graph"
-    ):  # TensorFlow records where; "->" marks the frames of user code
+    # A graph op's creation is in TensorFlow's message, with "->" marking user code.
+    if found[2] == "graph":
         frames = re.findall(r"\+ (\S+) \(L(\d+)\) (\S+)\n -> \|", error.message)
         # It shortens long paths from the left: the loaded file whose path ends so.
         files = [__file__] + [

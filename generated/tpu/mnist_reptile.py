@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by Reptile.
 
 Written by loopgen 0.1.0 from examples/mnist_reptile.py
-(spec sha256 3778c1d9dd979f90, script sha256 8d8293d05c8a293f).
+(spec sha256 3778c1d9dd979f90, script sha256 b508ddf81fd4abec).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -789,7 +789,8 @@ def check_debugging_flags(args):
     """The debugging flags' mistakes stop the script before it does anything; --profile's
     range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
     """
-    for flag in ["--fast-dev-run"]:  # counts of steps or batches
+    # Counts of steps or batches.
+    for flag in ["--fast-dev-run"]:
         name = flag[2:].replace("-", "_")
         count = getattr(args, name)
         if count is not None and not (count.isdigit() and int(count) >= 1):
@@ -862,9 +863,8 @@ def nonfinite_op(error):
         return None
     import linecache
 
-    if (
-        found[2] == "graph"
-    ):  # TensorFlow records where; "->" marks the frames of user code
+    # A graph op's creation is in TensorFlow's message, with "->" marking user code.
+    if found[2] == "graph":
         frames = re.findall(r"\+ (\S+) \(L(\d+)\) (\S+)\n -> \|", error.message)
         # It shortens long paths from the left: the loaded file whose path ends so.
         files = [__file__] + [
