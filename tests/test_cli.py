@@ -61,6 +61,26 @@ def test_command_help(command):
         assert "--output" in proc.stdout and "--force" in proc.stdout
 
 
+def test_the_help_lists_each_command_in_whole_sentences_and_flags_without_a_type():
+    """A docstring's hard line breaks are not kept in the list of commands (it wrapped "Hand
+    edits" / "do not count: ..." mid-sentence), and a flag shows no `<bool>` as if it took a
+    value: in the app's help and in every command's."""
+    import inspect
+
+    from loopgen.cli import app
+    from typer.testing import CliRunner
+
+    wide = {"COLUMNS": "400"}  # every command's summary fits on a line of its own
+    shown = CliRunner().invoke(app, ["--help"], env=wide).output
+    for info in app.registered_commands:
+        summary = " ".join(inspect.cleandoc(info.callback.__doc__).split("\n\n")[0].split())
+        assert any(summary in line for line in shown.splitlines()), (summary, shown)
+    for command in ["", *(info.callback.__name__ for info in app.registered_commands)]:
+        text = CliRunner().invoke(app, [*command.split(), "--help"], env=wide).output
+        assert "Usage" in text and "<bool>" not in text, text
+        assert "--help " in text
+
+
 def test_version():
     proc = run_cli("--version")
     assert proc.returncode == 0, proc.stderr
