@@ -1,12 +1,16 @@
 """Shared building blocks of the spec language: the strict base model and identifier types."""
 
 import builtins
+import contextlib
 import keyword
+import os
 import re
 import sys
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 
 class StrictModel(BaseModel):
@@ -29,6 +33,110 @@ class StrictModel(BaseModel):
         # cost milliseconds of every import, for patterns matched once per spec.
         regex_engine="python-re",
     )
+
+    def __new__(cls, /, *args: Any, **kwargs: Any) -> Any:
+        model = super().__new__(cls)
+        if _DEFERRED.get() is None:
+            return model
+        # In a spec file: built here, so that arguments that do not validate can be kept.
+        origin = _user_frame(sys._getframe(1))
+        if origin is None:  # built by a validator of ours, which expects the error
+            return model
+        try:
+            model.__init__(*args, **kwargs)
+        except ValidationError as error:
+            return _unvalidated(cls, _REJECTED.pop(id(model), {}), error, origin)
+        return model
+
+    def __init__(self, /, **data: Any) -> None:
+        if hasattr(self, "__pydantic_fields_set__"):
+            return  # __new__ has built it already
+        try:
+            super().__init__(**data)
+        except ValidationError:
+            if _DEFERRED.get() is not None:
+                _REJECTED[id(self)] = data  # for __new__: what it was given
+            raise
+
+
+class Unvalidated(dict):
+    """What a spec file built with arguments that do not validate, kept as those arguments:
+    a model built of it fails too (and is kept so), up to the spec, which the loader then
+    validates whole, naming each error by its path in the spec (`spec.model.layers[1].units:
+    ...`), as for a JSON spec or a --set, instead of by class (`Dense.units: ...`). The file
+    can still read a field of it."""
+
+    model: type[BaseModel]
+    error: ValidationError
+    filename: str
+    lineno: int
+    line: str
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+_DEFERRED: ContextVar[list[Unvalidated] | None] = ContextVar("_DEFERRED", default=None)
+_REJECTED: dict[int, dict[str, Any]] = {}
+_LANGUAGE = os.path.dirname(os.path.abspath(__file__))
+"""The spec language's modules (dsl/): its constructors, and the validators that may build
+models expecting their errors."""
+_PYDANTIC = os.path.dirname(os.path.abspath(sys.modules["pydantic"].__file__ or ""))
+
+
+@contextlib.contextmanager
+def deferring_errors() -> Iterator[list[Unvalidated]]:
+    """While a spec (or sweep) file runs, a model its code builds with arguments that do not
+    validate is kept as an Unvalidated dict of them (the innermost first, in the list)."""
+    token = _DEFERRED.set([])
+    try:
+        yield _DEFERRED.get()  # type: ignore[misc]
+    finally:
+        _DEFERRED.reset(token)
+        _REJECTED.clear()
+
+
+def _user_frame(frame: Any) -> Any:
+    """The frame of the user's code that builds a model (through a vocabulary function such
+    as `Dense(...)`), or None when the spec language's own code builds it."""
+    while frame is not None and (
+        os.sep + "vocabulary" + os.sep in frame.f_code.co_filename
+        or (frame.f_code.co_name == "__init__" and frame.f_code.co_filename.startswith(_LANGUAGE))
+    ):
+        frame = frame.f_back
+    filename = frame.f_code.co_filename if frame is not None else ""
+    if not filename or filename.startswith((_LANGUAGE + os.sep, _PYDANTIC + os.sep)):
+        return None
+    return frame
+
+
+def _unvalidated(
+    cls: type[BaseModel], data: dict[str, Any], error: ValidationError, frame: Any
+) -> Unvalidated:
+    import linecache
+
+    kept = Unvalidated(data)
+    kind = cls.model_fields.get("kind")
+    if kind is not None and "kind" not in kept and isinstance(kind.default, str):
+        kept["kind"] = kind.default  # what a tagged union reads to know what it is
+    kept.model, kept.error = cls, error
+    kept.filename, kept.lineno = frame.f_code.co_filename, frame.f_lineno
+    kept.line = linecache.getline(kept.filename, kept.lineno).strip()
+    _DEFERRED.get().append(kept)  # type: ignore[union-attr]
+    return kept
+
+
+def plain(value: Any) -> Any:
+    """Spec data with each Unvalidated part as a plain dict of its arguments (a model that
+    validated stays as it is: what it is tells, e.g., a loss from a metric of the same name)."""
+    if isinstance(value, dict):
+        return {key: plain(child) for key, child in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(plain(child) for child in value)
+    return value
 
 
 def _check_identifier(value: str) -> str:

@@ -349,14 +349,37 @@ def test_spec_cross_field_error_at_construction(tmp_path):
     render_fails(tmp_path, path, "loss.from_logits=False", "model.layers[3]", "from_logits=True")
 
 
-def test_part_construction_error(tmp_path):
-    # A section built on its own line fails there; the path starts at that section's class.
+def test_a_mistake_is_named_by_its_path_in_the_spec_however_the_spec_is_written(tmp_path):
+    """A section built on its own line of a .py spec (`data=Data(..., batch_size=0)`) fails
+    naming the field by its path in the spec, as a JSON spec and a --set do, not by the
+    section's class (`Data.batch_size`); the .py spec's message still points at its line."""
     source = MNIST_SOURCE.replace("batch_size=64", "batch_size=0")
     assert source != MNIST_SOURCE
     path = spec_file(tmp_path, source)
     line = next(i for i, text in enumerate(source.splitlines(), 1) if "data=Data(" in text)
+    problem = "\n  spec.data.batch_size: Input should be greater than 0\n"
+    stderr = render_fails(tmp_path, path, f"{path}:{line}: the spec has 1 error:{problem}")
+    assert "Data.batch_size" not in stderr
+    data = load_spec(MNIST).model_dump(mode="json")
+    data["data"]["batch_size"] = 0
+    as_json = tmp_path / "spec.json"
+    as_json.write_text(json.dumps(data))
+    render_fails(tmp_path, as_json, f"{as_json}: the spec has 1 error:{problem}")
+    given = run_cli("render", str(MNIST), "--set", "data.batch_size=0")
+    failed(given, f"after --set data.batch_size=0: the spec has 1 error:{problem}")
+
+
+def test_a_part_the_spec_does_not_hold_is_named_by_its_class_at_its_line(tmp_path):
+    """A model built with arguments that do not validate, but left out of the spec: no path
+    in the spec names it, so its class does (`Dense.units`, not the vocabulary's generic
+    model), at the line that built it; the spec file may read what it was given."""
+    source = MNIST_SOURCE.replace(
+        "spec = Spec(", "unused = Dense(units=0)\nassert unused.units == 0\n\nspec = Spec("
+    )
+    path = spec_file(tmp_path, source)
+    line = source.splitlines().index("unused = Dense(units=0)") + 1
     render_fails(
-        tmp_path, path, f"{path}:{line}", "Data.batch_size: Input should be greater than 0"
+        tmp_path, path, f"{path}:{line}: the spec has 1 error:\n  Dense.units: 0 is out of range"
     )
 
 
