@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,29 @@ def test_version():
 
 
 # --- rendering --------------------------------------------------------------------------------
+
+
+def test_a_description_is_bounded_so_that_the_scripts_help_stays_quick(tmp_path):
+    """A 10 MB description (its first line is --help's, which argparse wraps: 14 s) is refused
+    in one line naming spec.description; one of the longest allowed, a single word, renders a
+    script whose --help answers at once."""
+    data = load_spec(MNIST).model_dump(mode="json")
+    huge = tmp_path / "huge.json"
+    huge.write_text(json.dumps({**data, "description": "x" * 10_000_000}))
+    proc = run_cli("render", str(huge), "-o", str(tmp_path / "huge.py"))
+    failed(proc, "spec.description: 10,000,000 characters, more than the 10,000")
+    assert not (tmp_path / "huge.py").exists()
+
+    longest = tmp_path / "longest.json"
+    longest.write_text(json.dumps({**data, "description": "y" * 10_000}))
+    script = tmp_path / "train.py"
+    assert run_cli("render", str(longest), "-o", str(script)).returncode == 0
+    start = time.monotonic()
+    shown = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0 and "y" * 50 in shown.stdout, shown.stderr
+    assert time.monotonic() - start < 10  # the interpreter's start included
 
 
 def test_render_to_stdout():
