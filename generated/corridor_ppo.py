@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 dc9bb2f515ad9ebd, script sha256 eebf9062821c537f).
+(spec sha256 dc9bb2f515ad9ebd, script sha256 7dac315424a863f8).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -522,6 +522,11 @@ def evaluate(model, args, run):
     deviation of their returns and appends them to evaluations.jsonl. --record: the first
     episode as an animated GIF too, one frame an action."""
     drawing = "rgb_array" if args.record else None
+    if args.record:
+        # The pictures are drawn off screen: SDL (pygame's) needs no display or sound card for
+        # them, and on a machine without a display would print an "error:" though they are fine.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     envs, observations = make_envs(args.episodes, evaluation=True, render_mode=drawing)
     returns, done = np.zeros(args.episodes), np.zeros(args.episodes, bool)
     greedy = tf.function(

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 a510342675294ded, script sha256 03b3874bcb547493).
+(spec sha256 a510342675294ded, script sha256 b0d8e79e732a629b).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -471,6 +471,11 @@ def evaluate(model, args, run):
     deviation of their returns and appends them to evaluations.jsonl. --record: the first
     episode as an animated GIF too, one frame an action."""
     drawing = "rgb_array" if args.record else None
+    if args.record:
+        # The pictures are drawn off screen: SDL (pygame's) needs no display or sound card for
+        # them, and on a machine without a display would print an "error:" though they are fine.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     envs, observations = make_envs(args.episodes, evaluation=True, render_mode=drawing)
     returns, done = np.zeros(args.episodes), np.zeros(args.episodes, bool)
     greedy = tf.function(

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 3221a920c9a1d164, script sha256 4c91b8daaa23ed03).
+(spec sha256 3221a920c9a1d164, script sha256 797d13f1f3ad4dd8).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -610,6 +610,11 @@ def evaluate(model, args, run, statistics):
     deviation of their returns and appends them to evaluations.jsonl. --record: the first
     episode as an animated GIF too, one frame an action."""
     drawing = "rgb_array" if args.record else None
+    if args.record:
+        # The pictures are drawn off screen: SDL (pygame's) needs no display or sound card for
+        # them, and on a machine without a display would print an "error:" though they are fine.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     envs, observations = make_envs(args.episodes, evaluation=True, render_mode=drawing)
     returns, done = np.zeros(args.episodes), np.zeros(args.episodes, bool)
     greedy = tf.function(
