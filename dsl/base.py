@@ -187,7 +187,8 @@ MODULE_NAMES = frozenset({
     "TRAIN_FILES", "UNFREEZE_TOP_LAYERS", "UPDATE_EPOCHS", "VALUE_COEF", "WAYS",
     "actor_critic_loss", "adapt", "advantages_and_returns", "as_tensors", "augment",
     "build_discriminator", "build_generator", "build_projection", "build_teacher",
-    "build_value_network", "check_image_files", "check_inputs", "checkpoint_paths",
+    "build_value_network", "check_image_files", "check_inputs", "checkpoint_damage",
+    "checkpoint_paths",
     "class_members", "class_names", "collect", "contextlib", "contrastive_losses",
     "count_by_reading", "count_records", "csv_files", "csv_inputs", "csv_stream", "ctypes",
     "data_record", "decode_csv", "decode_images", "distillation_loss", "dqn_targets", "draw",
@@ -204,7 +205,8 @@ MODULE_NAMES = frozenset({
     "shutil", "signal", "socket", "split_by_class", "steps_in_call", "stop_at_damaged_image",
     "struct", "sys", "tfds_stream", "tflite", "tfrecord_files", "tfrecord_stream", "time",
     "traceback", "train", "training_batches", "training_inputs", "utc", "validation_batches",
-    "weights_fingerprint", "write_gif", "writing", "written_whole", "your_step", "zipfile",
+    "weights_fingerprint", "write_export", "write_gif", "writing", "written_whole", "your_step",
+    "zipfile",
 })  # fmt: skip
 """The other names the scripts define at module level (functions, classes, constants, imports):
 a name a spec makes module level too (a block, a custom layer class, an imported package) must
