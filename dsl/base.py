@@ -193,8 +193,9 @@ MODULE_NAMES = frozenset({
     "count_by_reading", "count_records", "csv_files", "csv_inputs", "csv_stream", "ctypes",
     "data_record", "decode_csv", "decode_images", "distillation_loss", "dqn_targets", "draw",
     "draw_tasks", "entropy", "epoch_order", "epsilon", "errno", "evaluate", "exchange", "export",
-    "fcntl", "file_record", "file_stream", "files_of_steps", "fold", "generated_examples",
-    "generator_stream", "glob", "glob_files", "gradient_penalty", "gym", "hashlib", "input_files",
+    "fcntl", "file_digest", "file_record", "file_stream", "files_of_steps", "fold",
+    "generated_examples", "generator_stream", "glob", "glob_files", "gradient_penalty", "gym",
+    "hashlib", "input_files",
     "is_chief", "label_names", "list_files_by_class", "load_teacher", "load_weights",
     "log_probability", "make_augmentation", "make_metrics", "make_train_loop", "now",
     "num_examples", "parse_csv_lines", "parse_tfrecords", "per_example", "perturb", "pickle",
@@ -205,8 +206,8 @@ MODULE_NAMES = frozenset({
     "shutil", "signal", "socket", "split_by_class", "steps_in_call", "stop_at_damaged_image",
     "struct", "sys", "tfds_stream", "tflite", "tfrecord_files", "tfrecord_stream", "time",
     "traceback", "train", "training_batches", "training_inputs", "utc", "validation_batches",
-    "weights_fingerprint", "write_export", "write_gif", "writing", "written_whole", "your_step",
-    "zipfile",
+    "weights_fingerprint", "with_digests", "write_export", "write_gif", "writing", "written_whole",
+    "your_step", "zipfile",
 })  # fmt: skip
 """The other names the scripts define at module level (functions, classes, constants, imports):
 a name a spec makes module level too (a block, a custom layer class, an imported package) must

@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 18c0c8c2937e77cb, script sha256 c442b4a7398582c4).
+(spec sha256 18c0c8c2937e77cb, script sha256 ca37cacc3a965fee).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -970,7 +970,9 @@ class RunDirectory:
                 self.init_from = load_weights(self.args.init_from, **networks)
             os.makedirs(self.checkpoints, exist_ok=True)
             with open(setup_path, "w") as f:
-                return json.dump({**setup, "data": self.data}, f, indent=2)
+                return json.dump(
+                    {**setup, "data": with_digests(self.data)}, f, indent=2
+                )
         if self.args.init_from:
             raise SystemExit(
                 f"--init-from {self.args.init_from}: {self.checkpoints} already holds this run's "
@@ -1018,13 +1020,15 @@ class RunDirectory:
         """Stops unless the training data is the one setup.json records, or --new-data accepts
         other data (then setup.json records it). An epoch's length and order follow from the
         data: on other data, a resumed run continues a run that never was. A setup.json that
-        records no data (an earlier script's) is not checked."""
+        records no data (an earlier script's) is not checked. A file copied again (a new time)
+        is the same data if its sha256, which setup.json holds for data up to a gigabyte, is.
+        """
         with open(setup_path) as f:
             saved = json.load(f)
         recorded = saved.get("data")
-        if recorded is None or recorded == self.data:
+        if recorded is None:
             return
-        differences = []
+        differences, copied, digests = [], [], recorded.get("digests", {})
         if recorded["examples"] != self.data["examples"]:
             differences.append(
                 f"  data.train: {recorded['examples']} examples in the checkpoints, "
@@ -1033,15 +1037,27 @@ class RunDirectory:
         files = {**recorded["files"], **self.data["files"]}
         for path in files:
             before, now = recorded["files"].get(path), self.data["files"].get(path)
-            if before != now:
-                differences.append(
-                    f"  {path}: {before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
-                )
+            if before == now:
+                continue
+            # Copied again (a new time)? The same data if its contents' sha256 is the same.
+            if now and path in digests and digests[path] == file_digest(path):
+                copied.append(path)
+                continue
+            differences.append(
+                f"  {path}: {before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
+            )
+        if not differences:
+            if copied:  # setup.json takes their new times
+                print(f"The same training data, copied again: {', '.join(copied)}")
+                self.record_data(setup_path, saved, {**self.data, "digests": digests})
+            return
         if not self.args.new_data:
             raise SystemExit(
                 f"Refusing to resume from {self.checkpoints}: its checkpoints were trained on "
                 "other data (setup.json records the number of examples and each file's size and "
-                "time). What differs:\n" + "\n".join(differences) + "\n"
+                "time, and the sha256 of data up to a gigabyte). What differs:\n"
+                + "\n".join(differences)
+                + "\n"
                 "Put the data back; or resume on this data on purpose with --new-data (an epoch "
                 "then has another length and order); or train in a new --output-dir (with "
                 f"--init-from {self.path} to start from those weights)."
@@ -1049,8 +1065,12 @@ class RunDirectory:
         print(
             "Resuming on other training data (--new-data):\n" + "\n".join(differences)
         )
+        self.record_data(setup_path, saved, with_digests(self.data))
+
+    def record_data(self, setup_path, saved, data):
+        """Records in setup.json the training data this run resumes on."""
         with open(setup_path, "w") as f:
-            json.dump({**saved, "data": self.data}, f, indent=2)
+            json.dump({**saved, "data": data}, f, indent=2)
 
     def restore_to_read(self, checkpoint, setup, networks):
         """evaluate, predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
@@ -1506,6 +1526,43 @@ def file_record(path):
 def utc(seconds):
     """A file time, to the second: 2026-11-23T13:05:09Z."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def with_digests(data, limit=2**30):
+    """The data record with the sha256 of each file's contents, if they hold at most `limit`
+    bytes in all (a gigabyte takes a second or two to read, once for a new run): a resume
+    then tells files copied again (new times, the same contents) from other data."""
+    size = 0
+    for path in data["files"]:
+        if os.path.isdir(path):
+            size += sum(
+                os.path.getsize(os.path.join(folder, name))
+                for folder, _, names in os.walk(path)
+                for name in names
+            )
+        elif os.path.exists(path):
+            size += os.path.getsize(path)
+    if size > limit:
+        return data
+    return {**data, "digests": {path: file_digest(path) for path in data["files"]}}
+
+
+def file_digest(path):
+    """sha256 of a file's contents; of a directory's files' names and contents."""
+    names = [""]
+    if os.path.isdir(path):
+        names = sorted(
+            os.path.relpath(os.path.join(folder, name), path)
+            for folder, _, files in os.walk(path)
+            for name in files
+        )
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(name.encode() + b"\0")
+        with open(os.path.join(path, name) if name else path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 def weights_fingerprint(*networks):
