@@ -222,28 +222,13 @@ XLA_GAINS = frozenset({
 bench/ on the MLPs); with any other layer `xla="auto"` stays off."""
 
 
-MAX_DESCRIPTION = 10_000
-"""The longest description: the script's docstring, whose first line is also --help's (argparse
-wraps it each time: a 10 MB one took 14 s)."""
-
-
-def _check_description(text: str) -> str:
-    if len(text) > MAX_DESCRIPTION:
-        raise ValueError(
-            f"{len(text):,} characters, more than the {MAX_DESCRIPTION:,} a description may have "
-            "(it is the script's docstring, and its first line is --help's): say what the run "
-            "trains in a sentence or two, and keep longer notes in a file beside the spec"
-        )
-    return text
-
-
 class Spec(StrictModel):
     """A training run: everything `loopgen render` needs to write the script."""
 
     name: Identifier
     """Name of the run: the model's name and the default output directory `runs/<name>`."""
-    description: Annotated[str, AfterValidator(_check_description)] = ""
-    """One or two sentences for the script's docstring (at most 10,000 characters)."""
+    description: str = ""
+    """One or two sentences for the script's docstring."""
     seed: Seed = 0
     """Seed for Python, NumPy, TensorFlow and Keras (`keras.utils.set_random_seed`)."""
     data: DataSection

@@ -91,27 +91,25 @@ def test_version():
 # --- rendering --------------------------------------------------------------------------------
 
 
-def test_a_description_is_bounded_so_that_the_scripts_help_stays_quick(tmp_path):
-    """A 10 MB description (its first line is --help's, which argparse wraps: 14 s) is refused
-    in one line naming spec.description; one of the longest allowed, a single word, renders a
-    script whose --help answers at once."""
+def test_a_description_of_megabytes_leaves_the_scripts_help_quick(tmp_path):
+    """The script's --help shows the first line of its docstring, which render wraps but for a
+    paragraph of lines of the user's own (or a word longer than a line): a description whose
+    first line is 1 MB (argparse wrapping it took seconds: 14 s for 10 MB) answers at once,
+    that line whole."""
     data = load_spec(MNIST).model_dump(mode="json")
-    huge = tmp_path / "huge.json"
-    huge.write_text(json.dumps({**data, "description": "x" * 10_000_000}))
-    proc = run_cli("render", str(huge), "-o", str(tmp_path / "huge.py"))
-    failed(proc, "spec.description: 10,000,000 characters, more than the 10,000")
-    assert not (tmp_path / "huge.py").exists()
-
-    longest = tmp_path / "longest.json"
-    longest.write_text(json.dumps({**data, "description": "y" * 10_000}))
+    first = "the gradient tape of each replica " * 30_000
+    long = tmp_path / "long.json"
+    long.write_text(json.dumps({**data, "description": f"{first}\nand a line of its own."}))
     script = tmp_path / "train.py"
-    assert run_cli("render", str(longest), "-o", str(script)).returncode == 0
+    rendered = run_cli("render", str(long), "-o", str(script))
+    assert rendered.returncode == 0, rendered.stderr
     start = time.monotonic()
     shown = subprocess.run(
-        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120
     )
-    assert shown.returncode == 0 and "y" * 50 in shown.stdout, shown.stderr
-    assert time.monotonic() - start < 10  # the interpreter's start included
+    seconds = time.monotonic() - start
+    assert shown.returncode == 0 and first.strip() in shown.stdout, shown.stderr
+    assert seconds < 2, seconds  # the interpreter's start included
 
 
 def test_render_to_stdout():
