@@ -365,7 +365,8 @@ def sweep(
             "--storage",
             help="The study's storage, shared by every process that runs the sweep: a "
             "database URL (postgresql://..., sqlite:///...) or a journal file's path on a "
-            "shared file system. Default: study.journal in the sweep's folder.",
+            "shared file system. Default: the one the sweep ran on last (kept in its folder's "
+            "`storage` file), else study.journal in the sweep's folder.",
         ),
     ] = None,
     name: Annotated[str, typer.Option("--name", help="Name of the Sweep object in the file.")] = (
@@ -382,6 +383,9 @@ def sweep(
         raise _fail("expected `loopgen sweep SWEEP_FILE` or `loopgen sweep status SWEEP_FILE`")
     try:
         loaded = load_sweep(Path(words[-1]), name)
+        from .sweep.study import remembered_storage
+
+        storage = remembered_storage(loaded, storage)  # the one it ran on, if not given
         if status:
             from .sweep.report import table
             from .sweep.study import open_study

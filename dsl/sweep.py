@@ -192,6 +192,10 @@ class Sweep(StrictModel):
     """GPU indices handed to this process's trials as CUDA_VISIBLE_DEVICES, each new trial
     the one running the fewest (`["0", "1"]` with parallel=2: one trial per GPU); empty:
     every trial sees every device."""
+    preload: bool = True
+    """Start each trial in a process forked from one that has imported TensorFlow (seconds
+    sooner than `python train.py`; still a process, a run directory and a script of its own);
+    False: start each as `python train.py`."""
     name: str | None = None
     """The study's name in its storage; default the sweep file's name. Processes that share
     a storage share the study of that name."""
