@@ -18,6 +18,8 @@ modules compiled to bytecode first, as an installed package has them), each run 
 process that only imports the stack (STACK), and checks that TensorFlow was never imported.
 data: time to the first batch of a resumed run, and the pipeline's speed against the loop's
 (data_rows.py).
+tracking: a run tracked in MLflow against the same run untracked; sweep: the per-trial overhead
+of `loopgen sweep`, trials forked from its launcher and started anew (tracking.py).
 rl: the generated PPO (cartpole_ppo) against Stable-Baselines3's PPO on PyTorch with the same
 hyperparameters and budget (rl.py; --peer-python names a Python with stable-baselines3 and
 torch): environment steps per second and the greedy return over 100 episodes. Not in the
@@ -42,11 +44,12 @@ from pathlib import Path
 from .data_rows import DATA_SOURCES, data_rows, data_table
 from .report import median, ratios, readme_table, render_table, replace_table, table
 from .rl import rl_rows, rl_table
+from .tracking import sweep_rows, sweep_table, tracking_rows, tracking_table
 from .workload import EXAMPLES, PLAIN, ROOT, STEPS_PER_EPOCH, Workload, render, workload
 
 PYTHON = sys.executable
 LOOPGEN = str(Path(PYTHON).with_name("loopgen"))
-PARTS = ("fit", "render", "data")
+PARTS = ("fit", "render", "data", "tracking", "sweep")
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 
 
@@ -208,6 +211,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-repeats", type=int, default=3, help="fresh processes per seek")
     parser.add_argument("--data-images", type=int, default=2000, help="images the data part uses")
     parser.add_argument("--data-sources", nargs="+", choices=DATA_SOURCES, default=DATA_SOURCES)
+    parser.add_argument("--tracking-rounds", type=int, default=5, help="tracking: rounds")
+    parser.add_argument("--sweep-trials", type=int, default=4, help="sweep: trials a sweep")
+    parser.add_argument("--sweep-rounds", type=int, default=3, help="sweep: sweeps of each kind")
     parser.add_argument("--rl-steps", type=int, default=500_000, help="rl: environment steps")
     parser.add_argument("--rl-rounds", type=int, default=1, help="rl: rounds of both runs")
     parser.add_argument("--peer-python", help="rl: a Python with stable-baselines3 and torch")
@@ -250,6 +256,16 @@ def main(argv: list[str] | None = None) -> None:
             data = data_rows(Path(tmp), args.data_images, args.data_repeats, ENV, args.data_sources)
             results["data"] = {"date": today, "repeats": args.data_repeats, **data}
             print(data_table(results["data"]), flush=True)
+        if "tracking" in args.parts:
+            print("tracking ...", flush=True)
+            tracking = tracking_rows(PYTHON, args.tracking_rounds, Path(tmp), ENV)
+            results["tracking"] = {"date": today, **tracking}
+            print(tracking_table(results["tracking"]), flush=True)
+        if "sweep" in args.parts:
+            print("sweep ...", flush=True)
+            sweep = sweep_rows(PYTHON, args.sweep_trials, args.sweep_rounds, Path(tmp), ENV)
+            results["sweep"] = {"date": today, **sweep}
+            print(sweep_table(results["sweep"]), flush=True)
         if "rl" in args.parts:
             print("rl ...", flush=True)
             rl = rl_rows(PYTHON, args.peer_python, args.rl_steps, args.rl_rounds, Path(tmp), ENV)

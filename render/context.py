@@ -275,6 +275,8 @@ def imports(spec: Spec) -> dict[str, list[str]]:
         stdlib |= {"import contextlib", "import ctypes", "import shutil"}
     if preemptible(spec):
         stdlib.add("import signal")
+    if spec.logging.mlflow:  # MLflow's own process (RunDirectory.start_tracking)
+        stdlib.add("import subprocess")
     third_party = {"import keras", "import tensorflow as tf"}
     if kinds & {"npz", "shapes", "image_directory"}:
         third_party.add("import numpy as np")

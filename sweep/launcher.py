@@ -1,8 +1,7 @@
 """Starts a sweep's trial scripts in processes forked from this one, which has imported
-TensorFlow (and Keras, NumPy, and MLflow for a spec that tracks its runs there) and run no
-TensorFlow op: each trial is still a process of its own, running its script as `python
-train.py` would, with its own TensorFlow runtime, but it starts in a fraction of a second
-instead of the seconds an import of TensorFlow takes.
+TensorFlow (and Keras and NumPy) and run no TensorFlow op: each trial is still a process of
+its own, running its script as `python train.py` would, with its own TensorFlow runtime, but
+it starts in a fraction of a second instead of the seconds an import of TensorFlow takes.
 
 `loopgen sweep` starts this file as a script (it imports nothing of loopgen) with one end of a
 Unix socket pair. Requests, one JSON object a message: {"start": id, "argv", "cwd", "env"}
@@ -140,9 +139,6 @@ def main() -> None:
         import keras  # noqa: F401
         import numpy  # noqa: F401
         import tensorflow
-
-        if "--mlflow" in sys.argv:
-            import mlflow  # noqa: F401
     except BaseException as error:  # no TensorFlow here: the sweep starts its trials itself
         send(sock, {"ready": False, "error": f"{type(error).__name__}: {error}"})
         return

@@ -70,7 +70,7 @@ class Sweeper:
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, self._stop)
         if self.loaded.sweep.preload:  # imports TensorFlow while the first trial is made
-            self.launcher = Launcher(mlflow=self.tracking is not None)
+            self.launcher = Launcher()
         try:
             while self.stop_signal is None:
                 for number in list(self.running):

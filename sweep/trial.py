@@ -77,11 +77,11 @@ class Launcher:
     pick, which TensorFlow, imported, might have taken already): the sweep starts the script
     itself then."""
 
-    def __init__(self, mlflow: bool):
+    def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         argv = [sys.executable, str(Path(__file__).with_name("launcher.py")), str(theirs.fileno())]
         self.process = subprocess.Popen(
-            [*argv, *(["--mlflow"] if mlflow else [])],
+            argv,
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from data import tiny_classifier
-from helpers import ROOT, free_ports, run_cli, run_python, script_env
+from helpers import ROOT, free_ports, run_cli, run_preloaded, run_python, script_env
 from loopgen.render import stamp
 
 
@@ -322,6 +322,17 @@ def test_a_spec_path_becomes_a_parameter_key_that_mlflow_takes(path, key):
         assert mlflow_key("a" * 299 + "b") != found
 
 
+UNTRACKED_PROCESS = """
+import runpy, sys
+
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    print("mlflow imported:", "mlflow" in sys.modules)
+"""
+
+
 # Each script stopped part way (a checkpoint there), then resumed to the end.
 LOCAL_RUNS = {
     "tiny": (["--max-steps", "4"], "loss"),
@@ -354,7 +365,11 @@ def test_without_a_tracking_uri_the_run_is_in_mlflow_db_where_the_script_ran(exa
     assert rendered.returncode == 0, rendered.stderr
     assert "MLFLOW_TRACKING_URI" not in os.environ
     stop, key = LOCAL_RUNS[example]
-    run_python(tmp_path / "train.py", *stop, cwd=tmp_path)
+    # The training process leaves MLflow to a process of its own: importing it and opening
+    # its store take seconds of CPU, which training would wait for (Python runs one thread at
+    # a time), and so would each log point for its write.
+    proc = run_preloaded("-c", UNTRACKED_PROCESS, str(tmp_path / "train.py"), *stop, cwd=tmp_path)
+    assert proc.stdout.splitlines()[-1] == "mlflow imported: False", proc.stdout[-2000:]
     out = tmp_path / "runs" / example
     first_id = (out / "mlflow_run_id").read_text()
     resumed = run_python(tmp_path / "train.py", cwd=tmp_path)

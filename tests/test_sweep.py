@@ -190,7 +190,7 @@ def test_a_trials_script_runs_with_its_device_as_its_cuda_visible_devices(
         "    json.dump({'env': dict(os.environ), 'path': sys.path, 'argv': sys.argv,\n"
         "               'cwd': os.getcwd(), 'preloaded': preloaded, 'pid': os.getpid()}, f)\n"
     )
-    launcher = Launcher(mlflow=False) if started == "forked" else None
+    launcher = Launcher() if started == "forked" else None
     trials = []
     for number, device in enumerate(["1", None]):
         fd = create(loaded, number, {"optimizer.learning_rate": 0.01, "model.layers[0].units": 16})
