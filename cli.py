@@ -1,6 +1,8 @@
 """The `loopgen` command: parse options, call one library function, turn errors into messages."""
 
 import enum
+import inspect
+import re
 import shlex
 from pathlib import Path
 from typing import Annotated
@@ -18,6 +20,31 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+def command(function):
+    """Registers a command whose help is its docstring, each paragraph on one line: typer keeps
+    a docstring's line breaks in the list of commands, which then wraps mid-sentence."""
+    text = inspect.cleandoc(function.__doc__ or "")
+    return app.command(help=re.sub(r"(?<!\n)\n(?!\n)", " ", text))(function)
+
+
+def _flags_take_no_value() -> None:
+    """Shows no type beside a flag (`--force`, `--help`): typer writes `<bool>` there, as if
+    the flag took a value."""
+    option = getattr(typer.core, "TyperOption", None)
+    shown = getattr(option, "display_type_rich", None)
+    if shown is None or getattr(shown, "flags_take_no_value", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich.flags_take_no_value = True
+    option.display_type_rich = display_type_rich
+
+
+_flags_take_no_value()
+
 Variant = enum.Enum("Variant", {kind: kind for kind in STRATEGY_KINDS}, type=str)
 """`--variant` choices: the strategy kinds."""
 
@@ -27,6 +54,7 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--set",
+        metavar="FIELD.PATH=VALUE",
         help="Override one spec field, FIELD.PATH=VALUE (VALUE parsed as JSON if it can be), "
         'e.g. --set data.batch_size=64 --set \'data.train={"kind": "npz", "path": "d.npz"}\'. '
         "Repeatable.",
@@ -79,7 +107,7 @@ def _command(*words: str | Path) -> str:
     return " ".join(shlex.quote(str(w)) for w in words)
 
 
-@app.command()
+@command
 def render(
     spec_file: SpecArg,
     output: Annotated[
@@ -144,7 +172,7 @@ def _warn(spec) -> None:
         typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
 
 
-@app.command()
+@command
 def validate(
     spec_file: SpecArg,
     name: NameOpt = "spec",
@@ -188,7 +216,7 @@ def _build(spec, spec_file: Path) -> str:
     return f"; Keras built it: {report['parameters']:,} parameters, output {shapes}"
 
 
-@app.command()
+@command
 def check(
     spec_file: SpecArg,
     script: ScriptArg,
@@ -208,7 +236,7 @@ def check(
         raise _fail(error) from None
 
 
-@app.command()
+@command
 def diff(
     spec_file: SpecArg,
     script: ScriptArg,
@@ -246,7 +274,7 @@ def diff(
         )
 
 
-@app.command()
+@command
 def schema(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
@@ -274,7 +302,7 @@ Example = enum.Enum("Example", {name: name for name in starters.names()}, type=s
 """`init --from` choices: the example specs."""
 
 
-@app.command()
+@command
 def init(
     spec_file: Annotated[
         Path, typer.Argument(help="Where to write the new spec; its name becomes the run's name.")
@@ -321,7 +349,7 @@ def init(
     )
 
 
-@app.command()
+@command
 def sweep(
     words: Annotated[
         list[str],
@@ -337,7 +365,8 @@ def sweep(
             "--storage",
             help="The study's storage, shared by every process that runs the sweep: a "
             "database URL (postgresql://..., sqlite:///...) or a journal file's path on a "
-            "shared file system. Default: study.journal in the sweep's folder.",
+            "shared file system. Default: the one the sweep ran on last (kept in its folder's "
+            "`storage` file), else study.journal in the sweep's folder.",
         ),
     ] = None,
     name: Annotated[str, typer.Option("--name", help="Name of the Sweep object in the file.")] = (
@@ -354,6 +383,9 @@ def sweep(
         raise _fail("expected `loopgen sweep SWEEP_FILE` or `loopgen sweep status SWEEP_FILE`")
     try:
         loaded = load_sweep(Path(words[-1]), name)
+        from .sweep.study import remembered_storage
+
+        storage = remembered_storage(loaded, storage)  # the one it ran on, if not given
         if status:
             from .sweep.report import table
             from .sweep.study import open_study
@@ -377,8 +409,8 @@ def _version(value: bool) -> None:
 @app.callback()
 def main(
     version: Annotated[
-        bool | None,
+        bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
-    ] = None,
+    ] = False,
 ) -> None:
     """loopgen: a validated training spec in, a readable custom TensorFlow training loop out."""

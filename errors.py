@@ -23,20 +23,45 @@ class OutputError(LoopgenError):
 
 
 def format_validation_error(
-    error: ValidationError, root: str = "spec", model: type[BaseModel] | None = None
+    error: ValidationError,
+    root: str = "spec",
+    model: type[BaseModel] | None = None,
+    noun: str | None = None,
 ) -> str:
-    """Turns a pydantic error into `field.path: message` lines, one per problem.
+    """Turns a pydantic error into `field.path: message` lines, one per problem, under `the
+    spec has N errors:` (`noun`: what has them, by default the spec, or the sweep for a root of
+    `sweep`).
 
     With the validated `model` class, the path is the one the user writes: pydantic's union
     labels (a discriminator's tag like `sequential`, or `constrained-float`, `tagged-union[...]`)
     are left out, and of the alternatives of a union only the one that fits the input is
     reported."""
+    lines = validation_problems(error, root, model)
+    count = len(lines)
+    noun = noun or ("sweep" if root == "sweep" else "spec")
+    return f"the {noun} has {count} error{'s' if count > 1 else ''}:\n" + "\n".join(
+        f"  {line}" for line in lines
+    )
+
+
+def validation_problems(
+    error: ValidationError,
+    root: str = "spec",
+    model: type[BaseModel] | None = None,
+    keys: bool = False,
+) -> list[str]:
+    """The problems of a pydantic error, one `field.path: message` each (see
+    format_validation_error); with `keys`, a dict's keys in brackets (`sweep.space['a.b']`),
+    where they are paths themselves."""
     problems = []  # (path, message, union group or None, is a mere type mismatch)
     for item in error.errors(include_url=False):
         parts, union_at = _user_loc(model, item["loc"]) if model else (list(item["loc"]), None)
         path = root
         for part in parts:
-            path += f"[{part}]" if isinstance(part, int) else f".{part}"
+            if isinstance(part, int):
+                path += f"[{part}]"
+            else:
+                path += f"[{str(part)!r}]" if keys and isinstance(part, _Key) else f".{part}"
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             message = "unknown field; remove it or check its spelling"
@@ -75,10 +100,12 @@ def format_validation_error(
             merged[group] = len(lines)
         # A message that names its own subject (`Conv1D has no argument ...`) stands alone.
         same = path == root and message.startswith((f"{root} ", f"{root}."))
-        lines.append(f"  {message}" if same else f"  {path}: {message}")
-    count = len(lines)
-    noun = "sweep" if root == "sweep" else "spec"
-    return f"the {noun} has {count} error{'s' if count > 1 else ''}:\n" + "\n".join(lines)
+        lines.append(message if same else f"{path}: {message}")
+    return lines
+
+
+class _Key(str):
+    """A dict's key in an error's location (not a field's name)."""
 
 
 def _user_loc(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[list[Any], int | None]:
@@ -98,7 +125,8 @@ def _user_loc(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[list[Any], 
                 tp, union_at = _union_member(members, part), index
             discriminated = False
             continue
-        kept.append(part)
+        dict_key = get_origin(tp) is dict and isinstance(part, str)
+        kept.append(_Key(part) if dict_key else part)
         tp, discriminated = _child(tp, part)
     return kept, union_at
 

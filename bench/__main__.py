@@ -20,6 +20,8 @@ data: time to the first batch of a resumed run, and the pipeline's speed against
 (data_rows.py).
 inspect: what logging.inspect costs at every 100 steps: the same workload trained with and
 without it, alternating (inspection.py).
+tracking: a run tracked in MLflow against the same run untracked; sweep: the per-trial overhead
+of `loopgen sweep`, trials forked from its launcher and started anew (tracking.py).
 rl: the generated PPO (cartpole_ppo), DQN (cartpole_dqn with CleanRL's settings) and SAC
 (pendulum_sac) against Stable-Baselines3's on PyTorch with the same hyperparameters and budget
 (rl.py; --peer-python names a Python with stable-baselines3 and torch; --rl-algorithms picks
@@ -46,11 +48,12 @@ from .data_rows import DATA_SOURCES, data_rows, data_table
 from .inspection import inspect_rows, inspect_table
 from .report import fit_table, median, ratios, render_table, replace_table, table
 from .rl import ALGORITHMS, algorithms_of, rl_rows, rl_table
+from .tracking import sweep_rows, sweep_table, tracking_rows, tracking_table
 from .workload import EXAMPLES, PLAIN, ROOT, STEPS_PER_EPOCH, Workload, render, workload
 
 PYTHON = sys.executable
 LOOPGEN = str(Path(PYTHON).with_name("loopgen"))
-PARTS = ("fit", "render", "data", "inspect")
+PARTS = ("fit", "render", "data", "inspect", "tracking", "sweep")
 SPEED_PAGE = ROOT / "docs" / "speed.md"
 """Where --docs writes the tables of the fit, render and data parts."""
 RL_PAGE = ROOT / "docs" / "guides" / "rl.md"
@@ -216,6 +219,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-repeats", type=int, default=3, help="fresh processes per seek")
     parser.add_argument("--data-images", type=int, default=2000, help="images the data part uses")
     parser.add_argument("--data-sources", nargs="+", choices=DATA_SOURCES, default=DATA_SOURCES)
+    parser.add_argument("--tracking-rounds", type=int, default=5, help="tracking: rounds")
+    parser.add_argument("--sweep-trials", type=int, default=4, help="sweep: trials a sweep")
+    parser.add_argument("--sweep-rounds", type=int, default=3, help="sweep: sweeps of each kind")
     parser.add_argument("--rl-algorithms", nargs="+", choices=list(ALGORITHMS),
                         default=list(ALGORITHMS), help="rl: which algorithms")  # fmt: skip
     parser.add_argument(
@@ -271,6 +277,16 @@ def main(argv: list[str] | None = None) -> None:
                                  loop_epoch_seconds, args.steps_per_epoch)  # fmt: skip
             results["inspect"] = {"date": today, "rounds": args.rounds, "examples": found}
             print(inspect_table(found), flush=True)
+        if "tracking" in args.parts:
+            print("tracking ...", flush=True)
+            tracking = tracking_rows(PYTHON, args.tracking_rounds, Path(tmp), ENV)
+            results["tracking"] = {"date": today, **tracking}
+            print(tracking_table(results["tracking"]), flush=True)
+        if "sweep" in args.parts:
+            print("sweep ...", flush=True)
+            sweep = sweep_rows(PYTHON, args.sweep_trials, args.sweep_rounds, Path(tmp), ENV)
+            results["sweep"] = {"date": today, **sweep}
+            print(sweep_table(results["sweep"]), flush=True)
         if "rl" in args.parts:
             print("rl ...", flush=True)
             rl = rl_rows(PYTHON, args.peer_python, args.rl_algorithms, args.rl_steps,

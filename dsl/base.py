@@ -1,12 +1,16 @@
 """Shared building blocks of the spec language: the strict base model and identifier types."""
 
 import builtins
+import contextlib
 import keyword
+import os
 import re
 import sys
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 
 class StrictModel(BaseModel):
@@ -29,6 +33,110 @@ class StrictModel(BaseModel):
         # cost milliseconds of every import, for patterns matched once per spec.
         regex_engine="python-re",
     )
+
+    def __new__(cls, /, *args: Any, **kwargs: Any) -> Any:
+        model = super().__new__(cls)
+        if _DEFERRED.get() is None:
+            return model
+        # In a spec file: built here, so that arguments that do not validate can be kept.
+        origin = _user_frame(sys._getframe(1))
+        if origin is None:  # built by a validator of ours, which expects the error
+            return model
+        try:
+            model.__init__(*args, **kwargs)
+        except ValidationError as error:
+            return _unvalidated(cls, _REJECTED.pop(id(model), {}), error, origin)
+        return model
+
+    def __init__(self, /, **data: Any) -> None:
+        if hasattr(self, "__pydantic_fields_set__"):
+            return  # __new__ has built it already
+        try:
+            super().__init__(**data)
+        except ValidationError:
+            if _DEFERRED.get() is not None:
+                _REJECTED[id(self)] = data  # for __new__: what it was given
+            raise
+
+
+class Unvalidated(dict):
+    """What a spec file built with arguments that do not validate, kept as those arguments:
+    a model built of it fails too (and is kept so), up to the spec, which the loader then
+    validates whole, naming each error by its path in the spec (`spec.model.layers[1].units:
+    ...`), as for a JSON spec or a --set, instead of by class (`Dense.units: ...`). The file
+    can still read a field of it."""
+
+    model: type[BaseModel]
+    error: ValidationError
+    filename: str
+    lineno: int
+    line: str
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+_DEFERRED: ContextVar[list[Unvalidated] | None] = ContextVar("_DEFERRED", default=None)
+_REJECTED: dict[int, dict[str, Any]] = {}
+_LANGUAGE = os.path.dirname(os.path.abspath(__file__))
+"""The spec language's modules (dsl/): its constructors, and the validators that may build
+models expecting their errors."""
+_PYDANTIC = os.path.dirname(os.path.abspath(sys.modules["pydantic"].__file__ or ""))
+
+
+@contextlib.contextmanager
+def deferring_errors() -> Iterator[list[Unvalidated]]:
+    """While a spec (or sweep) file runs, a model its code builds with arguments that do not
+    validate is kept as an Unvalidated dict of them (the innermost first, in the list)."""
+    token = _DEFERRED.set([])
+    try:
+        yield _DEFERRED.get()  # type: ignore[misc]
+    finally:
+        _DEFERRED.reset(token)
+        _REJECTED.clear()
+
+
+def _user_frame(frame: Any) -> Any:
+    """The frame of the user's code that builds a model (through a vocabulary function such
+    as `Dense(...)`), or None when the spec language's own code builds it."""
+    while frame is not None and (
+        os.sep + "vocabulary" + os.sep in frame.f_code.co_filename
+        or (frame.f_code.co_name == "__init__" and frame.f_code.co_filename.startswith(_LANGUAGE))
+    ):
+        frame = frame.f_back
+    filename = frame.f_code.co_filename if frame is not None else ""
+    if not filename or filename.startswith((_LANGUAGE + os.sep, _PYDANTIC + os.sep)):
+        return None
+    return frame
+
+
+def _unvalidated(
+    cls: type[BaseModel], data: dict[str, Any], error: ValidationError, frame: Any
+) -> Unvalidated:
+    import linecache
+
+    kept = Unvalidated(data)
+    kind = cls.model_fields.get("kind")
+    if kind is not None and "kind" not in kept and isinstance(kind.default, str):
+        kept["kind"] = kind.default  # what a tagged union reads to know what it is
+    kept.model, kept.error = cls, error
+    kept.filename, kept.lineno = frame.f_code.co_filename, frame.f_lineno
+    kept.line = linecache.getline(kept.filename, kept.lineno).strip()
+    _DEFERRED.get().append(kept)  # type: ignore[union-attr]
+    return kept
+
+
+def plain(value: Any) -> Any:
+    """Spec data with each Unvalidated part as a plain dict of its arguments (a model that
+    validated stays as it is: what it is tells, e.g., a loss from a metric of the same name)."""
+    if isinstance(value, dict):
+        return {key: plain(child) for key, child in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(plain(child) for child in value)
+    return value
 
 
 def _check_identifier(value: str) -> str:
@@ -75,33 +183,34 @@ MODULE_NAMES = frozenset({
     "GAE_LAMBDA", "GAMMA", "GLOBAL_BATCH_SIZE", "IMAGE_FORMATS", "IMAGE_SIGNATURES",
     "INITIAL_LOG_STD", "INNER_LEARNING_RATE", "INNER_STEPS", "INPUT_RANGE", "LATENT_DIM",
     "LEARNING_RATE", "LEARNING_STARTS", "LOSS_NAMES", "LOSS_WEIGHTS", "MACHINE_FAULTS",
-    "MAX_EPISODE_STEPS", "MAX_GRAD_NORM", "MINIBATCHES", "MINIBATCH_SIZE", "MLFLOW_PARAMS",
-    "NUM_ACTIONS", "NUM_ENVS", "NUM_SAMPLES", "OBSERVATION_SHAPE", "OBSERVATION_SHAPES",
-    "ObservationStatistics", "PENALTY_WEIGHT", "QUERIES", "REAL_LABEL", "RENDERED_FROM",
-    "ROLLOUT_SIZE", "ROLLOUT_STEPS", "ReplayBuffer", "RunDirectory", "SETUP", "SHOTS",
-    "SPEC_FILE", "START_EPSILON", "STEP_SIZE", "TARGET_UPDATE_EVERY", "TASKS_PER_STEP", "TAU",
-    "TEACHER", "TEACHER_WEIGHTS", "TEMPERATURE", "TEST_CLASSES", "TPU", "TRAIN_EVERY",
+    "MLFLOW_TRACKER", "MAX_EPISODE_STEPS", "MAX_GRAD_NORM", "MINIBATCHES", "MINIBATCH_SIZE",
+    "MLFLOW_PARAMS", "NUM_ACTIONS", "NUM_ENVS", "NUM_SAMPLES", "OBSERVATION_SHAPE",
+    "OBSERVATION_SHAPES", "ObservationStatistics", "PENALTY_WEIGHT", "QUERIES", "REAL_LABEL",
+    "RENDERED_FROM", "ROLLOUT_SIZE", "ROLLOUT_STEPS", "ReplayBuffer", "RunDirectory", "SETUP",
+    "SHOTS", "SPEC_FILE", "START_EPSILON", "STEP_SIZE", "TARGET_UPDATE_EVERY", "TASKS_PER_STEP",
+    "TAU", "TEACHER", "TEACHER_WEIGHTS", "TEMPERATURE", "TEST_CLASSES", "TPU", "TRAIN_EVERY",
     "TRAIN_FILES", "UNFREEZE_TOP_LAYERS", "UPDATE_EPOCHS", "VALUE_COEF", "WAYS",
     "actor_critic_loss", "adapt", "advantages_and_returns", "as_tensors", "augment",
     "build_discriminator", "build_generator", "build_projection", "build_teacher",
-    "build_value_network", "check_image_files", "check_inputs", "checkpoint_paths",
-    "class_members", "class_names", "collect", "contextlib", "contrastive_losses",
-    "count_by_reading", "count_records", "csv_files", "csv_inputs", "csv_stream", "ctypes",
-    "data_record", "decode_csv", "decode_images", "distillation_loss", "dqn_targets", "draw",
-    "draw_tasks", "entropy", "epoch_order", "epsilon", "errno", "evaluate", "exchange", "export",
-    "fcntl", "file_record", "file_stream", "files_of_steps", "fold", "generated_examples",
-    "generator_stream", "glob", "glob_files", "gradient_penalty", "gym", "hashlib", "input_files",
-    "is_chief", "label_names", "list_files_by_class", "load_teacher", "load_weights",
-    "log_probability", "make_augmentation", "make_metrics", "make_train_loop", "now",
-    "num_examples", "parse_csv_lines", "parse_tfrecords", "per_example", "perturb", "pickle",
-    "ppo_loss", "predict", "prepare_inputs", "r1_penalty", "random_start", "re", "read_arrays",
-    "read_examples", "read_images", "read_inputs", "read_npz", "read_tasks", "read_text_files",
-    "read_text_lines", "record_inputs", "replica_slices", "resize_images", "restore_whole",
-    "script_checksums", "serving_function", "settle_whole", "shard_order", "shuffle_windows",
-    "shutil", "signal", "socket", "split_by_class", "steps_in_call", "stop_at_damaged_image",
-    "struct", "sys", "tfds_stream", "tflite", "tfrecord_files", "tfrecord_stream", "time",
-    "traceback", "train", "training_batches", "training_inputs", "utc", "validation_batches",
-    "weights_fingerprint", "write_gif", "writing", "written_whole", "your_step", "zipfile",
+    "build_value_network", "check_image_files", "check_inputs", "checkpoint_damage",
+    "checkpoint_paths", "class_members", "class_names", "collect", "contextlib",
+    "contrastive_losses", "count_by_reading", "count_records", "csv_files", "csv_inputs",
+    "csv_stream", "ctypes", "data_record", "decode_csv", "decode_images", "distillation_loss",
+    "dqn_targets", "draw", "draw_tasks", "entropy", "epoch_order", "epsilon", "errno", "evaluate",
+    "exchange", "export", "fcntl", "file_digest", "file_record", "file_stream", "files_of_steps",
+    "fold", "generated_examples", "generator_stream", "glob", "glob_files", "gradient_penalty",
+    "gym", "hashlib", "input_files", "is_chief", "label_names", "list_files_by_class",
+    "load_teacher", "load_weights", "log_probability", "make_augmentation", "make_metrics",
+    "make_train_loop", "now", "num_examples", "parse_csv_lines", "parse_tfrecords", "per_example",
+    "perturb", "pickle", "ppo_loss", "predict", "prepare_inputs", "r1_penalty", "random_start",
+    "re", "read", "read_arrays", "read_examples", "read_images", "read_inputs", "read_npz",
+    "read_tasks", "read_text_files", "read_text_lines", "record_inputs", "replica_slices",
+    "resize_images", "restore_whole", "script_checksums", "serving_function", "settle_whole",
+    "shard_order", "shuffle_windows", "shutil", "signal", "socket", "split_by_class",
+    "steps_in_call", "stop_at_damaged_image", "struct", "subprocess", "sys", "tfds_stream",
+    "tflite", "tfrecord_files", "tfrecord_stream", "time", "traceback", "train", "training_batches",
+    "training_inputs", "utc", "validation_batches", "weights_fingerprint", "with_digests",
+    "write_export", "write_gif", "writing", "written_whole", "your_step", "zipfile",
     # The debugging flags and replay (templates/partials/debugging.jinja).
     "atexit", "batch_of_step", "check_debugging_flags", "dev_inputs", "dev_stage",
     "execution_modes", "fast_dev_run", "gradients_applied", "innermost_layer", "layers_of",

@@ -17,7 +17,17 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import SpecError, format_validation_error
+from .base import Unvalidated, deferring_errors, plain
 from .spec import Spec
+
+
+class FileData(dict):
+    """The data of an object a Python spec (or sweep) file built with arguments that do not
+    validate: validated whole, its errors are named by their paths. `where` (file:line) and
+    `line` point at the innermost such construction in the file."""
+
+    where: str = ""
+    line: str = ""
 
 
 def load_spec(
@@ -69,6 +79,8 @@ def _load(path: Path, name: str, overrides: list[str] | None, variant: str | Non
         data = apply_override(data, override)
         steps.append(f"--set {override}")
         _check_depth(data, path, steps)
+    if isinstance(obj, FileData) and not steps:
+        return _validate(data, path, steps, obj.where, obj.line)
     return _validate(data, path, steps)
 
 
@@ -108,12 +120,16 @@ def _strategy_kind(data: dict) -> str:
     return kind or "single_device"
 
 
-def _validate(data: Any, path: Path, steps: list[str]) -> Spec:
+def _validate(data: Any, path: Path, steps: list[str], where: str = "", line: str = "") -> Spec:
+    """The spec, or a SpecError naming each problem by its path (`where` the file and line,
+    and `line` its text, of the construction that did not validate in a spec file)."""
     try:
         return Spec.model_validate(data)
     except ValidationError as error:
-        where = f" after {', '.join(steps)}" if steps else ""
-        raise SpecError(f"{path}{where}: {format_validation_error(error, model=Spec)}") from None
+        after = f" after {', '.join(steps)}" if steps else ""
+        shown = f"\n    {line}" if line else ""
+        message = format_validation_error(error, model=Spec)
+        raise SpecError(f"{where or path}{after}: {message}{shown}") from None
 
 
 def spec_hash(spec: Spec) -> str:
@@ -225,36 +241,82 @@ def _import_object(path: Path, name: str, model: type[BaseModel] = Spec) -> Any:
             "each other"
         ) from None
     sys.modules[module_name] = module
-    try:
-        exec(code, module.__dict__)
-    except SyntaxError as error:  # in a module the spec imports, or code it compiles
-        raise _syntax_error(error, path) from None
-    except ValidationError as error:
-        # Raised by a model constructed in the file, e.g. `Data(batch_size=0)`: its fields are
-        # relative to that model, so the path starts at the model's class name.
-        named = model if error.title == model.__name__ else _model_named(error.title)
-        root = what if named is model else error.title
+    with deferring_errors() as deferred:
+        try:
+            exec(code, module.__dict__)
+        except SyntaxError as error:  # in a module the spec imports, or code it compiles
+            raise _syntax_error(error, path) from None
+        except ValidationError as error:
+            # Raised by a model constructed in the file outside what it defers (a validator
+            # of the file's own): its fields are relative to that model, so the path starts
+            # at the model's class name.
+            raise _model_error(error, path, model) from None
+        except (Exception, SystemExit) as error:
+            where, line = _user_frame(error, path)
+            hint = (
+                " (a value nested too deeply, or a function that calls itself without end)"
+                if isinstance(error, RecursionError)
+                else ""
+            )
+            raise SpecError(
+                f"{where}: the spec raised {type(error).__name__}: {error}{hint}{line}"
+            ) from None
+        finally:
+            sys.modules.pop(module_name, None)
+        if not hasattr(module, name):
+            kind = model.__name__
+            candidates = [k for k, v in vars(module).items() if isinstance(v, model)]
+            found = ", ".join(candidates)
+            hint = f" ({kind} objects in it: {found}; pass --name)" if candidates else ""
+            raise SpecError(
+                f"{path}: no object named {name!r}{hint}; define `{name} = {kind}(...)`"
+            )
+        obj = getattr(module, name)
+        if not deferred:
+            return obj
+        parts = _unvalidated_in(obj)
+        if parts:
+            # Built of parts that did not validate: validated whole by the caller, which names
+            # each error by its path, at the line of the innermost part (the first built).
+            first = next(part for part in deferred if id(part) in parts)
+            data = FileData(plain(obj))
+            same = Path(first.filename).resolve() == path.resolve()
+            data.where = f"{path if same else first.filename}:{first.lineno}"
+            data.line = first.line
+            return data
+        # A model that did not validate, outside the object the loader takes: its own error.
+        raise _model_error(deferred[0].error, path, model, deferred[0]) from None
+
+
+def _unvalidated_in(value: Any) -> set[int]:
+    """The ids of the Unvalidated parts of a spec file's object (itself included)."""
+    found, todo = set(), [value]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, Unvalidated):
+            found.add(id(value))
+        if isinstance(value, dict):
+            todo.extend(value.values())
+        elif isinstance(value, list | tuple):
+            todo.extend(value)
+    return found
+
+
+def _model_error(
+    error: ValidationError, path: Path, model: type[BaseModel], deferred: Any = None
+) -> SpecError:
+    """A model's own error, its fields relative to it (`Dense.units: ...`), at the line of the
+    file that built it."""
+    what = model.__name__.lower()
+    named = model if error.title == model.__name__ else _model_named(error.title)
+    root = what if named is model else error.title
+    if deferred is not None:
+        same = Path(deferred.filename).resolve() == path.resolve()
+        where = f"{path if same else deferred.filename}:{deferred.lineno}"
+        line = f"\n    {deferred.line}" if deferred.line else ""
+    else:
         where, line = _user_frame(error, path)
-        raise SpecError(f"{where}: {format_validation_error(error, root, named)}{line}") from None
-    except (Exception, SystemExit) as error:
-        where, line = _user_frame(error, path)
-        hint = (
-            " (a value nested too deeply, or a function that calls itself without end)"
-            if isinstance(error, RecursionError)
-            else ""
-        )
-        raise SpecError(
-            f"{where}: the spec raised {type(error).__name__}: {error}{hint}{line}"
-        ) from None
-    finally:
-        sys.modules.pop(module_name, None)
-    if not hasattr(module, name):
-        kind = model.__name__
-        candidates = [k for k, v in vars(module).items() if isinstance(v, model)]
-        found = ", ".join(candidates)
-        hint = f" ({kind} objects in it: {found}; pass --name)" if candidates else ""
-        raise SpecError(f"{path}: no object named {name!r}{hint}; define `{name} = {kind}(...)`")
-    return getattr(module, name)
+    return SpecError(f"{where}: {format_validation_error(error, root, named)}{line}")
 
 
 NESTING_LIMITS = ("too many nested parentheses", "too many levels of indentation")
@@ -391,4 +453,6 @@ def _split_path(key: str, override: str) -> list[str | int]:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, tuple | set):
         return list(value)
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="python")
     raise TypeError(f"cannot copy {type(value).__name__}")

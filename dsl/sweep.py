@@ -17,6 +17,16 @@ class _Bounded(StrictModel):
         positional = {"low": low, "high": high}
         super().__init__(**{k: v for k, v in positional.items() if v is not None}, **fields)
 
+    def __repr__(self) -> str:
+        # As a sweep file writes it: LogUniform(0.0001, 0.1), IntRange(8, 32, step=8).
+        options = {
+            name: getattr(self, name)
+            for name, info in type(self).model_fields.items()
+            if name not in ("kind", "low", "high") and getattr(self, name) != info.default
+        }
+        shown = [repr(self.low), repr(self.high), *(f"{k}={v!r}" for k, v in options.items())]
+        return f"{type(self).__name__}({', '.join(shown)})"
+
 
 class _Range(_Bounded):
     low: float
@@ -88,6 +98,9 @@ class Choice(StrictModel):
 
     def __init__(self, values: Any = None, /, **fields: Any) -> None:
         super().__init__(**({"values": values} if values is not None else {}), **fields)
+
+    def __repr__(self) -> str:
+        return f"Choice({self.values!r})"
 
     @model_validator(mode="after")
     def _distinct(self):
@@ -195,6 +208,10 @@ class Sweep(StrictModel):
     """GPU indices handed to this process's trials as CUDA_VISIBLE_DEVICES, each new trial
     the one running the fewest (`["0", "1"]` with parallel=2: one trial per GPU); empty:
     every trial sees every device."""
+    preload: bool = True
+    """Start each trial in a process forked from one that has imported TensorFlow (seconds
+    sooner than `python train.py`; still a process, a run directory and a script of its own);
+    False: start each as `python train.py`."""
     name: str | None = None
     """The study's name in its storage; default the sweep file's name. Processes that share
     a storage share the study of that name."""

@@ -284,6 +284,8 @@ def imports(spec: Spec) -> dict[str, list[str]]:
         stdlib |= {"import contextlib", "import ctypes", "import shutil"}
     if preemptible(spec):
         stdlib.add("import signal")
+    if spec.logging.mlflow:  # MLflow's own process (RunDirectory.start_tracking)
+        stdlib.add("import subprocess")
     third_party = {"import keras", "import tensorflow as tf"}
     if spec.checkpoint or spec.export.saved_model:  # debug/step-N/batch.npz; --fast-dev-run
         third_party.add("import numpy as np")

@@ -64,7 +64,14 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "imports": {
             "stdlib": [
                 f"import {name}"
-                for name in sorted([*STDLIB, *(["ctypes"] if spec.export.saved_model else [])])
+                for name in sorted(
+                    [
+                        *STDLIB,
+                        *(["ctypes"] if spec.export.saved_model else []),
+                        # MLflow's own process (RunDirectory.start_tracking)
+                        *(["subprocess"] if spec.logging.mlflow else []),
+                    ]
+                )
             ]
         },
         "output_dir": spec.output_dir or f"runs/{spec.name}",

@@ -12,42 +12,61 @@ import black
 
 from .space import LoadedSweep
 from .study import import_optuna, values
-from .trial import run_steps, trial_folder
+from .trial import alive, claimed, run_seconds, run_steps, trial_folder
 
 
 def table(loaded: LoadedSweep, study: Any) -> str:
-    """One row per trial: number, values, objective, state, steps, time."""
+    """One row per trial: number, values, objective, state, steps, time. A trial that Optuna
+    holds running but that no process runs (its sweep was stopped or killed) is
+    `interrupted`; the next `loopgen sweep` resumes it. Its time is its script's, from
+    runs.jsonl: the downtime between a stop and the resume is not counted (`+` where a run
+    killed outright left its time unknown)."""
     rows = [["trial", *loaded.sweep.space, loaded.sweep.objective, "state", "steps", "time"]]
+    interrupted = False
     for trial in study.get_trials(deepcopy=False):
         if trial.user_attrs.get("surplus") or trial.number >= loaded.sweep.trials:
             continue
         found = values(loaded, trial.params)
         objective = trial.value if trial.value is not None else _last(trial)
-        seconds = (
-            (trial.datetime_complete - trial.datetime_start).total_seconds()
-            if trial.datetime_complete and trial.datetime_start
-            else None
-        )
+        folder = trial_folder(loaded, trial.number)
         state = trial.state.name.lower()
+        if state == "running" and not _runs(trial, folder):
+            state, interrupted = "interrupted", True
         if "error" in trial.user_attrs:
             state += f": {trial.user_attrs['error'][:60]}"
+        seconds, known = run_seconds(folder / "run", running=state == "running")
         rows.append(
             [
                 str(trial.number),
                 *(_shown(found.get(key)) for key in loaded.sweep.space),
                 "" if objective is None else f"{objective:.6g}",
                 state,
-                str(run_steps(trial_folder(loaded, trial.number) / "run") or ""),
-                "" if seconds is None else f"{seconds:.0f}s",
+                str(run_steps(folder / "run") or ""),
+                "" if seconds is None else f"{seconds:.0f}s{'' if known else '+'}",
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join(
+    lines = [
         "  ".join(
             [*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]
         ).rstrip()
         for row in rows
-    )
+    ]
+    if interrupted:
+        lines.append(
+            "interrupted: no process runs the trial (its sweep was stopped or killed); "
+            f"`loopgen sweep {os.path.relpath(loaded.path, loaded.started_in)}` resumes it from "
+            "its checkpoint"
+        )
+    return "\n".join(lines)
+
+
+def _runs(trial: Any, folder: Path) -> bool:
+    """Whether a process runs a trial that Optuna holds running: its folder's claim is held,
+    or (no folder here) the process that asked for it may still be alive elsewhere."""
+    if folder.is_dir():
+        return claimed(folder)
+    return alive(trial.user_attrs.get("host"), trial.user_attrs.get("pid"))
 
 
 def _last(trial: Any) -> float | None:

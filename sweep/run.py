@@ -18,8 +18,9 @@ from typing import Any
 from ..errors import LoopgenError
 from . import report
 from .space import LoadedSweep
-from .study import distributions, import_optuna, study, values
+from .study import distributions, import_optuna, remember_storage, study, values
 from .trial import (
+    Launcher,
     RunningTrial,
     SweepLock,
     alive,
@@ -31,6 +32,11 @@ from .trial import (
 
 POLL_SECONDS = 0.2
 """How often the trials' metrics.jsonl files are read (the pruner's reaction time)."""
+
+
+def say(message: str) -> None:
+    """A line of the sweep's console, with its time: a sweep runs for hours."""
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}", flush=True)
 
 
 class Sweeper:
@@ -51,28 +57,43 @@ class Sweeper:
         with self.lock:  # no other process asks for a trial while this one checks the study
             self.study = study(loaded, storage)
             check_study(loaded, self.study, self.space)
+            remember_storage(loaded, storage)
             if self.tracking:
                 self.tracking.parent_of(self.study)
         self.running: dict[int, tuple[RunningTrial, Any]] = {}
         self.stop_signal: int | None = None
         self.waiting: set[int] = set()
+        self.launcher: Launcher | None = None
 
     def run(self) -> int:
         check_runnable()
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, self._stop)
-        while self.stop_signal is None:
-            for number in list(self.running):
-                self._watch(number)
-            self._fill()
-            if not self.running and self._finished():
-                return report.write_results(self.loaded, self.study, self.tracking)
-            time.sleep(POLL_SECONDS)
-        return self._stopped()
+        if self.loaded.sweep.preload:  # imports TensorFlow while the first trial is made
+            self.launcher = Launcher()
+        try:
+            while self.stop_signal is None:
+                for number in list(self.running):
+                    self._watch(number)
+                self._fill()
+                if not self.running and self._finished():
+                    return report.write_results(self.loaded, self.study, self.tracking)
+                time.sleep(POLL_SECONDS)
+            code = self._stopped()
+        except BaseException:
+            if self.tracking:
+                self.tracking.stopped("FAILED")
+            raise
+        finally:
+            if self.launcher is not None:
+                self.launcher.close()
+        if self.tracking:
+            self.tracking.stopped("KILLED")  # `loopgen sweep` again resumes it
+        return code
 
     def _stop(self, number: int, frame: Any) -> None:
         if self.stop_signal is not None:
-            print("Stopping: waiting for the trials to save their checkpoints.")
+            say("Stopping: waiting for the trials to save their checkpoints.")
         self.stop_signal = number
 
     def _stopped(self) -> int:
@@ -86,7 +107,7 @@ class Sweeper:
         for number, (running, _) in self.running.items():
             running.process.wait()
             running.close()
-            print(f"trial {number}: stopped; it resumes from its checkpoint with loopgen sweep")
+            say(f"trial {number}: stopped; it resumes from its checkpoint with loopgen sweep")
         return 128 + self.stop_signal
 
     def _fill(self) -> None:
@@ -108,10 +129,16 @@ class Sweeper:
                 self._fail(running, trial, str(error))
                 continue
             tracked = running.record.get("mlflow_run_id")
-            running.start(**(self.tracking.environment(tracked) if tracked else {}))
+            running.start(self.launcher, **(self.tracking.environment(tracked) if tracked else {}))
+            # What a resumed trial reported before its stop: its script logs the steps after
+            # its checkpoint again, which the pruner has seen.
+            running.reported = set(self._frozen(trial.number).intermediate_values)
             self.running[trial.number] = (running, trial)
             shown = ", ".join(f"{k}={v}" for k, v in running.values.items())
-            print(f"trial {trial.number}: {'resumed' if running.resumed else 'started'}: {shown}")
+            say(f"trial {trial.number}: {'resumed' if running.resumed else 'started'}: {shown}")
+
+    def _frozen(self, number: int) -> Any:
+        return next(t for t in self.study.get_trials(deepcopy=False) if t.number == number)
 
     def _device(self) -> str | None:
         """The device with the fewest running trials (CUDA_VISIBLE_DEVICES), if any listed."""
@@ -161,7 +188,7 @@ class Sweeper:
             if frozen.number not in self.waiting:
                 self.waiting.add(frozen.number)
                 where = f"on {frozen.user_attrs.get('host', 'another machine')}"
-                print(f"trial {frozen.number}: running {where}; waiting for it to end")
+                say(f"trial {frozen.number}: running {where}; waiting for it to end")
             return None
         if fd is None:
             return None
@@ -180,12 +207,17 @@ class Sweeper:
         running, trial = self.running[number]
         reported, status = running.poll()
         for step, value in reported if not running.pruned else []:
+            if step in running.reported:
+                continue  # logged again by a resumed run
+            running.reported.add(step)
             trial.report(value, step)
             if trial.should_prune():
+                # Said once: the trial logs on until its SIGTERM lands, which it then obeys.
                 running.pruned = True
                 running.terminate()
                 objective, at = self.loaded.sweep.objective, self._at()
-                print(f"trial {number}: pruned at {at} {step} ({objective} {value:.6g})")
+                say(f"trial {number}: pruned at {at} {step} ({objective} {value:.6g})")
+                break
         if status is None:
             return
         if self.stop_signal is not None and status in (128 + signal.SIGTERM, -signal.SIGTERM):
@@ -206,7 +238,7 @@ class Sweeper:
             self.study.tell(trial, running.last[1])
             running.close()
             at, value = running.last
-            print(f"trial {number}: {objective} {value:.6g} at {self._at()} {at}")
+            say(f"trial {number}: {objective} {value:.6g} at {self._at()} {at}")
 
     def _at(self) -> str:
         return "epoch" if self.loaded.per_epoch else "step"
@@ -217,7 +249,7 @@ class Sweeper:
         if running is not None:
             self._end_tracked(running, "FAILED")
             running.close()
-        print(f"trial {trial.number}: failed: {error}")
+        say(f"trial {trial.number}: failed: {error}")
 
     def _end_tracked(self, running: RunningTrial, status: str) -> None:
         """Ends a trial's MLflow run, which its script may never have started."""

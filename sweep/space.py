@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..dsl.loader import _import_object, _split_path, _validate, apply_override, load_spec
+from ..dsl.loader import FileData, _import_object, _split_path, apply_override, load_spec
 from ..dsl.spec import Spec
 from ..dsl.sweep import Choice, IntRange, Sweep
-from ..errors import SpecError, format_validation_error
+from ..errors import SpecError, validation_problems
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,19 @@ class LoadedSweep:
 
 
 def load_sweep(path: Path, name: str = "sweep") -> LoadedSweep:
+    """The sweep file's Sweep, checked against its spec. A mistake is a SpecError of one line
+    per problem, `<file>: sweep.<field>: message`."""
     path = Path(path)
     found = _import_object(path, name, Sweep)
     if isinstance(found, dict):
         try:
             found = Sweep.model_validate(found)
         except ValidationError as error:
-            raise SpecError(f"{path}: {format_validation_error(error, 'sweep', Sweep)}") from None
+            problems = validation_problems(error, "sweep", Sweep, keys=True)
+            # The line of the part that failed, when there is one problem.
+            line = isinstance(found, FileData) and found.where and len(problems) == 1
+            where = found.where if line else path  # type: ignore[union-attr]
+            raise SpecError(f"{where}: " + f"\n{where}: ".join(problems)) from None
     if not isinstance(found, Sweep):
         raise SpecError(
             f"{path}: {name!r} is an object of type {type(found).__name__}, not a Sweep; bind "
@@ -96,18 +102,15 @@ def _space_problems(sweep: Sweep, spec: Spec, spec_path: Path) -> list[str]:
                 "`loopgen validate` lists the spec's fields)"
             )
             continue
-        if isinstance(current, int) and not isinstance(current, bool):
-            if distribution.kind in ("uniform", "log_uniform"):
-                problems.append(
-                    f"{where}: {key} is an integer ({current}): draw it with IntRange, or "
-                    "list its values with Choice"
-                )
-                continue
         for value in _probes(distribution):
-            problem = _misfit(data, key, value, spec_path)
+            problem = _misfit(data, key, value)
             if problem:
                 problems.append(f"{where}: the value {json.dumps(value)} does not fit: {problem}")
                 break
+        else:
+            problem = _kind_problem(data, key, distribution, current)
+            if problem:
+                problems.append(f"{where}: {problem}")
     for i, values in enumerate(sweep.first):
         for key in values:
             if key not in sweep.space:
@@ -124,13 +127,35 @@ def _space_problems(sweep: Sweep, spec: Spec, spec_path: Path) -> list[str]:
         problems.extend(f"sweep.first[{i}]: {problem}" for problem in outside)
         if not unknown and not missing and not outside:
             overridden = data
-            try:
-                for key, value in values.items():
-                    overridden = apply_override(overridden, f"{key}={json.dumps(value)}")
-                _validate(overridden, spec_path, [])
-            except SpecError as error:
-                problems.append(f"sweep.first[{i}]: {_after_path(error, spec_path)}")
+            for key, value in values.items():
+                overridden = apply_override(overridden, f"{key}={json.dumps(value)}")
+            problem = _spec_problem(overridden)
+            if problem:
+                problems.append(f"sweep.first[{i}]: these values do not fit the spec: {problem}")
     return problems
+
+
+def _kind_problem(data: dict, key: str, distribution: Any, current: Any) -> str | None:
+    """Integers drawn for a field that takes fractions (IntRange on a learning rate would try
+    only 1, 2, 3), or fractions for one that takes only integers: a value between the ends,
+    which fit, tells which the field takes."""
+    if isinstance(distribution, Choice):
+        return None
+    low, high = distribution.low, distribution.high
+    between = (low + (high - low) * share for share in (0.5, 0.25, 0.75, 0.1))
+    fraction = next((value for value in between if value != int(value)), None)
+    if fraction is None:
+        return None
+    takes_fractions = _misfit(data, key, fraction) is None
+    if isinstance(distribution, IntRange) and takes_fractions:
+        return (
+            f"{key} takes fractions, and IntRange draws only the integers from {low} to {high}: "
+            "draw it with Uniform or LogUniform, or list its values with Choice"
+        )
+    if not isinstance(distribution, IntRange) and not takes_fractions:
+        shown = f" (it is {current} in the spec)" if isinstance(current, int) else ""
+        return f"{key} takes integers{shown}: draw it with IntRange, or list its values with Choice"
+    return None
 
 
 def _drawable(distribution: Any, value: Any) -> bool:
@@ -164,16 +189,20 @@ def _probes(distribution: Any) -> list[Any]:
     return [distribution.low, distribution.high]
 
 
-def _misfit(data: dict, key: str, value: Any, spec_path: Path) -> str | None:
+def _misfit(data: dict, key: str, value: Any) -> str | None:
+    """Why the spec does not validate with `key` set to `value`, in one line (None if it does)."""
+    return _spec_problem(apply_override(data, f"{key}={json.dumps(value)}"))
+
+
+def _spec_problem(data: dict) -> str | None:
+    """Why the spec's data does not validate, in one line: its problems by their paths in the
+    spec (`data.batch_size: ...`), separated by semicolons. None if it validates."""
     try:
-        _validate(apply_override(data, f"{key}={json.dumps(value)}"), spec_path, [])
-    except SpecError as error:
-        return _after_path(error, spec_path)
+        Spec.model_validate(data)
+    except ValidationError as error:
+        problems = validation_problems(error, "spec", Spec)
+        return "; ".join(p.removeprefix("spec: ").removeprefix("spec.") for p in problems)
     return None
-
-
-def _after_path(error: SpecError, spec_path: Path) -> str:
-    return str(error).removeprefix(f"{spec_path}: ")
 
 
 def grid_values(d: Choice | IntRange) -> list[Any]:

@@ -4,6 +4,8 @@ is imported here only, by `loopgen sweep` (pip install -e ".[sweep]")."""
 from __future__ import annotations
 
 import json
+import os
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,43 @@ def import_optuna():
 STORAGE_FILE = "study.journal"
 """The embedded storage in the sweep's folder: Optuna's journal file, which several processes
 (on one machine, or on a shared file system) append to under a lock."""
+
+
+STORAGE_NOTE = "storage"
+"""The file in the sweep's output folder that keeps the --storage it ran on (a database's
+password left out): `loopgen sweep` and `loopgen sweep status` use it when not given one."""
+
+
+def remembered_storage(loaded: LoadedSweep, url: str | None) -> str | None:
+    """The study's storage: `url` (--storage) if given, else the one the sweep ran on last
+    (kept in <output>/storage), else None: the journal file in the sweep's folder."""
+    note = loaded.output / STORAGE_NOTE
+    if url or not note.is_file():
+        return url
+    kept = note.read_text().strip()
+    if urllib.parse.urlsplit(kept).password == "***":
+        raise LoopgenError(
+            f"--storage: the study {loaded.name!r} is in {kept} ({note} keeps it without its "
+            "password): pass --storage with the database's URL"
+        )
+    return kept
+
+
+def remember_storage(loaded: LoadedSweep, url: str | None) -> None:
+    """Keeps a --storage other than the default journal file in <output>/storage, so that
+    the next `loopgen sweep` or `status` without --storage finds the study."""
+    if url is None:
+        return
+    parts = urllib.parse.urlsplit(url)
+    if parts.password:  # not written down: the user gives it again
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    note = loaded.output / STORAGE_NOTE
+    if note.is_file() and note.read_text().strip() == url:
+        return
+    partial = note.with_name(f".{STORAGE_NOTE}.{os.getpid()}")
+    partial.write_text(url + "\n")
+    os.replace(partial, note)
 
 
 def storage(loaded: LoadedSweep, url: str | None):
@@ -92,6 +131,14 @@ def open_study(loaded: LoadedSweep, url: str | None):
     missing = url is None and not (loaded.output / STORAGE_FILE).exists()
     where = None if missing else storage(loaded, url)
     if where is None or loaded.name not in optuna.study.get_all_study_names(where):
+        folders = loaded.output / "trials"
+        if folders.is_dir() and any(f.name.isdigit() for f in folders.iterdir()):
+            shown = url or loaded.output / STORAGE_FILE
+            raise LoopgenError(
+                f"{loaded.path}: {folders} holds trials, but {shown} holds no study "
+                f"{loaded.name!r}: the study is in the storage the sweep ran on; pass it with "
+                "--storage"
+            )
         raise LoopgenError(
             f"{loaded.path}: no trial has run yet: the storage holds no study {loaded.name!r} "
             f"(run `loopgen sweep {loaded.path}`)"

@@ -5,6 +5,7 @@ MLFLOW_RUN_ID names). Imported only for such specs."""
 from __future__ import annotations
 
 from ..errors import LoopgenError
+from ..render.tracking import mlflow_key
 from .space import LoadedSweep
 
 PARENT_ATTR = "mlflow_parent_run_id"
@@ -44,11 +45,19 @@ class Tracking:
 
     def parent_of(self, study) -> None:
         """The sweep's own MLflow run, made by the process that finds none (under the sweep's
-        lock): its settings as parameters."""
+        lock): its settings as parameters (a space's path as mlflow_key writes it). A process
+        that joins the sweep, or resumes it, marks it running again. Made and failed at once
+        (MLflow refused its parameters), it is marked FAILED: none is left running."""
         self.parent = study.user_attrs.get(PARENT_ATTR)
         if self.parent is not None:
+            try:
+                if self.client.get_run(self.parent).info.status != "RUNNING":
+                    self.client.update_run(self.parent, status="RUNNING")
+            except Exception as error:
+                raise LoopgenError(f"logging.mlflow: {self._failed(error)}") from None
             return
         loaded, sweep = self.loaded, self.loaded.sweep
+        run = None
         try:
             run = self.client.create_run(
                 self.experiment_id,
@@ -63,13 +72,21 @@ class Tracking:
                     _param("trials", sweep.trials),
                     _param("sampler", sweep.sampler.kind),
                     _param("pruner", sweep.pruner.kind if sweep.pruner else None),
-                    *(_param(f"space.{key}", d) for key, d in sweep.space.items()),
+                    *(_param(mlflow_key(f"space.{k}"), repr(d)) for k, d in sweep.space.items()),
                 ],
             )
         except Exception as error:
+            if run is not None:
+                self.end(run.info.run_id, "FAILED")
             raise LoopgenError(f"logging.mlflow: {self._failed(error)}") from None
         self.parent = run.info.run_id
         study.set_user_attr(PARENT_ATTR, self.parent)
+
+    def stopped(self, status: str) -> None:
+        """Ends the sweep's run when this process stops before the study is complete: KILLED
+        (stopped: `loopgen sweep` resumes it) or FAILED (an error)."""
+        if getattr(self, "parent", None) is not None:
+            self.end(self.parent, status)
 
     def child(self, number: int) -> str:
         """A new trial's MLflow run, a child of the sweep's."""

@@ -67,6 +67,58 @@ def test_a_resume_on_other_training_data_is_refused_and_new_data_accepts_it(rend
     assert json.loads((checkpoints / "setup.json").read_text())["data"]["examples"] == 64
 
 
+@pytest.mark.parametrize("source", ["npz", "image_directory"])
+def test_the_same_data_copied_again_resumes_and_other_data_of_the_same_size_does_not(
+    render, tmp_path, source
+):
+    """setup.json records each training file's size and time, and a new run the sha256 of its
+    contents: a file (or an image directory) copied again, its times new, its contents the
+    same, resumes (setup.json takes the new times); other contents of the same size are still
+    refused."""
+    if source == "npz":
+        path = tmp_path / "train.npz"
+        script = render("mnist_mlp", f"data.train={npz(classification_npz(path, 96, (28, 28)))}")
+    else:
+        path = Path(image_directory(tmp_path / "images", per_class=8, size=8, classes=2))
+        data = {"kind": "image_directory", "path": str(path), "image_size": [8, 8]}
+        script = render("mnist_mlp", f"data.train={json.dumps(data)}",
+                        "model.input_shape=[8, 8, 3]", "data.batch_size=4")  # fmt: skip
+    out = tmp_path / "run"
+    first = run(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-4000:]
+    setup = out / "checkpoints" / "setup.json"
+    recorded = json.loads(setup.read_text())["data"]
+    assert list(recorded["digests"]) == [str(path)]
+
+    # Copied away and back: the same bytes, later times.
+    files = [path] if source == "npz" else sorted(path.rglob("*.png"))
+    for file in files:
+        content = file.read_bytes()
+        file.unlink()
+        file.write_bytes(content)
+        stat = os.stat(file)
+        os.utime(file, (stat.st_atime, stat.st_mtime + 5))  # later, whatever the clock
+    resumed = run(script, "--max-steps", "3", "--output-dir", str(out), cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-4000:]
+    assert f"The same training data, copied again: {path}" in resumed.stdout
+    assert "Resumed from" in resumed.stdout
+    now = json.loads(setup.read_text())["data"]
+    assert now["files"] != recorded["files"] and now["digests"] == recorded["digests"]
+
+    # Other contents, the same size: refused as other data.
+    if source == "npz":  # other examples, as many
+        size = path.stat().st_size
+        classification_npz(path, 96, (28, 28), seed=5)
+        assert path.stat().st_size == size
+    else:  # an image of class 0 and one of class 1 swapped: as many files, as many bytes
+        a, b = path / "class_0" / "0.png", path / "class_1" / "0.png"
+        a_bytes, b_bytes = a.read_bytes(), b.read_bytes()
+        a.write_bytes(b_bytes)
+        b.write_bytes(a_bytes)
+    refused(run(script, "--max-steps", "4", "--output-dir", str(out), cwd=tmp_path),
+            "Refusing to resume", str(path), "--new-data", lines=4)  # fmt: skip
+
+
 def bad_npz(path: Path, case: str) -> None:
     rng = np.random.default_rng(0)
     if case == "shape":

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,26 @@ def test_command_help(command):
         assert "--output" in proc.stdout and "--force" in proc.stdout
 
 
+def test_the_help_lists_each_command_in_whole_sentences_and_flags_without_a_type():
+    """A docstring's hard line breaks are not kept in the list of commands (it wrapped "Hand
+    edits" / "do not count: ..." mid-sentence), and a flag shows no `<bool>` as if it took a
+    value: in the app's help and in every command's."""
+    import inspect
+
+    from loopgen.cli import app
+    from typer.testing import CliRunner
+
+    wide = {"COLUMNS": "400"}  # every command's summary fits on a line of its own
+    shown = CliRunner().invoke(app, ["--help"], env=wide).output
+    for info in app.registered_commands:
+        summary = " ".join(inspect.cleandoc(info.callback.__doc__).split("\n\n")[0].split())
+        assert any(summary in line for line in shown.splitlines()), (summary, shown)
+    for command in ["", *(info.callback.__name__ for info in app.registered_commands)]:
+        text = CliRunner().invoke(app, [*command.split(), "--help"], env=wide).output
+        assert "Usage" in text and "<bool>" not in text, text
+        assert "--help " in text
+
+
 def test_version():
     proc = run_cli("--version")
     assert proc.returncode == 0, proc.stderr
@@ -68,6 +89,27 @@ def test_version():
 
 
 # --- rendering --------------------------------------------------------------------------------
+
+
+def test_a_description_of_megabytes_leaves_the_scripts_help_quick(tmp_path):
+    """The script's --help shows the first line of its docstring, which render wraps but for a
+    paragraph of lines of the user's own (or a word longer than a line): a description whose
+    first line is 1 MB (argparse wrapping it took seconds: 14 s for 10 MB) answers at once,
+    that line whole."""
+    data = load_spec(MNIST).model_dump(mode="json")
+    first = "the gradient tape of each replica " * 30_000
+    long = tmp_path / "long.json"
+    long.write_text(json.dumps({**data, "description": f"{first}\nand a line of its own."}))
+    script = tmp_path / "train.py"
+    rendered = run_cli("render", str(long), "-o", str(script))
+    assert rendered.returncode == 0, rendered.stderr
+    start = time.monotonic()
+    shown = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120
+    )
+    seconds = time.monotonic() - start
+    assert shown.returncode == 0 and first.strip() in shown.stdout, shown.stderr
+    assert seconds < 2, seconds  # the interpreter's start included
 
 
 def test_render_to_stdout():
@@ -329,14 +371,37 @@ def test_spec_cross_field_error_at_construction(tmp_path):
     render_fails(tmp_path, path, "loss.from_logits=False", "model.layers[3]", "from_logits=True")
 
 
-def test_part_construction_error(tmp_path):
-    # A section built on its own line fails there; the path starts at that section's class.
+def test_a_mistake_is_named_by_its_path_in_the_spec_however_the_spec_is_written(tmp_path):
+    """A section built on its own line of a .py spec (`data=Data(..., batch_size=0)`) fails
+    naming the field by its path in the spec, as a JSON spec and a --set do, not by the
+    section's class (`Data.batch_size`); the .py spec's message still points at its line."""
     source = MNIST_SOURCE.replace("batch_size=64", "batch_size=0")
     assert source != MNIST_SOURCE
     path = spec_file(tmp_path, source)
     line = next(i for i, text in enumerate(source.splitlines(), 1) if "data=Data(" in text)
+    problem = "\n  spec.data.batch_size: Input should be greater than 0\n"
+    stderr = render_fails(tmp_path, path, f"{path}:{line}: the spec has 1 error:{problem}")
+    assert "Data.batch_size" not in stderr
+    data = load_spec(MNIST).model_dump(mode="json")
+    data["data"]["batch_size"] = 0
+    as_json = tmp_path / "spec.json"
+    as_json.write_text(json.dumps(data))
+    render_fails(tmp_path, as_json, f"{as_json}: the spec has 1 error:{problem}")
+    given = run_cli("render", str(MNIST), "--set", "data.batch_size=0")
+    failed(given, f"after --set data.batch_size=0: the spec has 1 error:{problem}")
+
+
+def test_a_part_the_spec_does_not_hold_is_named_by_its_class_at_its_line(tmp_path):
+    """A model built with arguments that do not validate, but left out of the spec: no path
+    in the spec names it, so its class does (`Dense.units`, not the vocabulary's generic
+    model), at the line that built it; the spec file may read what it was given."""
+    source = MNIST_SOURCE.replace(
+        "spec = Spec(", "unused = Dense(units=0)\nassert unused.units == 0\n\nspec = Spec("
+    )
+    path = spec_file(tmp_path, source)
+    line = source.splitlines().index("unused = Dense(units=0)") + 1
     render_fails(
-        tmp_path, path, f"{path}:{line}", "Data.batch_size: Input should be greater than 0"
+        tmp_path, path, f"{path}:{line}: the spec has 1 error:\n  Dense.units: 0 is out of range"
     )
 
 

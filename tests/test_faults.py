@@ -24,6 +24,7 @@ from helpers import (
     script_env,
     start_preloaded,
     tf_check,
+    tree,
     wait_for_step,
     workers_running,
 )
@@ -168,18 +169,55 @@ def test_nan_loss_stops_the_run_naming_the_step_and_keeps_the_good_checkpoint(re
     assert not (out / "export").exists()
 
 
-def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(script, tmp_path):
+def garble_index(path: Path) -> None:
+    """Garbles a checkpoint's .index file as a bad disk might: the size of its index block, in
+    the file's footer, becomes a terabyte (TensorFlow then fails with std::bad_alloc)."""
+
+    def varint(data: bytes, at: int) -> tuple[int, int]:
+        value = shift = 0
+        while True:
+            byte = data[at]
+            value, shift, at = value | (byte & 0x7F) << shift, shift + 7, at + 1
+            if byte < 0x80:
+                return value, at
+
+    def encoded(value: int) -> bytes:
+        out = bytearray()
+        while value >= 0x80:
+            out.append(value & 0x7F | 0x80)
+            value >>= 7
+        return bytes([*out, value])
+
+    data = path.read_bytes()
+    footer, at, handles = data[-48:], 0, []
+    for _ in range(3):  # the metaindex block's offset and size, the index block's offset
+        value, at = varint(footer, at)
+        handles.append(value)
+    handles.append(2**40)  # the index block's size
+    garbled = b"".join(encoded(v) for v in handles).ljust(40, b"\0") + footer[40:]
+    path.write_bytes(data[:-48] + garbled)
+
+
+@pytest.mark.parametrize("damage", ["data_cut_short", "index_garbled"])
+def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(script, tmp_path, damage):
     straight, damaged = tmp_path / "straight", tmp_path / "damaged"
     run(script, straight)
     run_python(script, "--epochs", "2", "--output-dir", str(damaged), "--deterministic",
                cwd=tmp_path)  # fmt: skip
     checkpoints = damaged / "checkpoints"
-    # Saved at 28 and 35 on the cadence, 40 at the end of epoch 2: cut the newest short.
-    data = checkpoints / "ckpt-40.data-00000-of-00001"
-    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    # Saved at 28 and 35 on the cadence, 40 at the end of epoch 2: damage the newest.
+    if damage == "data_cut_short":
+        data = checkpoints / "ckpt-40.data-00000-of-00001"
+        data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+        said = "its files are damaged or are no checkpoint's ("
+    else:
+        garble_index(checkpoints / "ckpt-40.index")
+        # Said so, not as TensorFlow's MemoryError: std::bad_alloc.
+        said = "its index file is damaged (reading it asked for more memory than there is)\n"
 
     resumed = run(script, damaged)
-    assert f"Cannot restore {checkpoints / 'ckpt-40'}" in resumed.stdout
+    assert f"Cannot restore {checkpoints / 'ckpt-40'}: {said}" in resumed.stdout, resumed.stdout
+    assert "MemoryError" not in resumed.stdout + resumed.stderr
     assert f"Resumed from {checkpoints / 'ckpt-35'} at step 35" in resumed.stdout
     assert same_weights(straight, damaged)["max_diff"] == 0.0
 
@@ -530,8 +568,80 @@ def test_a_read_only_output_directory_is_named_for_a_new_run_and_for_a_resumed_o
     in_namespace(tmp_path, commands)
     stopped_by_the_machine(tmp_path, "new", f"cannot write {mnt / 'new'} (Read-only file system)",
                            "pass an --output-dir on a writable one")  # fmt: skip
-    stopped_by_the_machine(tmp_path, "resumed", f"cannot write {mnt / 'trained' / 'run.lock'}",
-                           "Read-only file system", "ckpt-7 (step 7), is intact")  # fmt: skip
+    # One way to resume, not two contradictory hints (another --output-dir, and the same).
+    resumed = stopped_by_the_machine(
+        tmp_path, "resumed", f"cannot write {mnt / 'trained' / 'run.lock'}",
+        "Read-only file system", "ckpt-7 (step 7), is intact: to resume from it, run the script "
+        "again with the same --output-dir once it can be written, or copy "
+        f"{mnt / 'trained'} to a place that can and pass that as --output-dir.",
+    )  # fmt: skip
+    assert "pass an --output-dir on a writable one" not in resumed
+
+
+def test_a_disk_full_from_the_start_leaves_no_empty_lock_file_nor_directory(script, tmp_path):
+    """The first write of a new run (run.lock's text) fails on a full disk: the run stops
+    saying so and leaves nothing behind, not an empty run.lock (nor the directory it made)."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    out = mnt / "run"
+    commands = f"""
+        mount -t tmpfs -o size=64k tmpfs {mnt}
+        head -c 1M /dev/zero > {mnt}/filler || true
+        {script_command(script, out, "full")}
+        find {mnt} | sort > {tmp_path}/after_full.txt
+    """
+    in_namespace(tmp_path, commands)
+    stopped_by_the_machine(
+        tmp_path, "full", f"cannot write {out / 'run.lock'} (No space left on device)",
+        "The disk is full: free some space.",
+    )  # fmt: skip
+    assert (tmp_path / "after_full.txt").read_text().split() == [str(mnt), f"{mnt}/filler"]
+
+
+KILLED_IN_THE_BEST_EXPORT = """
+import os, runpy, signal, sys
+
+import keras
+
+export = keras.Model.export
+
+
+def killed_in_the_best(self, path, *args, **kwargs):
+    # Killed part way through writing the best weights' network, as by SIGKILL.
+    if "best" in path:
+        os.makedirs(path)
+        with open(os.path.join(path, "saved_model.pb"), "wb") as f:
+            f.write(b"half")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return export(self, path, *args, **kwargs)
+
+
+keras.Model.export = killed_in_the_best
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_a_kill_while_exporting_the_best_weights_leaves_the_old_export_whole(render, tmp_path):
+    """export/best (the best validation's weights) is written in the same step as the last
+    weights' export: killed while writing it, the run leaves the export it replaced as it was,
+    not a new one holding half of best/; the next run writes the whole again."""
+    validation = npz(classification_npz(tmp_path / "val.npz", 64, (28, 28)))
+    script = mlp_script(render, tmp_path, f"data.validation={validation}",
+                        'best_model={"monitor": "val_loss"}')  # fmt: skip
+    out = tmp_path / "run"
+    run_python(script, "--epochs", "2", "--output-dir", str(out), cwd=tmp_path)
+    before = tree(out / "export")
+    assert "best/network/saved_model.pb" in before and "network/saved_model.pb" in before
+    killed = run_preloaded("-c", KILLED_IN_THE_BEST_EXPORT, str(script), "--epochs", "3",
+                           "--output-dir", str(out), cwd=tmp_path, check=False)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert tree(out / "export") == before
+    again = run_python(script, "--epochs", "3", "--output-dir", str(out), cwd=tmp_path)
+    assert "nothing left to train" in again.stdout
+    after = tree(out / "export")
+    assert set(after) == set(before) and after != before
+    assert not list(tmp_path.glob("run/export*partial*"))
 
 
 def test_an_output_dir_that_is_a_file_is_named(script, tmp_path):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from data import tiny_classifier
-from helpers import ROOT, free_ports, run_cli, run_python, script_env
+from helpers import ROOT, free_ports, run_cli, run_preloaded, run_python, script_env
 from loopgen.render import stamp
 
 
@@ -149,45 +149,188 @@ def test_mlflow_holds_the_run_as_metrics_jsonl_does_across_a_resume_and_a_sweeps
         # A sweep of the spec: one parent run, each trial's run its child.
         sweep = tmp_path / "sweep"
         sweep.mkdir()
-        tiny_classifier(sweep, epochs=2, examples=256, logging=tracked)
-        (sweep / "sweep.py").write_text(
-            "from loopgen.dsl.sweep import *\n\n"
-            'sweep = Sweep(spec="spec.py", space={"optimizer.learning_rate": '
-            'LogUniform(1e-3, 1e-1), "data.batch_size": Choice([32, 64])}, '
-            'objective="val_accuracy", direction="maximize", trials=2, parallel=2, '
-            'first=[{"optimizer.learning_rate": 0.01, "data.batch_size": 32}])\n'
+        tracked_sweep(sweep, tracked, script_env())
+        check_tracked_sweep(client, sweep)
+
+
+THREE_LAYERS = 'Dense(units=16, activation="relu"), Dense(units=16, activation="relu"), '
+SWEEP = """from loopgen.dsl.sweep import *
+
+sweep = Sweep(
+    spec="spec.py",
+    space={
+        "optimizer.learning_rate": LogUniform(1e-6, 1e-1),
+        "data.batch_size": Choice([32, 64]),
+        "model.layers[1].units": IntRange(8, 32, step=8),
+    },
+    objective="val_accuracy",
+    direction="maximize",
+    trials=3,
+    pruner=Median(startup_trials=2),
+    first=[
+        {"optimizer.learning_rate": 0.01, "data.batch_size": 32, "model.layers[1].units": 16},
+        {"optimizer.learning_rate": 0.003, "data.batch_size": 64, "model.layers[1].units": 24},
+        # Hopeless: pruned at its first epoch.
+        {"optimizer.learning_rate": 1e-6, "data.batch_size": 32, "model.layers[1].units": 8},
+    ],
+    PRELOAD
+)
+"""
+
+
+def tracked_sweep(folder: Path, logging: str, env: dict[str, str], preload: bool = True):
+    """A sweep of a three-layer spec tracked in MLflow, over a list element's field
+    (`model.layers[1].units`: MLflow keys take no brackets), the learning rate and the batch
+    size: three trials, the third hopeless."""
+    tiny_classifier(folder, epochs=3, examples=1024, logging=logging)
+    spec = folder / "spec.py"
+    spec.write_text(spec.read_text().replace('Dense(units=16, activation="relu"), ', THREE_LAYERS))
+    (folder / "sweep.py").write_text(SWEEP.replace("PRELOAD", f"preload={preload},"))
+    return subprocess.run(
+        [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
+        cwd=folder, capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+
+
+def check_tracked_sweep(client, folder: Path) -> None:
+    """The sweep's run holds its space, each trial's (its child) the values drawn, and each
+    ended as its trial did: finished, the pruned one KILLED."""
+    from loopgen.render.tracking import mlflow_key
+
+    experiment = client.get_experiment_by_name("tiny").experiment_id
+    (parent,) = client.search_runs([experiment], "tags.`loopgen.sweep` != ''")
+    assert parent.info.status == "FINISHED"
+    assert {k: v for k, v in parent.data.params.items() if k.startswith("space.")} == {
+        "space.optimizer.learning_rate": "LogUniform(1e-06, 0.1)",
+        "space.data.batch_size": "Choice([32, 64])",
+        "space.model.layers.1.units": "IntRange(8, 32, step=8)",
+    }
+    children = client.search_runs([experiment], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    assert sorted(c.info.run_name for c in children) == ["trial 0", "trial 1", "trial 2"]
+    finals = {}
+    for child in children:
+        number = int(child.info.run_name.split()[1])
+        trial_run = folder / "sweeps" / "sweep" / "trials" / f"{number:03d}" / "run"
+        assert (trial_run / "mlflow_run_id").read_text() == child.info.run_id
+        assert child.info.status == ("KILLED" if number == 2 else "FINISHED"), number
+        # Each trial's values are its parameters, a drawn default (trial 0's batch size of
+        # 32) too: compared side by side, no column is blank.
+        trial = json.loads((trial_run.parent / "trial.json").read_text())
+        for path, value in trial["values"].items():
+            assert child.data.params[mlflow_key(path)] == str(value)
+        assert child.data.params["model.layers.1.units"] == str(
+            trial["values"]["model.layers[1].units"]
         )
-        proc = subprocess.run(
-            [sys.executable, "-m", "loopgen", "sweep", "sweep.py"],
-            cwd=sweep,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=script_env(),
-        )
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        experiment = client.get_experiment_by_name("tiny").experiment_id
-        (parent,) = client.search_runs([experiment], "tags.`loopgen.sweep` != ''")
-        children = client.search_runs(
-            [experiment], f"tags.mlflow.parentRunId = '{parent.info.run_id}'"
-        )
-        assert sorted(c.info.run_name for c in children) == ["trial 0", "trial 1"]
-        finals = {}
-        for child in children:
-            number = int(child.info.run_name.split()[1])
-            trial_run = sweep / "sweeps" / "sweep" / "trials" / f"{number:03d}" / "run"
-            assert (trial_run / "mlflow_run_id").read_text() == child.info.run_id
-            assert child.info.status == "FINISHED"
-            # Each trial's values are its parameters, a drawn default (trial 0's batch size
-            # of 32) too: compared side by side, no column is blank.
-            trial = json.loads((trial_run.parent / "trial.json").read_text())
-            for path, value in trial["values"].items():
-                assert child.data.params[path.replace("[", ".").replace("]", "")] == str(value)
-            values = logged(trial_run)["val_accuracy"]
-            assert history(client, child.info.run_id, "val_accuracy") == values
+        values = logged(trial_run)["val_accuracy"]
+        assert history(client, child.info.run_id, "val_accuracy") == values
+        if number != 2:
             finals[number] = values[-1][1]
-        assert parent.info.status == "FINISHED"
-        assert parent.data.metrics["best_objective"] == max(finals.values())
+        else:  # stopped at its first epoch
+            assert len(values) < 3, values
+    assert parent.data.metrics["best_objective"] == max(finals.values())
+
+
+@pytest.mark.slow
+def test_a_sweep_tracked_in_a_file_store_holds_its_space_and_each_trials_values(tmp_path):
+    """The same sweep on MLflow's file store (`./mlruns`, which MLflow 3 keeps only with
+    MLFLOW_ALLOW_FILE_STORE=true), whose runs are folders and parameters files: the same
+    parent run, children, parameters and ends as on a server."""
+    import mlflow
+
+    store = f"file://{tmp_path / 'mlruns'}"
+    logging = f'Logging(mlflow=MLflow(experiment="tiny", tracking_uri="{store}"))'
+    env = script_env(MLFLOW_ALLOW_FILE_STORE="true")
+    proc = tracked_sweep(tmp_path, logging, env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    try:
+        check_tracked_sweep(mlflow.MlflowClient(store), tmp_path)
+    finally:
+        del os.environ["MLFLOW_ALLOW_FILE_STORE"]
+
+
+REFUSED = {
+    # MLflow refuses the sweep's parameters (as it refused `space.model.layers[0].units`).
+    "parameters": "import mlflow\n"
+    "def refused(self, *args, **kwargs):\n"
+    "    raise mlflow.exceptions.MlflowException('INVALID_PARAMETER_VALUE: refused')\n"
+    "mlflow.MlflowClient.log_batch = refused\n",
+    # The first trial's run cannot be made.
+    "first_trial": "from loopgen.errors import LoopgenError\n"
+    "from loopgen.sweep import tracking\n"
+    "def refused(self, number):\n"
+    "    raise LoopgenError(f'logging.mlflow: trial {number}: MLflow refused it')\n"
+    "tracking.Tracking.child = refused\n",
+}
+
+
+@pytest.mark.parametrize("failure", sorted(REFUSED))
+def test_a_sweep_that_fails_before_its_first_trial_leaves_no_mlflow_run_running(tmp_path, failure):
+    """MLflow fails the sweep after its run was made and before any trial ran (its parameters
+    refused, the first trial's run not made): the sweep exits 1 saying why, and its run is
+    FAILED, not left RUNNING (with no parameters, as issue 49 found it)."""
+    import mlflow
+
+    store = f"file://{tmp_path / 'mlruns'}"
+    logging = f'Logging(mlflow=MLflow(experiment="tiny", tracking_uri="{store}"))'
+    tiny_classifier(tmp_path, epochs=1, examples=64, logging=logging)
+    (tmp_path / "sweep.py").write_text(SWEEP.replace("PRELOAD", "preload=False,"))
+    code = REFUSED[failure] + "from loopgen.cli import app\napp(['sweep', 'sweep.py'])\n"
+    env = script_env(MLFLOW_ALLOW_FILE_STORE="true")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env=env)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stderr.startswith("error: logging.mlflow: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    try:
+        client = mlflow.MlflowClient(store)
+        (run,) = client.search_runs([client.get_experiment_by_name("tiny").experiment_id])
+    finally:
+        del os.environ["MLFLOW_ALLOW_FILE_STORE"]
+    assert run.data.tags["loopgen.sweep"] and run.info.status == "FAILED"
+
+
+@pytest.mark.parametrize(
+    ("path", "key"),
+    [
+        ("model.layers[1].units", "model.layers.1.units"),
+        ("space.model.layers[0].units", "space.model.layers.0.units"),
+        ("model.blocks[0].nodes[-1].layer.filters", "model.blocks.0.nodes.-1.layer.filters"),
+        ("data.train.features.image/encoded.dtype", "data.train.features.image/encoded.dtype"),
+        ("data.kwargs.a//b", "data.kwargs.a__b"),
+        ("data.kwargs.a/../b", "data.kwargs.a_.._b"),
+        ("tasks.masque (fr).loss", "tasks.masque _fr_.loss"),
+        ("data.env.ratio:x", "data.env.ratio_x"),
+        ("a" * 300, None),
+    ],
+)
+def test_a_spec_path_becomes_a_parameter_key_that_mlflow_takes(path, key):
+    """MLflow refuses brackets in a key (issue 49: `space.model.layers[0].units` failed a
+    sweep); mlflow_key writes a list index as a part of its own and any other character
+    MLflow refuses as `_`, keeps a key that stays itself as a file path (the file store), and
+    shortens a key past 250 characters, keeping it apart from others by a hash."""
+    from loopgen.render.tracking import mlflow_key
+    from mlflow.utils.validation import _validate_param_name
+
+    found = mlflow_key(path)
+    _validate_param_name(found)  # raises on a key MLflow refuses
+    if key is not None:
+        assert found == key
+    else:
+        assert len(found) == 250 and found.startswith("a" * 200)
+        assert mlflow_key("a" * 299 + "b") != found
+
+
+UNTRACKED_PROCESS = """
+import runpy, sys
+
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    print("mlflow imported:", "mlflow" in sys.modules)
+"""
 
 
 # Each script stopped part way (a checkpoint there), then resumed to the end.
@@ -222,7 +365,11 @@ def test_without_a_tracking_uri_the_run_is_in_mlflow_db_where_the_script_ran(exa
     assert rendered.returncode == 0, rendered.stderr
     assert "MLFLOW_TRACKING_URI" not in os.environ
     stop, key = LOCAL_RUNS[example]
-    run_python(tmp_path / "train.py", *stop, cwd=tmp_path)
+    # The training process leaves MLflow to a process of its own: importing it and opening
+    # its store take seconds of CPU, which training would wait for (Python runs one thread at
+    # a time), and so would each log point for its write.
+    proc = run_preloaded("-c", UNTRACKED_PROCESS, str(tmp_path / "train.py"), *stop, cwd=tmp_path)
+    assert proc.stdout.splitlines()[-1] == "mlflow imported: False", proc.stdout[-2000:]
     out = tmp_path / "runs" / example
     first_id = (out / "mlflow_run_id").read_text()
     resumed = run_python(tmp_path / "train.py", cwd=tmp_path)

@@ -200,7 +200,8 @@ def test_bench_measures_loop_and_fit_in_one_run(tmp_path):
     out = tmp_path / "results.json"
     rendered = ["mnist_mlp", "flowers_finetune", "cartpole_ppo"]
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--examples", "mnist_mlp", "--steps-per-epoch", "30",
+        [sys.executable, "-m", "bench", "--parts", "fit", "render", "data",
+         "--examples", "mnist_mlp", "--steps-per-epoch", "30",
          "--rounds", "1", "--render-repeats", "1", "--render-examples", *rendered,
          "--described-mb", "1",
          "--data-images", "96", "--data-repeats", "1", "--data-sources", "tfrecord",
@@ -300,3 +301,31 @@ def test_bench_ratios_pair_each_round_with_itself(monkeypatch):
     assert ratios(throughput)["matched"] == pytest.approx(1 / 0.97)
     # Pooling each tool's epochs first would compare the loop's slow rounds with fit's fast
     # ones: 1.0 / 1.94.
+
+
+@pytest.mark.slow
+def test_bench_measures_mlflow_tracking_and_a_sweeps_overhead_per_trial(tmp_path):
+    """The harness's tracking and sweep parts, small: a run tracked in MLflow against the same
+    run untracked (their wall times and the ratio), and a sweep's per-trial overhead with its
+    trials forked and started anew, from when each trial's records appeared."""
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--parts", "tracking", "sweep", "--tracking-rounds", "1",
+         "--sweep-trials", "2", "--sweep-rounds", "1", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(out.read_text())
+    tracking = results["tracking"]
+    (tracked,), (untracked,) = tracking["seconds"]["tracked"], tracking["seconds"]["untracked"]
+    assert tracking["ratio"] == pytest.approx(tracked / untracked)
+    assert tracking["first_tracked_seconds"] > 0 and tracking["log_points"] == 30
+    assert "| **tracked ÷ untracked**" in proc.stdout
+    sweep = results["sweep"]
+    for how in ("forked", "python"):
+        row = sweep[how]
+        ((wall,), (own,)) = row["wall"], row["own"]
+        assert 0 < own < wall and row["median_overhead"] == pytest.approx((wall - own) / 2)
+        assert len(row["start_up"]) == 2 and len(row["between"]) == 1
+        assert all(0 < s < wall for s in row["start_up"] + row["between"])
+    assert "| trials forked (the default) |" in proc.stdout

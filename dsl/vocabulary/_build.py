@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .. import catalog
+from ..base import Unvalidated
 
 
 class _Required:
@@ -22,17 +23,25 @@ REQUIRED: Any = _Required()
 
 def build(model: Any, kind: str, arguments: dict[str, Any]) -> Any:
     """`model(kind=kind, ...)` from a vocabulary function's `locals()`. A problem is reported
-    under the Keras class's name (`Conv1D.filters: ...`), the name the spec file used."""
+    under the Keras class's name (`Conv1D.filters: ...`), the name the spec file used (when
+    the spec file's loader does not name it by its path in the spec)."""
     try:
-        return model(kind=kind, **given(model, kind, arguments))
+        built = model(kind=kind, **given(model, kind, arguments))
     except ValidationError as error:
-        entry = catalog.lookup(model.section, kind)
-        title = entry.class_name if entry is not None else model.__name__
-        details = [
-            {"type": e["type"], "loc": e["loc"], "input": e["input"], "ctx": e.get("ctx", {})}
-            for e in error.errors()
-        ]
-        raise ValidationError.from_exception_data(title, details) from None  # type: ignore[arg-type]
+        raise _titled(error, model, kind) from None
+    if isinstance(built, Unvalidated):
+        built.error = _titled(built.error, model, kind)
+    return built
+
+
+def _titled(error: ValidationError, model: Any, kind: str) -> ValidationError:
+    entry = catalog.lookup(model.section, kind)
+    title = entry.class_name if entry is not None else model.__name__
+    details = [
+        {"type": e["type"], "loc": e["loc"], "input": e["input"], "ctx": e.get("ctx", {})}
+        for e in error.errors()
+    ]
+    return ValidationError.from_exception_data(title, details)  # type: ignore[arg-type]
 
 
 def given(model: Any, kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
