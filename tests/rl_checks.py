@@ -211,6 +211,162 @@ def rollout_as_acted(script: str, *argv: str) -> dict:
     return {"rollouts": len(differences), "max_diff": max(differences)}
 
 
+
+def scripted_steps(first: int, envs: int) -> list[list[tuple]]:
+    """The steps scripted_env took since STEPS[first], a list of its NUM_ENVS copies' steps
+    (copy, episode, step after it, reward, terminated) per vector step, by copy."""
+    import scripted_env
+
+    taken = scripted_env.STEPS[first:]
+    assert len(taken) % envs == 0, len(taken)
+    return [sorted(taken[i : i + envs]) for i in range(0, len(taken), envs)]
+
+
+def scripted_observation(copy, episode, step, parts):
+    """What scripted_env observes there (a Dict's parts by name, as its observe() does)."""
+    seen = np.array([copy, episode, step], np.float32)
+    return {"episode": seen[:2], "step": seen[2:]} if parts else seen
+
+
+def normalized(observations, mean, var):
+    """Gymnasium's NormalizeObservation, as the README states it: by the running mean and
+    variance, clipped to +-10 (in float64, then float32)."""
+    return np.clip((observations - mean) / np.sqrt(var + 1e-8), -10, 10).astype(np.float32)
+
+
+def stacked(rows, parts):
+    if parts:
+        return {name: np.stack([row[name] for row in rows]) for name in rows[0]}
+    return np.stack(rows)
+
+
+def collect_wiring(script: str, *argv: str) -> dict:
+    """Trains with the script's main(ARGV) in scripted_env (beside the script, its copies
+    observing [copy, episode, step]), its collect() watched: what value_of() is asked to
+    estimate at each step (the observations reached where an episode was cut, normalized as
+    the networks take them) and at the rollout's end, against the steps the environment took;
+    and the advantages and returns of each rollout against GAE of those steps' rewards, with
+    each cut episode's reward bootstrapped by the value of the observation reached there and
+    the rollout's end by the values after it. With normalized observations, also the running
+    statistics at the end against the mean and variance of every observation acted on."""
+    sys.path.insert(0, str(Path(script).parent))  # where the script finds your modules
+    import scripted_env
+
+    module = load_script(script)
+    envs, rollout_steps = module.NUM_ENVS, module.ROLLOUT_STEPS
+    parts = hasattr(module, "OBSERVATION_SHAPES")
+    statistics = []
+    if hasattr(module, "ObservationStatistics"):
+
+        class Watched(module.ObservationStatistics):
+            def __init__(self):
+                super().__init__()
+                statistics.append(self)
+
+        module.ObservationStatistics = Watched
+    collect, found = module.collect, {"rollouts": 0, "cuts": 0, "both": 0, "problems": []}
+
+    def watched(environments, act, estimates, value_of, *rest):
+        asked = []
+
+        def watched_value_of(observations):
+            values = value_of(observations)
+            # The statistics the networks' inputs are normalized by at this moment.
+            moments = [(s.mean.numpy(), s.var.numpy()) for s in statistics]
+            asked.append((tf.nest.map_structure(np.array, observations), values.numpy(), moments))
+            return values
+
+        first = len(scripted_env.STEPS)
+        rollout = collect(environments, act, estimates, watched_value_of, *rest)
+        steps = scripted_steps(first, envs)
+        assert len(steps) == rollout_steps, len(steps)
+        rewards = np.zeros((rollout_steps, envs))
+        ended = np.zeros((rollout_steps, envs))
+        expected = []  # what value_of() should be asked, in order
+        for t, taken in enumerate(steps):
+            reached = []
+            for copy, episode, step, reward, terminated in taken:
+                truncated = step == scripted_env.LIMIT
+                rewards[t, copy] = reward
+                ended[t, copy] = terminated or truncated
+                found["both"] += bool(terminated and truncated)
+                if truncated and not terminated:  # cut: the task went on
+                    reached.append((copy, scripted_observation(copy, episode, step, parts)))
+            if reached:
+                expected.append([copy for copy, _ in reached])
+                found["cuts"] += len(reached)
+        after = [
+            scripted_observation(c, e + 1, 0, parts) if t or s == scripted_env.LIMIT
+            else scripted_observation(c, e, s, parts)
+            for c, e, s, _, t in steps[-1]
+        ]  # fmt: skip
+        if len(asked) != len(expected) + 1:
+            found["problems"].append(
+                f"value_of() asked {len(asked)} times, not at the {len(expected)} steps that "
+                "cut an episode and the rollout's end"
+            )
+            return rollout
+        calls = iter(asked)
+        bootstrap = np.zeros((rollout_steps, envs))
+        for t, taken in enumerate(steps):
+            reached = [
+                (copy, scripted_observation(copy, episode, step, parts))
+                for copy, episode, step, _, terminated in taken
+                if step == scripted_env.LIMIT and not terminated
+            ]
+            if not reached:
+                continue
+            given, values, moments = next(calls)
+            want = stacked([observation for _, observation in reached], parts)
+            if moments:
+                want = normalized(want, *moments[0])
+            if not all(np.allclose(a, b, rtol=1e-6, atol=1e-6) for a, b in
+                       zip(tf.nest.flatten(given), tf.nest.flatten(want), strict=True)):  # fmt: skip
+                found["problems"].append(
+                    f"step {t}: value_of() given {tf.nest.map_structure(np.ndarray.tolist, given)}"
+                    f" for the cut episodes' last observations "
+                    f"{tf.nest.map_structure(np.ndarray.tolist, want)}"
+                )
+            for (copy, _), value in zip(reached, values, strict=True):
+                bootstrap[t, copy] = value
+        given, last_values, moments = next(calls)
+        want = stacked(after, parts)
+        if moments:
+            want = normalized(want, *moments[0])
+        if not all(np.allclose(a, b, rtol=1e-6, atol=1e-6) for a, b in
+                   zip(tf.nest.flatten(given), tf.nest.flatten(want), strict=True)):  # fmt: skip
+            found["problems"].append(
+                f"the rollout's end: value_of() given {tf.nest.map_structure(np.ndarray.tolist, given)}"
+                f", not the observations after it {tf.nest.map_structure(np.ndarray.tolist, want)}"
+            )
+        values = rollout["values"].reshape(rollout_steps, envs)
+        advantages = gae_reference(rewards + module.GAMMA * bootstrap, values, ended,
+                                   last_values, module.GAMMA, module.GAE_LAMBDA)  # fmt: skip
+        got = rollout["returns"].reshape(rollout_steps, envs)
+        difference = relative_diff(got, advantages + values)
+        if "advantages" in rollout:
+            got = rollout["advantages"].reshape(rollout_steps, envs)
+            difference = max(difference, relative_diff(got, advantages))
+        if difference > 1e-5:
+            found["problems"].append(f"the returns differ from GAE of the steps taken by {difference}")
+        found["rollouts"] += 1
+        return rollout
+
+    module.collect = watched
+    module.main(list(argv))
+    if statistics:
+        (watched_statistics,) = statistics
+        # Every observation acted on: each step's, before it (the step counted one less).
+        seen = np.array([[c, e, s - 1] for c, e, s, _, _ in scripted_env.STEPS], np.float64)
+        # Gymnasium's RunningMeanStd starts from mean 0, variance 1 over a count of 1e-4.
+        count = len(seen) + 1e-4
+        mean = seen.sum(0) / count
+        var = (np.sum((seen - mean) ** 2, 0) + 1e-4 * (1 + mean**2)) / count
+        found["mean_diff"] = relative_diff(watched_statistics.mean.numpy(), mean)
+        found["var_diff"] = relative_diff(watched_statistics.var.numpy(), var)
+    return found
+
+
 def relative_diff(a, b) -> float:
     """The largest difference, relative to the value where it is above 1 (float32 keeps 7
     digits)."""
