@@ -61,6 +61,8 @@ PPO = "templates/partials/ways/ppo.jinja"
 DQN = "templates/partials/ways/dqn.jinja"
 ENVIRONMENT = "templates/partials/rl/environment.jinja"
 WIRING = "tests/test_rl_wiring.py::test_a_rollout_bootstraps_each_cut_episode_from_its_last_observation"
+DQN_STORES = "tests/test_rl_wiring.py::test_dqn_stores_each_transition_as_the_environment_made_it"
+ENDLESS = "tests/test_rl_wiring.py::test_dqn_learns_the_endless_tasks_value_by_double_dqn"
 
 MUTANTS: list[Mutant] = [
     # --- Reinforcement learning: what the loop feeds the formulas (issue 47's survivors 1-10)
@@ -105,6 +107,46 @@ MUTANTS: list[Mutant] = [
         'last_values = 0 * value_of({{ inputs("environments.observations") }}).numpy()',
         [f"{WIRING}[a2c]", f"{WIRING}[ppo]"],
         "#10: the rollout's end not bootstrapped (only a learning threshold noticed, for A2C)",
+    ),
+    mutant(
+        "dqn_stores_a_time_limit_as_termination", DQN,
+        "buffer.add(observations, actions, rewards, reached, terminated)",
+        "buffer.add(observations, actions, rewards, reached, terminated | _)",
+        [f"{DQN_STORES}[box]", f"{ENDLESS}[single_device]"],
+        "#1: a time limit stored as the episode's end (bootstrapped as termination)",
+    ),
+    mutant(
+        "dqn_stores_the_next_episodes_first_observation", DQN,
+        "buffer.add(observations, actions, rewards, reached, terminated)",
+        "buffer.add(observations, actions, rewards, environments.observations, terminated)",
+        [f"{DQN_STORES}[box]", f"{DQN_STORES}[dict]"],
+        "#2: the next episode's first observation stored as s' instead of the last",
+    ),
+    mutant(
+        "dqn_plain_under_the_name_of_double", DQN,
+        '''targets = dqn_targets(rewards, terminated, {{ "model(reached), " if way.double }}target_network(reached))
+        with tf.GradientTape() as tape:
+            values = tf.gather(model(observations, training=True), actions, batch_dims=1)
+            loss = loss_fn(targets, values)''',
+        '''targets = dqn_targets(rewards, terminated, {{ "target_network(reached), " if way.double }}target_network(reached))
+        with tf.GradientTape() as tape:
+            values = tf.gather(model(observations, training=True), actions, batch_dims=1)
+            loss = loss_fn(targets, values)''',
+        [f"{ENDLESS}[single_device]"],
+        "#3: the target network picks the next action too: plain DQN under double DQN's name",
+    ),
+    mutant(
+        "dqn_replicas_plain_under_the_name_of_double", DQN,
+        '''targets = dqn_targets(rewards, terminated, {{ "model(reached), " if way.double }}target_network(reached))
+        with tf.GradientTape() as tape:
+            values = tf.gather(model(observations, training=True), actions, batch_dims=1)
+            # A Keras loss''',
+        '''targets = dqn_targets(rewards, terminated, {{ "target_network(reached), " if way.double }}target_network(reached))
+        with tf.GradientTape() as tape:
+            values = tf.gather(model(observations, training=True), actions, batch_dims=1)
+            # A Keras loss''',
+        [f"{ENDLESS}[mirrored]"],
+        "#3 on replicas (their own train step): plain DQN under double DQN's name",
     ),
     mutant(
         "evaluation_seeded_as_training", ENVIRONMENT,

@@ -367,6 +367,86 @@ def collect_wiring(script: str, *argv: str) -> dict:
     return found
 
 
+
+def dqn_transitions(script: str, *argv: str) -> dict:
+    """Trains with the script's main(ARGV) in scripted_env (its copies observing [copy,
+    episode, step]), watching the minibatches the replay buffer hands the train step: each
+    transition against the step the environment took from its observation, whose reached
+    observation is the same episode's next (at an episode's end too: the last, not the next
+    episode's first), its reward that step's, and its end a termination only."""
+    sys.path.insert(0, str(Path(script).parent))  # where the script finds your modules
+    import scripted_env
+
+    module = load_script(script)
+    sample, drawn = module.ReplayBuffer.sample, []
+
+    def watched(self, *args, **kwargs):
+        batch = sample(self, *args, **kwargs)
+        drawn.append(tf.nest.map_structure(np.array, batch))
+        return batch
+
+    module.ReplayBuffer.sample = watched
+    module.main(list(argv))
+
+    def rows(observations):  # a Dict's parts back to [copy, episode, step]
+        if isinstance(observations, dict):
+            return np.concatenate([observations["episode"], observations["step"]], axis=-1)
+        return observations
+
+    found = {"batches": len(drawn), "transitions": 0, "cut": 0, "terminated": 0, "both": 0,
+             "problems": []}  # fmt: skip
+    for observations, _, rewards, reached, terminated in drawn:
+        for seen, reward, then, end in zip(rows(observations), rewards, rows(reached), terminated,
+                                           strict=True):  # fmt: skip
+            copy, episode, step = (int(v) for v in seen)
+            ends = scripted_env.terminates_at(copy, episode) == step + 1
+            truncated = step + 1 == scripted_env.LIMIT
+            found["transitions"] += 1
+            found["cut"] += truncated and not ends
+            found["terminated"] += ends and not truncated
+            found["both"] += ends and truncated
+            want = ([copy, episode, step + 1], scripted_env.reward(step + 1), float(ends))
+            wrong = then.tolist() != want[0] or abs(reward - want[1]) > 1e-6 or end != want[2]
+            if wrong and len(found["problems"]) < 5:
+                found["problems"].append(
+                    f"from {seen.tolist()}: stored reached {then.tolist()}, reward {reward}, "
+                    f"terminated {end}; the environment made {want}"
+                )
+    return found
+
+
+def dqn_target_inputs(script: str, *argv: str) -> dict:
+    """Trains with the script's main(ARGV) in the endless task (one observation, always),
+    watching what the train step hands dqn_targets(): the Q-network's action values of the
+    observation reached (`next_q`, which picks the next action) and the target network's
+    (`next_q_target`, which values it). The Q-network learns at every train step, the target
+    network moves only at its updates: their values must be those of the network named."""
+    sys.path.insert(0, str(Path(script).parent))  # where the script finds your modules
+    module = load_script(script)
+    targets, calls = module.dqn_targets, []
+
+    def watched(rewards, terminated, next_q, next_q_target):
+        def record(next_q, next_q_target):
+            calls.append((next_q.numpy(), next_q_target.numpy()))
+            return 0
+
+        tf.py_function(record, [next_q, next_q_target], tf.int32)
+        return targets(rewards, terminated, next_q, next_q_target)
+
+    module.dqn_targets = watched
+    module.main(list(argv))
+    # The observation never changes: every row of a call is the same.
+    same = all(np.ptp(q, axis=0).max() == 0 and np.ptp(t, axis=0).max() == 0 for q, t in calls)
+    return {
+        "calls": len(calls),
+        "rows_alike": bool(same),
+        "online_values": len({q[0].tobytes() for q, _ in calls}),
+        "target_values": len({t[0].tobytes() for _, t in calls}),
+        "last_online": calls[-1][0][0].tolist() if calls else None,
+        "online_trace": [round(float(q[0].mean()), 2) for q, _ in calls[::50]],
+    }
+
+
 def relative_diff(a, b) -> float:
     """The largest difference, relative to the value where it is above 1 (float32 keeps 7
     digits)."""

@@ -74,3 +74,22 @@ class Scripted(gym.Env):
 
 def make(parts=False, log=None, render_mode=None):
     return Scripted(parts, log)
+
+
+class Endless(gym.Env):
+    """A reward of 1 at every step, forever, and always the same observation: the value of
+    every state is 1 / (1 - gamma). Only the spec's time limit (a truncation) ends an episode."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.ones(1, np.float32), {}
+
+    def step(self, action):
+        return np.ones(1, np.float32), 1.0, False, False, {}
+
+
+def make_endless(render_mode=None):
+    return Endless()

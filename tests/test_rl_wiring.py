@@ -24,14 +24,13 @@ def rl_check(check: str, *args: str, cwd: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def network(units: int, parts: bool, hidden: bool = False) -> str:
-    """A network of scripted_env's observations: [copy, episode, step], or a Dict of the
-    parts "episode" and "step" (a Graph taking each by name)."""
+def network(units: int, parts: bool, width: int = 3) -> str:
+    """A linear network of scripted_env's observations: [copy, episode, step] (`width` 3; the
+    endless task's, 1), or a Dict of the parts "episode" and "step" (a Graph taking each by
+    name)."""
     layers = [f"Dense(units={units})"]
-    if hidden:
-        layers.insert(0, "Dense(units=8, activation='tanh')")
     if not parts:
-        return f"Sequential(input_shape=(3,), layers=[{', '.join(layers)}])"
+        return f"Sequential(input_shape=({width},), layers=[{', '.join(layers)}])"
     return (
         'Graph(inputs={"episode": Input(shape=(2,)), "step": Input(shape=(1,))}, nodes=['
         'Node(name="both", layer=Concatenate(), inputs=["episode", "step"]), '
@@ -41,18 +40,23 @@ def network(units: int, parts: bool, hidden: bool = False) -> str:
 
 def scripted_spec(folder: Path, training: str, *, parts: bool = False, log: str | None = None,
                   steps: int, num_envs: int = 3, checkpoint: str = "None",
-                  optimizer: str = "Adam(learning_rate=1e-3)") -> None:  # fmt: skip
-    """spec.py in `folder` training on scripted_env (copied there), cut at its LIMIT of 5."""
+                  optimizer: str = "Adam(learning_rate=1e-3)", endless: bool = False,
+                  variant: str = "single_device") -> None:  # fmt: skip
+    """spec.py in `folder` training on scripted_env (copied there), cut at its LIMIT of 5: its
+    copies observing [copy, episode, step] (a Dict of parts), or (`endless`) the endless task."""
     shutil.copy(ROOT / "tests" / "scripted_env.py", folder / "scripted_env.py")
     kwargs = {"parts": parts, **({"log": log} if log else {})}
+    environment = f"target='scripted_env:make', kwargs={kwargs!r}"
+    model = network(2, parts)
+    if endless:
+        environment, model = "target='scripted_env:make_endless'", network(2, False, width=1)
     (folder / "spec.py").write_text(f"""
 from loopgen.dsl import *
 
 spec = Spec(
     name="scripted",
-    data=Environment(target="scripted_env:make", kwargs={kwargs!r}, num_envs={num_envs},
-                     max_episode_steps=5),
-    model={network(2, parts)},
+    data=Environment({environment}, num_envs={num_envs}, max_episode_steps=5),
+    model={model},
     training={training.replace("VALUE", network(1, parts))},
     optimizer={optimizer},
     loop=Loop(steps={steps}, log_every_steps={steps}),
@@ -60,7 +64,8 @@ spec = Spec(
     export=Export(saved_model=False),
 )
 """)
-    proc = run_cli("render", "spec.py", "-o", "train.py", cwd=folder)
+    mirrored = ["--variant", "mirrored", "--set", TWO_CPUS] if variant == "mirrored" else []
+    proc = run_cli("render", "spec.py", "-o", "train.py", *mirrored, cwd=folder)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -112,3 +117,40 @@ def test_evaluation_plays_environments_seeded_apart_from_training(tmp_path):
     # The evaluating process also makes training's environments (restored from the
     # checkpoint); its 3 episodes' environments draw anew.
     assert len(set(evaluated) - set(trained)) >= 3, (trained, evaluated)
+
+
+DQN = ("DQN(buffer_size=1000, batch_size=16, gamma=0.9, learning_starts=32, train_every=1, "
+       "target_update_every=TARGET, exploration_fraction=0.5)")  # fmt: skip
+
+
+@pytest.mark.parametrize("parts", [False, True], ids=["box", "dict"])
+def test_dqn_stores_each_transition_as_the_environment_made_it(parts, tmp_path):
+    """Every transition the replay buffer hands the train step: the observation reached is the
+    same episode's next one (at a cut or a termination, the episode's last, not the next
+    episode's first; a Dict part by part), the reward is that step's, and the episode counts
+    as ended there only if it terminated (a time limit alone leaves it to be bootstrapped)."""
+    scripted_spec(tmp_path, DQN.replace("TARGET", "20"), parts=parts, steps=160, num_envs=2)
+    found = rl_check("dqn_transitions", str(tmp_path / "train.py"), "--output-dir",
+                     str(tmp_path / "out"), cwd=tmp_path)  # fmt: skip
+    assert found["problems"] == [], found["problems"]
+    # 64 minibatches of 16, with episodes cut, terminated, and both at once among them.
+    assert found["batches"] == 64 and found["transitions"] == 64 * 16, found
+    assert min(found["cut"], found["terminated"], found["both"]) >= 20, found
+
+
+@pytest.mark.parametrize("variant", ["single_device", "mirrored"])
+def test_dqn_learns_the_endless_tasks_value_by_double_dqn(variant, tmp_path):
+    """The endless task cut every 5 steps: DQN learns its true value 10 (1 / (1 - 0.9)), as PPO
+    does (test_rl); a cut stored as the task's end would learn about 3.6. And the train step
+    hands dqn_targets() the Q-network's values to pick the next action (they change at every
+    step) and the target network's to value it (they change only at its 50-step updates): plain
+    DQN under the name of double DQN, or the networks swapped, fail."""
+    steps, every = 800, 20
+    scripted_spec(tmp_path, DQN.replace("TARGET", str(every)), endless=True, num_envs=1,
+                  steps=steps, optimizer="Adam(learning_rate=0.03)", variant=variant)  # fmt: skip
+    found = rl_check("dqn_target_inputs", str(tmp_path / "train.py"), "--output-dir",
+                     str(tmp_path / "out"), cwd=tmp_path)  # fmt: skip
+    assert found["rows_alike"] and found["calls"] >= steps - 32, found
+    updates = steps // every
+    assert found["target_values"] <= updates + 1 < found["online_values"], found
+    assert all(abs(q - 10) < 0.5 for q in found["last_online"]), found
