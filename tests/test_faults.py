@@ -168,6 +168,29 @@ def test_nan_loss_stops_the_run_naming_the_step_and_keeps_the_good_checkpoint(re
     assert not (out / "export").exists()
 
 
+
+def test_a_nan_loss_between_log_points_is_caught_before_the_next_save(render, tmp_path):
+    """No log point before the loss turns NaN (one every 1,000 steps): the check before each
+    save stops the run, and the newest checkpoint is from before the step it names."""
+    script = render(
+        "mnist_mlp",
+        f"data.train={npz(classification_npz(tmp_path / 'train.npz', 320, (28, 28)))}",
+        "data.batch_size=16",
+        "loop.log_every_steps=1000",
+        'checkpoint={"every_steps": 2, "keep": 2}',
+        'optimizer.learning_rate={"kind": "piecewise_constant", "boundaries": [4], '
+        '"values": [0.001, 1e12]}',
+        "export.saved_model=false",
+    )
+    out = tmp_path / "run"
+    proc = run_preloaded(str(script), "--output-dir", str(out), cwd=tmp_path, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    bad = int(proc.stderr.split("NaN or Inf at step ")[1].split(":")[0])
+    assert not (out / "metrics.jsonl").exists() or not records(out)  # nothing was logged
+    result = tf_check("finite_checkpoint", str(out / "checkpoints"), cwd=tmp_path)
+    assert result["all_finite"] and bad - 2 <= result["step"] < bad, (bad, result)
+
+
 def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(script, tmp_path):
     straight, damaged = tmp_path / "straight", tmp_path / "damaged"
     run(script, straight)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -173,6 +174,19 @@ def test_predict_arrays_and_image_files_of_a_keras_dataset(render, tmp_path):
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
         assert f"predict: {tmp_path / name} {message}" in proc.stderr
         assert predictions(target) == records  # the last predictions, left whole
+
+    # A write the machine refuses midway (a file size limit here, a full disk alike): the last
+    # predictions stay whole, and nothing half-written is left beside them.
+    limit = 2 * target.stat().st_size  # the 24 predictions below take about 3.5 times as much
+    proc = subprocess.run(
+        [sys.executable, str(launcher), "predict", *[three] * 8, "--predictions", str(target),
+         "--output-dir", str(out)],
+        cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=600,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)),
+    )  # fmt: skip
+    assert proc.returncode == 1 and "File too large" in proc.stderr, proc.stderr[-2000:]
+    assert predictions(target) == records
+    assert [p.name for p in tmp_path.glob("preds.jsonl*")] == ["preds.jsonl"]
 
 
 def test_predict_csv_rows_by_column_name(render, tmp_path):

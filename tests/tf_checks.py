@@ -43,6 +43,26 @@ def global_batches(script: str, epochs: str) -> dict:
     return {"batches": batches}
 
 
+
+def epoch_labels(script: str, epochs: str, start_step: str = "0") -> dict:
+    """The labels of the training batches the script's pipeline (training_batches) makes from
+    `start_step` on, for `epochs` epochs' worth of steps, epoch by epoch: with labels that
+    number the examples, which examples each epoch reads, in its order."""
+    module = load_script(script)
+    train = training_examples(module)
+    steps = -(-module.num_examples(train) // module.BATCH_SIZE)
+    start = int(start_step)
+    batches = module.training_batches(train, start_step=start).take(int(epochs) * steps - start)
+    labels = [batch[1].numpy().tolist() for batch in batches]
+    # A resumed run's first epoch is its rest only.
+    firsts = [steps - start % steps] + [steps] * (int(epochs) - 1 - start // steps)
+    found, at = [], 0
+    for count in firsts:
+        found.append(sum(labels[at : at + count], []))
+        at += count
+    return {"epochs": found, "steps_per_epoch": steps}
+
+
 def checkpoint_values(directory: str) -> dict[str, np.ndarray]:
     reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(directory))
     dtypes = reader.get_variable_to_dtype_map()
