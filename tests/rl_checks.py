@@ -211,7 +211,6 @@ def rollout_as_acted(script: str, *argv: str) -> dict:
     return {"rollouts": len(differences), "max_diff": max(differences)}
 
 
-
 def scripted_steps(first: int, envs: int) -> list[list[tuple]]:
     """The steps scripted_env took since STEPS[first], a list of its NUM_ENVS copies' steps
     (copy, episode, step after it, reward, terminated) per vector step, by copy."""
@@ -232,6 +231,16 @@ def normalized(observations, mean, var):
     """Gymnasium's NormalizeObservation, as the README states it: by the running mean and
     variance, clipped to +-10 (in float64, then float32)."""
     return np.clip((observations - mean) / np.sqrt(var + 1e-8), -10, 10).astype(np.float32)
+
+
+def alike(given, want) -> bool:
+    """Whether two observations (arrays, or a Dict's parts) are equal, but for rounding."""
+    pairs = zip(tf.nest.flatten(given), tf.nest.flatten(want), strict=True)
+    return all(np.allclose(a, b, rtol=1e-6, atol=1e-6) for a, b in pairs)
+
+
+def listed(observations):
+    return tf.nest.map_structure(np.ndarray.tolist, observations)
 
 
 def stacked(rows, parts):
@@ -320,12 +329,10 @@ def collect_wiring(script: str, *argv: str) -> dict:
             want = stacked([observation for _, observation in reached], parts)
             if moments:
                 want = normalized(want, *moments[0])
-            if not all(np.allclose(a, b, rtol=1e-6, atol=1e-6) for a, b in
-                       zip(tf.nest.flatten(given), tf.nest.flatten(want), strict=True)):  # fmt: skip
+            if not alike(given, want):
                 found["problems"].append(
-                    f"step {t}: value_of() given {tf.nest.map_structure(np.ndarray.tolist, given)}"
-                    f" for the cut episodes' last observations "
-                    f"{tf.nest.map_structure(np.ndarray.tolist, want)}"
+                    f"step {t}: value_of() given {listed(given)} for the cut episodes' last "
+                    f"observations {listed(want)}"
                 )
             for (copy, _), value in zip(reached, values, strict=True):
                 bootstrap[t, copy] = value
@@ -333,11 +340,10 @@ def collect_wiring(script: str, *argv: str) -> dict:
         want = stacked(after, parts)
         if moments:
             want = normalized(want, *moments[0])
-        if not all(np.allclose(a, b, rtol=1e-6, atol=1e-6) for a, b in
-                   zip(tf.nest.flatten(given), tf.nest.flatten(want), strict=True)):  # fmt: skip
+        if not alike(given, want):
             found["problems"].append(
-                f"the rollout's end: value_of() given {tf.nest.map_structure(np.ndarray.tolist, given)}"
-                f", not the observations after it {tf.nest.map_structure(np.ndarray.tolist, want)}"
+                f"the rollout's end: value_of() given {listed(given)}, not the observations "
+                f"after it {listed(want)}"
             )
         values = rollout["values"].reshape(rollout_steps, envs)
         advantages = gae_reference(rewards + module.GAMMA * bootstrap, values, ended,
@@ -348,7 +354,7 @@ def collect_wiring(script: str, *argv: str) -> dict:
             got = rollout["advantages"].reshape(rollout_steps, envs)
             difference = max(difference, relative_diff(got, advantages))
         if difference > 1e-5:
-            found["problems"].append(f"the returns differ from GAE of the steps taken by {difference}")
+            found["problems"].append(f"the returns are {difference} off GAE of the steps taken")
         found["rollouts"] += 1
         return rollout
 
@@ -365,7 +371,6 @@ def collect_wiring(script: str, *argv: str) -> dict:
         found["mean_diff"] = relative_diff(watched_statistics.mean.numpy(), mean)
         found["var_diff"] = relative_diff(watched_statistics.var.numpy(), var)
     return found
-
 
 
 def dqn_transitions(script: str, *argv: str) -> dict:

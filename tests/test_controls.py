@@ -162,7 +162,6 @@ def test_clipping_limits_the_update_of_the_whole_batch(variant, extra, tolerance
     assert 0.05 < logged(out, "gradient_norm")[1] < 100
 
 
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("variant", "extra"), [(None, []), ("mirrored", [TWO_CPUS])], ids=["single_device", "mirrored"]

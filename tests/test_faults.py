@@ -168,7 +168,6 @@ def test_nan_loss_stops_the_run_naming_the_step_and_keeps_the_good_checkpoint(re
     assert not (out / "export").exists()
 
 
-
 def test_a_nan_loss_between_log_points_is_caught_before_the_next_save(render, tmp_path):
     """No log point before the loss turns NaN (one every 1,000 steps): the check before each
     save stops the run, and the newest checkpoint is from before the step it names."""

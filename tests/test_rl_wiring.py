@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, TWO_CPUS, records, run_cli, run_preloaded, run_python
+from helpers import ROOT, TWO_CPUS, run_cli, run_preloaded, run_python
 
 pytestmark = pytest.mark.slow
 

@@ -43,7 +43,6 @@ def global_batches(script: str, epochs: str) -> dict:
     return {"batches": batches}
 
 
-
 def epoch_labels(script: str, epochs: str, start_step: str = "0") -> dict:
     """The labels of the training batches the script's pipeline (training_batches) makes from
     `start_step` on, for `epochs` epochs' worth of steps, epoch by epoch: with labels that
@@ -58,7 +57,7 @@ def epoch_labels(script: str, epochs: str, start_step: str = "0") -> dict:
     firsts = [steps - start % steps] + [steps] * (int(epochs) - 1 - start // steps)
     found, at = [], 0
     for count in firsts:
-        found.append(sum(labels[at : at + count], []))
+        found.append([label for batch in labels[at : at + count] for label in batch])
         at += count
     return {"epochs": found, "steps_per_epoch": steps}
 
@@ -366,6 +365,31 @@ def augmented_batches(script: str) -> dict:
         "epochs_differ": float(np.max(np.abs(run1[0] - run1[steps]))),
         "validation": float(np.max(np.abs(validation_batch - expected_validation))),
     }
+
+
+def resumed_batch(script: str, step: str) -> dict:
+    """The batch a run resumed at `step` trains on first (training_batches from that step)
+    against the one an uninterrupted run trains on at `step`, augmentation included: the
+    largest difference of any of their tensors; and how far augmentation moved that batch's
+    images (the same batch with augment() doing nothing)."""
+    import keras
+
+    module = load_script(script)
+    keras.utils.set_random_seed(module.SEED)
+    train = training_examples(module)
+    at = int(step)
+    straight = next(iter(module.training_batches(train, start_step=0).skip(at).take(1)))
+    resumed = next(iter(module.training_batches(train, start_step=at).take(1)))
+    original_augment = module.augment
+    module.augment = lambda x, labels, seeds, augmentation: (x, labels)
+    plain = next(iter(module.training_batches(train, start_step=at).take(1)))
+    module.augment = original_augment
+
+    def largest(a, b):
+        pairs = zip(tf.nest.flatten(a), tf.nest.flatten(b), strict=True)
+        return max(float(np.max(np.abs(np.float64(x) - np.float64(y)))) for x, y in pairs)
+
+    return {"resumed": largest(resumed, straight), "augmented": largest(resumed, plain)}
 
 
 def restored_model(module, checkpoint: str):
