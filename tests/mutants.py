@@ -268,7 +268,10 @@ MUTANTS: list[Mutant] = [
         os.replace(partial, destination)""",
         """        with open(destination, "w") as f:
             f.writelines(lines)""",
-        ["tests/test_predict.py::test_predict_arrays_and_image_files_of_a_keras_dataset"],
+        [
+            "tests/test_predict.py::"
+            "test_a_predictions_write_the_machine_refuses_leaves_the_last_predictions_whole"
+        ],
         "#17: predict's output written in place: a refused write leaves half a file",
     ),
     mutant(
