@@ -214,6 +214,16 @@ MUTANTS: list[Mutant] = [
         "#13: best_model's state not in the checkpoint: a resumed run forgets its best",
     ),
     mutant(
+        "early_stopping_left_out_of_the_checkpoint",
+        "templates/partials/checkpoint.jinja",
+        "{% for name in monitors %}",
+        '{% for name in monitors if name != "early_stopping" %}',
+        [
+            "tests/test_controls.py::test_plateau_early_stopping_and_best_model_act_and_resume_exactly"
+        ],
+        "README: early stopping's state in the checkpoint: a run that stopped early stays stopped",
+    ),
+    mutant(
         "setup_compares_only_the_number_of_examples",
         RUN_DIR,
         "if recorded is None or recorded == self.data:",
@@ -466,6 +476,40 @@ MUTANTS: list[Mutant] = [
         [f"{WORKERS}[categorical]"],
         "vote: without it the job ignores a worker's SIGTERM",
     ),
+    mutant(
+        "dqn_workers_do_not_vote_on_a_sigterm",
+        DQN,
+        "            run.preempted = cluster.any(run.sigterm)\n",
+        "",
+        [f"{WORKERS}[dqn]"],
+        "vote: without it a DQN job ignores a worker's SIGTERM",
+    ),
+    mutant(
+        "a_worker_resumes_another_workers_share",
+        ENVIRONMENT,
+        "mine = slice(self.cluster.first, self.cluster.first + self.cluster.count)",
+        "mine = slice(0, self.cluster.count)",
+        [f"{WORKERS}[categorical]"],
+        "workers' draws: a restarted worker resumes the first share, not its own (5e-3)",
+    ),
+    mutant(
+        "finished_episodes_left_out_of_the_exchange",
+        ENVIRONMENT,
+        '"finished": [e[1:] for e in self.finished if e[0] == first + i],',
+        '"finished": [],',
+        [f"{WORKERS}[categorical]"],
+        "exchange: the episodes finished since the last log not saved with the environments",
+    ),
+    mutant(
+        "ppo_replicas_normalize_their_own_share",
+        PPO,
+        '    ratio = tf.exp(log_ratio)\n    advantages = batch["advantages"]\n'
+        "{% if way.normalize_advantages and not distributed %}",
+        '    ratio = tf.exp(log_ratio)\n    advantages = batch["advantages"]\n'
+        "{% if way.normalize_advantages %}",
+        [f"{MIRRORED}[cartpole_ppo]"],
+        "replicas' shares: advantages normalized over a replica's share (3e-3 off)",
+    ),
     # --- Supervised steps and the other ways of training
     mutant(
         "weight_penalties_left_out",
@@ -607,6 +651,32 @@ MUTANTS: list[Mutant] = [
         "        gradients = [tf.stop_gradient(gradient) for gradient in gradients]\n",
         ["tests/test_meta.py::test_maml_meta_gradient_is_the_nested_tape_reference[False]"],
         "MAML's second order: the inner gradients held constant",
+    ),
+    mutant(
+        "first_order_maml_keeps_the_second_order_terms",
+        "templates/partials/ways/meta.jinja",
+        "        gradients = [tf.stop_gradient(gradient) for gradient in gradients]\n"
+        "{% elif maml %}",
+        "        pass\n{% elif maml %}",
+        ["tests/test_meta.py::test_maml_meta_gradient_is_the_nested_tape_reference[True]"],
+        "MAML's first order: the inner gradients differentiated again",
+    ),
+    mutant(
+        "wgan_penalty_unscaled_under_mixed_float16",
+        "templates/partials/ways/gan.jinja",
+        "        scores = scores * scale\n    gradients = tape.gradient(scores, points) / scale",
+        "    gradients = tape.gradient(scores, points)",
+        ["tests/test_gan.py::test_the_gradient_penalty_is_scaled_under_mixed_precision"],
+        "WGAN-GP under mixed_float16: the penalty's inner gradient not scaled (README: a test "
+        "removes it and fails)",
+    ),
+    mutant(
+        "own_step_losses_averaged_per_replica",
+        "templates/partials/ways/own_step.jinja",
+        "name: tf.nn.compute_average_loss(value, global_batch_size={{ batch }})",
+        "name: tf.nn.compute_average_loss(value, global_batch_size=tf.shape(value)[0])",
+        [f"{MIRRORED}[mnist_own_step]"],
+        "your own step: your losses averaged per replica, not over the global batch",
     ),
     mutant(
         "reptile_sums_its_tasks",

@@ -236,7 +236,7 @@ def normalized(observations, mean, var):
 def alike(given, want) -> bool:
     """Whether two observations (arrays, or a Dict's parts) are equal, but for rounding."""
     pairs = zip(tf.nest.flatten(given), tf.nest.flatten(want), strict=True)
-    return all(np.allclose(a, b, rtol=1e-6, atol=1e-6) for a, b in pairs)
+    return all(a.shape == b.shape and np.allclose(a, b, rtol=1e-6, atol=1e-6) for a, b in pairs)
 
 
 def listed(observations):
@@ -291,19 +291,18 @@ def collect_wiring(script: str, *argv: str) -> dict:
         assert len(steps) == rollout_steps, len(steps)
         rewards = np.zeros((rollout_steps, envs))
         ended = np.zeros((rollout_steps, envs))
-        expected = []  # what value_of() should be asked, in order
+        cuts = []  # each step's (copy, observation reached) of the episodes cut there
         for t, taken in enumerate(steps):
-            reached = []
+            cuts.append([])
             for copy, episode, step, reward, terminated in taken:
                 truncated = step == scripted_env.LIMIT
                 rewards[t, copy] = reward
                 ended[t, copy] = terminated or truncated
                 found["both"] += bool(terminated and truncated)
                 if truncated and not terminated:  # cut: the task went on
-                    reached.append((copy, scripted_observation(copy, episode, step, parts)))
-            if reached:
-                expected.append([copy for copy, _ in reached])
-                found["cuts"] += len(reached)
+                    cuts[t].append((copy, scripted_observation(copy, episode, step, parts)))
+            found["cuts"] += len(cuts[t])
+        expected = [t for t, reached in enumerate(cuts) if reached]  # value_of() asked there
         after = [
             scripted_observation(c, e + 1, 0, parts) if t or s == scripted_env.LIMIT
             else scripted_observation(c, e, s, parts)
@@ -317,14 +316,8 @@ def collect_wiring(script: str, *argv: str) -> dict:
             return rollout
         calls = iter(asked)
         bootstrap = np.zeros((rollout_steps, envs))
-        for t, taken in enumerate(steps):
-            reached = [
-                (copy, scripted_observation(copy, episode, step, parts))
-                for copy, episode, step, _, terminated in taken
-                if step == scripted_env.LIMIT and not terminated
-            ]
-            if not reached:
-                continue
+        for t in expected:
+            reached = cuts[t]
             given, values, moments = next(calls)
             want = stacked([observation for _, observation in reached], parts)
             if moments:
@@ -334,6 +327,7 @@ def collect_wiring(script: str, *argv: str) -> dict:
                     f"step {t}: value_of() given {listed(given)} for the cut episodes' last "
                     f"observations {listed(want)}"
                 )
+                continue
             for (copy, _), value in zip(reached, values, strict=True):
                 bootstrap[t, copy] = value
         given, last_values, moments = next(calls)

@@ -347,9 +347,11 @@ def augmented_batches(script: str) -> dict:
         return [b[0].numpy() for b in batches.take(count)]
 
     steps = module.math.ceil(module.num_examples(train) / module.BATCH_SIZE)
-    run1 = first(module.training_batches(train, start_step=0), steps + 1)
-    run2 = first(module.training_batches(train, start_step=0), steps + 1)
-    resumed = first(module.training_batches(train, start_step=2), 1)[0]
+    assert steps >= 2, "resumed in the middle of an epoch needs epochs of two batches or more"
+    run1 = first(module.training_batches(train, start_step=0), steps + 2)
+    run2 = first(module.training_batches(train, start_step=0), steps + 2)
+    # Resumed at the second batch of epoch 1: inside an epoch, its positions not from 0.
+    resumed = first(module.training_batches(train, start_step=steps + 1), 1)[0]
     original_augment = module.augment
     module.augment = lambda images, labels, seeds, augmentation: (images, labels)
     plain = first(module.training_batches(train, start_step=0), 1)[0]
@@ -360,7 +362,7 @@ def augmented_batches(script: str) -> dict:
     expected_validation = module.preprocess(x, y)[0].numpy()
     return {
         "repeatable": max(float(np.max(np.abs(a - b))) for a, b in zip(run1, run2, strict=True)),
-        "resumed": float(np.max(np.abs(resumed - run1[2]))),
+        "resumed": float(np.max(np.abs(resumed - run1[steps + 1]))),
         "augmented": float(np.max(np.abs(run1[0] - plain))),
         "epochs_differ": float(np.max(np.abs(run1[0] - run1[steps]))),
         "validation": float(np.max(np.abs(validation_batch - expected_validation))),
