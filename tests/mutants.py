@@ -455,7 +455,7 @@ MUTANTS: list[Mutant] = [
     mutant(
         "workers_keep_their_own_transitions",
         DQN,
-        "            buffer.exchange()\n",
+        "        steps = self.cluster.gather(steps, axis=1)\n",
         "",
         [f"{WORKERS}[dqn]"],
         "exchange: a DQN worker storing only its own transitions (0.071)",
@@ -726,8 +726,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "triangular2_does_not_halve",
         SCHEDULES,
-        "            swing /= 2 ** (cycle - 1)\n",
-        "",
+        "swing /= 2 ** (cycle - 1)",
+        "swing /= 1",
         ["tests/test_controls.py::test_warmup_then_triangular2_follows_its_formula_and_resumes"],
         "schedules: triangular2 without its halving",
     ),
