@@ -828,6 +828,15 @@ MUTANTS: list[Mutant] = [
         "the merge of hand edits: no .orig backup that undoes the render",
     ),
     mutant(
+        "strings_written_between_quotes_by_hand",
+        "render/code.py",
+        "    if value is None or isinstance(value, bool | int | str):\n        return repr(value)",
+        "    if isinstance(value, str):\n        return f'\"{value}\"'\n"
+        "    if value is None or isinstance(value, bool | int):\n        return repr(value)",
+        ["tests/test_injection.py::test_hostile_strings_stay_string_constants"],
+        "literals: a spec's string pasted into code by hand, not through repr (hostile strings)",
+    ),
+    mutant(
         "softmax_under_from_logits_accepted",
         "dsl/rules/objective.py",
         "    if loss.from_logits and squashed:\n",

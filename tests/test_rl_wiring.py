@@ -28,13 +28,12 @@ def network(units: int, parts: bool, width: int = 3) -> str:
     """A linear network of scripted_env's observations: [copy, episode, step] (`width` 3; the
     endless task's, 1), or a Dict of the parts "episode" and "step" (a Graph taking each by
     name)."""
-    layers = [f"Dense(units={units})"]
     if not parts:
-        return f"Sequential(input_shape=({width},), layers=[{', '.join(layers)}])"
+        return f"Sequential(input_shape=({width},), layers=[Dense(units={units})])"
     return (
         'Graph(inputs={"episode": Input(shape=(2,)), "step": Input(shape=(1,))}, nodes=['
         'Node(name="both", layer=Concatenate(), inputs=["episode", "step"]), '
-        f'Node(name="out", layer={layers[-1]}, inputs="both")], outputs="out")'
+        f'Node(name="out", layer=Dense(units={units}), inputs="both")], outputs="out")'
     )
 
 
@@ -141,10 +140,11 @@ def test_dqn_stores_each_transition_as_the_environment_made_it(parts, tmp_path):
 @pytest.mark.parametrize("variant", ["single_device", "mirrored"])
 def test_dqn_learns_the_endless_tasks_value_by_double_dqn(variant, tmp_path):
     """The endless task cut every 5 steps: DQN learns its true value 10 (1 / (1 - 0.9)), as PPO
-    does (test_rl); a cut stored as the task's end would learn about 3.6. And the train step
-    hands dqn_targets() the Q-network's values to pick the next action (they change at every
-    step) and the target network's to value it (they change only at its 50-step updates): plain
-    DQN under the name of double DQN, or the networks swapped, fail."""
+    does (test_rl); a cut stored as the task's end would learn about 3.6 (the fixed point of
+    Q = 1 + 0.9 * 4/5 * Q). And the train step hands dqn_targets() the Q-network's values to
+    pick the next action (they change at every step) and the target network's to value it
+    (they change only at its updates, every 20 steps): plain DQN under the name of double DQN,
+    or the networks swapped, fail. On two replicas too (their own train step)."""
     steps, every = 800, 20
     scripted_spec(tmp_path, DQN.replace("TARGET", str(every)), endless=True, num_envs=1,
                   steps=steps, optimizer="Adam(learning_rate=0.03)", variant=variant)  # fmt: skip
