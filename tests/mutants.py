@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -888,13 +889,18 @@ def run_tests(copy: Path, tests: list[str], work: Path, timeout: float) -> tuple
     }
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
                "--basetemp", str(work / "pytest"), "-o", "addopts=", "-rf", *tests]  # fmt: skip
+    # In a session of its own: a run past its time is killed with the servers it started.
+    proc = subprocess.Popen(
+        command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
     try:
-        proc = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True,
-                              timeout=timeout, start_new_session=True)  # fmt: skip
-    except subprocess.TimeoutExpired as expired:
-        output = expired.stdout or ""
-        return None, output if isinstance(output, str) else output.decode(errors="replace")
-    return proc.returncode, proc.stdout + proc.stderr
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        return None, output
+    return proc.returncode, output
 
 
 def failure_line(output: str) -> str:
