@@ -552,6 +552,241 @@ def optimizer_steps(output_dir: str) -> dict:
             for key in reader.get_variable_to_shape_map() if key.endswith(suffix)}  # fmt: skip
 
 
+def scripted_steps(first: int, envs: int) -> list[list[tuple]]:
+    """The steps scripted_env took since STEPS[first], a list of its NUM_ENVS copies' steps
+    (copy, episode, step after it, reward, terminated) per vector step, by copy."""
+    import scripted_env
+
+    taken = scripted_env.STEPS[first:]
+    assert len(taken) % envs == 0, len(taken)
+    return [sorted(taken[i : i + envs]) for i in range(0, len(taken), envs)]
+
+
+def scripted_observation(copy, episode, step, parts):
+    """What scripted_env observes there (a Dict's parts by name, as its observe() does)."""
+    seen = np.array([copy, episode, step], np.float32)
+    return {"episode": seen[:2], "step": seen[2:]} if parts else seen
+
+
+def normalized(observations, mean, var):
+    """Gymnasium's NormalizeObservation, as the README states it: by the running mean and
+    variance, clipped to +-10 (in float64, then float32)."""
+    return np.clip((observations - mean) / np.sqrt(var + 1e-8), -10, 10).astype(np.float32)
+
+
+def alike(given, want) -> bool:
+    """Whether two observations (arrays, or a Dict's parts) are equal, but for rounding."""
+    pairs = zip(tf.nest.flatten(given), tf.nest.flatten(want), strict=True)
+    return all(a.shape == b.shape and np.allclose(a, b, rtol=1e-6, atol=1e-6) for a, b in pairs)
+
+
+def listed(observations):
+    return tf.nest.map_structure(np.ndarray.tolist, observations)
+
+
+def stacked(rows, parts):
+    if parts:
+        return {name: np.stack([row[name] for row in rows]) for name in rows[0]}
+    return np.stack(rows)
+
+
+def collect_wiring(script: str, *argv: str) -> dict:
+    """Trains with the script's main(ARGV) in scripted_env (beside the script, its copies
+    observing [copy, episode, step]), its collect() watched: what value_of() is asked to
+    estimate at each step (the observations reached where an episode was cut, normalized as
+    the networks take them) and at the rollout's end, against the steps the environment took;
+    and the advantages and returns of each rollout against GAE of those steps' rewards, with
+    each cut episode's reward bootstrapped by the value of the observation reached there and
+    the rollout's end by the values after it. With normalized observations, also the running
+    statistics at the end against the mean and variance of every observation acted on."""
+    sys.path.insert(0, str(Path(script).parent))  # where the script finds your modules
+    import scripted_env
+
+    module = load_script(script)
+    envs, rollout_steps = module.NUM_ENVS, module.ROLLOUT_STEPS
+    parts = hasattr(module, "OBSERVATION_SHAPES")
+    statistics = []
+    if hasattr(module, "ObservationStatistics"):
+
+        class Watched(module.ObservationStatistics):
+            def __init__(self):
+                super().__init__()
+                statistics.append(self)
+
+        module.ObservationStatistics = Watched
+    collect, found = module.collect, {"rollouts": 0, "cuts": 0, "both": 0, "problems": []}
+
+    def watched(environments, act, estimates, value_of, *rest):
+        asked = []
+
+        def watched_value_of(observations):
+            values = value_of(observations)
+            # The statistics the networks' inputs are normalized by at this moment.
+            moments = [(s.mean.numpy(), s.var.numpy()) for s in statistics]
+            asked.append((tf.nest.map_structure(np.array, observations), values.numpy(), moments))
+            return values
+
+        first = len(scripted_env.STEPS)
+        rollout = collect(environments, act, estimates, watched_value_of, *rest)
+        steps = scripted_steps(first, envs)
+        assert len(steps) == rollout_steps, len(steps)
+        rewards = np.zeros((rollout_steps, envs))
+        ended = np.zeros((rollout_steps, envs))
+        cuts = []  # each step's (copy, observation reached) of the episodes cut there
+        for t, taken in enumerate(steps):
+            cuts.append([])
+            for copy, episode, step, reward, terminated in taken:
+                truncated = step == scripted_env.LIMIT
+                rewards[t, copy] = reward
+                ended[t, copy] = terminated or truncated
+                found["both"] += bool(terminated and truncated)
+                if truncated and not terminated:  # cut: the task went on
+                    cuts[t].append((copy, scripted_observation(copy, episode, step, parts)))
+            found["cuts"] += len(cuts[t])
+        expected = [t for t, reached in enumerate(cuts) if reached]  # value_of() asked there
+        after = [
+            scripted_observation(c, e + 1, 0, parts) if t or s == scripted_env.LIMIT
+            else scripted_observation(c, e, s, parts)
+            for c, e, s, _, t in steps[-1]
+        ]  # fmt: skip
+        if len(asked) != len(expected) + 1:
+            found["problems"].append(
+                f"value_of() asked {len(asked)} times, not at the {len(expected)} steps that "
+                "cut an episode and the rollout's end"
+            )
+            return rollout
+        calls = iter(asked)
+        bootstrap = np.zeros((rollout_steps, envs))
+        for t in expected:
+            reached = cuts[t]
+            given, values, moments = next(calls)
+            want = stacked([observation for _, observation in reached], parts)
+            if moments:
+                want = normalized(want, *moments[0])
+            if not alike(given, want):
+                found["problems"].append(
+                    f"step {t}: value_of() given {listed(given)} for the cut episodes' last "
+                    f"observations {listed(want)}"
+                )
+                continue
+            for (copy, _), value in zip(reached, values, strict=True):
+                bootstrap[t, copy] = value
+        given, last_values, moments = next(calls)
+        want = stacked(after, parts)
+        if moments:
+            want = normalized(want, *moments[0])
+        if not alike(given, want):
+            found["problems"].append(
+                f"the rollout's end: value_of() given {listed(given)}, not the observations "
+                f"after it {listed(want)}"
+            )
+        values = rollout["values"].reshape(rollout_steps, envs)
+        advantages = gae_reference(rewards + module.GAMMA * bootstrap, values, ended,
+                                   last_values, module.GAMMA, module.GAE_LAMBDA)  # fmt: skip
+        got = rollout["returns"].reshape(rollout_steps, envs)
+        difference = relative_diff(got, advantages + values)
+        if "advantages" in rollout:
+            got = rollout["advantages"].reshape(rollout_steps, envs)
+            difference = max(difference, relative_diff(got, advantages))
+        if difference > 1e-5:
+            found["problems"].append(f"the returns are {difference} off GAE of the steps taken")
+        found["rollouts"] += 1
+        return rollout
+
+    module.collect = watched
+    module.main(list(argv))
+    if statistics:
+        (watched_statistics,) = statistics
+        # Every observation acted on: each step's, before it (the step counted one less).
+        seen = np.array([[c, e, s - 1] for c, e, s, _, _ in scripted_env.STEPS], np.float64)
+        # Gymnasium's RunningMeanStd starts from mean 0, variance 1 over a count of 1e-4.
+        count = len(seen) + 1e-4
+        mean = seen.sum(0) / count
+        var = (np.sum((seen - mean) ** 2, 0) + 1e-4 * (1 + mean**2)) / count
+        found["mean_diff"] = relative_diff(watched_statistics.mean.numpy(), mean)
+        found["var_diff"] = relative_diff(watched_statistics.var.numpy(), var)
+    return found
+
+
+def dqn_transitions(script: str, *argv: str) -> dict:
+    """Trains with the script's main(ARGV) in scripted_env (its copies observing [copy,
+    episode, step]), watching the minibatches the replay buffer hands the train step: each
+    transition against the step the environment took from its observation, whose reached
+    observation is the same episode's next (at an episode's end too: the last, not the next
+    episode's first), its reward that step's, and its end a termination only."""
+    sys.path.insert(0, str(Path(script).parent))  # where the script finds your modules
+    import scripted_env
+
+    module = load_script(script)
+    sample, drawn = module.ReplayBuffer.sample, []
+
+    def watched(self, *args, **kwargs):
+        batch = sample(self, *args, **kwargs)
+        drawn.append(tf.nest.map_structure(np.array, batch))
+        return batch
+
+    module.ReplayBuffer.sample = watched
+    module.main(list(argv))
+
+    def rows(observations):  # a Dict's parts back to [copy, episode, step]
+        if isinstance(observations, dict):
+            return np.concatenate([observations["episode"], observations["step"]], axis=-1)
+        return observations
+
+    found = {"batches": len(drawn), "transitions": 0, "cut": 0, "terminated": 0, "both": 0,
+             "problems": []}  # fmt: skip
+    for observations, _, rewards, reached, terminated in drawn:
+        for seen, reward, then, end in zip(rows(observations), rewards, rows(reached), terminated,
+                                           strict=True):  # fmt: skip
+            copy, episode, step = (int(v) for v in seen)
+            ends = scripted_env.terminates_at(copy, episode) == step + 1
+            truncated = step + 1 == scripted_env.LIMIT
+            found["transitions"] += 1
+            found["cut"] += truncated and not ends
+            found["terminated"] += ends and not truncated
+            found["both"] += ends and truncated
+            want = ([copy, episode, step + 1], scripted_env.reward(step + 1), float(ends))
+            wrong = then.tolist() != want[0] or abs(reward - want[1]) > 1e-6 or end != want[2]
+            if wrong and len(found["problems"]) < 5:
+                found["problems"].append(
+                    f"from {seen.tolist()}: stored reached {then.tolist()}, reward {reward}, "
+                    f"terminated {end}; the environment made {want}"
+                )
+    return found
+
+
+def dqn_target_inputs(script: str, *argv: str) -> dict:
+    """Trains with the script's main(ARGV) in the endless task (one observation, always),
+    watching what the train step hands dqn_targets(): the Q-network's action values of the
+    observation reached (`next_q`, which picks the next action) and the target network's
+    (`next_q_target`, which values it). The Q-network learns at every train step, the target
+    network moves only at its updates: their values must be those of the network named."""
+    sys.path.insert(0, str(Path(script).parent))  # where the script finds your modules
+    module = load_script(script)
+    targets, calls = module.dqn_targets, []
+
+    def watched(rewards, terminated, next_q, next_q_target):
+        def record(next_q, next_q_target):
+            calls.append((next_q.numpy(), next_q_target.numpy()))
+            return 0
+
+        tf.py_function(record, [next_q, next_q_target], tf.int32)
+        return targets(rewards, terminated, next_q, next_q_target)
+
+    module.dqn_targets = watched
+    module.main(list(argv))
+    # The observation never changes: every row of a call is the same.
+    same = all(np.ptp(q, axis=0).max() == 0 and np.ptp(t, axis=0).max() == 0 for q, t in calls)
+    return {
+        "calls": len(calls),
+        "rows_alike": bool(same),
+        "online_values": len({q[0].tobytes() for q, _ in calls}),
+        "target_values": len({t[0].tobytes() for _, t in calls}),
+        "last_online": calls[-1][0][0].tolist() if calls else None,
+        "online_trace": [round(float(q[0].mean()), 2) for q, _ in calls[::50]],
+    }
+
+
 def relative_diff(a, b) -> float:
     """The largest difference, relative to the value where it is above 1 (float32 keeps 7
     digits)."""

@@ -43,6 +43,18 @@ def test_a_resume_on_other_training_data_is_refused_and_new_data_accepts_it(rend
     assert setup["data"]["examples"] == 96 and str(path) in setup["data"]["files"]
     before = {p.name: p.read_bytes() for p in checkpoints.iterdir() if p.is_file()}
 
+    # Another file of as many examples, written later: the same count, but not the data the
+    # checkpoints were trained on (its size and time say so).
+    classification_npz(path, 96, (28, 28), seed=5)
+    stat = os.stat(path)
+    os.utime(path, (stat.st_atime, stat.st_mtime + 5))
+    message = refused(
+        run(script, "--epochs", "3", "--output-dir", str(out), cwd=tmp_path),
+        "Refusing to resume", f"  {path}: ", "--new-data", lines=3,
+    )  # fmt: skip
+    assert "examples in the checkpoints" not in message, message
+    assert {p.name: p.read_bytes() for p in checkpoints.iterdir() if p.is_file()} == before
+
     # A valid file with fewer examples: another epoch length and order.
     classification_npz(path, 64, (28, 28), seed=3)
     stat = os.stat(path)

@@ -162,6 +162,29 @@ def test_clipping_limits_the_update_of_the_whole_batch(variant, extra, tolerance
     assert 0.05 < logged(out, "gradient_norm")[1] < 100
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("variant", "extra"), [(None, []), ("mirrored", [TWO_CPUS])], ids=["single_device", "mirrored"]
+)
+def test_clipping_by_value_bounds_each_element_of_the_whole_batchs_gradient(
+    variant, extra, render, tmp_path
+):
+    """gradients.clip_value=1e-4, far below most elements of the gradient: one step of plain
+    SGD at 0.1 moves no weight by more than 0.1 * 1e-4, the largest exactly that far; on two
+    replicas too (clipping each replica's share, then summing, would move them up to twice as
+    far)."""
+    overrides = [o for o in clip_overrides(tmp_path) if not o.startswith("gradients.")]
+    script = render("shapes_plateau", *overrides, "gradients.clip_norm=null",
+                    "gradients.clip_value=0.0001", *extra, variant=variant)  # fmt: skip
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "0", "--output-dir", str(out), cwd=tmp_path)
+    run_python(script, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path)
+    checkpoints = out / "checkpoints"
+    moved = tf_check("weight_steps", str(checkpoints / "ckpt-0"), str(checkpoints / "ckpt-1"),
+                     cwd=tmp_path)  # fmt: skip
+    assert moved["sizes"][-1] == pytest.approx(1e-5, abs=2e-7), moved
+
+
 # --- Schedules ----------------------------------------------------------------------------------
 
 
@@ -264,6 +287,12 @@ def test_plateau_early_stopping_and_best_model_act_and_resume_exactly(render, tm
     assert logged(resumed, "learning_rate") == rates
     result = compare(straight, resumed, tmp_path)
     assert result["step"] == 12 and result["max_diff"] == 0.0, result
+    # The best model's state is in the checkpoint too: the resumed run knows the best was at
+    # step 3 and keeps it (without it, its first validation would be a new best).
+    best = sorted(p.name for p in (resumed / "checkpoints" / "best").iterdir())
+    assert best == sorted(p.name for p in (straight / "checkpoints" / "best").iterdir()), best
+    matches = tf_check("best_export_matches", str(script), str(resumed), "24", cwd=tmp_path)
+    assert matches["best"] <= 1e-5 and matches["last_vs_best"] > 1e-4, matches
     # A run that stopped early stays stopped.
     before = len(records(resumed))
     proc = run_python(script, "--output-dir", str(resumed), cwd=tmp_path)

@@ -78,6 +78,13 @@ def start(script: Path, out: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+def mid_epoch_step(case: str, steps: range, per_epoch: int | None) -> int:
+    """A step of `steps` drawn by a generator seeded with `case`, in the middle half of its
+    epoch of `per_epoch` steps (any step without epochs, or with epochs of one step)."""
+    middle = [s for s in steps if per_epoch and per_epoch / 4 <= s % per_epoch <= per_epoch * 3 / 4]
+    return random.Random(case).choice(middle or list(steps))
+
+
 def signal_at_step(proc: subprocess.Popen[str], out: Path, step: int, sig: int) -> None:
     wait_for_step(proc, out, step)
     proc.send_signal(sig)
@@ -93,7 +100,9 @@ def same_weights(a: Path, b: Path) -> dict:
 def test_sigkill_at_a_random_step_then_resume_ends_like_an_uninterrupted_run(script, tmp_path):
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     run(script, straight)
-    at = random.Random().randint(9, STEPS - 10)  # after the first checkpoint, before the end
+    # After the first checkpoint, before the end, in the middle of an epoch; seeded, so that a
+    # failure reproduces.
+    at = mid_epoch_step("sigkill", range(9, STEPS - 10), 20)
     proc = start(script, killed)
     signal_at_step(proc, killed, at, signal.SIGKILL)
     proc.communicate(timeout=60)
@@ -119,7 +128,7 @@ def test_sigkill_at_a_random_step_then_resume_ends_like_an_uninterrupted_run(scr
 def test_sigterm_saves_a_checkpoint_and_the_next_run_resumes_from_it(script, tmp_path):
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
     run(script, straight)
-    at = random.Random().randint(2, STEPS - 10)
+    at = mid_epoch_step("sigterm", range(2, STEPS - 10), 20)
     proc = start(script, stopped)
     signal_at_step(proc, stopped, at, signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=120)
@@ -198,6 +207,28 @@ def garble_index(path: Path) -> None:
     path.write_bytes(data[:-48] + garbled)
 
 
+def test_a_nan_loss_between_log_points_is_caught_before_the_next_save(render, tmp_path):
+    """No log point before the loss turns NaN (one every 1,000 steps): the check before each
+    save stops the run, and the newest checkpoint is from before the step it names."""
+    script = render(
+        "mnist_mlp",
+        f"data.train={npz(classification_npz(tmp_path / 'train.npz', 320, (28, 28)))}",
+        "data.batch_size=16",
+        "loop.log_every_steps=1000",
+        'checkpoint={"every_steps": 2, "keep": 2}',
+        'optimizer.learning_rate={"kind": "piecewise_constant", "boundaries": [4], '
+        '"values": [0.001, 1e12]}',
+        "export.saved_model=false",
+    )
+    out = tmp_path / "run"
+    proc = run_preloaded(str(script), "--output-dir", str(out), cwd=tmp_path, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    bad = int(proc.stderr.split("NaN or Inf at step ")[1].split(":")[0])
+    assert not (out / "metrics.jsonl").exists() or not records(out)  # nothing was logged
+    result = tf_check("finite_checkpoint", str(out / "checkpoints"), cwd=tmp_path)
+    assert result["all_finite"] and bad - 2 <= result["step"] < bad, (bad, result)
+
+
 @pytest.mark.parametrize("damage", ["data_cut_short", "index_garbled"])
 def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(script, tmp_path, damage):
     straight, damaged = tmp_path / "straight", tmp_path / "damaged"
@@ -258,7 +289,7 @@ def test_sigterm_to_one_worker_stops_every_worker_after_the_same_step(render, tm
     for proc, _, stderr in finish_workers(job(straight)):
         assert proc.returncode == 0, stderr[-3000:]
 
-    at = random.Random().randint(2, STEPS - 15)
+    at = mid_epoch_step("sigterm_worker", range(2, STEPS - 15), 20)
     with workers_running(job(stopped)) as procs:
         wait_for_step(procs[0], stopped, at)  # the chief writes the log
         procs[1].send_signal(signal.SIGTERM)  # only worker 1 is preempted
@@ -395,7 +426,10 @@ def test_sigkill_then_resume_is_exact_for_every_source_and_way(source, variant, 
     steps = max(r["step"] for r in records(straight))
     # A log line a step; reinforcement learning logs a line an update (PPO) or vector step.
     lines = len(records(straight)) if source in ACTING_CASES else steps
-    at = random.Random().randint(3, lines - 3)
+    # Seeded by the case (a failure reproduces), and for epochs in the middle of one: the run
+    # resumes inside an epoch, its data position, augmentation and running means mid-way.
+    at = mid_epoch_step(f"{source}/{variant}", range(3, lines - 2),
+                        None if source in ACTING_CASES else steps // epochs)  # fmt: skip
     # Killed in a process forked from one that has imported TensorFlow (its own process, as
     # `python train.py` is; test_sigkill_at_a_random_step_... kills `python train.py` itself).
     proc = start_preloaded(str(script), *flags, "--output-dir", str(killed), cwd=tmp_path)

@@ -190,6 +190,22 @@ def test_augmentation_is_reproducible_resumable_and_training_only(render, tmp_pa
     assert result["validation"] == 0.0, result  # validation images are not augmented
 
 
+def test_augmentation_of_a_stream_resumes_at_its_position(render, tmp_path):
+    """flowers_finetune's TFRecord stream, flipped at random, in shuffle windows of 8 records
+    at batch 4: a run resumed at step 5 (the third window) augments its first batch as an
+    uninterrupted run augments its step 5, each record by its position in the epoch, not its
+    position since the resume."""
+    script = render(
+        "flowers_finetune",
+        *data.small_data_overrides("flowers_finetune", tmp_path, backbone=False),
+        "data.batch_size=4", "data.shuffle_buffer=8",
+        'data.augmentation=[{"kind": "random_flip", "mode": "horizontal"}]',
+    )  # fmt: skip
+    result = tf_check("resumed_batch", str(script), "5", cwd=tmp_path)
+    assert result["augmented"] > 0.1, result  # some images flipped
+    assert result["resumed"] == 0.0, result
+
+
 def test_own_loss_and_metric_on_two_replicas_equal_one_device(render, tmp_path):
     """ImportedLoss gives per-example losses: the replicas' sums over the global batch make
     the single device's mean, so two replicas train alike (and the metric is logged)."""

@@ -176,6 +176,21 @@ def test_mixed_float16_scales_the_loss_and_resumes_exactly(digits, render, tmp_p
     losses = [r["loss"] for r in records(straight) if "loss" in r]
     assert all(np.isfinite(losses)) and losses[-1] < losses[0]
 
+    # The step differentiates the scaled loss, which apply_gradients unscales: the weights move
+    # as float32's do (the gradients of the loss not scaled would come out 32768 times smaller).
+    moved = {}
+    for precision in ("mixed_float16", "float32"):
+        every_step = 'checkpoint={"every_steps": 1, "keep": 10}'
+        twin = render("mnist_mlp", *digits, f"performance.precision={precision}", every_step,
+                      name=f"{precision}.py")  # fmt: skip
+        out = tmp_path / precision
+        for steps in ("0", "3"):  # --max-steps 0 saves the initial weights as ckpt-0
+            run_python(twin, "--max-steps", steps, "--output-dir", str(out), cwd=tmp_path)
+        checkpoints = out / "checkpoints"
+        moved[precision] = tf_check("weight_delta_norm", str(checkpoints / "ckpt-0"),
+                                    str(checkpoints / "ckpt-3"), cwd=tmp_path)["norm"]  # fmt: skip
+    assert moved["mixed_float16"] == pytest.approx(moved["float32"], rel=0.05), moved
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["single_device", "mirrored"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import data
 import numpy as np
 import pytest
-from helpers import run_python, script_env, start_preloaded, tf_check
+from helpers import npz, run_python, script_env, start_preloaded, tf_check
 
 pytestmark = pytest.mark.slow
 
@@ -173,6 +174,36 @@ def test_predict_arrays_and_image_files_of_a_keras_dataset(render, tmp_path):
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
         assert f"predict: {tmp_path / name} {message}" in proc.stderr
         assert predictions(target) == records  # the last predictions, left whole
+
+
+def test_a_predictions_write_the_machine_refuses_leaves_the_last_predictions_whole(
+    render, tmp_path
+):
+    """predict's output is written aside, then renamed over the last one: a write refused
+    midway (a file size limit here, a full disk alike) leaves the last predictions whole, and
+    nothing half-written beside them. mnist_mlp on an .npz file: the predictions are the only
+    file predict writes."""
+    train = data.classification_npz(tmp_path / "train.npz", 32, (28, 28))
+    script = render("mnist_mlp", f"data.train={npz(train)}")
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path)
+    examples = np.random.default_rng(5).integers(0, 256, (24, 28, 28)).astype(np.uint8)
+    np.save(tmp_path / "few.npy", examples[:4])
+    np.save(tmp_path / "many.npy", examples)
+    target = tmp_path / "preds.jsonl"
+    proc = predict(script, out, str(tmp_path / "few.npy"), "--predictions", str(target))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    written = target.read_bytes()
+    limit = 2 * len(written)  # the 24 predictions take about 6 times as much
+    proc = subprocess.run(
+        [sys.executable, str(script), "predict", str(tmp_path / "many.npy"), "--predictions",
+         str(target), "--output-dir", str(out)],
+        cwd=tmp_path, env=script_env(), capture_output=True, text=True, timeout=600,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)),
+    )  # fmt: skip
+    assert proc.returncode == 1 and "File too large" in proc.stderr, proc.stderr[-2000:]
+    assert target.read_bytes() == written
+    assert [p.name for p in tmp_path.glob("preds.jsonl*")] == ["preds.jsonl"]
 
 
 def test_predict_csv_rows_by_column_name(render, tmp_path):

@@ -55,10 +55,14 @@ def run(script: Path, out: Path, *args: str, epochs: int = EPOCHS, **limits: int
         for name, value in limits.items():
             resource.setrlimit(getattr(resource, name), (value, value))
 
-    return subprocess.run(
-        [sys.executable, *argv], cwd=script.parent, env=script_env(), capture_output=True,
-        text=True, timeout=600, preexec_fn=limit,
+    proc = subprocess.Popen(
+        [sys.executable, *argv], cwd=script.parent, env=script_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, preexec_fn=limit,
     )  # fmt: skip
+    stdout, stderr = proc.communicate(timeout=600)
+    done = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
+    done.pid = proc.pid  # run.lock names it
+    return done
 
 
 def communicated(proc: PreloadedProcess, argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -86,6 +90,17 @@ def test_a_damaged_checkpoint_state_file_is_rebuilt_and_the_run_resumes_exactly(
         checkpoints = out / "checkpoints"
         spoil(checkpoints / "checkpoint")
         newest = "ckpt-8"
+        if form == "text":
+            # The rebuilt state file written aside, then renamed: a write refused midway (a
+            # file size limit below its size, 300 bytes or so; a full disk alike) leaves the
+            # file as it was, never half of the new one, and the next run rebuilds it.
+            damaged = (checkpoints / "checkpoint").read_bytes()
+            refused = run(script, out, RLIMIT_FSIZE=200)
+            said = refused.stderr[-3000:]
+            assert refused.returncode == 1 and "File too large" in said, said
+            # It took the lock (its one write before the rebuild), then failed to rebuild.
+            assert (out / "run.lock").read_text().startswith(f"pid {refused.pid} on "), said
+            assert (checkpoints / "checkpoint").read_bytes() == damaged
         if form == "binary":  # and the newest checkpoint cut short: the one before it is used
             data = checkpoints / "ckpt-8.data-00000-of-00001"
             data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
@@ -99,6 +114,7 @@ def test_a_damaged_checkpoint_state_file_is_rebuilt_and_the_run_resumes_exactly(
         # The state file was written anew and lists the checkpoints this run saved on.
         state = (checkpoints / "checkpoint").read_text()
         assert state.startswith('model_checkpoint_path: "ckpt-12"\n'), (form, state)
+        assert len(state) > 200, state  # above the limit of the refused write
         resumed.append(str(checkpoints))
     # Each resumed run's checkpoints against the straight run's, in one process.
     compared = run_preloaded("-c", COMPARE, str(straight / "checkpoints"), *resumed, cwd=tmp_path)

@@ -111,6 +111,12 @@ def test_a_study_of_six_trials_two_at_a_time_prunes_the_hopeless_one_and_names_t
     assert [t.number for t in trials] == list(range(6))
     assert all(t.state.is_finished() for t in trials)
 
+    # The pruner was told each validation value at its epoch, not its step (trials of other
+    # batch sizes validate at other steps, after the same epochs).
+    reported = [sorted(t.intermediate_values) for t in trials]
+    assert reported[0] == list(range(1, epochs + 1)), reported
+    assert all(r and set(r) <= set(range(1, epochs + 1)) for r in reported), reported
+
     # The hopeless trial was stopped before its last epoch by SIGTERM, its checkpoint saved.
     hopeless = trials[2]
     assert hopeless.params["optimizer.learning_rate"] == 1e-6
@@ -526,6 +532,10 @@ def test_two_processes_on_one_study_share_its_trials_and_run_none_twice(tmp_path
     assert started[0] and started[1], outputs  # both took trials
     trials = [t for t in study_trials(tmp_path) if not t.user_attrs.get("surplus")]
     assert [(t.number, t.state.name) for t in trials] == [(n, "COMPLETE") for n in range(4)]
+    # Only the process that made the study seeded its sampler: the one that joined drew
+    # values of its own, not the same ones again.
+    drawn = {tuple(sorted(t.params.items())) for t in trials}
+    assert len(drawn) == 4, [t.params for t in trials]
     for number in range(4):
         records = lines(trial_dir(tmp_path, number) / "run" / "runs.jsonl")
         assert [r["event"] for r in records] == ["start", "end"]

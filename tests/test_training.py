@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import data
+import numpy as np
 import pytest
 from helpers import npz, records, run_python, tf_check
 
@@ -187,3 +188,22 @@ def test_regularization_penalty_shrinks_weights(render, tmp_path):
         run_python(script, "--epochs", "3", "--output-dir", str(out), cwd=tmp_path)
         norms[script.stem] = tf_check("kernel_norm", str(script), str(out), cwd=tmp_path)["norm"]
     assert norms["penalized"] < 0.5 * norms["plain"], norms
+
+
+def test_each_epoch_reads_every_example_once_in_an_order_of_its_own(render, tmp_path):
+    """The training pipeline (training_batches) on 64 examples whose labels number them, batch
+    16: each epoch reads every example once, shuffled, and in another order than the epoch
+    before (an order seeded without the epoch would repeat itself); a resumed run's epoch
+    reads the rest of the same order."""
+    path = tmp_path / "numbered.npz"
+    x = np.random.default_rng(0).integers(0, 255, (64, 28, 28)).astype(np.uint8)
+    np.savez(path, x=x, y=np.arange(64))
+    script = render("mnist_mlp", f"data.train={npz(str(path))}", "data.batch_size=16")
+    found = tf_check("epoch_labels", str(script), "3", cwd=tmp_path)
+    epochs = found["epochs"]
+    assert found["steps_per_epoch"] == 4 and len(epochs) == 3
+    assert all(sorted(order) == list(range(64)) for order in epochs), epochs
+    assert epochs[0] != list(range(64)), epochs  # shuffled
+    assert epochs[0] != epochs[1] and epochs[1] != epochs[2] and epochs[0] != epochs[2], epochs
+    resumed = tf_check("epoch_labels", str(script), "3", "6", cwd=tmp_path)["epochs"]
+    assert resumed == [epochs[1][32:], epochs[2]], resumed

@@ -43,6 +43,25 @@ def global_batches(script: str, epochs: str) -> dict:
     return {"batches": batches}
 
 
+def epoch_labels(script: str, epochs: str, start_step: str = "0") -> dict:
+    """The labels of the training batches the script's pipeline (training_batches) makes from
+    `start_step` on, for `epochs` epochs' worth of steps, epoch by epoch: with labels that
+    number the examples, which examples each epoch reads, in its order."""
+    module = load_script(script)
+    train = training_examples(module)
+    steps = -(-module.num_examples(train) // module.BATCH_SIZE)
+    start = int(start_step)
+    batches = module.training_batches(train, start_step=start).take(int(epochs) * steps - start)
+    labels = [batch[1].numpy().tolist() for batch in batches]
+    # A resumed run's first epoch is its rest only.
+    firsts = [steps - start % steps] + [steps] * (int(epochs) - 1 - start // steps)
+    found, at = [], 0
+    for count in firsts:
+        found.append([label for batch in labels[at : at + count] for label in batch])
+        at += count
+    return {"epochs": found, "steps_per_epoch": steps}
+
+
 def checkpoint_values(directory: str) -> dict[str, np.ndarray]:
     reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(directory))
     dtypes = reader.get_variable_to_dtype_map()
@@ -328,9 +347,11 @@ def augmented_batches(script: str) -> dict:
         return [b[0].numpy() for b in batches.take(count)]
 
     steps = module.math.ceil(module.num_examples(train) / module.BATCH_SIZE)
-    run1 = first(module.training_batches(train, start_step=0), steps + 1)
-    run2 = first(module.training_batches(train, start_step=0), steps + 1)
-    resumed = first(module.training_batches(train, start_step=2), 1)[0]
+    assert steps >= 2, "resumed in the middle of an epoch needs epochs of two batches or more"
+    run1 = first(module.training_batches(train, start_step=0), steps + 2)
+    run2 = first(module.training_batches(train, start_step=0), steps + 2)
+    # Resumed at the second batch of epoch 1: inside an epoch, its positions not from 0.
+    resumed = first(module.training_batches(train, start_step=steps + 1), 1)[0]
     original_augment = module.augment
     module.augment = lambda images, labels, seeds, augmentation: (images, labels)
     plain = first(module.training_batches(train, start_step=0), 1)[0]
@@ -341,11 +362,36 @@ def augmented_batches(script: str) -> dict:
     expected_validation = module.preprocess(x, y)[0].numpy()
     return {
         "repeatable": max(float(np.max(np.abs(a - b))) for a, b in zip(run1, run2, strict=True)),
-        "resumed": float(np.max(np.abs(resumed - run1[2]))),
+        "resumed": float(np.max(np.abs(resumed - run1[steps + 1]))),
         "augmented": float(np.max(np.abs(run1[0] - plain))),
         "epochs_differ": float(np.max(np.abs(run1[0] - run1[steps]))),
         "validation": float(np.max(np.abs(validation_batch - expected_validation))),
     }
+
+
+def resumed_batch(script: str, step: str) -> dict:
+    """The batch a run resumed at `step` trains on first (training_batches from that step)
+    against the one an uninterrupted run trains on at `step`, augmentation included: the
+    largest difference of any of their tensors; and how far augmentation moved that batch's
+    images (the same batch with augment() doing nothing)."""
+    import keras
+
+    module = load_script(script)
+    keras.utils.set_random_seed(module.SEED)
+    train = training_examples(module)
+    at = int(step)
+    straight = next(iter(module.training_batches(train, start_step=0).skip(at).take(1)))
+    resumed = next(iter(module.training_batches(train, start_step=at).take(1)))
+    original_augment = module.augment
+    module.augment = lambda x, labels, seeds, augmentation: (x, labels)
+    plain = next(iter(module.training_batches(train, start_step=at).take(1)))
+    module.augment = original_augment
+
+    def largest(a, b):
+        pairs = zip(tf.nest.flatten(a), tf.nest.flatten(b), strict=True)
+        return max(float(np.max(np.abs(np.float64(x) - np.float64(y)))) for x, y in pairs)
+
+    return {"resumed": largest(resumed, straight), "augmented": largest(resumed, plain)}
 
 
 def restored_model(module, checkpoint: str):

@@ -1,0 +1,1020 @@
+"""The mutants: each guard of the generated scripts (the templates) and of loopgen itself, undone
+one at a time, with the tests that must fail when it is (issue 47). A guard the README calls
+proven is proven only if some test fails without it: `python -m tests.mutants` checks that for
+every mutant listed here.
+
+    python -m tests.mutants                   # every mutant; exit 1 if one survives or errs
+    python -m tests.mutants --only ID ...     # some of them (ids, or parts of ids)
+    python -m tests.mutants --list            # the list, with each mutant's tests
+    python -m tests.mutants --baseline        # their tests on the unmutated code: all pass
+    python -m tests.mutants --jobs 2 --report mutants.json
+
+Each mutant replaces one exact text of one file (found exactly once: a mutant whose text is not
+there, or is there twice, is an error, never skipped: the code changed and the mutant must be
+written again) in a scratch copy of the repository (the working tree's files that git tracks or
+does not ignore; never the working tree itself), then runs its tests there with `pytest -x`,
+loopgen imported from the copy. Killed: a test failed. Survived: they all passed, and the guard is
+not proven. A new guard adds its mutant here; test_mutants.py (quick tier) checks that every text
+is found once and every test named exists.
+
+It takes about an hour on 2 cores (the tests of a mutant run the scripts they name): it runs by
+hand and nightly, not in the 25-minute suite."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    file: str
+    """The file changed, relative to the repository's root."""
+    find: str
+    """The exact text replaced: it must occur exactly once in the file."""
+    replace: str
+    tests: tuple[str, ...]
+    """pytest node ids, relative to the root: at least one must fail."""
+    why: str
+    """What the guard keeps from going wrong (and the issue or claim it comes from)."""
+
+
+def mutant(id: str, file: str, find: str, replace: str, tests: list[str], why: str) -> Mutant:
+    return Mutant(id, file, find, replace, tuple(tests), why)
+
+
+PPO = "templates/partials/ways/ppo.jinja"
+DQN = "templates/partials/ways/dqn.jinja"
+ENVIRONMENT = "templates/partials/rl/environment.jinja"
+TAPE = "templates/partials/ways/tape.jinja"
+RUN_DIR = "templates/partials/run_dir.jinja"
+CLIP_VALUE = (
+    "tests/test_controls.py::"
+    "test_clipping_by_value_bounds_each_element_of_the_whole_batchs_gradient"
+)
+OTHER_DATA = (
+    "tests/test_bad_data.py::"
+    "test_a_resume_on_other_training_data_is_refused_and_new_data_accepts_it"
+)
+SCHEDULES = "templates/partials/schedules.jinja"
+LAST_OBSERVATION = (
+    "tests/test_rl.py::"
+    "test_the_observation_reached_at_a_cut_is_the_episodes_last_not_the_next_ones_first"
+)
+MATRIX = "tests/test_faults.py::test_sigkill_then_resume_is_exact_for_every_source_and_way"
+MIRRORED = "tests/test_distributed.py::test_mirrored_equals_single_device"
+WORKERS = "tests/test_distributed.py::test_two_workers_act_as_one_device_stop_together_and_resume"
+ACCUMULATION = "tests/test_controls.py::test_accumulated_micro_batches_train_like_the_whole_batch"
+WIRING = (
+    "tests/test_rl_wiring.py::test_a_rollout_bootstraps_each_cut_episode_from_its_last_observation"
+)
+DQN_STORES = "tests/test_rl_wiring.py::test_dqn_stores_each_transition_as_the_environment_made_it"
+ENDLESS = "tests/test_rl_wiring.py::test_dqn_learns_the_endless_tasks_value_by_double_dqn"
+# DQN's train step: the line that hands dqn_targets() the networks' values, and what follows it
+# on one device and on replicas (their own train step).
+PICKS = (
+    "targets = dqn_targets(rewards, terminated, "
+    '{{ "model(reached), " if way.double }}target_network(reached))\n'
+    "        with tf.GradientTape() as tape:\n"
+    "            values = tf.gather(model(observations, training=True), actions, batch_dims=1)\n"
+)
+AFTER_ONE_DEVICE = "            loss = loss_fn(targets, values)"
+AFTER_REPLICAS = "            # A Keras loss"
+
+MUTANTS: list[Mutant] = [
+    # --- Reinforcement learning: what the loop feeds the formulas (issue 47's survivors 1-10)
+    mutant(
+        "ppo_bootstraps_the_next_episodes_first_observation",
+        PPO,
+        'reward[cut] += GAMMA * value_of({{ inputs("reached[cut]") }}).numpy()',
+        'reward[cut] += GAMMA * value_of({{ inputs("environments.observations[cut]") }}).numpy()',
+        [f"{WIRING}[ppo]", f"{WIRING}[a2c]"],
+        "#4: a cut episode bootstrapped from the next episode's first observation",
+    ),
+    mutant(
+        "ppo_dict_bootstraps_the_next_episodes_first_observation",
+        PPO,
+        "ends = {name: part[cut] for name, part in reached.items()}",
+        "ends = {name: part[cut] for name, part in environments.observations.items()}",
+        [f"{WIRING}[ppo_dict]"],
+        "#5: a Dict's cut episode bootstrapped from the next episode's first observation",
+    ),
+    mutant(
+        "ppo_bootstraps_raw_observations",
+        PPO,
+        'value_of({{ inputs("reached[cut]") }})',
+        "value_of(reached[cut])",
+        [f"{WIRING}[ppo_normalized]"],
+        "#6: with normalized observations, the cut's bootstrap takes raw observations",
+    ),
+    mutant(
+        "ppo_bootstraps_a_terminated_cut",
+        PPO,
+        "cut = truncated & ~terminated",
+        "cut = truncated",
+        [f"{WIRING}[ppo]"],
+        "#7: a step both terminated and truncated bootstrapped as if the task went on",
+    ),
+    mutant(
+        "statistics_lose_chans_between_batch_term",
+        PPO,
+        "var * count + batch_var * batch_count + delta**2 * count * batch_count / total",
+        "var * count + batch_var * batch_count",
+        [f"{WIRING}[ppo_normalized]"],
+        "#8: the running variance without the spread between the batches' means",
+    ),
+    mutant(
+        "rollout_end_not_bootstrapped",
+        PPO,
+        'last_values = value_of({{ inputs("environments.observations") }}).numpy()',
+        'last_values = 0 * value_of({{ inputs("environments.observations") }}).numpy()',
+        [f"{WIRING}[a2c]", f"{WIRING}[ppo]"],
+        "#10: the rollout's end not bootstrapped (only a learning threshold noticed, for A2C)",
+    ),
+    mutant(
+        "dqn_stores_a_time_limit_as_termination",
+        DQN,
+        "buffer.add(observations, actions, rewards, reached, terminated)",
+        "buffer.add(observations, actions, rewards, reached, terminated | _)",
+        [f"{DQN_STORES}[box]", f"{ENDLESS}[single_device]"],
+        "#1: a time limit stored as the episode's end (bootstrapped as termination)",
+    ),
+    mutant(
+        "dqn_stores_the_next_episodes_first_observation",
+        DQN,
+        "buffer.add(observations, actions, rewards, reached, terminated)",
+        "buffer.add(observations, actions, rewards, environments.observations, terminated)",
+        [f"{DQN_STORES}[box]", f"{DQN_STORES}[dict]"],
+        "#2: the next episode's first observation stored as s' instead of the last",
+    ),
+    mutant(
+        "dqn_plain_under_the_name_of_double",
+        DQN,
+        PICKS + AFTER_ONE_DEVICE,
+        PICKS.replace('"model(reached), "', '"target_network(reached), "') + AFTER_ONE_DEVICE,
+        [f"{ENDLESS}[single_device]"],
+        "#3: the target network picks the next action too: plain DQN under double DQN's name",
+    ),
+    mutant(
+        "dqn_replicas_plain_under_the_name_of_double",
+        DQN,
+        PICKS + AFTER_REPLICAS,
+        PICKS.replace('"model(reached), "', '"target_network(reached), "') + AFTER_REPLICAS,
+        [f"{ENDLESS}[mirrored]"],
+        "#3 on replicas (their own train step): plain DQN under double DQN's name",
+    ),
+    mutant(
+        "evaluation_seeded_as_training",
+        ENVIRONMENT,
+        "np.random.SeedSequence([SEED, int(evaluation), first_index + i])",
+        "np.random.SeedSequence([SEED, 0, first_index + i])",
+        ["tests/test_rl_wiring.py::test_evaluation_plays_environments_seeded_apart_from_training"],
+        "#9: evaluate's environments seeded as training's (README: seeded apart)",
+    ),
+    # --- Supervised, data, run directory, sweeps (issue 47's survivors 11-20)
+    mutant(
+        "every_epoch_in_the_same_order",
+        "templates/partials/data/order.jinja",
+        "seed=tf.stack([tf.constant(SEED, tf.int64), epoch]), max_index=num_examples - 1",
+        "seed=tf.stack([tf.constant(SEED, tf.int64), tf.constant(0, tf.int64)]), "
+        "max_index=num_examples - 1",
+        ["tests/test_training.py::test_each_epoch_reads_every_example_once_in_an_order_of_its_own"],
+        "#11: epoch_order seeded without the epoch: every epoch drawn in the same order",
+    ),
+    mutant(
+        "clip_value_not_applied",
+        TAPE,
+        '        gradients = [tf.clip_by_value(g, -CLIP_VALUE{{ " * scale" if loss_scaling }}, '
+        'CLIP_VALUE{{ " * scale" if loss_scaling }}) for g in gradients]\n',
+        "",
+        [f"{CLIP_VALUE}[single_device]", f"{CLIP_VALUE}[mirrored]"],
+        "#12: gradients.clip_value not applied",
+    ),
+    mutant(
+        "best_model_left_out_of_the_checkpoint",
+        "templates/partials/checkpoint.jinja",
+        "{% for name in monitors %}",
+        '{% for name in monitors if name != "best" %}',
+        [
+            "tests/test_controls.py::test_plateau_early_stopping_and_best_model_act_and_resume_exactly"
+        ],
+        "#13: best_model's state not in the checkpoint: a resumed run forgets its best",
+    ),
+    mutant(
+        "early_stopping_left_out_of_the_checkpoint",
+        "templates/partials/checkpoint.jinja",
+        "{% for name in monitors %}",
+        '{% for name in monitors if name != "early_stopping" %}',
+        [
+            "tests/test_controls.py::test_plateau_early_stopping_and_best_model_act_and_resume_exactly"
+        ],
+        "README: early stopping's state in the checkpoint: a run that stopped early stays stopped",
+    ),
+    mutant(
+        "setup_compares_only_the_number_of_examples",
+        RUN_DIR,
+        "if recorded is None or recorded == self.data:",
+        'if recorded is None or recorded["examples"] == self.data["examples"]:',
+        [OTHER_DATA],
+        "#14: setup.json compares the number of examples, not each file's size and time",
+    ),
+    mutant(
+        "setup_records_no_data_file",
+        RUN_DIR,
+        '"files": {path: file_record(path) for path in paths}}',
+        '"files": {}}',
+        [OTHER_DATA],
+        "#14: setup.json records no file's size and time",
+    ),
+    mutant(
+        "no_nan_check_before_a_save",
+        RUN_DIR,
+        '''        checkpoint on disk always restores."""
+        self.stop_if_diverged()
+''',
+        '''        checkpoint on disk always restores."""
+''',
+        ["tests/test_faults.py::test_a_nan_loss_between_log_points_is_caught_before_the_next_save"],
+        "#15: the NaN check before each save removed: NaN weights saved between log points",
+    ),
+    mutant(
+        "augmentation_positions_from_0_after_a_resume",
+        "templates/partials/data/batches.jinja",
+        'positions = tf.range({{ "start" if spec.checkpoint else "0" }}, '
+        '{{ "start + " if spec.checkpoint }}tf.size(order, out_type=tf.int64))',
+        "positions = tf.range(tf.size(order, out_type=tf.int64))",
+        [
+            "tests/test_models.py::test_augmentation_is_reproducible_resumable_and_training_only",
+            "tests/test_faults.py::test_sigkill_then_resume_is_exact_for_every_source_and_way[contrastive-single_device]",
+        ],
+        "#16: an augmented example's position counted from 0 in a resumed epoch",
+    ),
+    mutant(
+        "stream_augmentation_positions_from_0_after_a_resume",
+        "templates/partials/data/batches.jinja",
+        "records = records.enumerate({{ at }}).map(",
+        "records = records.enumerate().map(",
+        ["tests/test_models.py::test_augmentation_of_a_stream_resumes_at_its_position"],
+        "#16 for streams: a streamed example's position counted from 0 in a resumed epoch",
+    ),
+    mutant(
+        "predictions_written_in_place",
+        "templates/partials/predict.jinja",
+        """        with open(partial, "w") as f:
+            f.writelines(lines)
+        os.replace(partial, destination)""",
+        """        with open(destination, "w") as f:
+            f.writelines(lines)""",
+        [
+            "tests/test_predict.py::"
+            "test_a_predictions_write_the_machine_refuses_leaves_the_last_predictions_whole"
+        ],
+        "#17: predict's output written in place: a refused write leaves half a file",
+    ),
+    mutant(
+        "state_file_rebuilt_in_place",
+        RUN_DIR,
+        """        with open(state_file + ".tmp", "w") as f:
+            f.write("\\n".join(lines) + "\\n")
+        os.replace(state_file + ".tmp", state_file)""",
+        """        with open(state_file, "w") as f:
+            f.write("\\n".join(lines) + "\\n")""",
+        [
+            "tests/test_recovery.py::test_a_damaged_checkpoint_state_file_is_rebuilt_and_the_run_resumes_exactly"
+        ],
+        "#18: the rebuilt checkpoint state file written in place",
+    ),
+    mutant(
+        "sweep_reports_validation_by_step",
+        "sweep/trial.py",
+        'at = "epoch" if self.loaded.per_epoch else "step"',
+        'at = "step"',
+        [
+            "tests/test_sweep.py::test_a_study_of_six_trials_two_at_a_time_prunes_the_hopeless_one_and_names_the_best"
+        ],
+        "#19: a validation objective reported to the pruner by step, not by epoch",
+    ),
+    mutant(
+        "every_sweep_process_seeds_its_sampler",
+        "sweep/study.py",
+        "sampler=sampler(loaded, sweep.seed if fresh else None),",
+        "sampler=sampler(loaded, sweep.seed),",
+        [
+            "tests/test_sweep.py::test_two_processes_on_one_study_share_its_trials_and_run_none_twice"
+        ],
+        "#20: a process joining a study seeds its sampler as its maker did: the same draws again",
+    ),
+    # --- Reinforcement learning: the guards the tests already caught (issue 47's audit)
+    mutant(
+        "gae_flows_back_across_an_episode_end_in_delta",
+        PPO,
+        "delta = rewards[t] + GAMMA * next_values * going_on - values[t]",
+        "delta = rewards[t] + GAMMA * next_values - values[t]",
+        ["tests/test_rl.py::test_ppo_advantages_and_loss_equal_the_formulas"],
+        "GAE at episode ends: the next episode's value bootstrapped into an ended one",
+    ),
+    mutant(
+        "gae_flows_back_across_an_episode_end",
+        PPO,
+        "following = delta + GAMMA * GAE_LAMBDA * going_on * following",
+        "following = delta + GAMMA * GAE_LAMBDA * following",
+        ["tests/test_rl.py::test_ppo_advantages_and_loss_equal_the_formulas"],
+        "GAE at episode ends: advantages flowing back from the next episode",
+    ),
+    mutant(
+        "a2c_returns_across_an_episode_end",
+        PPO,
+        "going_on = 1.0 - ended[t]",
+        "going_on = 1.0 + 0 * ended[t]",
+        ["tests/test_rl.py::test_a2c_loss_is_the_policy_gradient_of_n_step_advantages"],
+        "A2C's n-step returns bootstrapped across an episode's end",
+    ),
+    mutant(
+        "autoreset_on_the_next_step",
+        ENVIRONMENT,
+        "autoreset_mode=gym.vector.AutoresetMode.SAME_STEP",
+        "autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP",
+        [
+            "tests/test_rl.py::test_a_truncated_episode_is_bootstrapped_and_the_autoreset_step_is_no_transition"
+        ],
+        "README: the autoreset step is no transition (Gymnasium's default trains on it)",
+    ),
+    mutant(
+        "reached_is_the_next_episodes_first_observation",
+        ENVIRONMENT,
+        '                reached[i] = info["final_obs"][i]\n',
+        "                pass\n",
+        [f"{LAST_OBSERVATION}[box]"],
+        "README: the observation reached at a cut is the episode's last (info['final_obs'])",
+    ),
+    mutant(
+        "dict_reached_is_the_next_episodes_first_observation",
+        ENVIRONMENT,
+        'part[i] = info["final_obs"][i][name]',
+        "part[i] = part[i]",
+        [f"{LAST_OBSERVATION}[dict]"],
+        "README: a Dict's observation reached at a cut is the episode's last, part by part",
+    ),
+    mutant(
+        "environments_left_out_of_the_checkpoint",
+        PPO,
+        "        # saved whole, mid-episode.\n"
+        "        step=step,\n        environments=environments,\n",
+        "        # saved whole, mid-episode.\n        step=step,\n",
+        [f"{MATRIX}[ppo-single_device]"],
+        "README: the environments mid-episode in the checkpoint (0.0145 off without them)",
+    ),
+    mutant(
+        "replay_buffer_left_out_of_the_checkpoint",
+        DQN,
+        "        buffer=buffer,\n",
+        "",
+        [f"{MATRIX}[dqn-single_device]"],
+        "README: DQN's replay buffer in the checkpoint",
+    ),
+    mutant(
+        "observation_statistics_left_out_of_the_checkpoint",
+        PPO,
+        "        observation_statistics=statistics,\n",
+        "",
+        [f"{MATRIX}[ppo_continuous-single_device]"],
+        "README: the observation statistics in the checkpoint (0.02 off without them)",
+    ),
+    mutant(
+        "export_serves_unnormalized_observations",
+        PPO,
+        "        observations = statistics(observations)\n",
+        "",
+        [
+            "tests/test_rl.py::test_training_improves_the_return_and_the_export_serves_the_networks[pendulum_ppo]"
+        ],
+        "README: the export normalizes raw observations with the training's statistics",
+    ),
+    mutant(
+        "ppo_replicas_take_the_whole_minibatch",
+        PPO,
+        "batch = {key: value[start : start + share] for key, value in batch.items()}",
+        "batch = {key: value for key, value in batch.items()}",
+        [f"{MIRRORED}[cartpole_ppo]"],
+        "replicas' shares: each replica trains on the whole minibatch (twice the step)",
+    ),
+    mutant(
+        "ppo_replicas_clip_their_own_share",
+        PPO,
+        "        gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)\n",
+        "",
+        [f"{MIRRORED}[cartpole_ppo]"],
+        "replicas' clipping: each replica clips its own share of the gradient",
+    ),
+    mutant(
+        "dqn_replicas_take_the_whole_batch",
+        DQN,
+        "            value[start : start + share]\n            for value in",
+        "            value\n            for value in",
+        [f"{MIRRORED}[cartpole_dqn]"],
+        "replicas' shares: each replica trains on DQN's whole sampled batch",
+    ),
+    mutant(
+        "workers_draw_their_own_categorical_actions",
+        PPO,
+        "        draws = tf.random.stateless_categorical(tf.pad(logits, padding), 1, seed)\n"
+        "        return draws[cluster.first : cluster.first + cluster.count, 0]",
+        "        return tf.random.stateless_categorical(logits, 1, seed)[:, 0]",
+        [f"{WORKERS}[categorical]"],
+        "workers' draws: a worker acting on its own draws, not its rows of one device's (6e-3)",
+    ),
+    mutant(
+        "workers_draw_their_own_gaussian_noise",
+        PPO,
+        "noise = noise[cluster.first : cluster.first + cluster.count]",
+        "noise = noise[: cluster.count]",
+        [f"{WORKERS}[gaussian]"],
+        "workers' draws: each worker the first rows of one device's noise",
+    ),
+    mutant(
+        "workers_seed_their_shares_alike",
+        ENVIRONMENT,
+        'make_envs({{ count }}{{ ", cluster.first" if mw }})',
+        "make_envs({{ count }})",
+        [f"{WORKERS}[categorical]"],
+        "workers' draws: both workers' shares of the environments seeded alike (7e-3)",
+    ),
+    mutant(
+        "workers_keep_their_own_transitions",
+        DQN,
+        "        steps = self.cluster.gather(steps, axis=1)\n",
+        "",
+        [f"{WORKERS}[dqn]"],
+        "exchange: a DQN worker storing only its own transitions (0.071)",
+    ),
+    mutant(
+        "a_save_leaves_out_the_pending_transitions",
+        DQN,
+        "{% if mw %}\n        self.exchange()\n{% endif %}\n        arrays =",
+        "        arrays =",
+        [f"{WORKERS}[dqn]"],
+        "exchange: a save without the transitions since the last train step",
+    ),
+    mutant(
+        "workers_do_not_vote_on_a_sigterm",
+        PPO,
+        "        run.preempted = cluster.any(run.sigterm)\n",
+        "",
+        [f"{WORKERS}[categorical]"],
+        "vote: without it the job ignores a worker's SIGTERM",
+    ),
+    mutant(
+        "dqn_workers_do_not_vote_on_a_sigterm",
+        DQN,
+        "            run.preempted = cluster.any(run.sigterm)\n",
+        "",
+        [f"{WORKERS}[dqn]"],
+        "vote: without it a DQN job ignores a worker's SIGTERM",
+    ),
+    mutant(
+        "a_worker_resumes_another_workers_share",
+        ENVIRONMENT,
+        "mine = slice(self.cluster.first, self.cluster.first + self.cluster.count)",
+        "mine = slice(0, self.cluster.count)",
+        [f"{WORKERS}[categorical]"],
+        "workers' draws: a restarted worker resumes the first share, not its own (5e-3)",
+    ),
+    mutant(
+        "finished_episodes_left_out_of_the_exchange",
+        ENVIRONMENT,
+        '"finished": [e[1:] for e in self.finished if e[0] == first + i],',
+        '"finished": [],',
+        [f"{WORKERS}[categorical]"],
+        "exchange: the episodes finished since the last log not saved with the environments",
+    ),
+    mutant(
+        "ppo_replicas_normalize_their_own_share",
+        PPO,
+        '    ratio = tf.exp(log_ratio)\n    advantages = batch["advantages"]\n'
+        "{% if way.normalize_advantages and not distributed %}",
+        '    ratio = tf.exp(log_ratio)\n    advantages = batch["advantages"]\n'
+        "{% if way.normalize_advantages %}",
+        [f"{MIRRORED}[cartpole_ppo]"],
+        "replicas' shares: advantages normalized over a replica's share (3e-3 off)",
+    ),
+    # --- Supervised steps and the other ways of training
+    mutant(
+        "weight_penalties_left_out",
+        TAPE,
+        "            {{ target }} += {{ penalty }}{{ share }}\n{% endif %}\n{% endmacro %}",
+        "            pass\n{% endif %}\n{% endmacro %}",
+        ["tests/test_training.py::test_regularization_penalty_shrinks_weights"],
+        "weight penalties: the regularizers silently do nothing in a hand-written step",
+    ),
+    mutant(
+        "replicas_add_the_whole_penalty",
+        TAPE,
+        '{% set penalty = "tf.nn.scale_regularization_loss(tf.add_n(" ~ network ~ ".losses))" '
+        "if distributed",
+        '{% set penalty = "tf.add_n(" ~ network ~ ".losses)" if distributed',
+        [
+            "tests/test_distributed.py::test_mirrored_equals_single_device_and_its_checkpoint_resumes_there"
+        ],
+        "replicas' shares: every replica adds the whole weight penalty",
+    ),
+    mutant(
+        "replicas_divide_by_their_own_batch",
+        TAPE,
+        '{{ forward("loss", x_name, "labels", "global_batch_size", parts).rstrip() }}',
+        '{{ forward("loss", x_name, "labels", "batch_size", parts).rstrip() }}',
+        [
+            "tests/test_distributed.py::test_mirrored_equals_single_device_and_its_checkpoint_resumes_there"
+        ],
+        "replicas' shares: a replica's loss divided by its own batch, not the global one",
+    ),
+    mutant(
+        "replicas_clip_their_own_share",
+        TAPE,
+        "        gradients = tf.distribute.get_replica_context().all_reduce(\n"
+        "            tf.distribute.ReduceOp.SUM, gradients\n        )\n",
+        "",
+        ["tests/test_controls.py::test_clipping_limits_the_update_of_the_whole_batch[mirrored]"],
+        "replicas' clipping: each replica clips its own share (Keras's clipnorm would)",
+    ),
+    mutant(
+        "clip_norm_unscaled_under_mixed_precision",
+        TAPE,
+        "gradients, gradient_norm = tf.clip_by_global_norm(gradients, "
+        'CLIP_NORM{{ " * scale" if loss_scaling }})',
+        "gradients, gradient_norm = tf.clip_by_global_norm(gradients, CLIP_NORM)",
+        [
+            "tests/test_controls.py::test_clipping_limits_the_update_of_the_whole_batch[mixed_float16]"
+        ],
+        "clipping under mixed_float16: the threshold not scaled with the loss",
+    ),
+    mutant(
+        "micro_batches_divided_by_their_own_size",
+        TAPE,
+        '"micro_labels", "global_batch_size" if distributed else "batch_size",',
+        '"micro_labels", "global_batch_size" if distributed else "micro_batch_size",',
+        [ACCUMULATION],
+        "accumulation: each micro-batch's loss divided by its own size, not the batch's",
+    ),
+    mutant(
+        "micro_batches_add_the_whole_penalty",
+        TAPE,
+        'penalties("micro_loss", " / tf.cast(num_micro_batches, tf.float32)")',
+        'penalties("micro_loss")',
+        [ACCUMULATION],
+        "accumulation: every micro-batch adds the whole weight penalty",
+    ),
+    mutant(
+        "dropout_state_left_out_of_the_checkpoint",
+        "templates/partials/checkpoint.jinja",
+        "        rng_states=[v for v in {% for net in networks %}{{ net }}.variables"
+        '{{ " + " if not loop.last }}{% endfor %} if "seed_generator_state" in v.path],\n',
+        "",
+        ["tests/test_training.py::test_resume_continues_exactly"],
+        "README: Dropout's random state in the checkpoint (a resumed run repeats old masks)",
+    ),
+    mutant(
+        "running_means_left_out_of_the_checkpoint",
+        "templates/partials/checkpoint.jinja",
+        "        train_values=[v for value in train_values for v in value.variables],\n",
+        "",
+        [
+            "tests/test_recovery.py::test_a_run_killed_between_checkpoints_logs_each_step_once_after_its_resume"
+        ],
+        "README: a run resumed mid-epoch logs the running means of a run that never stopped",
+    ),
+    mutant(
+        "loss_scale_unused_under_mixed_float16",
+        TAPE,
+        "            scaled_loss = optimizer.scale_loss({{ loss }})",
+        "            scaled_loss = {{ loss }}",
+        ["tests/test_performance.py::test_mixed_float16_scales_the_loss_and_resumes_exactly"],
+        "mixed_float16: the loss not scaled, float16 gradients underflow",
+    ),
+    mutant(
+        "gan_replicas_draw_the_first_rows",
+        "templates/partials/ways/gan.jinja",
+        "    return values[first : first + shape[0]]",
+        "    return values[: shape[0]]",
+        ["tests/test_gan.py::test_uneven_replica_slices_draw_what_one_device_draws"],
+        "GAN noise: each replica draws the first rows of the global batch's noise",
+    ),
+    mutant(
+        "gan_noise_the_same_for_every_use",
+        "templates/partials/ways/gan.jinja",
+        "    seed = tf.random.experimental.stateless_fold_in(seed, use)\n",
+        "",
+        [
+            "tests/test_gan.py::test_the_alternating_step_is_the_papers[shapes_dcgan-float32-1-1e-05]"
+        ],
+        "GAN noise: the discriminator's and the generator's draws the same",
+    ),
+    mutant(
+        "simclr_negatives_from_the_replica_alone",
+        "templates/partials/ways/contrastive.jinja",
+        "    all_first = context.all_gather(first, axis=0)\n"
+        "    all_second = context.all_gather(second, axis=0)\n"
+        "    # Where this replica's images sit in the global batch (slices may be uneven).\n"
+        "    sizes = context.all_gather(tf.shape(first)[:1], axis=0)\n"
+        "    offset = tf.reduce_sum(sizes[: context.replica_id_in_sync_group])\n",
+        "    all_first, all_second, offset = first, second, 0\n",
+        [f"{MIRRORED}[shapes_simclr]"],
+        "SimCLR's gather: negatives from the local replica only (the loss alone 0.7 off)",
+    ),
+    mutant(
+        "teacher_in_training_mode",
+        "templates/partials/ways/distillation.jinja",
+        "            teacher_logits = teacher({{ x }}, training=False)",
+        "            teacher_logits = teacher({{ x }}, training=True)",
+        [
+            "tests/test_distillation.py::test_the_teacher_stays_frozen_in_inference_mode_while_the_student_learns"
+        ],
+        "the teacher: called in training mode, its BatchNormalization statistics drift",
+    ),
+    mutant(
+        "maml_without_its_second_order_terms",
+        "templates/partials/ways/meta.jinja",
+        "        # Taken inside the meta-step's tape, this gradient is differentiated in turn:"
+        " the\n        # meta-gradient has MAML's second-order terms.\n",
+        "        gradients = [tf.stop_gradient(gradient) for gradient in gradients]\n",
+        ["tests/test_meta.py::test_maml_meta_gradient_is_the_nested_tape_reference[False]"],
+        "MAML's second order: the inner gradients held constant",
+    ),
+    mutant(
+        "first_order_maml_keeps_the_second_order_terms",
+        "templates/partials/ways/meta.jinja",
+        "        gradients = [tf.stop_gradient(gradient) for gradient in gradients]\n"
+        "{% elif maml %}",
+        "        pass\n{% elif maml %}",
+        ["tests/test_meta.py::test_maml_meta_gradient_is_the_nested_tape_reference[True]"],
+        "MAML's first order: the inner gradients differentiated again",
+    ),
+    mutant(
+        "wgan_penalty_unscaled_under_mixed_float16",
+        "templates/partials/ways/gan.jinja",
+        "        scores = scores * scale\n    gradients = tape.gradient(scores, points) / scale",
+        "    gradients = tape.gradient(scores, points)",
+        ["tests/test_gan.py::test_the_gradient_penalty_is_scaled_under_mixed_precision"],
+        "WGAN-GP under mixed_float16: the penalty's inner gradient not scaled (README: a test "
+        "removes it and fails)",
+    ),
+    mutant(
+        "own_step_losses_averaged_per_replica",
+        "templates/partials/ways/own_step.jinja",
+        "name: tf.nn.compute_average_loss(value, global_batch_size={{ batch }})",
+        "name: tf.nn.compute_average_loss(value, global_batch_size=tf.shape(value)[0])",
+        [f"{MIRRORED}[mnist_own_step]"],
+        "your own step: your losses averaged per replica, not over the global batch",
+    ),
+    mutant(
+        "reptile_sums_its_tasks",
+        "templates/partials/ways/meta.jinja",
+        "g + (v - a) / TASKS_PER_STEP",
+        "g + (v - a)",
+        ["tests/test_meta.py::test_reptile_with_a_meta_step_of_one_is_sgd_on_the_task[2]"],
+        "Reptile: the tasks' moves summed, not averaged",
+    ),
+    mutant(
+        "attack_in_training_mode",
+        "templates/partials/ways/adversarial.jinja",
+        "loss = tf.reduce_sum(loss_fn(labels, model(adversarial, training=False)))",
+        "loss = tf.reduce_sum(loss_fn(labels, model(adversarial, training=True)))",
+        [
+            "tests/test_adversarial.py::test_the_attack_leaves_the_batch_normalization_statistics_alone"
+        ],
+        "adversarial: an attack in training mode moves the BatchNormalization statistics",
+    ),
+    mutant(
+        "fine_tuning_unfreezes_batch_normalization",
+        "templates/partials/model.jinja",
+        "    for layer in backbone.layers[: names.index(UNFREEZE_FROM)]:\n"
+        "        layer.trainable = False\n"
+        "    for layer in backbone.layers:\n"
+        "        if isinstance(layer, layers.BatchNormalization):\n"
+        "            layer.trainable = False\n",
+        "    for layer in backbone.layers[: names.index(UNFREEZE_FROM)]:\n"
+        "        layer.trainable = False\n",
+        [
+            "tests/test_models.py::test_a_frozen_backbone_and_its_statistics_stay_put_until_it_unfreezes"
+        ],
+        "fine-tuning: the backbone's BatchNormalization unfrozen with its layers",
+    ),
+    mutant(
+        "multitask_weights_ignored",
+        "templates/partials/ways/supervised.jinja",
+        "            {{ target }} = tf.add_n([LOSS_WEIGHTS[task] * {{ task_target }}[task] "
+        "for task in loss_fns])",
+        "            {{ target }} = tf.add_n([{{ task_target }}[task] for task in loss_fns])",
+        [
+            "tests/test_multitask.py::test_the_step_follows_the_weighted_sum_and_every_task_is_logged"
+        ],
+        "multi-task: the tasks' weights left out of the loss",
+    ),
+    # --- Schedules
+    mutant(
+        "triangular2_does_not_halve",
+        SCHEDULES,
+        "swing /= 2 ** (cycle - 1)",
+        "swing /= 1",
+        ["tests/test_controls.py::test_warmup_then_triangular2_follows_its_formula_and_resumes"],
+        "schedules: triangular2 without its halving",
+    ),
+    mutant(
+        "warmup_does_not_shift_its_schedule",
+        SCHEDULES,
+        "self.after(step - self.warmup_steps)",
+        "self.after(step)",
+        ["tests/test_controls.py::test_warmup_then_triangular2_follows_its_formula_and_resumes"],
+        "schedules: the schedule after a warmup counts its steps from 0, not from the warmup's end",
+    ),
+    mutant(
+        "one_cycle_falls_from_the_start",
+        SCHEDULES,
+        "(step - self.rise_steps) / (self.total_steps - self.rise_steps),",
+        "step / self.total_steps,",
+        ["tests/test_controls.py::test_one_cycle_rises_to_its_peak_then_anneals_to_the_floor"],
+        "schedules: one-cycle's fall measured from step 0",
+    ),
+    # --- The run directory: lock, setup, faults
+    mutant(
+        "a_training_run_takes_a_shared_lock",
+        RUN_DIR,
+        "fcntl.flock(self.lock_file, (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB)",
+        "fcntl.flock(self.lock_file, fcntl.LOCK_SH | fcntl.LOCK_NB)",
+        ["tests/test_rundir.py::test_a_second_run_on_a_locked_directory_stops_at_once"],
+        "the run lock: two training runs on one directory",
+    ),
+    mutant(
+        "the_setup_is_not_compared",
+        RUN_DIR,
+        'if key != "data" and saved.get(key) != setup.get(key)',
+        'if key not in ("data", "data.batch_size") and saved.get(key) != setup.get(key)',
+        [
+            "tests/test_rundir.py::test_checkpoints_of_another_setup_are_refused_unless_branched_with_init_from"
+        ],
+        "setup.json: a resume with another batch size not refused",
+    ),
+    mutant(
+        "a_hand_edited_network_is_not_noticed",
+        RUN_DIR,
+        'setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}',
+        "setup = {**SETUP}",
+        [
+            "tests/test_rundir.py::test_checkpoints_of_another_setup_are_refused_unless_branched_with_init_from"
+        ],
+        "setup.json: a hand edit of build_model() not refused",
+    ),
+    mutant(
+        "logged_steps_past_the_checkpoint_kept",
+        RUN_DIR,
+        "if (found := re.match(pattern, line)) and int(found[1]) <= step",
+        "if (found := re.match(pattern, line))",
+        [
+            "tests/test_recovery.py::test_a_run_killed_between_checkpoints_logs_each_step_once_after_its_resume"
+        ],
+        "README: after a kill, metrics.jsonl holds each step once",
+    ),
+    mutant(
+        "no_nan_check_in_the_step",
+        TAPE,
+        "        if nonfinite_step < 0 and not tf.math.is_finite({{ value }}):\n"
+        "            nonfinite_step.assign(step)\n",
+        "",
+        [
+            "tests/test_faults.py::test_nan_loss_stops_the_run_naming_the_step_and_keeps_the_good_checkpoint"
+        ],
+        "NaN: a non-finite loss never noted, the ruined weights saved",
+    ),
+    # --- loopgen itself: the setup's fingerprint, the merge of hand edits
+    mutant(
+        "the_seed_is_not_in_the_setup",
+        "render/fingerprint.py",
+        '    entries.append(("seed", "SEED"))\n',
+        "",
+        [
+            "tests/test_rundir.py::test_what_changes_a_checkpoints_meaning_changes_the_setup[seed=7-seed]"
+        ],
+        "SETUP: another seed resumes checkpoints of another run",
+    ),
+    mutant(
+        "hand_edits_merged_unformatted",
+        "output/__init__.py",
+        "        formatted(old),\n",
+        "        old,\n",
+        [
+            "tests/test_rerender.py::test_reformatted_edited_script_merges_with_the_edit_kept",
+            "tests/test_rerender.py::test_reformatting_only_edits_are_not_conflicts",
+        ],
+        "the merge of hand edits: a reformatted script conflicts with every change",
+    ),
+    mutant(
+        "a_render_over_hand_edits_keeps_no_backup",
+        "output/__init__.py",
+        'kept = {"backup": True, "old_base": base}',
+        'kept = {"backup": False, "old_base": base}',
+        ["tests/test_rerender.py::test_conflicting_edits_get_markers_a_failure_and_a_way_back"],
+        "the merge of hand edits: no .orig backup that undoes the render",
+    ),
+    mutant(
+        "strings_written_between_quotes_by_hand",
+        "render/code.py",
+        "    if value is None or isinstance(value, bool | int | str):\n        return repr(value)",
+        "    if isinstance(value, str):\n        return f'\"{value}\"'\n"
+        "    if value is None or isinstance(value, bool | int):\n        return repr(value)",
+        ["tests/test_injection.py::test_hostile_strings_stay_string_constants"],
+        "literals: a spec's string pasted into code by hand, not through repr (hostile strings)",
+    ),
+    mutant(
+        "softmax_under_from_logits_accepted",
+        "dsl/rules/objective.py",
+        "    if loss.from_logits and squashed:\n",
+        "    if False:\n",
+        ["tests/test_spec_validation.py"],
+        "rules: from_logits=True on a softmax output (the loss applies it twice)",
+    ),
+]
+
+
+# --- The runner ---------------------------------------------------------------------------------
+
+
+def occurrences(m: Mutant, root: Path = ROOT) -> int:
+    path = root / m.file
+    return path.read_text().count(m.find) if path.is_file() else 0
+
+
+def repository_files(root: Path) -> list[str]:
+    """The working tree's files that git tracks or does not ignore."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root, capture_output=True, check=True,
+    ).stdout.decode()  # fmt: skip
+    return [name for name in listed.split("\0") if name and (root / name).is_file()]
+
+
+def scratch_copy(root: Path, into: Path) -> Path:
+    """A copy of the repository at into/loopgen: with `into` first on PYTHONPATH, `import
+    loopgen` is the copy (before the editable install's finder)."""
+    copy = into / "loopgen"
+    for name in repository_files(root):
+        target = copy / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / name, target)
+    return copy
+
+
+def run_tests(copy: Path, tests: list[str], work: Path, timeout: float) -> tuple[int | None, str]:
+    """pytest -x on `tests` in the copy; (exit status or None if it timed out, output)."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(copy.parent), os.environ.get("PYTHONPATH", "")]),
+        # black's and the spaces' caches of the mutated renders stay in the scratch folder.
+        "XDG_CACHE_HOME": str(work / "cache"),
+        # pytest cuts the short summary of a failure at the width of the terminal.
+        "COLUMNS": "400",
+        "LOOPGEN_TESTS_AS_GIVEN": "1",  # conftest.py: in the listed order, not longest first
+    }
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+               "--basetemp", str(work / "pytest"), "-o", "addopts=", "-rf", *tests]  # fmt: skip
+    # In a session of its own: a run past its time is killed with the servers it started.
+    proc = subprocess.Popen(
+        command, cwd=copy, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        return None, output
+    return proc.returncode, output
+
+
+def failure_line(output: str) -> str:
+    """pytest's short summary of the first failure: `FAILED node - message`."""
+    for line in output.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line[:300]
+    return output.strip().splitlines()[-1][:300] if output.strip() else ""
+
+
+def judge(m: Mutant, copy: Path, work: Path, timeout: float) -> dict:
+    started = time.monotonic()
+    result = {"id": m.id, "file": m.file, "tests": list(m.tests)}
+    count = occurrences(m, copy)
+    if count != 1:
+        state = "not found" if count == 0 else f"found {count} times"
+        return {**result, "outcome": "error", "detail": f"its text is {state} in {m.file}",
+                "seconds": 0.0}  # fmt: skip
+    path = copy / m.file
+    original = path.read_text()
+    path.write_text(original.replace(m.find, m.replace, 1))
+    try:
+        code, output = run_tests(copy, list(m.tests), work, timeout)
+    finally:
+        path.write_text(original)
+    seconds = round(time.monotonic() - started, 1)
+    if code == 1:
+        outcome, detail = "killed", failure_line(output)
+    elif code == 0:
+        outcome, detail = "survived", "every test passed"
+    elif code is None:
+        outcome, detail = "error", f"its tests took over {timeout:.0f} s"
+    else:  # 2 interrupted (a collection error), 4 usage (a test not found), 5 none collected
+        outcome, detail = "error", f"pytest exited {code}: {failure_line(output)}"
+    return {**result, "outcome": outcome, "detail": detail, "seconds": seconds}
+
+
+def selected(only: list[str]) -> list[Mutant]:
+    if not only:
+        return list(MUTANTS)
+    chosen = [m for m in MUTANTS if any(word in m.id for word in only)]
+    if not chosen:
+        raise SystemExit(f"no mutant id contains any of {only}")
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.mutants", description=__doc__.split("\n\n")[0]
+    )
+    add = parser.add_argument
+    add("--only", nargs="+", default=[], metavar="ID", help="mutants whose id contains one")
+    add("--list", action="store_true", help="list the mutants and their tests")
+    add("--baseline", action="store_true", help="run their tests on the unmutated copy")
+    add("--jobs", type=int, default=1, help="mutants at once, each in a copy of its own")
+    add("--timeout", type=float, default=1800, help="seconds a mutant's tests may take")
+    add("--report", type=Path, help="write the results as JSON here")
+    args = parser.parse_args(argv)
+    mutants = selected(args.only)
+    if args.list:
+        for m in mutants:
+            print(f"{m.id}  ({m.file}): {m.why}")
+            for test in m.tests:
+                print(f"    {test}")
+        print(f"{len(mutants)} mutants")
+        return 0
+
+    with tempfile.TemporaryDirectory(prefix="loopgen-mutants-") as scratch:
+        folders = [Path(scratch) / f"job{i}" for i in range(max(1, args.jobs))]
+        copies = [scratch_copy(ROOT, folder) for folder in folders]
+        started = time.monotonic()
+        if args.baseline:
+            tests = sorted({test for m in mutants for test in m.tests})
+            print(f"The {len(tests)} tests of {len(mutants)} mutants, unmutated:", flush=True)
+            code, output = run_tests(copies[0], tests, folders[0], args.timeout * 4)
+            print(output[-3000:])
+            return 0 if code == 0 else 1
+
+        idle = list(zip(copies, folders, strict=True))
+        lock = threading.Lock()
+        results: list[dict] = []
+
+        def one(m: Mutant) -> dict:
+            with lock:
+                copy, folder = idle.pop()
+            try:
+                result = judge(m, copy, folder, args.timeout)
+            finally:
+                with lock:
+                    idle.append((copy, folder))
+            with lock:
+                done = len(results) + 1
+                print(f"[{done}/{len(mutants)}] {result['outcome']:8} {m.id} "
+                      f"({result['seconds']} s): {result['detail']}", flush=True)  # fmt: skip
+                results.append(result)
+            return result
+
+        with ThreadPoolExecutor(len(copies)) as pool:
+            ordered = list(pool.map(one, mutants))
+        minutes = (time.monotonic() - started) / 60
+
+    counts = {o: sum(r["outcome"] == o for r in ordered) for o in ("killed", "survived", "error")}
+    print(
+        f"\n{len(ordered)} mutants in {minutes:.1f} minutes ({args.jobs} at a time): "
+        f"{counts['killed']} killed, {counts['survived']} survived, {counts['error']} errors"
+    )
+    for r in ordered:
+        if r["outcome"] != "killed":
+            print(f"  {r['outcome'].upper()}: {r['id']} ({r['file']}): {r['detail']}")
+    if args.report:
+        summary = {"minutes": round(minutes, 1), "jobs": args.jobs, **counts, "mutants": ordered}
+        args.report.write_text(json.dumps(summary, indent=2) + "\n")
+    return 0 if counts["killed"] == len(ordered) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
