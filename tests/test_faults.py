@@ -297,11 +297,14 @@ RESUME_RUNS = {
             '"train_every": 1, "target_update_every": 10}'
         ],
     ),
-    # A Gaussian policy (its log std learnt) on normalized observations (running statistics).
+    # A Gaussian policy (its log std learnt) on normalized observations (running statistics),
+    # learning from scaled rewards (the running variance of each sub-environment's discounted
+    # return, and the returns themselves, mid-episode).
     "ppo_continuous": (
         "pendulum_ppo",
         768,
-        ["training.rollout_steps=16", "training.minibatches=2", "training.update_epochs=2"],
+        ["training.rollout_steps=16", "training.minibatches=2", "training.update_epochs=2",
+         "training.normalize_rewards=true"],
     ),
     "dqn": (
         "cartpole_dqn",

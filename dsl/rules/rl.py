@@ -94,7 +94,7 @@ def check_sections(spec: Spec) -> None:
 
 def strategies(spec: Spec) -> tuple[str, ...]:
     """The strategies loopgen writes this way of training for."""
-    if getattr(spec.training, "normalize_observations", False):
+    if running_statistics(spec):
         return ("single_device", "mirrored")
     if spec.training.kind in CONTINUOUS:
         return ("single_device", "mirrored")
@@ -118,12 +118,19 @@ def check_strategy(spec: Spec) -> None:
             f"default train_every=1), longer than the step itself; set {choices}"
         )
     if kind not in allowed:
+        field = running_statistics(spec)[0]
+        what = "observation" if field == "normalize_observations" else "discounted return"
         raise ValueError(
-            f"distribute.kind='multi_worker' with training.normalize_observations: the workers "
-            "exchange whole rollouts between updates, but the running statistics take every "
-            "sub-environment's observation at every step; set normalize_observations=False, or "
-            f"use {choices}"
+            f"distribute.kind='multi_worker' with training.{field}: the workers exchange "
+            "whole rollouts between updates, but the running statistics take every "
+            f"sub-environment's {what} at every step; set {field}=False, or use {choices}"
         )
+
+
+def running_statistics(spec: Spec) -> list[str]:
+    """The way's fields that keep running statistics over every sub-environment's steps."""
+    fields = ("normalize_observations", "normalize_rewards")
+    return [field for field in fields if getattr(spec.training, field, False)]
 
 
 def check_loop(spec: Spec) -> None:
