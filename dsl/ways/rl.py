@@ -186,7 +186,7 @@ class DQN(StrictModel):
         return self
 
     def describe(self, spec: Any) -> str:
-        return f"DQN on {spec.data.id or spec.data.target}"
+        return f"DQN on {spec.data.id or spec.data.target}{_buffer_memory(spec)}"
 
     def log_names(self) -> list[str]:
         """What the script logs (besides the episodes' returns and lengths)."""
@@ -325,7 +325,7 @@ class SAC(_OffPolicyActorCritic):
         return self
 
     def describe(self, spec: Any) -> str:
-        return f"SAC on {spec.data.id or spec.data.target}"
+        return f"SAC on {spec.data.id or spec.data.target}{_buffer_memory(spec)}"
 
     def log_names(self) -> list[str]:
         learnt = ["alpha", "alpha_loss"] if self.alpha == "auto" else []
@@ -368,7 +368,7 @@ class TD3(_OffPolicyActorCritic):
 
     def describe(self, spec: Any) -> str:
         name = "DDPG" if self.is_ddpg else "TD3"
-        return f"{name} on {spec.data.id or spec.data.target}"
+        return f"{name} on {spec.data.id or spec.data.target}{_buffer_memory(spec)}"
 
     @property
     def is_ddpg(self) -> bool:
@@ -382,6 +382,16 @@ def _buffer_holds_a_batch(way: Any) -> None:
             f"buffer_size={way.buffer_size} is smaller than batch_size={way.batch_size}: a "
             "minibatch is drawn from the buffer; make the buffer larger"
         )
+
+
+def _buffer_memory(spec: Any) -> str:
+    """What `loopgen validate` says of a replay buffer of a GiB or more, or of pixels."""
+    from ..rules.rl import gib, replay_bytes
+
+    size = replay_bytes(spec)
+    if size < 2**30 and not spec.data.spaces().pixels:
+        return ""
+    return f"; its replay buffer of {spec.training.buffer_size:,} transitions takes {gib(size)}"
 
 
 def _refuse_reward_scaling(way: str, data: Any) -> Any:
