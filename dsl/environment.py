@@ -222,6 +222,8 @@ def _register_atari(env_id: str, gym: Any) -> None:
         return
     import ale_py
 
+    # Without its banner on stderr, where loopgen's own messages go.
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
     gym.register_envs(ale_py)
 
 
@@ -235,10 +237,10 @@ def _wrapped(env: Any, wrappers: list[dict], field: str, gym: Any) -> Any:
         if kind == "frame_stack_observation":
             if not isinstance(observation, gym.spaces.Box) or len(observation.shape) < 2:
                 raise ValueError(
-                    f"{here}: FrameStackObservation stacks frames (images), but the observations "
-                    f"it would stack are {_described(observation, gym)}: a policy of vectors "
-                    "takes the velocities a stack would show from the observation itself. "
-                    "Remove the wrapper"
+                    f"{here}: FrameStackObservation stacks frames (images, e.g. "
+                    "AtariPreprocessing's screens), but the observations it would stack are "
+                    f"{_described(observation, gym)}: loopgen's networks take a vector "
+                    "observation as it comes; remove the wrapper"
                 )
             env = gym.wrappers.FrameStackObservation(env, **wrapper)
             continue
