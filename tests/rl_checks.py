@@ -725,6 +725,54 @@ def reward_scaling_wiring(script: str, *argv: str) -> dict:
     }  # fmt: skip
 
 
+def pixels_as_bytes(script: str, *argv: str) -> dict:
+    """Trains with the script's main(ARGV) on pixels (its collect() watched, where it has
+    one): the dtypes of what the policy acted on, of the rollouts, of the replay buffer, of
+    the networks' input and of the export's signature; and the export, loaded without the
+    script, against the checkpoint's network on the environment's own uint8 frames."""
+    module = load_script(script)
+    seen = {}
+    if hasattr(module, "collect"):
+        collect = module.collect
+
+        def watched(environments, act, *rest):
+            rollout = collect(environments, act, *rest)
+            seen["acted_on"] = act.structured_input_signature[0][0].dtype.name
+            seen["rollout"] = rollout["observations"].dtype.name
+            return rollout
+
+        module.collect = watched
+    module.main(list(argv))
+    output_dir = argv[argv.index("--output-dir") + 1]
+    path = tf.train.latest_checkpoint(f"{output_dir}/checkpoints")
+    model = module.build_model()
+    names = {"model": model}
+    if hasattr(module, "ReplayBuffer"):
+        names["buffer"] = module.ReplayBuffer()
+    tf.train.Checkpoint(**names).restore(path).expect_partial()
+    if "buffer" in names:
+        buffer = names["buffer"]
+        seen["buffer"] = [buffer.observations.dtype.name, buffer.reached.dtype.name]
+        seen["buffer_frames"] = bool(buffer.observations[: buffer.size].any())
+    envs, frames = module.make_envs(3, evaluation=True)
+    envs.close()
+    served = tf.saved_model.load(f"{output_dir}/export/saved_model/1")
+    signature = served.signatures["serving_default"]
+    outputs = signature(observations=tf.constant(frames))
+    scores = model(tf.constant(frames)).numpy()
+    key = "q_values" if "q_values" in outputs else "probabilities"
+    expected = scores if key == "q_values" else tf.nn.softmax(scores).numpy()
+    return {
+        **seen,
+        "frames": [frames.dtype.name, list(frames.shape)],
+        "network_input": model.inputs[0].dtype,
+        "first_layer": type(model.layers[0]).__name__,
+        "signature": signature.structured_input_signature[1]["observations"].dtype.name,
+        "served_diff": relative_diff(outputs[key].numpy(), expected),
+        "actions_are_best": bool(np.array_equal(outputs["actions"], scores.argmax(-1))),
+    }
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))
