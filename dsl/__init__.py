@@ -9,7 +9,7 @@ whole."""
 from .base import Var, var
 from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data, ImageDirectory, KerasDataset, Npz, Shapes, Split, Tfds
-from .environment import Environment
+from .environment import AtariPreprocessing, Environment, FrameStackObservation
 from .finetune import FineTune
 from .graph import Block, Graph, Input, Node
 from .layers import (
@@ -94,6 +94,8 @@ __all__ = [
     "FGSM",
     "PPO",
     "Environment",
+    "AtariPreprocessing",
+    "FrameStackObservation",
     "GAN",
     "MAML",
     "PGD",

@@ -10,7 +10,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -19,6 +19,63 @@ from .base import PositiveInt, StrictModel, _check_identifier, check_target
 
 NUM_ENVS_MAX = 4096
 """More sub-environments than this in one process spend their time in Python's loop."""
+
+
+class _Wrapper(StrictModel):
+    def arguments(self) -> dict[str, Any]:
+        """The wrapper's arguments that are not Gymnasium's defaults, as the script passes them."""
+        return self.model_dump(exclude_defaults=True, exclude={"kind"})
+
+
+class AtariPreprocessing(_Wrapper):
+    """Gymnasium's `gymnasium.wrappers.AtariPreprocessing` (Machado et al., 2018), the
+    preprocessing of DQN's Atari games: up to `noop_max` no-op actions at each reset, each
+    action repeated `frame_skip` frames (the last two max-pooled), the screen resized to
+    `screen_size` and turned grayscale. The observations stay uint8 pixels. The game must not
+    skip frames itself: make ALE's v5 games with `kwargs={"frameskip": 1}`. Needs
+    `pip install "loopgen[atari]"` (ale-py, whose ROMs ship with it, and OpenCV)."""
+
+    kind: Literal["atari_preprocessing"] = "atari_preprocessing"
+    gym_class: ClassVar[str] = "AtariPreprocessing"
+    noop_max: Annotated[int, Field(ge=0)] = 30
+    """At most this many no-op actions at the start of an episode (a random number of them):
+    the episodes do not all start alike."""
+    frame_skip: PositiveInt = 4
+    """Frames each action is repeated for; the observation max-pools the last two (some games
+    draw their sprites every other frame)."""
+    screen_size: PositiveInt = 84
+    """The screen is resized to `screen_size` x `screen_size` pixels."""
+    terminal_on_life_loss: bool = False
+    """End (terminate) an episode when a life is lost, as the DQN paper did; the Atari
+    benchmarks since (Machado et al.) keep the whole game."""
+    grayscale_obs: bool = True
+    """Grayscale frames (one channel); False: RGB."""
+    grayscale_newaxis: bool = False
+    """Grayscale frames of shape (size, size, 1) instead of (size, size)."""
+
+
+class FrameStackObservation(_Wrapper):
+    """Gymnasium's `gymnasium.wrappers.FrameStackObservation`: the observation is the last
+    `stack_size` frames, stacked along a new first axis (`(4, 84, 84)` from frames of
+    `(84, 84)`), so that a policy of one observation sees motion. Images only."""
+
+    kind: Literal["frame_stack_observation"] = "frame_stack_observation"
+    gym_class: ClassVar[str] = "FrameStackObservation"
+    stack_size: Annotated[int, Field(ge=2)]
+    """How many frames: the newest last."""
+    padding_type: Literal["reset", "zero"] = "reset"
+    """What fills the stack at an episode's start: copies of its first frame ("reset"), or
+    zeros."""
+
+    def __init__(self, stack_size: int | None = None, /, **data: Any) -> None:
+        # FrameStackObservation(4), as Gymnasium's FrameStackObservation(env, 4) reads.
+        if stack_size is not None:
+            data["stack_size"] = stack_size
+        super().__init__(**data)
+
+
+Wrapper = Annotated[AtariPreprocessing | FrameStackObservation, Field(discriminator="kind")]
+"""A Gymnasium wrapper the script puts round each environment, by Gymnasium's class name."""
 
 
 class Environment(StrictModel):
@@ -43,6 +100,10 @@ class Environment(StrictModel):
     max_episode_steps: PositiveInt | None = None
     """End (truncate) an episode after this many steps; None keeps the registry's limit (your
     function's environment: none)."""
+    wrappers: list[Wrapper] = []
+    """Gymnasium's wrappers round each environment, innermost first, e.g. Atari's
+    `[AtariPreprocessing(), FrameStackObservation(4)]`: the script applies them as Gymnasium
+    does, and the networks take the observations they give."""
 
     @model_validator(mode="after")
     def _id_or_target(self) -> "Environment":
@@ -56,7 +117,8 @@ class Environment(StrictModel):
     def spaces(self) -> "Spaces":
         """The observation and action spaces, read from one environment made as the script
         makes it. Raises ValueError naming the field when that fails."""
-        return read_spaces(self.id, self.target, tuple(sorted(self.kwargs.items())))
+        wrappers = tuple(json.dumps(wrapper.model_dump(mode="json")) for wrapper in self.wrappers)
+        return read_spaces(self.id, self.target, tuple(sorted(self.kwargs.items())), wrappers)
 
 
 @dataclass(frozen=True)
@@ -74,20 +136,31 @@ class Spaces:
     named: tuple[tuple[str, tuple[int, ...]], ...] = ()
     """A Dict observation's parts, (name, shape) in the Dict's order: each feeds the model's
     input of that name."""
+    atari: bool = False
+    """An Atari game of ALE's (ale_py): the script registers ALE's games with Gymnasium, and
+    checkpoints each emulator's state, which pickling an ALE environment leaves out."""
+
+    @property
+    def pixels(self) -> bool:
+        """uint8 observations (frames, or an Atari's RAM): kept as bytes, rescaled by the
+        networks."""
+        return self.observation_dtype == "uint8"
 
 
 @cache
-def read_spaces(env_id: str | None, target: str | None, kwargs: tuple) -> Spaces:
+def read_spaces(
+    env_id: str | None, target: str | None, kwargs: tuple, wrappers: tuple = ()
+) -> Spaces:
     """The spaces of a registry environment are kept in loopgen's cache, by id, kwargs and the
     installed Gymnasium: importing Gymnasium and making the environment would cost each
     render of the spec 0.2 s. A function of yours is called every time (its code may change)."""
-    path = _cache_path(env_id, kwargs) if env_id else None
+    path = _cache_path(env_id, (*kwargs, *wrappers)) if env_id else None
     if path and os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
         saved["named"] = [(name, tuple(shape)) for name, shape in saved.get("named", [])]
         return Spaces(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
-    spaces = _make_and_read(env_id, target, kwargs)
+    spaces = _make_and_read(env_id, target, kwargs, wrappers)
     if path:
         disk_cache.write(path, json.dumps(asdict(spaces)))
     return spaces
@@ -105,7 +178,9 @@ def _cache_path(env_id: str, kwargs: tuple) -> str | None:
     return os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
 
 
-def _make_and_read(env_id: str | None, target: str | None, kwargs: tuple) -> Spaces:
+def _make_and_read(
+    env_id: str | None, target: str | None, kwargs: tuple, wrappers: tuple = ()
+) -> Spaces:
     field = "data.id" if env_id else "data.target"
     try:
         import gymnasium as gym
@@ -116,6 +191,7 @@ def _make_and_read(env_id: str | None, target: str | None, kwargs: tuple) -> Spa
         ) from None
     try:
         if env_id is not None:
+            _register_atari(env_id, gym)
             env = gym.make(env_id, **dict(kwargs))
         else:
             module, function = target.split(":")
@@ -133,9 +209,67 @@ def _make_and_read(env_id: str | None, target: str | None, kwargs: tuple) -> Spa
             f"({type(error).__name__}: {error})"
         ) from None
     try:
+        env = _wrapped(env, [json.loads(wrapper) for wrapper in wrappers], field, gym)
         return _spaces(env, field, gym)
     finally:
         env.close()
+
+
+def _register_atari(env_id: str, gym: Any) -> None:
+    """ALE's games (ALE/Breakout-v5, ...) are in Gymnasium's registry once ale_py registers
+    them, as the script does."""
+    if env_id in gym.registry or importlib.util.find_spec("ale_py") is None:
+        return
+    import ale_py
+
+    # Without its banner on stderr, where loopgen's own messages go.
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    gym.register_envs(ale_py)
+
+
+def _wrapped(env: Any, wrappers: list[dict], field: str, gym: Any) -> Any:
+    """`env` inside `wrappers` (data.wrappers, innermost first), as the script wraps it; raises
+    ValueError naming the wrapper that cannot wrap it."""
+    for i, wrapper in enumerate(wrappers):
+        kind = wrapper.pop("kind")
+        here = f"data.wrappers[{i}]"
+        observation = env.observation_space
+        if kind == "frame_stack_observation":
+            if not isinstance(observation, gym.spaces.Box) or len(observation.shape) < 2:
+                raise ValueError(
+                    f"{here}: FrameStackObservation stacks frames (images, e.g. "
+                    "AtariPreprocessing's screens), but the observations it would stack are "
+                    f"{_described(observation, gym)}: loopgen's networks take a vector "
+                    "observation as it comes; remove the wrapper"
+                )
+            env = gym.wrappers.FrameStackObservation(env, **wrapper)
+            continue
+        skips = getattr(env.unwrapped, "_frameskip", None)
+        if kind == "atari_preprocessing" and skips is None:
+            raise ValueError(
+                f"{here}: AtariPreprocessing prepares the screens of ALE's Atari games "
+                f"(data.id='ALE/Breakout-v5', ...), but {field} makes "
+                f"{type(env.unwrapped).__name__}; remove the wrapper"
+            )
+        if skips != 1 and wrapper.get("frame_skip", 4) > 1:
+            raise ValueError(
+                f"{here}: AtariPreprocessing repeats each action {wrapper.get('frame_skip', 4)} "
+                f"frames, but the game skips {skips} frames itself already: set "
+                "data.kwargs={'frameskip': 1} (or AtariPreprocessing(frame_skip=1))"
+            )
+        try:
+            env = gym.wrappers.AtariPreprocessing(env, **wrapper)
+        except gym.error.DependencyNotInstalled as error:
+            raise ValueError(
+                f"{here}: {error}; pip install 'loopgen[atari]' installs it"
+            ) from None
+    return env
+
+
+def _described(space: Any, gym: Any) -> str:
+    if isinstance(space, gym.spaces.Box):
+        return f"vectors of shape {tuple(space.shape)}"
+    return str(space)
 
 
 def _input_name(name: object) -> bool:
@@ -181,6 +315,7 @@ def _spaces(env: Any, field: str, gym: Any) -> Spaces:
         found = dict(
             observation_shape=tuple(int(n) for n in observation.shape),
             observation_dtype=str(observation.dtype),
+            atari=type(env.unwrapped).__module__.startswith("ale_py"),
         )
     if isinstance(action, gym.spaces.Discrete):
         return Spaces(**found, discrete=True, actions=int(action.n))

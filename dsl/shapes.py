@@ -118,6 +118,18 @@ def _flatten(layer, shape, here, env):
     return (None,) if None in shape else (math.prod(shape),)
 
 
+def _permute(layer, shape, here, env):
+    dims = value(layer.arg("dims"), env)
+    if not _known(*dims):
+        return None
+    if sorted(dims) != list(range(1, len(shape) + 1)):
+        raise ShapeError(
+            f"{here}: Permute(dims={tuple(dims)}) must order the axes 1 to {len(shape)} of inputs "
+            f"of shape {shape} (the batch axis, 0, stays first), each once"
+        )
+    return tuple(shape[d - 1] for d in dims)
+
+
 def _reshape(layer, shape, here, env):
     target = value(layer.arg("target_shape"), env)
     if not _known(*target) or None in shape:
@@ -378,6 +390,7 @@ def _zero_padding2d(layer, shape, here, env):
 RULES = {
     "flatten": _flatten,
     "reshape": _reshape,
+    "permute": _permute,
     "dense": _dense,
     "embedding": _embedding,
     "conv1d": _conv(1),

@@ -46,6 +46,9 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "way": way,
         "spaces": spaces,
         "keyed": bool(spaces.named),  # a Dict observation: a dict of arrays, by name
+        # uint8 observations (pixels): kept as bytes up to the networks, which rescale them.
+        "pixels": spaces.pixels,
+        "observation_dtype": "uint8" if spaces.pixels else "float32",
         "observation_shapes": dict(spaces.named),
         "variant": spec.distribute.kind,
         "distributed": spec.distribute.kind != "single_device",

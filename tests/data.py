@@ -351,6 +351,23 @@ def small_off_policy(example: str) -> list[str]:
     ]  # fmt: skip
 
 
+def small_pixel_dqn() -> list[str]:
+    """breakout_dqn small: a network of one small convolution (the example's is the Nature
+    CNN), a replay buffer of 48 that wraps round, learning from step 16, a gradient step
+    every step; a lost life ends an episode, so that games reset within a short budget."""
+    layers = [{"kind": "rescaling", "scale": 1 / 255}, {"kind": "permute", "dims": [2, 3, 1]},
+              {"kind": "conv2d", "filters": 4, "kernel_size": 8, "strides": 8,
+               "activation": "relu"},
+              {"kind": "flatten"}, {"kind": "dense", "units": 4}]  # fmt: skip
+    wrappers = [{"kind": "atari_preprocessing", "terminal_on_life_loss": True},
+                {"kind": "frame_stack_observation", "stack_size": 4}]  # fmt: skip
+    return [
+        f"model.layers={json.dumps(layers)}", f"data.wrappers={json.dumps(wrappers)}",
+        "training.buffer_size=48", "training.batch_size=16", "training.learning_starts=16",
+        "training.train_every=1", "training.target_update_every=10",
+    ]  # fmt: skip
+
+
 # Examples whose own source would download: the test double that serves it small and local.
 DOWNLOAD_DOUBLES = {
     "pets_unet": "tfds_mock",  # TFDS, inside tfds.testing.mock_data

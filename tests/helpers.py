@@ -23,8 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 ACTING = (
-    "cartpole_a2c", "cartpole_dqn", "cartpole_ppo", "corridor_ppo", "pendulum_ppo",
-    "pendulum_sac", "pendulum_td3",
+    "breakout_dqn", "breakout_ppo", "cartpole_a2c", "cartpole_dqn", "cartpole_ppo",
+    "corridor_ppo", "pendulum_ppo", "pendulum_sac", "pendulum_td3",
 )  # fmt: skip
 """The examples that learn by acting in an environment (reinforcement learning): no epochs, one
 (test_golden checks the list against the specs)."""

@@ -853,6 +853,161 @@ def served_against_networks(script: str, output_dir: str, observations: str) -> 
     return result
 
 
+def scaled_rewards_reference(raw, ended, gamma: float, clip: float = 10.0):
+    """Rewards scaled as Stable-Baselines3's VecNormalize scales them, written as the whole
+    sums rather than its running update: at step t, each sub-environment's discounted return
+    (restarted after an episode's end) joins every return seen before it, and the reward is
+    divided by the standard deviation of them all (a prior of variance 1 and weight 1e-4
+    included), then clipped. `raw` and `ended`: [steps, sub-environments]. Returns the scaled
+    rewards and the final (mean, variance, count, returns)."""
+    steps, envs = raw.shape
+    returns, seen = np.zeros(envs), []
+    scaled = np.zeros((steps, envs))
+    count = mean = var = 0.0
+    for t in range(steps):
+        returns = returns * gamma + raw[t]
+        seen.extend(returns)
+        values = np.array(seen)
+        count = 1e-4 + len(values)
+        mean = values.sum() / count  # the prior's mean is 0
+        var = (1e-4 * 1.0 + np.square(values).sum()) / count - mean**2
+        scaled[t] = np.clip(raw[t] / np.sqrt(var + 1e-8), -clip, clip)
+        returns = np.where(ended[t], 0.0, returns)
+    return scaled, (mean, var, count, returns)
+
+
+def reward_scale_reference(script: str) -> dict:
+    """The script's RewardScale on rewards of a large and changing scale and random episode
+    ends, against the reference of the formulas: the scaled rewards and the statistics."""
+    module = load_script(script)
+    rng = np.random.default_rng(0)
+    steps, envs = 300, module.NUM_ENVS
+    raw = (rng.normal(size=(steps, envs)) * np.linspace(1, 300, steps)[:, None]).astype(np.float32)
+    raw[[100, 200], 0] *= 1000  # two outliers, which the clip bounds
+    ended = rng.random((steps, envs)) < 0.05
+    scale = module.RewardScale()
+    scaled = np.stack([scale(raw[t], ended[t]) for t in range(steps)])
+    expected, (mean, var, count, returns) = scaled_rewards_reference(
+        raw.astype(np.float64), ended, module.GAMMA, module.REWARD_CLIP
+    )
+    # Unscaled, or scaled by the returns' variance without restarting them at an episode's
+    # end: how far those would be.
+    unrestarted, _ = scaled_rewards_reference(raw.astype(np.float64), ended * 0, module.GAMMA)
+    return {
+        "scaled_diff": relative_diff(scaled, expected),
+        "clipped": int(np.sum(np.abs(expected) >= module.REWARD_CLIP)),
+        "unscaled_diff": relative_diff(raw, expected),
+        "unrestarted_diff": relative_diff(unrestarted, expected),
+        "statistics_diff": relative_diff(
+            np.array([scale.mean, scale.var, scale.count]), np.array([mean, var, count])
+        ),
+        "returns_diff": float(np.max(np.abs(scale.returns - returns))),
+    }
+
+
+def reward_scaling_wiring(script: str, *argv: str) -> dict:
+    """Trains with the script's main(ARGV) on its scripted environment (beside it: each
+    sub-environment logs the rewards it gave and how its episodes ended), the value network's
+    estimates of what follows a cut episode replaced by 0: the rewards the update's
+    advantages are computed from, against the environments' rewards scaled by the reference;
+    the logged returns against the environments' own sums; the checkpoint's statistics."""
+    sys.path.insert(0, str(Path(script).parent))
+    module = load_script(script)
+    learnt, held = [], []
+    advantages_and_returns, collect = module.advantages_and_returns, module.collect
+
+    def recording(rewards, values, ended, last_values):
+        learnt.append((rewards.copy(), ended.copy()))
+        return advantages_and_returns(rewards, values, ended, last_values)
+
+    def watched(environments, act, estimates, value_of, *rest):
+        held[:] = [environments]
+        return collect(environments, act, estimates, lambda o: tf.zeros(len(o)), *rest)
+
+    module.advantages_and_returns, module.collect = recording, watched
+    module.main(list(argv))
+    envs = [env.unwrapped for env in held[0].envs.envs]
+    given = np.array([[step[0] for step in env.log] for env in envs]).T  # [steps, envs]
+    ended = np.array([[step[1] or step[2] for step in env.log] for env in envs]).T
+    rewards = np.concatenate([r for r, _ in learnt])
+    expected, (mean, var, count, returns) = scaled_rewards_reference(
+        given, ended, module.GAMMA, module.REWARD_CLIP
+    )
+    # Each log's mean return, of the episodes that ended in its rollout (a log each rollout).
+    episodes = [[] for _ in range(len(learnt))]
+    for env in envs:
+        total = 0.0
+        for t, (reward, terminated, truncated) in enumerate(env.log):
+            total += reward
+            if terminated or truncated:
+                episodes[t // module.ROLLOUT_STEPS].append(total)
+                total = 0.0
+    logged = [json.loads(line) for line in
+              Path(argv[argv.index("--output-dir") + 1], "metrics.jsonl").read_text().splitlines()]
+    scale = module.RewardScale()
+    path = tf.train.latest_checkpoint(argv[argv.index("--output-dir") + 1] + "/checkpoints")
+    tf.train.Checkpoint(reward_scale=scale).restore(path).expect_partial()
+    return {
+        "steps": int(rewards.shape[0]),
+        "ends": int(ended.sum()),
+        "ended_as_given": bool(np.array_equal(np.concatenate([e for _, e in learnt]), ended)),
+        "learnt_diff": relative_diff(rewards, expected),
+        "raw_diff": relative_diff(rewards, given),
+        "logged_returns": [record.get("episode_return") for record in logged],
+        "given_returns": [float(np.mean(e)) if e else None for e in episodes],
+        "saved_diff": relative_diff(np.array([scale.mean, scale.var, scale.count, *scale.returns]),
+                                    np.array([mean, var, count, *returns])),
+    }  # fmt: skip
+
+
+def pixels_as_bytes(script: str, *argv: str) -> dict:
+    """Trains with the script's main(ARGV) on pixels (its collect() watched, where it has
+    one): the dtypes of what the policy acted on, of the rollouts, of the replay buffer, of
+    the networks' input and of the export's signature; and the export, loaded without the
+    script, against the checkpoint's network on the environment's own uint8 frames."""
+    module = load_script(script)
+    seen = {}
+    if hasattr(module, "collect"):
+        collect = module.collect
+
+        def watched(environments, act, *rest):
+            rollout = collect(environments, act, *rest)
+            seen["acted_on"] = act.structured_input_signature[0][0].dtype.name
+            seen["rollout"] = rollout["observations"].dtype.name
+            return rollout
+
+        module.collect = watched
+    module.main(list(argv))
+    output_dir = argv[argv.index("--output-dir") + 1]
+    path = tf.train.latest_checkpoint(f"{output_dir}/checkpoints")
+    model = module.build_model()
+    names = {"model": model}
+    if hasattr(module, "ReplayBuffer"):
+        names["buffer"] = module.ReplayBuffer()
+    tf.train.Checkpoint(**names).restore(path).expect_partial()
+    if "buffer" in names:
+        buffer = names["buffer"]
+        seen["buffer"] = [buffer.observations.dtype.name, buffer.reached.dtype.name]
+        seen["buffer_frames"] = bool(buffer.observations[: buffer.size].any())
+    envs, frames = module.make_envs(3, evaluation=True)
+    envs.close()
+    served = tf.saved_model.load(f"{output_dir}/export/saved_model/1")
+    signature = served.signatures["serving_default"]
+    outputs = signature(observations=tf.constant(frames))
+    scores = model(tf.constant(frames)).numpy()
+    key = "q_values" if "q_values" in outputs else "probabilities"
+    expected = scores if key == "q_values" else tf.nn.softmax(scores).numpy()
+    return {
+        **seen,
+        "frames": [frames.dtype.name, list(frames.shape)],
+        "network_input": model.inputs[0].dtype,
+        "first_layer": type(model.layers[0]).__name__,
+        "signature": signature.structured_input_signature[1]["observations"].dtype.name,
+        "served_diff": relative_diff(outputs[key].numpy(), expected),
+        "actions_are_best": bool(np.array_equal(outputs["actions"], scores.argmax(-1))),
+    }
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

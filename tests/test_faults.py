@@ -366,12 +366,20 @@ RESUME_RUNS = {
             '"train_every": 1, "target_update_every": 10}'
         ],
     ),
-    # A Gaussian policy (its log std learnt) on normalized observations (running statistics).
+    # A Gaussian policy (its log std learnt) on normalized observations (running statistics),
+    # learning from scaled rewards (the running variance of each sub-environment's discounted
+    # return, and the returns themselves, mid-episode).
     "ppo_continuous": (
         "pendulum_ppo",
         768,
-        ["training.rollout_steps=16", "training.minibatches=2", "training.update_epochs=2"],
+        ["training.rollout_steps=16", "training.minibatches=2", "training.update_epochs=2",
+         "training.normalize_rewards=true"],
     ),
+    # Pixels (Breakout's 4 stacked frames, uint8) in the replay buffer, and each Atari
+    # emulator's state (its random generator's, which sticky actions draw from, too) and the
+    # generator of its no-op starts beside the pickled game; a lost life ends an episode, so
+    # that games reset within the budget. A small network: the example's is the Nature CNN.
+    "pixel_dqn": ("breakout_dqn", 120, [*data.small_pixel_dqn()]),
     "dqn": (
         "cartpole_dqn",
         160,
@@ -391,9 +399,9 @@ RESUME_RUNS = {
     "td3": ("pendulum_td3", 64, [*data.small_off_policy("pendulum_td3")]),
 }
 ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations", "dict_dqn", "sac",
-                "td3"}  # fmt: skip
+                "td3", "pixel_dqn"}  # fmt: skip
 """The cases that act: their length is in environment steps (--max-steps)."""
-ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations", "dict_dqn"}
+ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations", "dict_dqn", "pixel_dqn"}
 """Their replicas run the code of ppo_continuous's (PPO's partial, A2C's with it); a Dict's
 parts shared out by the replicas: test_distributed's mirrored_equals_single_device."""
 RESUME_CASES = [

@@ -30,8 +30,8 @@ ACTING = sorted(name for name in NAMES if load_spec(EXAMPLES / f"{name}.py").act
 def test_every_example_has_a_golden_file_per_variant_and_nothing_else():
     on_disk = sorted(str(p.relative_to(GENERATED).with_suffix("")) for p in GENERATED.rglob("*.py"))
     assert on_disk == sorted(GOLDEN), f"run: {REGEN}"
-    # Reinforcement learning has no TPU variant; normalized observations no multi-worker one
-    # (pendulum_ppo's).
+    # Reinforcement learning has no TPU variant; normalized observations (pendulum_ppo's) and
+    # pixels (breakout_dqn's, breakout_ppo's) no multi-worker one.
     workers = ["cartpole_a2c", "cartpole_dqn", "cartpole_ppo", "corridor_ppo"]
     acting = 2 * len(ACTING) + len(workers)
     assert len(GOLDEN) == (len(NAMES) - len(ACTING)) * len(STRATEGY_KINDS) + acting
@@ -133,6 +133,8 @@ def test_script_imports_only_what_it_needs(golden):
         allowed.add("signals")
     if name == "corridor_ppo":  # the spec's environment, from the user's module
         allowed.add("envs")
+    if name.startswith("breakout_"):  # ALE's Atari games, registered with Gymnasium
+        allowed.add("ale_py")
     if name in ACTING:  # the environments, pickled whole into the checkpoints; PIL: --record
         allowed |= {"gymnasium", "pickle", "PIL"}
     assert "loopgen" not in modules

@@ -6,6 +6,7 @@ instead of the rules of learning from data."""
 from __future__ import annotations
 
 import math
+import os
 from typing import TYPE_CHECKING
 
 from ..model import Imported
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
 
 def check(spec: Spec) -> None:
     """Raises ValueError at the first rule the spec breaks."""
-    for rule in (check_pairing, check_sections, check_loop, check_networks, check_way):
+    for rule in (check_pairing, check_sections, check_loop, check_networks, check_way,
+                 check_memory):  # fmt: skip
         rule(spec)
 
 
@@ -101,7 +103,7 @@ def check_sections(spec: Spec) -> None:
 
 def strategies(spec: Spec) -> tuple[str, ...]:
     """The strategies loopgen writes this way of training for."""
-    if getattr(spec.training, "normalize_observations", False):
+    if running_statistics(spec) or spec.data.spaces().pixels:
         return ("single_device", "mirrored")
     if spec.training.kind in CONTINUOUS:
         return ("single_device", "mirrored")
@@ -124,13 +126,27 @@ def check_strategy(spec: Spec) -> None:
             "their transitions that often (5 ms an exchange on loopback, every step with the "
             f"default train_every=1), longer than the step itself; set {choices}"
         )
-    if kind not in allowed:
+    if kind not in allowed and not running_statistics(spec):
         raise ValueError(
-            f"distribute.kind='multi_worker' with training.normalize_observations: the workers "
-            "exchange whole rollouts between updates, but the running statistics take every "
-            "sub-environment's observation at every step; set normalize_observations=False, or "
-            f"use {choices}"
+            f"distribute.kind='multi_worker': the environment's observations are uint8 "
+            f"pixels of shape {spec.data.spaces().observation_shape}, which the workers would "
+            "exchange at every update, and collectives carry no uint8; set "
+            f"{choices}"
         )
+    if kind not in allowed:
+        field = running_statistics(spec)[0]
+        what = "observation" if field == "normalize_observations" else "discounted return"
+        raise ValueError(
+            f"distribute.kind='multi_worker' with training.{field}: the workers exchange "
+            "whole rollouts between updates, but the running statistics take every "
+            f"sub-environment's {what} at every step; set {field}=False, or use {choices}"
+        )
+
+
+def running_statistics(spec: Spec) -> list[str]:
+    """The way's fields that keep running statistics over every sub-environment's steps."""
+    fields = ("normalize_observations", "normalize_rewards")
+    return [field for field in fields if getattr(spec.training, field, False)]
 
 
 def check_loop(spec: Spec) -> None:
@@ -220,6 +236,8 @@ def check_networks(spec: Spec) -> None:
         )
     if spaces.named:
         check_keyed_way(spec, spaces)
+    if spaces.pixels:
+        check_pixels(spec, spaces, networks)
     policy = outputs["model"]
     if way.kind == "dqn" and not spaces.discrete:
         raise ValueError(
@@ -273,6 +291,13 @@ def check_continuous(spec: Spec, spaces) -> None:
             "finite bounds (gymnasium.wrappers.RescaleAction or ClipAction in your target "
             "function)"
         )
+    if spaces.pixels:
+        raise ValueError(
+            f"training is {way}, but the environment's observations are uint8 (of shape "
+            f"{spaces.observation_shape}): {way}'s critic takes an observation and an action "
+            "side by side, as floats; make them float32 with a wrapper "
+            "(gymnasium.wrappers.DtypeObservation) in your target function"
+        )
     if spaces.named or len(spaces.observation_shape) != 1:
         seen = f"a Dict of {sorted(dict(spaces.named))}" if spaces.named else (
             f"arrays of shape {spaces.observation_shape}"
@@ -282,6 +307,63 @@ def check_continuous(spec: Spec, spaces) -> None:
             "takes an observation and an action side by side, so loopgen writes it for vector "
             "observations; flatten them with a wrapper (gymnasium.wrappers.FlattenObservation) "
             "in your target function"
+        )
+
+
+def check_pixels(spec: Spec, spaces, networks: dict) -> None:
+    """uint8 observations stay bytes up to the networks, whose first layer rescales them."""
+    shape = spaces.observation_shape
+    if getattr(spec.training, "normalize_observations", False):
+        raise ValueError(
+            f"training.normalize_observations=True, but the environment's observations are "
+            f"uint8 pixels of shape {shape}: they are rescaled by the networks' first layer, "
+            "Rescaling(scale=1 / 255), not by running statistics; set it False"
+        )
+    for path, network in networks.items():
+        first = network.layers[0] if network.kind != "graph" else None
+        if getattr(first, "kind", None) != "rescaling":
+            raise ValueError(
+                f"{path}.layers[0]: the environment's observations are uint8 pixels of shape "
+                f"{shape} (0 to 255), which the script keeps as bytes up to the networks: begin "
+                f"{path} with Rescaling(scale=1 / 255), which makes them floats in [0, 1]"
+            )
+
+
+def replay_bytes(spec: Spec) -> int:
+    """The memory of an off-policy way's replay buffer: every transition's observation and
+    the observation reached, kept apart, besides its action, reward and end."""
+    spaces, way = spec.data.spaces(), spec.training
+    sizes = [math.prod(shape) for _, shape in spaces.named] or [math.prod(spaces.observation_shape)]
+    item = 1 if spaces.pixels else 4
+    action = 8 if spaces.discrete else 4 * spaces.actions
+    return way.buffer_size * (2 * sum(sizes) * item + action + 8)
+
+
+def machine_memory() -> int:
+    """This machine's physical memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def gib(size: float) -> str:
+    return f"{size / 2**30:,.1f} GiB"
+
+
+def check_memory(spec: Spec) -> None:
+    """A replay buffer (and the copy a checkpoint pickles of it) fits this machine."""
+    if spec.training.kind not in ("dqn", *CONTINUOUS):
+        return
+    size, memory = replay_bytes(spec), machine_memory()
+    peak = 2 * size if spec.checkpoint else size
+    if peak > memory:
+        spaces, way = spec.data.spaces(), spec.training
+        what = f"{spaces.observation_dtype} observations of shape {spaces.observation_shape}"
+        copy = " and as much again while a checkpoint pickles it" if spec.checkpoint else ""
+        fits = way.buffer_size * memory // peak
+        raise ValueError(
+            f"training.buffer_size={way.buffer_size:,}: a replay buffer of {way.buffer_size:,} "
+            f"transitions of {what} (each kept twice: observed and reached) takes "
+            f"{gib(size)}{copy}, more than this machine's {gib(memory)} of memory; make it "
+            f"at most {fits:,}"
         )
 
 

@@ -76,6 +76,13 @@ class PPO(StrictModel):
     NormalizeObservation), clipped to ±10, before the policy and value network see them. The
     statistics are in the checkpoint (a resumed run normalizes as the run did) and in the
     export (the served model takes raw observations)."""
+    normalize_rewards: bool = False
+    """Scale the rewards the update learns from by the running standard deviation of each
+    sub-environment's discounted return, clipped to ±10 (Stable-Baselines3's VecNormalize,
+    which the RL Zoo's `normalize: true` turns on with the observations'; Gymnasium's
+    NormalizeReward). Not centred: a shifted reward would change what ending an episode is
+    worth. The statistics are in the checkpoint; the logged returns, `evaluate` and the
+    export are the environment's own."""
     initial_log_std: float = 0.0
     """Continuous actions: the log standard deviation the policy starts from."""
 
@@ -159,6 +166,11 @@ class DQN(StrictModel):
     loss: Literal["huber", "mse"] = "huber"
     """Huber (smooth L1, the paper's clipped error) or squared error of the TD error."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_reward_scaling(cls, data: Any) -> Any:
+        return _refuse_reward_scaling("DQN", data)
+
     @model_validator(mode="after")
     def _buffer_holds_a_batch(self) -> "DQN":
         if self.buffer_size < self.batch_size:
@@ -174,7 +186,7 @@ class DQN(StrictModel):
         return self
 
     def describe(self, spec: Any) -> str:
-        return f"DQN on {spec.data.id or spec.data.target}"
+        return f"DQN on {spec.data.id or spec.data.target}{_buffer_memory(spec)}"
 
     def log_names(self) -> list[str]:
         """What the script logs (besides the episodes' returns and lengths)."""
@@ -214,6 +226,9 @@ class ActorCritic(StrictModel):
     `loop.steps`."""
     normalize_observations: bool = False
     """As PPO's: running statistics, in the checkpoint and the export."""
+    normalize_rewards: bool = False
+    """As PPO's: the rewards scaled by the running standard deviation of the discounted
+    return, in the checkpoint; the logged returns are the environment's."""
     initial_log_std: float = 0.0
     """Continuous actions: the log standard deviation the policy starts from."""
 
@@ -258,6 +273,11 @@ class _OffPolicyActorCritic(StrictModel):
     """Train every this many vector steps (Stable-Baselines3's `train_freq`)."""
     gradient_steps: PositiveInt = 1
     """Gradient steps each time it trains, each on a batch of its own."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_reward_scaling(cls, data: Any) -> Any:
+        return _refuse_reward_scaling(cls.__name__, data)
 
     def log_names(self) -> list[str]:
         """What the script logs (besides the episodes' returns and lengths)."""
@@ -305,7 +325,7 @@ class SAC(_OffPolicyActorCritic):
         return self
 
     def describe(self, spec: Any) -> str:
-        return f"SAC on {spec.data.id or spec.data.target}"
+        return f"SAC on {spec.data.id or spec.data.target}{_buffer_memory(spec)}"
 
     def log_names(self) -> list[str]:
         learnt = ["alpha", "alpha_loss"] if self.alpha == "auto" else []
@@ -348,7 +368,7 @@ class TD3(_OffPolicyActorCritic):
 
     def describe(self, spec: Any) -> str:
         name = "DDPG" if self.is_ddpg else "TD3"
-        return f"{name} on {spec.data.id or spec.data.target}"
+        return f"{name} on {spec.data.id or spec.data.target}{_buffer_memory(spec)}"
 
     @property
     def is_ddpg(self) -> bool:
@@ -362,3 +382,26 @@ def _buffer_holds_a_batch(way: Any) -> None:
             f"buffer_size={way.buffer_size} is smaller than batch_size={way.batch_size}: a "
             "minibatch is drawn from the buffer; make the buffer larger"
         )
+
+
+def _buffer_memory(spec: Any) -> str:
+    """What `loopgen validate` says of a replay buffer of a GiB or more, or of pixels."""
+    from ..rules.rl import gib, replay_bytes
+
+    size = replay_bytes(spec)
+    if size < 2**30 and not spec.data.spaces().pixels:
+        return ""
+    return f"; its replay buffer of {spec.training.buffer_size:,} transitions takes {gib(size)}"
+
+
+def _refuse_reward_scaling(way: str, data: Any) -> Any:
+    """normalize_rewards is PPO's and A2C's: an off-policy way's replay buffer would hold
+    rewards scaled by statistics that have moved on since."""
+    if isinstance(data, dict) and "normalize_rewards" in data:
+        raise ValueError(
+            f"normalize_rewards: {way} learns from a replay buffer, whose rewards would have been "
+            "scaled by running statistics that have moved on since they were stored; reward "
+            "normalization is PPO's and A2C's. Remove it (scale the rewards in your environment "
+            "if they are large)"
+        )
+    return data

@@ -1,0 +1,1286 @@
+"""Play Breakout from its pixels with PPO.
+
+Written by loopgen 0.1.0 from examples/breakout_ppo.py
+(spec sha256 fcfd2e55813cc6a6, script sha256 0a6cb2e47ec8940d).
+Rendered with: --variant mirrored
+A standalone TensorFlow script: edit it freely. It does not import loopgen, and
+`loopgen render` merges later changes of the spec into your edits (commit the
+.loopgen/ folder beside this script: it keeps the last clean render).
+Strategy: MirroredStrategy, one replica per GPU (or the CPU); the replicas share each gradient step's MINIBATCH_SIZE.
+Run it again to resume from the latest checkpoint (written by any variant).
+"""
+
+import argparse
+import contextlib
+import ctypes
+import errno
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import pickle
+import re
+import shutil
+import signal
+import socket
+import sys
+import time
+import traceback
+
+SEED = 1
+ENV_ID = "ALE/Breakout-v5"
+ENV_KWARGS = {"frameskip": 1}
+NUM_ENVS = 8  # copies of the environment, stepped together
+OBSERVATION_SHAPE = (4, 84, 84)  # uint8 pixels: the networks rescale them
+# Environment steps to train, over all sub-environments (--max-steps stops sooner).
+TOTAL_STEPS = 10000000
+ROLLOUT_STEPS = 128  # steps in each sub-environment per update
+ROLLOUT_SIZE = NUM_ENVS * ROLLOUT_STEPS  # transitions per update
+MINIBATCHES = 4
+MINIBATCH_SIZE = ROLLOUT_SIZE // MINIBATCHES
+UPDATE_EPOCHS = 4  # passes over each rollout
+GAMMA = 0.99
+GAE_LAMBDA = 0.95
+CLIP = 0.1  # the probability ratio is clipped to 1 +- CLIP
+ENTROPY_COEF = 0.01
+VALUE_COEF = 0.5
+MAX_GRAD_NORM = 0.5
+LEARNING_RATE = 0.00025  # annealed linearly to 0 over TOTAL_STEPS
+LOG_EVERY_STEPS = 10240
+CHECKPOINT_EVERY_STEPS = 102400
+KEEP_CHECKPOINTS = 3
+OUTPUT_DIR = "runs/breakout_ppo"
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=["train", "evaluate"],
+        default="train",
+        help="train (the default; resumes from the newest checkpoint), or evaluate a "
+        "checkpoint's greedy policy on episodes seeded apart from training",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        default="latest",
+        help="evaluate: 'latest' or a checkpoint's path",
+    )
+    parser.add_argument(
+        "--episodes", type=int, default=10, help="evaluate: episodes to play"
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="evaluate: also write the first episode as an animated GIF into videos/",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        help="stop after this many environment steps (rounded down to whole rollouts of NUM_ENVS x ROLLOUT_STEPS)",
+    )
+    parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
+    parser.add_argument(
+        "--init-from",
+        metavar="DIR",
+        help="start a new run from the weights of the newest checkpoint in DIR (another "
+        "run's --output-dir)",
+    )
+    parser.add_argument(
+        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
+    )
+    parser.add_argument(
+        "--no-lock",
+        action="store_true",
+        help="do not lock the output directory (for file systems without locks)",
+    )
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    # Before TensorFlow loads, which takes seconds: --help answers at once, and a mistyped
+    # flag stops the script at once.
+    parse_args()
+
+import ale_py
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import layers
+
+gym.register_envs(ale_py)  # ALE's Atari games (ALE/...) join Gymnasium's registry
+
+
+def make_envs(count, first_index=0, evaluation=False, render_mode=None):
+    """`count` copies of the environment, stepped together, and their first observations
+    (`render_mode="rgb_array"`: each can draw itself, for evaluate --record).
+
+    Sub-environment i (and its spaces' samplers) is seeded by (SEED, first_index + i) alone,
+    and evaluation's apart from training's. An episode that ends is reset within the step
+    that ends it (SAME_STEP autoreset): the step returns the next episode's first
+    observation, and the episode's last one in info["final_obs"]. Gymnasium's default,
+    NEXT_STEP, returns the reset one step later, as a step that is no transition of the
+    policy's (reward 0, its action ignored): trained on, it would teach that an action earns
+    nothing."""
+
+    def make_one():
+        env = gym.make(ENV_ID, render_mode=render_mode, **ENV_KWARGS)
+        # data.wrappers, Gymnasium's, innermost first.
+        env = gym.wrappers.AtariPreprocessing(env)
+        env = gym.wrappers.FrameStackObservation(env, stack_size=4)
+        return env
+
+    envs = gym.vector.SyncVectorEnv(
+        [make_one] * count, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+    )
+    streams = [
+        np.random.SeedSequence([SEED, int(evaluation), first_index + i])
+        for i in range(count)
+    ]
+    seeds = [int(stream.generate_state(1)[0]) for stream in streams]
+    observations, _ = envs.reset(seed=seeds)
+    for env, seed in zip(envs.envs, seeds):  # an environment may sample its own spaces
+        while True:  # and each wrapper its own
+            env.action_space.seed(seed)
+            env.observation_space.seed(seed)
+            if not isinstance(env, gym.Wrapper):
+                break
+            env = env.env
+    return envs, observations
+
+
+class Environments(tf.train.experimental.PythonState):
+    """The sub-environments as the policy acts in them: the observations the next step acts
+    on, each episode's return and length so far, and the episodes finished since the last
+    log. The checkpoint keeps all of it, the environments' own state too (their physics,
+    step counts, random generators), pickled: a resumed run continues the same episodes.
+    """
+
+    def __init__(self):
+        self.envs, self.observations = make_envs(NUM_ENVS)
+        self.returns = np.zeros(NUM_ENVS)
+        self.lengths = np.zeros(NUM_ENVS, np.int64)
+        # (sub-environment, return, length) of each episode since the last log
+        self.finished = []
+
+    def step(self, actions):
+        """Acts; returns the observations the actions led to (an ended episode's last one,
+        not the next episode's first), the rewards, and which episodes terminated (the task
+        ended: nothing follows) or were truncated (a time limit: the task went on)."""
+        observations, rewards, terminated, truncated, info = self.envs.step(actions)
+        reached = observations.copy()
+        if "final_obs" in info:
+            for i in np.flatnonzero(info["_final_obs"]):
+                reached[i] = info["final_obs"][i]
+        self.returns += rewards
+        self.lengths += 1
+        for i in np.flatnonzero(terminated | truncated):
+            self.finished.append((i, float(self.returns[i]), int(self.lengths[i])))
+            self.returns[i], self.lengths[i] = 0, 0
+        self.observations = observations
+        return reached, rewards.astype(np.float32), terminated, truncated
+
+    def episodes(self):
+        """The mean return and length of the episodes finished since the last call ({} if
+        none), for the log."""
+        finished, self.finished = self.finished, []
+        if not finished:
+            return {}
+        _, returns, lengths = np.array(finished).T
+        return {
+            "episode_return": float(returns.mean()),
+            "episode_length": float(lengths.mean()),
+            "episodes": len(finished),
+        }
+
+    def serialize(self):
+        state = {
+            name: getattr(self, name) for name in ["observations", "returns", "lengths"]
+        }
+        # By sub-environment, as several workers save them: one state for every strategy.
+        finished = sorted(self.finished, key=lambda episode: episode[0])
+        # A pickled Atari game unpickles as a new game at its start: each emulator's state
+        # (with its random generator, which sticky actions draw from) and the generator of the
+        # no-op starts are saved beside it.
+        state["emulators"] = [
+            (env.unwrapped.clone_state(include_rng=True), env.unwrapped.np_random)
+            for env in self.envs.envs
+        ]
+        return pickle.dumps({**state, "finished": finished, "envs": self.envs.envs})
+
+    def deserialize(self, data):
+        state = pickle.loads(data)
+        self.envs.envs = state.pop("envs")
+        for env, (emulator, generator) in zip(self.envs.envs, state.pop("emulators")):
+            env.unwrapped.restore_state(emulator)
+            env.unwrapped.np_random = generator
+        # A checkpoint of an earlier render kept (return, length) alone.
+        state["finished"] = [e if len(e) == 3 else (0, *e) for e in state["finished"]]
+        self.__dict__.update(state)
+
+
+def build_model():
+    """The policy: observations to one logit per action."""
+    return keras.Sequential(
+        [
+            keras.Input(shape=(4, 84, 84), dtype="uint8"),
+            layers.Rescaling(0.00392156862745098),
+            layers.Permute((2, 3, 1)),
+            layers.Conv2D(32, 8, strides=4, activation="relu"),
+            layers.Conv2D(64, 4, strides=2, activation="relu"),
+            layers.Conv2D(64, 3, activation="relu"),
+            layers.Flatten(),
+            layers.Dense(512, activation="relu"),
+            layers.Dense(4, name="logits"),
+        ],
+        name="breakout_ppo",
+    )
+
+
+def build_value_network():
+    """The value function: observations to one value each (training.value)."""
+    return keras.Sequential(
+        [
+            keras.Input(shape=(4, 84, 84), dtype="uint8"),
+            layers.Rescaling(0.00392156862745098),
+            layers.Permute((2, 3, 1)),
+            layers.Conv2D(32, 8, strides=4, activation="relu"),
+            layers.Conv2D(64, 4, strides=2, activation="relu"),
+            layers.Conv2D(64, 3, activation="relu"),
+            layers.Flatten(),
+            layers.Dense(512, activation="relu"),
+            layers.Dense(1, name="value"),
+        ],
+        name="value",
+    )
+
+
+def log_probability(logits, actions):
+    """log pi(action | observation) of a Categorical policy of `logits`."""
+    return -tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=actions, logits=logits
+    )
+
+
+def entropy(logits):
+    """The entropy of the Categorical policy of `logits`, per observation."""
+    log_p = tf.nn.log_softmax(logits)
+    return -tf.reduce_sum(tf.exp(log_p) * log_p, axis=-1)
+
+
+def advantages_and_returns(rewards, values, ended, last_values):
+    """GAE(lambda), by a reverse pass over the rollout ([ROLLOUT_STEPS, NUM_ENVS] arrays):
+    advantage_t = delta_t + GAMMA * GAE_LAMBDA * advantage_t+1, delta_t = reward_t + GAMMA *
+    V(s_t+1) - V(s_t). Where an episode ended at t, the next observation is another
+    episode's: nothing flows back across it (a truncated episode's bootstrap is in its
+    reward already, see collect()). The returns, the value targets, are advantages + values.
+    """
+    advantages = np.zeros_like(rewards)
+    following = np.zeros_like(last_values)
+    for t in reversed(range(ROLLOUT_STEPS)):
+        next_values = last_values if t == ROLLOUT_STEPS - 1 else values[t + 1]
+        going_on = 1.0 - ended[t]
+        delta = rewards[t] + GAMMA * next_values * going_on - values[t]
+        following = delta + GAMMA * GAE_LAMBDA * going_on * following
+        advantages[t] = following
+    return advantages, advantages + values
+
+
+def collect(environments, act, log_probs_and_values, value_of, first_step):
+    """One rollout: ROLLOUT_STEPS steps in every sub-environment with the policy of `act`,
+    then log_probs_and_values() of all its steps, its advantages and returns (value_of()
+    estimates what follows a cut episode and the rollout's end): what the update needs,
+    ROLLOUT_SIZE transitions in the order (step, sub-environment)."""
+    observations, actions, rewards, ended = [], [], [], []
+    # The seed of each step, (SEED, step), made for the whole rollout at once.
+    seeds = tf.unstack(
+        tf.constant(
+            [[SEED, first_step + t * NUM_ENVS] for t in range(ROLLOUT_STEPS)], tf.int64
+        )
+    )
+    for t in range(ROLLOUT_STEPS):
+        # Tensors: act() would convert NumPy arrays itself, more slowly.
+        observations.append(tf.constant(environments.observations, tf.uint8))
+        actions.append(act(observations[t], seeds[t]).numpy())
+        reached, reward, terminated, truncated = environments.step(actions[t])
+        # Truncation (a time limit) stops an episode whose task goes on: its return
+        # continues past the cut, estimated by the value of the observation reached.
+        # Termination ends the task: nothing follows.
+        cut = truncated & ~terminated
+        if cut.any():
+            reward[cut] += GAMMA * value_of(reached[cut]).numpy()
+        rewards.append(reward)
+        ended.append((terminated | truncated).astype(np.float32))
+    # [ROLLOUT_STEPS, NUM_ENVS, ...] arrays.
+    rollout = {"observations": np.stack(observations), "actions": np.stack(actions)}
+    # The networks did not change during the rollout: the log-probabilities and values of
+    # all its steps come from one call, not one a step.
+    log_probs, values = log_probs_and_values(
+        rollout["observations"], rollout["actions"]
+    )
+    rollout.update(log_probs=log_probs.numpy(), values=values.numpy())
+    last_values = value_of(environments.observations).numpy()
+    advantages, returns = advantages_and_returns(
+        np.stack(rewards), rollout["values"], np.stack(ended), last_values
+    )
+    rollout.update(advantages=advantages, returns=returns)
+    # One batch of ROLLOUT_SIZE transitions, in the order (step, sub-environment).
+    return {
+        key: value.reshape((ROLLOUT_SIZE, *value.shape[2:]))
+        for key, value in rollout.items()
+    }
+
+
+def ppo_loss(log_probs, entropies, values, batch):
+    """PPO's loss on a minibatch, from the policy's log-probabilities of the actions taken
+    and its entropies, and the values, as the networks being trained give them; `batch`
+    holds what the rollout recorded. Returns the loss and its parts, for the log.
+    `batch` is this replica's share, its advantages normalized over the whole minibatch (in
+    replica_step); each mean is over the whole (MINIBATCH_SIZE): the replicas' losses add up
+    to one device's."""
+    log_ratio = log_probs - batch["log_probs"]
+    ratio = tf.exp(log_ratio)
+    advantages = batch["advantages"]
+    # The clipped surrogate: the ratio may move the loss only within 1 +- CLIP.
+    clipped_ratio = tf.clip_by_value(ratio, 1 - CLIP, 1 + CLIP)
+    policy_loss = (
+        tf.reduce_sum(tf.maximum(-advantages * ratio, -advantages * clipped_ratio))
+        / MINIBATCH_SIZE
+    )
+    returns = batch["returns"]
+    # The value's change is clipped as the ratio is.
+    old_values = batch["values"]
+    clipped = old_values + tf.clip_by_value(values - old_values, -CLIP, CLIP)
+    value_loss = (
+        0.5
+        * tf.reduce_sum(
+            tf.maximum(tf.square(values - returns), tf.square(clipped - returns))
+        )
+        / MINIBATCH_SIZE
+    )
+    entropy_bonus = tf.reduce_sum(entropies) / MINIBATCH_SIZE
+    loss = policy_loss - ENTROPY_COEF * entropy_bonus + VALUE_COEF * value_loss
+    # How far the policy moved (http://joschu.net/blog/kl-approx.html), and how often the
+    # ratio was clipped.
+    approx_kl = tf.reduce_sum((ratio - 1) - log_ratio) / MINIBATCH_SIZE
+    clip_fraction = (
+        tf.reduce_sum(tf.cast(tf.abs(ratio - 1) > CLIP, tf.float32)) / MINIBATCH_SIZE
+    )
+    return loss, [policy_loss, value_loss, entropy_bonus, approx_kl, clip_fraction]
+
+
+def train(args, run):
+    """The run, from the strategy to the export; main() records how it ends."""
+    # --- Strategy -----------------------------------------------------------------------
+    # A replica of the networks on each device; each gradient step, every replica takes its
+    # share of the batch and the gradients are summed across replicas.
+    # No device list: every GPU, or the CPU when there is none.
+    strategy = tf.distribute.MirroredStrategy()
+    print(f"{strategy.num_replicas_in_sync} replica(s) on this machine")
+
+    # The environments are stepped here, in this one process, and the policy acts for all of
+    # them at once; the replicas share each update's transitions.
+    if MINIBATCH_SIZE % strategy.num_replicas_in_sync:
+        raise SystemExit(
+            f"MINIBATCH_SIZE ({MINIBATCH_SIZE}) cannot be shared equally by "
+            f"{strategy.num_replicas_in_sync} replicas: make it a multiple of them "
+            "(data.num_envs, training.rollout_steps, training.minibatches or training.batch_size), "
+            "or run on as many devices as divide it (CUDA_VISIBLE_DEVICES)"
+        )
+
+    # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights on every
+    # run. The actions and minibatches draw from seeds of (SEED, step) alone.
+    keras.utils.set_random_seed(SEED)
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    run.lock()  # one run at a time in the output directory
+
+    # --- Environment ------------------------------------------------------------------
+    environments = Environments()
+
+    # --- Networks, optimizer, values logged -------------------------------------------
+    # Made in the strategy's scope: each variable has a copy on every replica.
+    with strategy.scope():
+        model = build_model()
+        value_network = build_value_network()
+        model.summary()
+        value_network.summary()
+        trainable = model.trainable_variables + value_network.trainable_variables
+        optimizer = keras.optimizers.Adam(learning_rate=0.00025, epsilon=1e-05)
+        optimizer.build(trainable)
+        # Counts environment steps over all sub-environments: checkpointed, it fixes the update,
+        # the learning rate and every seed.
+        step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        # The first step with a NaN or Inf loss (-1: none); not checkpointed, so a rerun is clean.
+        nonfinite_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+
+    # Outside the scope: updated between the replicas' steps only, they need no copies.
+    losses = [
+        keras.metrics.Mean(name=name)
+        for name in [
+            "policy_loss",
+            "value_loss",
+            "entropy",
+            "approx_kl",
+            "clip_fraction",
+        ]
+    ]
+
+    # --- Acting and the update step ---------------------------------------------------
+    @tf.function
+    def act(observations, seed):
+        """Actions sampled from the policy by a seed of (SEED, step) alone."""
+        logits = model(observations)
+        return tf.random.stateless_categorical(logits, 1, seed)[:, 0]
+
+    # Called at every step: its one trace, called directly, skips tf.function's search
+    # for the trace that matches the arguments, a third of a call this small (measured).
+    act = act.get_concrete_function(
+        tf.TensorSpec((NUM_ENVS, *OBSERVATION_SHAPE), tf.uint8),
+        tf.TensorSpec([2], tf.int64),
+    )
+
+    @tf.function
+    def log_probs_and_values(observations, actions):
+        """The policy's log-probabilities of a rollout's actions and the values of its
+        observations ([ROLLOUT_STEPS, sub-environments] each), for the update."""
+        observations = tf.reshape(observations, [-1, *OBSERVATION_SHAPE])
+        log_probs = log_probability(model(observations), tf.reshape(actions, [-1]))
+        values = value_network(observations)[:, 0]
+        steps = [ROLLOUT_STEPS, -1]  # back to [step, sub-environment]
+        return tf.reshape(log_probs, steps), tf.reshape(values, steps)
+
+    @tf.function(reduce_retracing=True)
+    def value_of(observations):
+        """The value network's estimates (collect() bootstraps cut episodes and the
+        rollout's end with them): compiled, a quarter of an eager call's time."""
+        return value_network(observations)[:, 0]
+
+    def minibatch_loss(batch):
+        """PPO's loss on a minibatch, by the networks being trained, and its parts."""
+        logits = model(batch["observations"], training=True)
+        log_probs = log_probability(logits, batch["actions"])
+        entropies = entropy(logits)
+        values = value_network(batch["observations"], training=True)[:, 0]
+        return ppo_loss(log_probs, entropies, values, batch)
+
+    def replica_step(batch):
+        """One replica's part of a gradient step on a minibatch (every replica is given
+        the whole of it): its share of the transitions, whose loss is averaged over the whole
+        minibatch, and the gradients summed over the replicas: one device's step."""
+        context = tf.distribute.get_replica_context()
+        # Normalized over the whole minibatch, as on one device, before the replicas take
+        # their shares.
+        advantages = batch["advantages"]
+        batch = {
+            **batch,
+            "advantages": (advantages - tf.reduce_mean(advantages))
+            / (tf.math.reduce_std(advantages) + 1e-8),
+        }
+        share = MINIBATCH_SIZE // context.num_replicas_in_sync
+        start = context.replica_id_in_sync_group * share
+        batch = {key: value[start : start + share] for key, value in batch.items()}
+        with tf.GradientTape() as tape:
+            loss, parts = minibatch_loss(batch)
+        gradients = tape.gradient(loss, trainable)
+        # Clipped by the norm of the whole step's gradient: sum the replicas' shares first.
+        gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+        gradients, _ = tf.clip_by_global_norm(gradients, MAX_GRAD_NORM)
+        # apply_gradients sums over the replicas again: give it each replica's equal share.
+        gradients = [gradient / context.num_replicas_in_sync for gradient in gradients]
+        optimizer.apply_gradients(zip(gradients, trainable))
+        return loss, parts
+
+    def step_on_replicas(batch, first_step):
+        """A gradient step on `batch`, shared by the replicas; the loss and its parts summed
+        over them are one device's."""
+        loss, parts = strategy.run(replica_step, args=(batch,))
+        loss = strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
+        # loop stops before a checkpoint saves them.
+        if nonfinite_step < 0 and not tf.math.is_finite(loss):
+            nonfinite_step.assign(first_step)
+        for mean, value in zip(losses, parts):
+            mean.update_state(
+                strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+            )
+
+    @tf.function
+    def update(rollout, first_step):
+        """UPDATE_EPOCHS passes over the rollout, each in a new order drawn from (SEED, step,
+        epoch) alone, one gradient step per minibatch."""
+        for epoch in tf.range(UPDATE_EPOCHS, dtype=tf.int64):
+            seed = tf.random.experimental.stateless_fold_in(
+                tf.stack([tf.constant(SEED, tf.int64), first_step]), epoch
+            )
+            order = tf.random.experimental.stateless_shuffle(
+                tf.range(ROLLOUT_SIZE), seed
+            )
+            for start in tf.range(0, ROLLOUT_SIZE, MINIBATCH_SIZE):
+                indices = order[start : start + MINIBATCH_SIZE]
+                batch = {
+                    key: tf.gather(value, indices) for key, value in rollout.items()
+                }
+                step_on_replicas(batch, first_step)
+
+    # --- Checkpoints: everything a resumed run needs to continue exactly --------------
+    checkpoint = tf.train.Checkpoint(
+        model=model,
+        value_network=value_network,
+        optimizer=optimizer,
+        # The step fixes the update, the learning rate and the seeds; the environments are
+        # saved whole, mid-episode.
+        step=step,
+        environments=environments,
+        # The running means of the next log: a resumed run logs them as one that never stopped.
+        train_values=[v for mean in losses for v in mean.variables],
+    )
+    run.restore(checkpoint, environments, model=model, value_network=value_network)
+    if args.command == "evaluate":
+        return evaluate(model, args, run)
+    run.start(step, nonfinite_step, strategy)
+
+    # --- Training loop ----------------------------------------------------------------
+    # Whole updates: a rollout is ROLLOUT_SIZE environment steps.
+    total_steps = (
+        TOTAL_STEPS if args.max_steps is None else min(TOTAL_STEPS, args.max_steps)
+    )
+    total_steps -= total_steps % ROLLOUT_SIZE
+    global_step = int(step.numpy())
+    run.start_progress(global_step, total_steps)
+    while global_step < total_steps and not run.preempted:
+        optimizer.learning_rate = LEARNING_RATE * (1 - global_step / TOTAL_STEPS)
+        rollout = collect(
+            environments, act, log_probs_and_values, value_of, global_step
+        )
+        update(rollout, tf.constant(global_step, tf.int64))
+        previous, global_step = global_step, global_step + ROLLOUT_SIZE
+        step.assign(global_step)
+        if global_step // LOG_EVERY_STEPS > previous // LOG_EVERY_STEPS:
+            logs = {**results(losses), **environments.episodes()}
+            logs["learning_rate"] = float(optimizer.learning_rate.numpy())
+            run.log("train", global_step, logs)
+            for mean in losses:
+                mean.reset_state()
+            run.stop_if_diverged()
+        if global_step // CHECKPOINT_EVERY_STEPS > previous // CHECKPOINT_EVERY_STEPS:
+            run.save(global_step)
+    run.finish(global_step)
+    environments.envs.close()
+
+    # --- Export -----------------------------------------------------------------------
+    export(model, value_network, os.path.join(args.output_dir, "export"))
+
+
+def results(metrics):
+    """Current values of Keras metrics as Python floats (reading them waits for the device);
+    none of a metric that has no value yet."""
+    return {
+        metric.name: float(metric.result()) for metric in metrics if metric.count > 0
+    }
+
+
+def evaluate(model, args, run):
+    """evaluate: the restored policy's most probable action (no sampling), one episode in each of
+    --episodes environments seeded apart from training's; prints the mean and standard
+    deviation of their returns and appends them to evaluations.jsonl. --record: the first
+    episode as an animated GIF too, one frame an action."""
+    drawing = "rgb_array" if args.record else None
+    envs, observations = make_envs(args.episodes, evaluation=True, render_mode=drawing)
+    returns, done = np.zeros(args.episodes), np.zeros(args.episodes, bool)
+    greedy = tf.function(
+        lambda observations: tf.argmax(model(observations, training=False), axis=-1)
+    )
+    frames = []
+    while not done.all():
+        if args.record and not done[0]:
+            frames.append(draw(envs.envs[0]))
+        actions = greedy(observations.astype(np.uint8)).numpy()
+        observations, rewards, terminated, truncated, _ = envs.step(actions)
+        returns += np.where(done, 0, rewards)  # an environment's first episode only
+        done |= terminated | truncated
+    envs.close()
+    record = {
+        "checkpoint": run.resumed_from,
+        "step": run.saved,
+        "episodes": args.episodes,
+        "return_mean": float(returns.mean()),
+        "return_std": float(returns.std()),
+    }
+    if args.record:
+        os.makedirs(os.path.join(run.path, "videos"), exist_ok=True)
+        record["video"] = os.path.join(run.path, "videos", f"step-{run.saved}.gif")
+        record["video_return"] = float(returns[0])
+        write_gif(frames, record["video"])
+        print(f"The first episode ({len(frames)} frames): {record['video']}")
+    print(
+        f"{run.resumed_from} (step {run.saved}): return {record['return_mean']:.2f} "
+        f"+- {record['return_std']:.2f} over {args.episodes} episodes"
+    )
+    run.append("evaluations.jsonl", record)
+
+
+def draw(env):
+    """The environment's picture (an RGB array), or a message on what drawing it needs."""
+    try:
+        return env.render()
+    except gym.error.DependencyNotInstalled as error:
+        raise SystemExit(f"--record: {error}") from None
+
+
+def write_gif(frames, path):
+    """`frames` as an animated GIF at 25 frames a second (a GIF counts time in hundredths of a
+    second), written whole: to a temporary file, then renamed."""
+    try:
+        from PIL import Image  # Pillow: only to record
+    except ImportError:
+        raise SystemExit(
+            "--record writes GIFs with Pillow: pip install pillow"
+        ) from None
+    images = [Image.fromarray(frame) for frame in frames]
+    temporary = f"{path}.tmp"
+    images[0].save(
+        temporary,
+        format="GIF",
+        save_all=True,
+        append_images=images[1:],
+        duration=40,
+        loop=0,
+    )
+    os.replace(temporary, path)
+
+
+def export(model, value_network, directory):
+    """The trained policy, written whole into `directory`: saved_model/1/, the SavedModel to
+    serve (TF Serving's layout), whose serving_default takes a batch of observations and
+    returns "actions" (the most probable action), "probabilities"
+    and "values". It loads without this script."""
+    observations = tf.TensorSpec(
+        (None, *OBSERVATION_SHAPE), tf.uint8, name="observations"
+    )
+
+    @tf.function(input_signature=[observations])
+    def serve(observations):
+        logits = model(observations, training=False)
+        return {
+            "actions": tf.argmax(logits, axis=-1),
+            "probabilities": tf.nn.softmax(logits),
+            "values": value_network(observations, training=False)[:, 0],
+        }
+
+    with written_whole(directory) as partial:
+        served = keras.export.ExportArchive()
+        served.track(model)
+        served.track(value_network)
+        served.add_endpoint("serving_default", serve)
+        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+
+
+# --- The run directory ------------------------------------------------------------------
+# What this script was rendered from (its header says the same): runs.jsonl records it.
+RENDERED_FROM = {
+    "spec": "breakout_ppo",
+    "spec_sha256": "fcfd2e55813cc6a6",
+    "loopgen": "0.1.0",
+}
+# The training setup the checkpoints belong to: each spec field that decides what a checkpoint
+# means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
+# longer run, other cadences, performance options or another strategy are the same setup.
+SETUP = {
+    "model": "62815a8eaea6cdae",
+    "data.kind": "environment",
+    "data.id": "ALE/Breakout-v5",
+    "data.kwargs": "c1db18b2b2abf863",
+    "data.num_envs": 8,
+    "data.wrappers": "2e327828001c32fe",
+    "seed": SEED,
+    "optimizer": "32711ace7da1e10a",
+    "training": "dc78ee19180faeb4",
+}
+
+
+# The system's reasons for failing a write that no fix of this script would help, and what to do.
+MACHINE_FAULTS = {
+    errno.ENOSPC: "The disk is full: free some space",
+    errno.EDQUOT: "The disk quota is used up: free some space",
+    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
+    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
+    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
+    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
+    errno.EEXIST: "--output-dir names a file: pass a directory",
+    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
+}
+
+
+class RunDirectory:
+    """The output directory, kept sound: one run at a time (run.lock), how each run started and
+    ended (runs.jsonl), checkpoints of one training setup only (checkpoints/setup.json) and
+    saved whole, and the logged values (TensorBoard's logs/, metrics.jsonl).
+    """
+
+    def __init__(self, args):
+        self.args, self.path = args, args.output_dir
+        self.checkpoints = os.path.join(self.path, "checkpoints")
+        self.run = self.resumed_from = self.init_from = self.saved = None
+        self.writers, self.preempted = {}, False
+
+    def lock(self):
+        """Takes the directory's lock, or stops: two runs writing one directory would overwrite
+        each other's checkpoints. An flock: the OS drops it when the process ends, even by
+        SIGKILL. run.lock names the run that holds it."""
+        reader = self.args.command != "train"
+        if reader and not os.path.isdir(self.checkpoints):
+            raise SystemExit(
+                f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
+            )
+        os.makedirs(self.path, exist_ok=True)
+        if self.args.no_lock:
+            return print(
+                f"Not locking {self.path} (--no-lock): no other run may use it."
+            )
+        self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
+        try:
+            # evaluate reads: any number of them at once, but not while a run trains.
+            fcntl.flock(
+                self.lock_file,
+                (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB,
+            )
+        except BlockingIOError:
+            self.lock_file.seek(0)
+            holder = self.lock_file.read().strip() or "it has not written its pid yet"
+            try:  # open to a reader: readers hold it, and run.lock names the last run to train
+                fcntl.flock(self.lock_file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                holder = "evaluate reads it"
+            except BlockingIOError:
+                pass
+            raise SystemExit(
+                f"{self.path} is in use by another run ({holder}). Wait for it to end, or "
+                "pass another --output-dir."
+            ) from None
+        except OSError as error:  # ENOLCK, ENOSYS: a file system that refuses locks
+            raise SystemExit(
+                f"Cannot lock {self.lock_file.name}: {error.strerror}. This file system does "
+                f"not support locks; if no other run uses {self.path}, run again with --no-lock."
+            ) from None
+        if reader:
+            return
+        # Often the first write of a run: the one a full disk fails.
+        with writing(self.lock_file.name):
+            self.lock_file.truncate(0)
+            self.lock_file.write(
+                f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
+            )
+            self.lock_file.flush()
+        # What a run killed mid-export left.
+        settle_whole(os.path.join(self.path, "export"))
+
+    def restore(self, checkpoint, examples, **networks):
+        """Resumes from the newest checkpoint that restores (a damaged one is reported and the
+        one before it used), if setup.json says they are this setup's: SETUP, the network's
+        weights (a hand edit of build_model) and the training data (`examples`, its files). A
+        new run records its setup there, and may start from the weights of another run
+        (--init-from)."""
+        setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
+        self.data = data_record(examples)
+        setup_path = os.path.join(self.checkpoints, "setup.json")
+        if self.args.command != "train":
+            return self.restore_to_read(checkpoint, setup, networks)
+        # Before the manager reads the state file, which may be damaged.
+        paths = checkpoint_paths(self.checkpoints)
+        self.manager = tf.train.CheckpointManager(
+            checkpoint, self.checkpoints, KEEP_CHECKPOINTS
+        )
+        self.remove_partial_checkpoints(self.manager.directory)
+        if not paths:
+            # What a run killed before its first checkpoint logged.
+            self.forget_logged_after(0)
+            if self.args.init_from:
+                self.init_from = load_weights(self.args.init_from, **networks)
+            os.makedirs(self.checkpoints, exist_ok=True)
+            with open(setup_path, "w") as f:
+                return json.dump({**setup, "data": self.data}, f, indent=2)
+        if self.args.init_from:
+            raise SystemExit(
+                f"--init-from {self.args.init_from}: {self.checkpoints} already holds this run's "
+                "checkpoints. Run without --init-from to resume it, or pass a new --output-dir."
+            )
+        self.check_setup(setup)
+        for path in reversed(paths):
+            try:
+                restore_whole(checkpoint, path)
+            except Exception as error:  # damaged files raise OpError, IndexError, ...
+                print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+                continue
+            self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
+            print(f"Resumed from {path} at step {self.saved}")
+            return self.forget_logged_after(self.saved)
+        raise SystemExit(
+            f"None of the checkpoints restores ({', '.join(paths)}): see the errors above. "
+            "Move them away (or pass another --output-dir) to start from scratch."
+        )
+
+    def check_setup(self, setup, doing="resume from"):
+        """Stops unless setup.json says the checkpoints are of this setup."""
+        with open(os.path.join(self.checkpoints, "setup.json")) as f:
+            saved = json.load(f)
+        differences = [
+            f"  {key}: {saved.get(key)!r} in the checkpoints, {setup.get(key)!r} in this run"
+            for key in {**setup, **saved}
+            if key != "data" and saved.get(key) != setup.get(key)  # data: check_data()
+        ]
+        if differences:
+            raise SystemExit(
+                f"Refusing to {doing} {self.checkpoints}: its checkpoints come from another "
+                "training setup (SETUP in this script; weights: the names, shapes and dtypes "
+                "of the network's variables). What differs:\n"
+                + "\n".join(differences)
+                + "\n"
+                "Undo the change, or train in a new --output-dir (with --init-from "
+                f"{self.path} to start from those weights)."
+            )
+
+    def restore_to_read(self, checkpoint, setup, networks):
+        """evaluate: the weights of --checkpoint (latest or a path), of this setup. Nothing in
+        the directory is written."""
+        self.check_setup(setup, f"{self.args.command} with")
+        path = self.args.checkpoint
+        if path == "latest":
+            path = (checkpoint_paths(self.checkpoints, repair=False) or [None])[-1]
+        if path is None:
+            raise SystemExit(
+                f"--checkpoint {self.args.checkpoint}: none in {self.checkpoints}"
+            )
+        try:
+            restore_whole(checkpoint, path)
+        except Exception as error:  # a path that is no checkpoint, damaged files
+            raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
+        number = re.search(r"-(\d+)$", path)  # ckpt-<step>
+        self.resumed_from, self.saved = path, int(number[1]) if number else None
+
+    def start(self, step, nonfinite_step, strategy):
+        """Writes the run's start record to runs.jsonl (main() writes its end record)."""
+        self.step, self.nonfinite_step = step, nonfinite_step
+        # Schedulers (Slurm, Kubernetes, spot VMs) preempt with SIGTERM, then SIGKILL after a
+        # grace period: the loop ends its train_loop call, saves a checkpoint and exits.
+        signal.signal(
+            signal.SIGTERM, lambda signum, frame: setattr(self, "preempted", True)
+        )
+        rendered, current = script_checksums()
+        self.run = os.urandom(4).hex()
+        # fmt: off
+        self.append("runs.jsonl", {
+            "event": "start", "run": self.run, "time": now(), **RENDERED_FROM,
+            "script": os.path.abspath(__file__), "script_sha256": current,
+            "script_edited": current != rendered, "command": sys.argv, "flags": vars(self.args),
+            "python": sys.version.split()[0], "tensorflow": tf.__version__,
+            "keras": keras.__version__, "host": socket.gethostname(), "pid": os.getpid(),
+            "strategy": 'MirroredStrategy',
+            "replicas": strategy.num_replicas_in_sync,
+            "devices": [device.name for device in tf.config.list_logical_devices()],
+            "resumed_from": self.resumed_from, "init_from": self.init_from, "step": int(step.numpy()),
+        })
+        # fmt: on
+
+    def writer(self, split):
+        """The TensorBoard writer of logs/<split>: tensorboard --logdir <output-dir>/logs."""
+        if split not in self.writers:
+            logdir = os.path.join(self.path, "logs", split)
+            self.writers[split] = tf.summary.create_file_writer(logdir)
+        return self.writers[split]
+
+    def start_progress(self, first_step, end_step):
+        """Starts the progress bar, in environment steps, and the throughput timer (it runs
+        from log point to log point)."""
+        self.progbar = keras.utils.Progbar(end_step, stateless_metrics=())
+        self.progbar.update(first_step)
+        self.epoch_start, self.timer = 0, (time.perf_counter(), first_step)
+
+    def log(self, split, step, values):
+        """Writes logged values: to TensorBoard, and to metrics.jsonl with the
+        validation values named apart (val_loss, val_...), which are also printed."""
+        if split == "train":
+            # Timed after the values were read, which waited for the device.
+            start, start_step = self.timer
+            self.timer = time.perf_counter(), step
+            values["steps_per_second"] = (step - start_step) / (self.timer[0] - start)
+            self.progbar.update(step - self.epoch_start, list(values.items()))
+        with self.writer(split).as_default(step=step):
+            for name, value in values.items():
+                tf.summary.scalar(name, value)
+        prefix = "val_" if split == "validation" else ""
+        values = {prefix + name: value for name, value in values.items()}
+        record = {"step": step, **values}
+        self.append("metrics.jsonl", record)
+
+    def stop_if_diverged(self):
+        """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
+        if int(self.nonfinite_step.numpy()) >= 0:
+            raise SystemExit(
+                self.diverged(
+                    int(self.nonfinite_step.numpy()), "The loss became NaN or Inf"
+                )
+            )
+
+    def diverged(self, step, what, detail=""):
+        """What to say of a NaN or Inf at `step`."""
+        print()  # after the progress bar's line
+        return (
+            f"{what} at step {step}: stopped without saving (newest checkpoint: "
+            f"{self.manager.latest_checkpoint or 'none yet'}).{detail} Lower the learning rate, "
+            "clip the gradients, or look for NaN in the data."
+        )
+
+    def save(self, step):
+        """Saves a checkpoint. One the disk cannot hold whole is removed again: the newest
+        checkpoint on disk always restores."""
+        self.stop_if_diverged()
+        try:
+            self.manager.save(checkpoint_number=step)
+        except BaseException:
+            self.remove_partial_checkpoints(self.manager.directory)
+            raise
+        self.saved = step
+
+    def remove_partial_checkpoints(self, directory):
+        """Removes what a save cut short left behind (a full disk, a kill): its _temp directory,
+        the files of a checkpoint that the `checkpoint` file does not list, and that file's
+        checkpoint.tmp<hex> copy (TensorFlow writes it there, then renames it)."""
+        state = tf.train.get_checkpoint_state(directory)
+        listed = (
+            [os.path.basename(path) for path in state.all_model_checkpoint_paths]
+            if state
+            else []
+        )
+        for path in glob.glob(os.path.join(directory, "ckpt-*")):
+            if re.match(r"ckpt-\d+", os.path.basename(path)).group(0) not in listed:
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+        for path in glob.glob(os.path.join(directory, "checkpoint.tmp*")):
+            os.remove(path)
+            print(f"Removed {path}: the state file of a save that was cut short")
+
+    def finish(self, step):
+        """Saves where training stopped, if no checkpoint is there yet (mid-epoch after
+        --max-steps or a SIGTERM, or off the cadence), so that the next run continues from there; after a SIGTERM, exits.
+        """
+        if self.saved != step:
+            self.save(step)
+        if self.preempted:
+            print(
+                f"Stopped by SIGTERM at step {step}; saved {self.manager.latest_checkpoint}."
+            )
+            raise SystemExit(128 + signal.SIGTERM)  # the status of a SIGTERM death
+
+    def end(self, error=None):
+        """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
+        A run killed outright leaves a start record without an end."""
+        if self.run is None:
+            return  # never started: refused, or stopped before training
+        record = {
+            "event": "end",
+            "run": self.run,
+            "time": now(),
+            "step": int(self.step.numpy()),
+        }
+        if error is None:
+            record["exit"] = "finished"
+        elif isinstance(error, SystemExit) and error.code == 128 + signal.SIGTERM:
+            record["exit"] = "sigterm"
+        elif int(self.nonfinite_step.numpy()) >= 0:
+            record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
+        else:
+            record.update(exit="error", error=f"{type(error).__name__}: {error}")
+            record["traceback"] = "".join(traceback.format_exception(error))
+        try:
+            self.append("runs.jsonl", record)
+        except OSError as failure:  # the disk that ended the run may refuse this too
+            path = os.path.join(self.path, "runs.jsonl")
+            print(
+                f"Cannot write the end record to {path}: {failure.strerror}",
+                file=sys.stderr,
+            )
+
+    def forget_logged_after(self, step):
+        """Drops the logged records of the steps after `step`, where training goes on: a run
+        killed after its last checkpoint logged steps that this run logs again (TensorBoard,
+        too, purges the events past a restart). A file is rewritten whole: aside, then renamed
+        over it."""
+        # Each record starts with its step: {"step": 7, ... in metrics.jsonl, 7,... in metrics.csv.
+        for name, pattern in [
+            ("metrics.jsonl", r'\{"step": (\d+),'),
+        ]:
+            path = os.path.join(self.path, name)
+            if not os.path.exists(path):
+                continue
+            with open(path, newline="") as f:
+                lines = f.readlines()
+            header = 1 if name == "metrics.csv" else 0  # the CSV's column names stay
+            # A line whose step cannot be read is a record cut short: it goes too.
+            kept = lines[:header] + [
+                line
+                for line in lines[header:]
+                if (found := re.match(pattern, line)) and int(found[1]) <= step
+            ]
+            if len(kept) == len(lines):
+                continue
+            with writing(path + ".tmp"), open(path + ".tmp", "w", newline="") as f:
+                f.writelines(kept)
+            os.replace(path + ".tmp", path)
+            dropped = len(lines) - len(kept)
+            print(
+                f"Dropped from {path} its {dropped} records after step {step}: logged again"
+            )
+
+    def append(self, name, record):
+        """Appends a JSON line, whole or not at all (a full disk would leave part of it), on a
+        line of its own: a line an earlier run left cut short stays apart, and readers skip it
+        (jq -R 'fromjson?')."""
+        line = (json.dumps(record) + "\n").encode()
+        # Unbuffered: a buffered file's truncate() flushes first, and fails again on a full disk.
+        with open(os.path.join(self.path, name), "ab+", buffering=0) as f:
+            end = f.seek(0, os.SEEK_END)
+            if end:  # a line cut short (a kill mid-write) must not swallow this record
+                f.seek(end - 1)
+                line = line if f.read(1) == b"\n" else b"\n" + line
+            try:
+                while line:  # a full disk may take part of it, then refuse the rest
+                    line = line[f.write(line) :]
+            except OSError as error:
+                f.truncate(end)
+                error.filename = f.name  # os-level write errors name no file
+                raise
+
+    def fault(self, error):
+        """What to say when the machine failed the run: a full disk, a directory it may not
+        write, a path that is not what it should be. None for other errors (their traceback,
+        on stderr, says more)."""
+        if isinstance(error, OSError) and error.errno in MACHINE_FAULTS:
+            # A write that names no file (see writing()): at least the directory it was in.
+            path, code = error.filename or f"into {self.path}", error.errno
+        else:  # TensorFlow's file errors say "<path>; <the system's words> [Op:...]"
+            words = {os.strerror(code): code for code in MACHINE_FAULTS}
+            found = isinstance(error, tf.errors.OpError) and re.search(
+                r"([^\s;{}]+); (" + "|".join(words) + ")", error.message
+            )
+            if not found:
+                return None
+            # The file being written, not TensorFlow's temporary name for it.
+            path = re.sub(
+                r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
+            )
+            code = words[found.group(2)]
+        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
+        when = (
+            "once there is room, "
+            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+            else ""
+        )
+        state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
+            self.checkpoints
+        )
+        if state:
+            newest = state.model_checkpoint_path
+            return (
+                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
+                f"is intact: {when}run the script again with the same --output-dir to resume."
+            )
+        if self.run:
+            return (
+                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+            )
+        return message
+
+
+@contextlib.contextmanager
+def writing(path):
+    """Names `path` in the error of a write to it: the system's write errors (a full disk, a
+    file size limit) name no file, and fault() would not know what could not be written.
+    """
+    try:
+        yield
+    except OSError as error:
+        error.filename = error.filename or path
+        raise
+
+
+def now():
+    """Local time with its UTC offset, to the second: 2026-11-23T14:05:09+0100."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def script_checksums():
+    """The checksum the header records (loopgen's render) and that of the text now, computed
+    as loopgen does (the field zeroed): they differ once the script is edited by hand.
+    """
+    with open(__file__, encoding="utf-8") as f:
+        text = f.read()
+    found = re.search(r"script sha256 ([0-9a-f]{16})", text)
+    if found:
+        text = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
+    return found and found.group(1), hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def written_whole(directory):
+    """A directory written whole or not at all: the files go into <directory>.partial, which
+    replaces `directory` once all are written (a full disk leaves no half export behind). The
+    two are exchanged in one step where the system can (a server polling `directory` never
+    finds it missing), else in two renames, the old one aside to <directory>.old and the new
+    one into place (a kill between them leaves <directory>.old: settle_whole() puts it back).
+    Then the old one is removed."""
+    partial, old = directory + ".partial", directory + ".old"
+    settle_whole(directory)
+    try:
+        with writing(partial):
+            os.makedirs(partial)  # a .keras file alone (no SavedModel) needs it made
+            yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
+        os.rename(directory, old)
+    os.rename(partial, directory)
+    shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left
+
+
+def exchange(a, b):
+    """Swaps paths `a` and `b` in one step (Linux's renameat2 with RENAME_EXCHANGE); False
+    where the system or its file system cannot, an OSError where it fails otherwise."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_cwd, rename_exchange = -100, 2  # paths relative to the working directory
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(error, os.strerror(error), a, None, b)
+
+
+def settle_whole(directory):
+    """Undoes what a kill in written_whole() left: a <directory>.partial (never finished, or
+    the old one exchanged out of place), and a <directory>.old, which is put back if the kill
+    came before the new one was in place."""
+    partial, old = directory + ".partial", directory + ".old"
+    if os.path.exists(old) and not os.path.exists(directory):
+        os.rename(old, directory)
+        print(f"Put back {directory}: a replacement of it was cut short")
+    for leftover in (partial, old):
+        if os.path.exists(leftover):
+            shutil.rmtree(leftover)
+            print(f"Removed {leftover}: left by an interrupted export")
+
+
+def checkpoint_paths(directory, repair=True):
+    """The checkpoints in `directory`, oldest first, as its `checkpoint` file (TensorFlow's
+    CheckpointState) lists them. A damaged one would make the run start over and overwrite
+    them: then they are found from the ckpt-<step>.index files, and it is rewritten."""
+    state_file = os.path.join(directory, "checkpoint")
+    try:  # TensorFlow only warns of text it cannot parse, and returns None
+        state = tf.train.get_checkpoint_state(directory)
+    except (UnicodeDecodeError, ValueError):  # binary garbage; an emptied file
+        state = None
+    if state or not os.path.exists(state_file):
+        return list(state.all_model_checkpoint_paths) if state else []
+    steps = sorted(
+        int(name[5:-6])
+        for name in os.listdir(directory)
+        if re.fullmatch(r"ckpt-\d+\.index", name)
+    )
+    names = [f"ckpt-{step}" for step in steps]
+    if repair and names:
+        # The CheckpointManager keeps (and later deletes) only the checkpoints saved after
+        # last_preserved_timestamp: their save times, from the files.
+        saved = [
+            os.path.getmtime(os.path.join(directory, f"{name}.index")) for name in names
+        ]
+        lines = [f'model_checkpoint_path: "{names[-1]}"']
+        lines += [f'all_model_checkpoint_paths: "{name}"' for name in names]
+        lines += [f"all_model_checkpoint_timestamps: {when!r}" for when in saved]
+        lines.append(f"last_preserved_timestamp: {min(saved) - 1!r}")
+        # Written aside, then renamed: never a half-written state file.
+        with open(state_file + ".tmp", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(state_file + ".tmp", state_file)
+    elif repair:
+        os.remove(state_file)  # it lists nothing: no checkpoint was saved whole
+    if repair:
+        found = ", ".join(names) or "none"
+        print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
+    return [os.path.join(directory, name) for name in names]
+
+
+def restore_whole(checkpoint, path):
+    """Restores every object of `checkpoint` from `path` (what else the file holds is left),
+    but the running means, which a checkpoint written before they were saved lacks: they
+    start at zero then."""
+    restored = checkpoint.restore(path).expect_partial()
+    saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+    if hasattr(checkpoint, "train_values") and "train_values" not in saved:
+        return print(
+            f"{path} holds no running means (an older script's): they start at 0"
+        )
+    restored.assert_existing_objects_matched()
+
+
+def data_record(environments):
+    """The environment is in SETUP (data.id, data.num_envs, ...): no data to record."""
+    return None
+
+
+def weights_fingerprint(*networks):
+    """sha256 of the name, shape and dtype of every weight: a hand edit of the network in this
+    script changes it, where the spec sections in SETUP cannot see one."""
+    weights = [
+        [w.name, list(w.shape), str(w.dtype)] for net in networks for w in net.weights
+    ]
+    return hashlib.sha256(json.dumps(weights).encode()).hexdigest()[:16]
+
+
+def load_weights(source, **networks):
+    """--init-from: the networks' weights from the newest checkpoint in `source` (another run's
+    output directory), not its optimizer, step or data position. Returns its path."""
+    path = tf.train.latest_checkpoint(os.path.join(source, "checkpoints"))
+    path = path or tf.train.latest_checkpoint(source)  # the checkpoints folder itself
+    if path is None:
+        raise SystemExit(
+            f"--init-from {source}: no checkpoint in {os.path.join(source, 'checkpoints')}. "
+            "Give the --output-dir of a run that saved one."
+        )
+    try:
+        status = tf.train.Checkpoint(**networks).restore(path)
+        status.assert_existing_objects_matched().expect_partial()
+    except Exception as error:  # another network: ValueError, AssertionError, ...
+        raise SystemExit(
+            f"--init-from {source}: cannot load {path} into this network "
+            f"({type(error).__name__}: {error}). Both runs need the same network."
+        ) from None
+    print(f"Starting from the weights of {path}")
+    return path
+
+
+def main(argv=None):
+    """Trains (or evaluates), and records in runs.jsonl how the run ended: finished, stopped
+    by SIGTERM or a NaN loss, or an error. When the machine failed it (a full disk, ...), says
+    so in a few lines: the traceback is in runs.jsonl."""
+    args = parse_args(argv)
+    run = RunDirectory(args)
+    try:
+        train(args, run)
+    except BaseException as error:  # SystemExit and KeyboardInterrupt too
+        run.end(error)
+        message = run.fault(error)
+        if message is None:
+            raise
+        raise SystemExit(message) from None
+    run.end()
+
+
+if __name__ == "__main__":
+    main()
