@@ -1,7 +1,7 @@
 """Play Breakout from its pixels with DQN.
 
 Written by loopgen 0.1.0 from examples/breakout_dqn.py
-(spec sha256 e602ad8ea9f9a07c, script sha256 d141e79621adedc8).
+(spec sha256 e602ad8ea9f9a07c, script sha256 3c41ae87d2a4c837).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -52,14 +52,20 @@ OUTPUT_DIR = "runs/breakout_dqn"
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # The docstring's first line, as written: wrapped again by argparse, a long one (a
+    # description's line of megabytes) would take seconds at every --help.
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "command",
         nargs="?",
-        choices=["train", "evaluate"],
+        choices=["train", "evaluate", "replay"],
         default="train",
-        help="train (the default; resumes from the newest checkpoint), or evaluate a "
-        "checkpoint's greedy policy on episodes seeded apart from training",
+        help="train (the default; resumes from the newest checkpoint), evaluate a "
+        "checkpoint's greedy policy on episodes seeded apart from training, or replay an "
+        "update (neither writes checkpoints)",
     )
     parser.add_argument(
         "--checkpoint",
@@ -94,6 +100,22 @@ def parse_args(argv=None):
         action="store_true",
         help="do not lock the output directory (for file systems without locks)",
     )
+    # Debugging: how the run executes, never what it trains.
+    for flag, purpose in [
+        ("--eager", "run the steps as plain Python: pdb and print() work in them"),
+        ("--check-numerics", "stop at the first op that makes a NaN or Inf (slow)"),
+        ("--dump-debug-info", "record every op's outputs in logs/debugger (slow)"),
+    ]:
+        parser.add_argument(flag, action="store_true", help=purpose)
+    parser.add_argument("--profile", metavar="START:STOP", help="trace these updates")
+    parser.add_argument(
+        "--fast-dev-run",
+        nargs="?",
+        const="2",
+        metavar="N",
+        help="every stage on N updates",
+    )
+    parser.add_argument("--step", metavar="N", help="replay: the update to replay")
     return parser.parse_args(argv)
 
 
@@ -343,8 +365,7 @@ def train(args, run):
     # Seeds Python, NumPy, TensorFlow and Keras at once: the same initial weights on every
     # run. The actions and minibatches draw from seeds of (SEED, step) alone.
     keras.utils.set_random_seed(SEED)
-    if args.deterministic:
-        tf.config.experimental.enable_op_determinism()
+    execution_modes(args)  # --deterministic, and the debugging flags
     run.lock()  # one run at a time in the output directory
 
     # --- Environment and replay buffer ------------------------------------------------
@@ -407,8 +428,7 @@ def train(args, run):
             loss = loss_fn(targets, values)
         gradients = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
-        # A NaN or Inf loss ruins the weights: note the first step it happens at, so that the
-        # loop stops before a checkpoint saves them.
+        # A NaN or Inf loss ruins the weights: note its step; the loop stops before a save.
         if nonfinite_step < 0 and not tf.math.is_finite(loss):
             nonfinite_step.assign(step)
         train_loss.update_state(loss)
@@ -435,7 +455,6 @@ def train(args, run):
     run.restore(checkpoint, environments, model=model)
     if args.command == "evaluate":
         return evaluate(model, args, run)
-    run.start(step, nonfinite_step)
 
     # --- Training loop ----------------------------------------------------------------
     # Whole vector steps: each is NUM_ENVS environment steps.
@@ -444,7 +463,7 @@ def train(args, run):
     )
     total_steps -= total_steps % NUM_ENVS
     global_step = int(step.numpy())
-    run.start_progress(global_step, total_steps)
+    run.start(step, nonfinite_step, total_steps, [train_loss, q_value])
     while global_step < total_steps and not run.preempted:
         observations = environments.observations.astype(np.uint8)
         actions = act(observations, global_step)
@@ -454,7 +473,8 @@ def train(args, run):
         if global_step > LEARNING_STARTS:
             if (global_step // NUM_ENVS) % TRAIN_EVERY == 0:
                 batch = tf.nest.map_structure(tf.constant, buffer.sample(global_step))
-                train_step(batch, tf.constant(global_step, tf.int64))
+                with run.debugged(updates_at(global_step) - 1, 1):  # flags, replay
+                    train_step(batch, tf.constant(global_step, tf.int64))
             if global_step // TARGET_UPDATE_EVERY > previous // TARGET_UPDATE_EVERY:
                 update_target()
         if global_step // LOG_EVERY_STEPS > previous // LOG_EVERY_STEPS:
@@ -490,6 +510,11 @@ def evaluate(model, args, run):
     deviation of their returns and appends them to evaluations.jsonl. --record: the first
     episode as an animated GIF too, one frame an action."""
     drawing = "rgb_array" if args.record else None
+    if args.record:
+        # The pictures are drawn off screen: SDL (pygame's) needs no display or sound card for
+        # them, and on a machine without a display would print an "error:" though they are fine.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     envs, observations = make_envs(args.episodes, evaluation=True, render_mode=drawing)
     returns, done = np.zeros(args.episodes), np.zeros(args.episodes, bool)
     greedy = tf.function(
@@ -575,6 +600,397 @@ def export(model, directory):
         served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
 
 
+# --- Debugging ------------------------------------------------------------------------
+
+
+def check_debugging_flags(args):
+    """The debugging flags' mistakes stop the script before it does anything; --profile's
+    range becomes a pair of updates, and --overfit-batches's run gets a directory of its own.
+    """
+    # Counts of updates or batches.
+    for flag in ["--fast-dev-run", "--step"]:
+        name = flag[2:].replace("-", "_")
+        count = getattr(args, name)
+        if count is not None and not (count.isdigit() and int(count) >= 1):
+            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
+        setattr(args, name, count and int(count))
+    if args.check_numerics and args.dump_debug_info:
+        raise SystemExit(
+            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
+            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
+        )
+    if args.profile:
+        start, _, stop = args.profile.partition(":")
+        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
+            raise SystemExit(
+                f"--profile {args.profile}: give the first and last update to trace, "
+                "START:STOP with 1 <= START <= STOP (3:5, say)"
+            )
+        args.profile = int(start), int(stop)
+    if args.command != "train" and (args.fast_dev_run or args.profile):
+        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
+    if (args.command == "replay") != (args.step is not None):
+        raise SystemExit(
+            "replay takes --step N, the update to replay; the other commands take none"
+        )
+
+
+def execution_modes(args):
+    """How TensorFlow runs this process's ops, set before anything is traced: --deterministic
+    and the debugging flags. Returns whether the steps may compile with XLA, which cannot run
+    the numerics checks of --check-numerics and --dump-debug-info."""
+    if args.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    # The modules that only debugging needs are imported where it does.
+    if args.eager:
+        import warnings
+
+        tf.config.run_functions_eagerly(True)
+        # tf.data's functions stay compiled, which TensorFlow warns of at each: as meant.
+        warnings.filterwarnings(
+            "ignore", "Even though the `tf.config.experimental_run_functions"
+        )
+        print(
+            "--eager: the steps run as plain Python, slowly (print, breakpoint() and pdb work)"
+        )
+    if args.check_numerics:
+        tf.debugging.enable_check_numerics()
+        print(
+            "--check-numerics: the first NaN or Inf stops the run; the steps run without XLA"
+        )
+    if args.dump_debug_info:
+        import atexit
+
+        directory = os.path.join(args.output_dir, "logs", "debugger")
+        tf.debugging.experimental.enable_dump_debug_info(
+            directory, tensor_debug_mode="FULL_HEALTH", circular_buffer_size=-1
+        )
+        # Written out as the process ends, however it ends.
+        atexit.register(tf.debugging.experimental.disable_dump_debug_info)
+        print(
+            f"--dump-debug-info: every op's outputs into {directory} (tensorboard --logdir "
+            f"{directory}, then the Debugger V2 tab); the steps run without XLA"
+        )
+    return not (args.check_numerics or args.dump_debug_info)
+
+
+def nonfinite_op(error):
+    """--check-numerics: which op made the first NaN or Inf, and where this script (or your
+    module) created it, from TensorFlow's error; None for another error."""
+    found = isinstance(error, tf.errors.InvalidArgumentError) and re.search(
+        r'Infinity or NaN in output (\d+) of (graph|eagerly-executing) op "([^"]+)"',
+        error.message,
+    )
+    if not found:
+        return None
+    import linecache
+
+    # A graph op's creation is in TensorFlow's message, with "->" marking user code.
+    if found[2] == "graph":
+        frames = re.findall(r"\+ (\S+) \(L(\d+)\) (\S+)\n -> \|", error.message)
+        # It shortens long paths from the left: the loaded file whose path ends so.
+        files = [__file__] + [
+            getattr(module, "__file__", None) or ""
+            for module in list(sys.modules.values())
+        ]
+        frames = [
+            (
+                next((file for file in files if file.endswith(path.lstrip("."))), path),
+                int(line),
+                function,
+            )
+            for path, line, function in frames
+        ]
+    else:  # an eager op's frames are the traceback's
+        frames = [
+            (frame.filename, frame.lineno, frame.name)
+            for frame in traceback.extract_tb(error.__traceback__)
+        ]
+    # Not the libraries' frames: the script's, and those of your modules.
+    frames = [
+        frame
+        for frame in frames
+        if "-packages" not in frame[0] and not frame[0].startswith(sys.base_prefix)
+    ]
+    where = frames[-1:] + [frame for frame in frames if frame[0] == __file__][-1:]
+    lines = [
+        f"  {os.path.basename(p)}:{n}, in {f}: {linecache.getline(p, n).strip()}"
+        for p, n, f in dict.fromkeys(where)
+    ]
+    return f'output {found[1]} of op "{found[3]}", created at\n' + "\n".join(lines)
+
+
+def fast_dev_run(args):
+    """--fast-dev-run N: every stage of a run, on N updates, in a temporary directory removed
+    after (--output-dir is not touched): a crash that a long run would meet only at its end
+    (in an evaluation, a checkpoint, the export) shows in seconds."""
+    import tempfile
+
+    n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
+    stages = [
+        (
+            {"max_steps": step_of_update(n)},
+            f"train {n} updates, save a checkpoint, export",
+        ),
+        (
+            {"max_steps": step_of_update(2 * n)},
+            f"resume from the checkpoint, train {n} more",
+        ),
+        (
+            {"command": "evaluate", "episodes": 1, "record": False},
+            "evaluate the checkpoint on an episode",
+        ),
+    ]
+    try:
+        for changes, stage in stages:
+            # The scratch directory is this process's alone: no lock to take again each stage.
+            staged = argparse.Namespace(
+                **{**vars(args), "output_dir": scratch, "no_lock": True, **changes}
+            )
+            with dev_stage(stage):
+                run = RunDirectory(staged)
+                try:
+                    train(staged, run)
+                except BaseException as error:
+                    run.end(error)
+                    raise
+                run.end()
+        with dev_stage("serve the export"):
+            serve_once(os.path.join(scratch, "export"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
+
+
+@contextlib.contextmanager
+def dev_stage(stage):
+    """--fast-dev-run: one stage, announced, then OK and its time (or FAILED, and the error)."""
+    print(f"--fast-dev-run: {stage} ...")
+    started = time.perf_counter()
+    try:
+        yield
+    except BaseException:
+        print(f"--fast-dev-run: {stage}: FAILED")
+        raise
+    print(f"--fast-dev-run: {stage}: OK ({time.perf_counter() - started:.1f} s)")
+
+
+def serve_once(directory):
+    """--fast-dev-run: the exported policy, loaded as a server loads it, answers observations
+    of zeros."""
+    serve = tf.saved_model.load(os.path.join(directory, "saved_model", "1")).signatures[
+        "serving_default"
+    ]
+    _, inputs = serve.structured_input_signature
+    outputs = serve(
+        **{
+            name: tf.zeros([2, *spec.shape[1:]], spec.dtype)
+            for name, spec in inputs.items()
+        }
+    )
+    if not all(np.isfinite(output).all() for output in outputs.values()):
+        raise SystemExit(
+            f"--fast-dev-run: the policy in {directory} answers NaN or Inf"
+        )
+
+
+@contextlib.contextmanager
+def gradients_applied(*optimizers):
+    """replay: the gradients each optimizer is handed, by id of their variable. The step runs
+    eagerly: its apply_gradients calls are plain Python calls, which this watches."""
+    seen = {}
+
+    def watching(apply):
+        def apply_gradients(grads_and_vars, *args, **kwargs):
+            grads_and_vars = list(grads_and_vars)
+            seen.update({id(v): g for g, v in grads_and_vars if g is not None})
+            return apply(grads_and_vars, *args, **kwargs)
+
+        return apply_gradients
+
+    for optimizer in optimizers:
+        optimizer.apply_gradients = watching(optimizer.apply_gradients)
+    try:
+        yield seen
+    finally:
+        for optimizer in optimizers:
+            del optimizer.apply_gradients
+
+
+def updates_at(global_step):
+    """The gradient steps (updates) taken by environment step `global_step`: one at
+    every TRAIN_EVERY-th vector step past LEARNING_STARTS."""
+    # The turns to train that came before learning started.
+    waited = LEARNING_STARTS // NUM_ENVS // TRAIN_EVERY
+    trainings = global_step // NUM_ENVS // TRAIN_EVERY - waited
+    return max(trainings, 0)
+
+
+def step_of_update(update):
+    """The environment step at which update `update` (1, 2, ...) is taken."""
+    # The turns to train that came before learning started.
+    waited = LEARNING_STARTS // NUM_ENVS // TRAIN_EVERY
+    return (update + waited) * TRAIN_EVERY * NUM_ENVS
+
+
+def update_of(step):
+    """The update a NaN at environment step `step` (nonfinite_step) is: its first there."""
+    return updates_at(step)
+
+
+def replay(args):
+    """replay --step N: trains update N again, exactly as the run did, and shows what it
+    computed. The run's newest checkpoint before update N (before the first, the initial
+    weights and environments, which SEED fixes) is resumed in a scratch directory: the
+    environments are in it, and the actions, noise and minibatches are functions of the step,
+    so the run acts and updates as it did, up to update N - 1; then update N runs eagerly,
+    every op checked (replayed). The run's own directory is only read."""
+    run = RunDirectory(args)
+    run.lock()  # shared: no run may train there meanwhile
+    last, flags = run.replayable()
+    if args.step > last:
+        raise SystemExit(
+            f"replay --step {args.step}: {args.output_dir} can replay updates 1 to {last}"
+        )
+    import tempfile
+
+    # The environment step at which update N is done (the checkpoints count environment steps).
+    end = step_of_update(args.step)
+    path = run.checkpoint_before(end)
+    # The run's own weights; its --init-from gives the start only before its first checkpoint.
+    if path:
+        flags["init_from"] = None
+    scratch = tempfile.mkdtemp(prefix="replay-", dir=args.output_dir)
+    try:
+        if path:  # linked, not copied: a checkpoint may be large
+            run.link_checkpoint(path, os.path.join(scratch, "checkpoints"))
+        start = (
+            f"{os.path.basename(path)} (step {path.rsplit('-', 1)[1]})"
+            if path
+            else "the initial weights"
+        )
+        print(f"Replaying update {args.step} of {args.output_dir} from {start}")
+        # The run's own flags (its length decides the schedules), on one device.
+        replaying = argparse.Namespace(
+            **{
+                **vars(args),
+                **flags,
+                "command": "train",
+                "output_dir": scratch,
+                "max_steps": end,
+            }
+        )
+        train(replaying, RunDirectory(replaying))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def replayed(step, networks, optimizers, train_values):
+    """replay: the train_loop call of step `step` alone (run.bound ends the calls around it),
+    run eagerly with every op checked. Then prints what it computed: its loss (and the epoch's
+    running values, as the run logs them), each layer's weight norm, gradient norm and
+    update, and where a NaN or Inf first appeared; and the replay ends there."""
+    tf.config.run_functions_eagerly(True)
+    tf.debugging.enable_check_numerics()
+    # Whole tracebacks: the innermost Keras layer in one names the layer that made a NaN.
+    keras.config.disable_traceback_filtering()
+    tf.debugging.disable_traceback_filtering()
+    means = [value for value in train_values if isinstance(value, keras.metrics.Mean)]
+    sums_before = [[float(v.numpy()) for v in mean.variables] for mean in means]
+    weights_before = {
+        id(w): tf.identity(w)
+        for net in networks.values()
+        for w in net.trainable_weights
+    }
+    failure = None
+    # TensorFlow also logs a failing op's report, with its inputs' values, below Python on
+    # stderr: kept off the console (the summary below names the op, its layer and line).
+    with gradients_applied(*optimizers) as gradients, native_stderr_silenced():
+        try:
+            yield
+        except tf.errors.InvalidArgumentError as error:
+            failure = error
+    print(f"\nUpdate {step}, eagerly, every op checked:")
+    for mean, (total, count) in zip(means, sums_before):
+        new_total, new_count = (float(v.numpy()) for v in mean.variables)
+        if new_count > count:
+            print(f"  {mean.name}: {(new_total - total) / (new_count - count):.9g}")
+    if failure is None:
+        logged = results(train_values)
+        print(
+            "  as logged (the means since the last log): "
+            + "  ".join(f"{k}: {v:.9g}" for k, v in logged.items())
+        )
+    print(
+        f"  {'layer':<32} {'weight norm':>12} {'gradient norm':>14} {'update / weight':>16}"
+    )
+    for name, net in networks.items():
+        for layer in layers_of(net):
+            weights = layer.trainable_weights
+            if not weights:
+                continue
+            before = tf.linalg.global_norm([weights_before[id(w)] for w in weights])
+            update = tf.linalg.global_norm([w - weights_before[id(w)] for w in weights])
+            grads = [gradients[id(w)] for w in weights if id(w) in gradients]
+            gradient = (
+                f"{float(tf.linalg.global_norm(grads)):14.6g}"
+                if grads
+                else f"{'-':>14}"
+            )
+            ratio = (
+                f"{float(update / before):16.3g}"
+                if failure is None and before > 0
+                else f"{'-':>16}"
+            )
+            print(
+                f"  {name + '/' + layer.name:<32} {float(before):12.6g} {gradient} {ratio}"
+            )
+    if failure is None:
+        print("Every op's outputs were finite.")
+        raise SystemExit(0)  # the steps after it are another replay's
+    layer = innermost_layer(failure)
+    where = (
+        f"layer {layer.name} ({type(layer).__name__}): " if layer is not None else ""
+    )
+    print(f"The first NaN or Inf: {where}{nonfinite_op(failure)}")
+    raise SystemExit(1)
+
+
+@contextlib.contextmanager
+def native_stderr_silenced():
+    """Writes to the process's stderr (file descriptor 2, where TensorFlow's C++ logs go)
+    dropped while it runs."""
+    saved = os.dup(2)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def layers_of(network):
+    """The layers of a network, those of the models nested in it too, in order."""
+    for layer in network.layers:
+        yield from layers_of(layer) if isinstance(layer, keras.Model) else [layer]
+
+
+def innermost_layer(error):
+    """The innermost Keras layer being called when an eager op raised `error` (None when no
+    layer was: the loss, or the gradients)."""
+    layer, trace = None, error.__traceback__
+    while trace is not None:
+        candidate = trace.tb_frame.f_locals.get("self")
+        if isinstance(candidate, keras.layers.Layer) and not isinstance(
+            candidate, keras.Model
+        ):
+            layer = candidate
+        trace = trace.tb_next
+    return layer
+
+
 # --- The run directory ------------------------------------------------------------------
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
@@ -598,16 +1014,26 @@ SETUP = {
 }
 
 
-# The system's reasons for failing a write that no fix of this script would help, and what to do.
+# The system's reasons for failing a write that no fix of this script would help: what
+# happened, and what to do.
 MACHINE_FAULTS = {
-    errno.ENOSPC: "The disk is full: free some space",
-    errno.EDQUOT: "The disk quota is used up: free some space",
-    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
-    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
-    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
-    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
-    errno.EEXIST: "--output-dir names a file: pass a directory",
-    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
+    errno.ENOSPC: ("The disk is full", "free some space"),
+    errno.EDQUOT: ("The disk quota is used up", "free some space"),
+    errno.EFBIG: (
+        "The file grew beyond the size this process may write",
+        "raise ulimit -f",
+    ),
+    errno.EROFS: (
+        "The file system is read-only",
+        "pass an --output-dir on a writable one",
+    ),
+    errno.EACCES: (
+        "This user may not write there",
+        "pass an --output-dir it can write",
+    ),
+    errno.EPERM: ("This user may not write there", "pass an --output-dir it can write"),
+    errno.EEXIST: ("--output-dir names a file", "pass a directory"),
+    errno.ENOTDIR: ("A part of --output-dir is a file", "pass a directory"),
 }
 
 
@@ -632,6 +1058,7 @@ class RunDirectory:
             raise SystemExit(
                 f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
             )
+        made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -639,7 +1066,7 @@ class RunDirectory:
             )
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
-            # evaluate reads: any number of them at once, but not while a run trains.
+            # evaluate and replay read: any number of them at once, but not while a run trains.
             fcntl.flock(
                 self.lock_file,
                 (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB,
@@ -649,7 +1076,7 @@ class RunDirectory:
             holder = self.lock_file.read().strip() or "it has not written its pid yet"
             try:  # open to a reader: readers hold it, and run.lock names the last run to train
                 fcntl.flock(self.lock_file, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                holder = "evaluate reads it"
+                holder = "evaluate or replay reads it"
             except BlockingIOError:
                 pass
             raise SystemExit(
@@ -664,12 +1091,21 @@ class RunDirectory:
         if reader:
             return
         # Often the first write of a run: the one a full disk fails.
-        with writing(self.lock_file.name):
-            self.lock_file.truncate(0)
-            self.lock_file.write(
-                f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
-            )
-            self.lock_file.flush()
+        try:
+            with writing(self.lock_file.name):
+                self.lock_file.truncate(0)
+                self.lock_file.write(
+                    f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
+                )
+                self.lock_file.flush()
+        except OSError:
+            # Nothing of it was written: no empty run.lock is left (nor the directory this run
+            # made), as if the run had never started.
+            if os.path.getsize(self.lock_file.name) == 0:
+                os.remove(self.lock_file.name)
+                if made:
+                    os.rmdir(self.path)
+            raise
         # What a run killed mid-export left.
         settle_whole(os.path.join(self.path, "export"))
 
@@ -681,6 +1117,7 @@ class RunDirectory:
         (--init-from)."""
         setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}
         self.data = data_record(examples)
+        self.checkpoint = checkpoint  # replay watches its networks and optimizers
         setup_path = os.path.join(self.checkpoints, "setup.json")
         if self.args.command != "train":
             return self.restore_to_read(checkpoint, setup, networks)
@@ -707,8 +1144,10 @@ class RunDirectory:
         for path in reversed(paths):
             try:
                 restore_whole(checkpoint, path)
-            except Exception as error:  # damaged files raise OpError, IndexError, ...
-                print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+            except (
+                Exception
+            ) as error:  # damaged files raise OpError, IndexError, MemoryError
+                print(f"Cannot restore {path}: {checkpoint_damage(error)}")
                 continue
             self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
             print(f"Resumed from {path} at step {self.saved}")
@@ -739,7 +1178,7 @@ class RunDirectory:
             )
 
     def restore_to_read(self, checkpoint, setup, networks):
-        """evaluate: the weights of --checkpoint (latest or a path), of this setup. Nothing in
+        """evaluate, replay: the weights of --checkpoint (latest or a path), of this setup. Nothing in
         the directory is written."""
         self.check_setup(setup, f"{self.args.command} with")
         path = self.args.checkpoint
@@ -752,13 +1191,112 @@ class RunDirectory:
         try:
             restore_whole(checkpoint, path)
         except Exception as error:  # a path that is no checkpoint, damaged files
-            raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
+            raise SystemExit(
+                f"--checkpoint: cannot restore {path}: {checkpoint_damage(error)}"
+            ) from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
         self.resumed_from, self.saved = path, int(number[1]) if number else None
 
-    def start(self, step, nonfinite_step):
-        """Writes the run's start record to runs.jsonl (main() writes its end record)."""
+    def replayable(self):
+        """replay: the last update it can replay (that a run of this directory reached), and the
+        flags of the run's newest start that decide what a update trains."""
+        records = []
+        if os.path.exists(os.path.join(self.path, "runs.jsonl")):
+            with open(os.path.join(self.path, "runs.jsonl")) as f:
+                for line in f:
+                    with contextlib.suppress(ValueError):  # a line a kill cut short
+                        records.append(json.loads(line))
+        starts = [r for r in records if r.get("event") == "start"]
+        if not starts:
+            raise SystemExit(
+                f"Nothing to replay: {self.path} holds no run's start (runs.jsonl)."
+            )
+        # The network's fingerprint is checked when the checkpoint restores.
+        with open(os.path.join(self.checkpoints, "setup.json")) as f:
+            saved = json.load(f)
+        self.check_setup({**SETUP, "weights": saved.get("weights")}, "replay")
+        ends = [r for r in records if r.get("event") == "end"]
+        saved = [
+            int(path.rsplit("-", 1)[1])
+            for path in checkpoint_paths(self.checkpoints, repair=False)
+        ]
+        # Counted in updates: the environment steps of the ends and checkpoints.
+        reached = [
+            update_of(r["nan_step"]) if "nan_step" in r else updates_at(r["step"])
+            for r in ends
+        ]
+        reached += [updates_at(step) for step in saved]
+        flags = {"deterministic": starts[-1]["flags"].get("deterministic", False)}
+        flags["init_from"] = starts[0]["flags"].get("init_from")
+        return max([*reached, 0]), flags
+
+    def checkpoint_before(self, step):
+        """replay: the newest checkpoint of a step before `step` (None: none is left)."""
+        paths = checkpoint_paths(self.checkpoints, repair=False)
+        before = [path for path in paths if int(path.rsplit("-", 1)[1]) < step]
+        return before[-1] if before else None
+
+    def link_checkpoint(self, path, directory):
+        """replay: `path` as the one checkpoint of `directory`: its files hard-linked (copied
+        where the file system cannot link; TensorFlow never writes into a checkpoint's files),
+        setup.json copied."""
+        os.makedirs(directory)
+        for file in glob.glob(path + ".*"):
+            target = os.path.join(directory, os.path.basename(file))
+            try:
+                os.link(file, target)
+            except OSError:
+                shutil.copyfile(file, target)
+        shutil.copyfile(
+            os.path.join(self.checkpoints, "setup.json"),
+            os.path.join(directory, "setup.json"),
+        )
+        name = os.path.basename(path)
+        with open(os.path.join(directory, "checkpoint"), "w") as f:
+            f.write(
+                f'model_checkpoint_path: "{name}"\nall_model_checkpoint_paths: "{name}"\n'
+            )
+
+    def write_batch(self, update, rollout):
+        """debug/update-<update>/rollout.npz: the rollout the update trained on. Returns the
+        folder."""
+        folder = os.path.join(self.path, "debug", f"update-{update}")
+        parts = rollout
+        arrays = {
+            "/".join(map(str, path)): np.asarray(v)
+            for path, v in keras.tree.flatten_with_path(parts)
+        }
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "rollout.npz")
+        with open(
+            path + ".partial", "wb"
+        ) as f:  # written aside, then renamed: whole or not at all
+            np.savez(f, **arrays)
+        os.replace(path + ".partial", path)
+        return folder
+
+    def start(self, step, nonfinite_step, total_steps, values):
+        """Writes the run's start record to runs.jsonl (main() writes its end record), once the
+        updates it trains are known to hold those --profile names, and starts the progress bar
+        (`values`: the means the run logs, which replay prints)."""
         self.step, self.nonfinite_step = step, nonfinite_step
+        self.bounds, self.call, self.train_values = (), None, values
+        self.start_progress(int(step.numpy()), total_steps)
+        # --profile and replay count updates.
+        done, total_steps = updates_at(int(step.numpy())), updates_at(total_steps)
+        if self.args.profile:
+            first, last = self.args.profile
+            if done >= total_steps:
+                raise SystemExit(
+                    f"--profile {first}:{last}: this run is at update {done} of {total_steps}, "
+                    "with none left to trace"
+                )
+            if not done < first <= last <= total_steps:
+                raise SystemExit(
+                    f"--profile {first}:{last}: this run trains updates {done + 1} to {total_steps}; "
+                    "give START:STOP within them"
+                )
+            self.bounds = (first - 1, last)
         # Schedulers (Slurm, Kubernetes, spot VMs) preempt with SIGTERM, then SIGKILL after a
         # grace period: the loop ends its train_loop call, saves a checkpoint and exits.
         signal.signal(
@@ -810,23 +1348,72 @@ class RunDirectory:
         record = {"step": step, **values}
         self.append("metrics.jsonl", record)
 
-    def stop_if_diverged(self):
-        """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined."""
+    @contextlib.contextmanager
+    def debugged(self, first_step, num_steps, rollout=None):
+        """Update first_step + 1 (num_steps: 1): --profile START:STOP has TensorFlow's profiler
+        trace those updates into logs/profile (TensorBoard's Profile tab); replay watches its.
+        """
+        self.call = first_step + 1  # what --check-numerics's NaN stopped
+        if self.args.step == first_step + 1:  # replay: step N, alone (see bound)
+            networks = {"model": self.checkpoint.model}
+            optimizers = [self.checkpoint.optimizer]
+            with replayed(self.args.step, networks, optimizers, self.train_values):
+                yield
+            return
+        first, last = self.args.profile or (0, 0)
+        if first_step + 1 == first:
+            tf.profiler.experimental.start(os.path.join(self.path, "logs", "profile"))
+        # Marks the update in a trace (nothing when the profiler is not running).
+        with tf.profiler.experimental.Trace("train", step_num=first_step + 1, _r=1):
+            yield
+        if first_step + num_steps == last:
+            tf.profiler.experimental.stop()
+            print(
+                f"--profile: updates {first} to {last} traced into {os.path.join(self.path, 'logs', 'profile')}"
+            )
+        if (
+            rollout is not None
+        ):  # stopped at once, with the rollout, if its loss was not finite
+            self.stop_if_diverged(rollout)
+
+    def stop_if_diverged(self, rollout=None):
+        """Ends the run at a NaN or Inf loss, before a checkpoint saves the weights it ruined
+        (`rollout`: the one the update trained on, kept in debug/)."""
         if int(self.nonfinite_step.numpy()) >= 0:
+            update = update_of(int(self.nonfinite_step.numpy()))
             raise SystemExit(
-                self.diverged(
-                    int(self.nonfinite_step.numpy()), "The loss became NaN or Inf"
-                )
+                self.diverged(update, "The loss became NaN or Inf", rollout=rollout)
             )
 
-    def diverged(self, step, what, detail=""):
-        """What to say of a NaN or Inf at `step`."""
+    def diverged(self, update, what, detail="", rollout=None):
+        """What to say of a NaN or Inf at update `update` (its rollout, if given, goes into
+        debug/update-<update>/)."""
         print()  # after the progress bar's line
-        return (
-            f"{what} at step {step}: stopped without saving (newest checkpoint: "
-            f"{self.manager.latest_checkpoint or 'none yet'}).{detail} Lower the learning rate, "
-            "clip the gradients, or look for NaN in the data."
+        if self.args.step:  # replaying: an update before the one asked for
+            return f"{what} at update {update}, before update {self.args.step}: replay --step {update}"
+        if rollout is not None:
+            kept = (
+                f"The rollout it trained on is in {self.write_batch(update, rollout)}"
+            )
+        else:
+            kept = "Replay makes its batch again from the checkpoint before it"
+        command = (
+            f"python {sys.argv[0]} replay --step {update} --output-dir {self.path}"
         )
+        return (
+            f"{what} at update {update} (environment step {step_of_update(update)}): stopped "
+            f"without saving (newest checkpoint: {self.manager.latest_checkpoint or 'none yet'})."
+            f"{detail}\n{kept}; replay the update, eagerly with every op checked:\n  {command}\n"
+            "Lower the learning rate, clip the gradients, or look for NaN in the observations."
+        )
+
+    def nonfinite(self, error):
+        """--check-numerics: what to say of the error of an op that made a NaN or Inf; None for
+        another error."""
+        found = nonfinite_op(error)
+        if found is None:
+            return None
+        return self.diverged(self.call, "A NaN or Inf", f"\nThe first: {found}")
 
     def save(self, step):
         """Saves a checkpoint. One the disk cannot hold whole is removed again: the newest
@@ -885,6 +1472,10 @@ class RunDirectory:
             record["exit"] = "sigterm"
         elif int(self.nonfinite_step.numpy()) >= 0:
             record.update(exit="nan", nan_step=int(self.nonfinite_step.numpy()))
+        elif nonfinite_op(error):  # --check-numerics
+            record.update(
+                exit="nan", nan_step=step_of_update(self.call), op=nonfinite_op(error)
+            )
         else:
             record.update(exit="error", error=f"{type(error).__name__}: {error}")
             record["traceback"] = "".join(traceback.format_exception(error))
@@ -966,26 +1557,33 @@ class RunDirectory:
                 r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
             )
             code = words[found.group(2)]
-        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
-        when = (
-            "once there is room, "
-            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-            else ""
-        )
+        what, fix = MACHINE_FAULTS[code]
+        stopped = f"Stopped: cannot write {path} ({os.strerror(code)}). {what}"
+        # Room to make (the same directory will do then), or another place to write.
+        room = code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
         state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
             self.checkpoints
         )
         if state:
             newest = state.model_checkpoint_path
+            step = newest.rsplit("-", 1)[1]
+            intact = f"The newest checkpoint, {newest} (step {step}), is intact"
+            if room:
+                return (
+                    f"{stopped}: {fix}.\n{intact}: once there is room, run the script again "
+                    "with the same --output-dir to resume."
+                )
             return (
-                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
-                f"is intact: {when}run the script again with the same --output-dir to resume."
+                f"{stopped}.\n{intact}: to resume from it, run the script again with the same "
+                f"--output-dir once it can be written, or copy {self.path} to a place that can "
+                "and pass that as --output-dir."
             )
-        if self.run:
+        if self.run and room:
             return (
-                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+                f"{stopped}: {fix}.\nNo checkpoint was saved yet: once there is room, run the "
+                "script again."
             )
-        return message
+        return f"{stopped}: {fix}."
 
 
 @contextlib.contextmanager
@@ -1111,6 +1709,16 @@ def checkpoint_paths(directory, repair=True):
     return [os.path.join(directory, name) for name in names]
 
 
+def checkpoint_damage(error):
+    """What the error of a checkpoint that does not restore says of its files."""
+    # std::bad_alloc: a garbled index file gave a size of terabytes to read.
+    if isinstance(error, MemoryError):
+        return (
+            "its index file is damaged (reading it asked for more memory than there is)"
+        )
+    return f"its files are damaged or are no checkpoint's ({type(error).__name__}: {error})"
+
+
 def restore_whole(checkpoint, path):
     """Restores every object of `checkpoint` from `path` (what else the file holds is left),
     but the running means, which a checkpoint written before they were saved lacks: they
@@ -1165,12 +1773,17 @@ def main(argv=None):
     by SIGTERM or a NaN loss, or an error. When the machine failed it (a full disk, ...), says
     so in a few lines: the traceback is in runs.jsonl."""
     args = parse_args(argv)
+    check_debugging_flags(args)
+    if args.fast_dev_run:
+        return fast_dev_run(args)
+    if args.command == "replay":
+        return replay(args)
     run = RunDirectory(args)
     try:
         train(args, run)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
         run.end(error)
-        message = run.fault(error)
+        message = run.fault(error) or run.nonfinite(error)
         if message is None:
             raise
         raise SystemExit(message) from None

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 0b3d206ed0dd8161, script sha256 07747a67edc4279d).
+(spec sha256 0b3d206ed0dd8161, script sha256 e137d7dac0a0153d).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -22,6 +22,7 @@ import re
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import time
 import traceback
@@ -40,7 +41,12 @@ OUTPUT_DIR = "runs/fashion_validation"
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # The docstring's first line, as written: wrapped again by argparse, a long one (a
+    # description's line of megabytes) would take seconds at every --help.
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "command",
         nargs="?",
@@ -1044,6 +1050,75 @@ MLFLOW_PARAMS = {
 }
 # The spec file, as loopgen was given it: uploaded with the export when the run finishes.
 SPEC_FILE = "examples/fashion_validation.py"
+# MLflow keeps the run from a process of its own (RunDirectory.start_tracking): importing mlflow
+# and opening its store take seconds of CPU, which training would wait for in this process
+# (Python runs one thread at a time). It reads a JSON object a line on its stdin: the run's
+# settings, each log point's values, then how the run ended. Closed without an end (this
+# process killed), it leaves the MLflow run as it is, for the next run to continue.
+MLFLOW_TRACKER = """
+import json, os, queue, signal, sys, threading
+
+# A Ctrl-C or a scheduler's SIGTERM reaches the whole process group: the training process
+# says how the run ended.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+requests = queue.Queue()
+
+
+def read():
+    # Read at once, while mlflow is imported: the training process never waits to write.
+    for line in sys.stdin:
+        requests.put(json.loads(line))
+    requests.put(None)  # closed
+
+
+threading.Thread(target=read, daemon=True).start()
+settings = requests.get()
+try:
+    import mlflow
+except ImportError as error:
+    sys.exit(f"{error}: the run is not tracked in MLflow (pip install mlflow)")
+try:
+    if settings["tracking_uri"]:
+        mlflow.set_tracking_uri(settings["tracking_uri"])
+    mlflow.set_experiment(settings["experiment"])
+    # None continues the run MLFLOW_RUN_ID names, if set (a sweep's trial: the sweep made it
+    # a child of its own run), else MLflow starts one.
+    run = mlflow.start_run(run_id=settings["run_id"])
+    if settings["run_id"] is None:
+        mlflow.log_params(settings["params"])
+        mlflow.set_tags(settings["tags"])
+        with open(settings["run_id_file"] + ".tmp", "w") as f:
+            f.write(run.info.run_id)
+        os.replace(settings["run_id_file"] + ".tmp", settings["run_id_file"])
+except Exception as error:
+    sys.exit(f"MLflow at {mlflow.get_tracking_uri()} failed, the run is not tracked: {error}")
+client = mlflow.MlflowClient()
+request = requests.get()
+while request is not None and "end" not in request:
+    # The log points queued meanwhile go in one batch (MLflow takes 1000 values at most).
+    metrics = []
+    while request is not None and "end" not in request and len(metrics) < 900:
+        for name, value in request["values"].items():
+            metrics.append(mlflow.entities.Metric(name, value, request["time"], request["step"]))
+        request = None if requests.empty() else requests.get()
+    try:
+        client.log_batch(run.info.run_id, metrics=metrics)
+    except Exception as error:  # training goes on: metrics.jsonl has the values
+        print(f"MLflow could not log steps {metrics[0].step} to {metrics[-1].step}: {error}",
+              file=sys.stderr)
+    request = request or requests.get()
+if request is not None:
+    try:
+        for path, folder in request["artifacts"]:
+            if os.path.isdir(path):
+                mlflow.log_artifacts(path, folder)
+            elif os.path.exists(path):
+                mlflow.log_artifact(path)
+        mlflow.end_run(request["end"])
+    except Exception as error:
+        print(f"MLflow could not end the run: {error}", file=sys.stderr)
+"""
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
 # means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
 # longer run, other cadences, performance options or another strategy are the same setup.
@@ -1061,16 +1136,26 @@ SETUP = {
 }
 
 
-# The system's reasons for failing a write that no fix of this script would help, and what to do.
+# The system's reasons for failing a write that no fix of this script would help: what
+# happened, and what to do.
 MACHINE_FAULTS = {
-    errno.ENOSPC: "The disk is full: free some space",
-    errno.EDQUOT: "The disk quota is used up: free some space",
-    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
-    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
-    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
-    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
-    errno.EEXIST: "--output-dir names a file: pass a directory",
-    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
+    errno.ENOSPC: ("The disk is full", "free some space"),
+    errno.EDQUOT: ("The disk quota is used up", "free some space"),
+    errno.EFBIG: (
+        "The file grew beyond the size this process may write",
+        "raise ulimit -f",
+    ),
+    errno.EROFS: (
+        "The file system is read-only",
+        "pass an --output-dir on a writable one",
+    ),
+    errno.EACCES: (
+        "This user may not write there",
+        "pass an --output-dir it can write",
+    ),
+    errno.EPERM: ("This user may not write there", "pass an --output-dir it can write"),
+    errno.EEXIST: ("--output-dir names a file", "pass a directory"),
+    errno.ENOTDIR: ("A part of --output-dir is a file", "pass a directory"),
 }
 
 
@@ -1086,7 +1171,7 @@ class RunDirectory:
         self.run = self.resumed_from = self.init_from = self.saved = None
         self.writers, self.preempted = {}, False
         self.overfit_losses = []  # --overfit-batches: the training loss at each log
-        self.mlflow = None  # the mlflow module, once the MLflow run has started
+        self.tracker = None  # the MLflow process, once the run starts (start_tracking)
 
     def lock(self):
         """Takes the directory's lock, or stops: two runs writing one directory would overwrite
@@ -1102,6 +1187,7 @@ class RunDirectory:
                 f"--overfit-batches: {self.path} holds a run already; remove it to overfit again "
                 "(an overfitting run starts from the initial weights)"
             )
+        made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -1134,12 +1220,21 @@ class RunDirectory:
         if reader:
             return
         # Often the first write of a run: the one a full disk fails.
-        with writing(self.lock_file.name):
-            self.lock_file.truncate(0)
-            self.lock_file.write(
-                f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
-            )
-            self.lock_file.flush()
+        try:
+            with writing(self.lock_file.name):
+                self.lock_file.truncate(0)
+                self.lock_file.write(
+                    f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
+                )
+                self.lock_file.flush()
+        except OSError:
+            # Nothing of it was written: no empty run.lock is left (nor the directory this run
+            # made), as if the run had never started.
+            if os.path.getsize(self.lock_file.name) == 0:
+                os.remove(self.lock_file.name)
+                if made:
+                    os.rmdir(self.path)
+            raise
         # What a run killed mid-export left.
         settle_whole(os.path.join(self.path, "export"))
 
@@ -1180,8 +1275,10 @@ class RunDirectory:
         for path in reversed(paths):
             try:
                 restore_whole(checkpoint, path)
-            except Exception as error:  # damaged files raise OpError, IndexError, ...
-                print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+            except (
+                Exception
+            ) as error:  # damaged files raise OpError, IndexError, MemoryError
+                print(f"Cannot restore {path}: {checkpoint_damage(error)}")
                 continue
             self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
             print(f"Resumed from {path} at step {self.saved}")
@@ -1263,7 +1360,9 @@ class RunDirectory:
         try:
             restore_whole(checkpoint, path)
         except Exception as error:  # a path that is no checkpoint, damaged files
-            raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
+            raise SystemExit(
+                f"--checkpoint: cannot restore {path}: {checkpoint_damage(error)}"
+            ) from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
         self.resumed_from, self.saved = path, int(number[1]) if number else None
 
@@ -1399,53 +1498,56 @@ class RunDirectory:
         self.start_tracking()
 
     def start_tracking(self):
-        """Starts the MLflow run, or continues this directory's: its id is kept in
-        mlflow_run_id, so a resumed run logs on in the same MLflow run."""
-        import mlflow  # only when tracking: it takes a second or two
-
-        # MLFLOW_TRACKING_URI if set, else MLflow's local store in the working directory.
+        """Starts the MLflow run, or continues this directory's (its id is kept in
+        mlflow_run_id, so a resumed run logs on in the same MLflow run), from a process of
+        its own (MLFLOW_TRACKER), which training does not wait for."""
         path = os.path.join(self.path, "mlflow_run_id")
         run_id = None
         if os.path.exists(path):
             with open(path) as f:
                 run_id = f.read().strip()
+        self.tracker = subprocess.Popen(
+            [sys.executable, "-c", MLFLOW_TRACKER], stdin=subprocess.PIPE, text=True
+        )
+        self.track(
+            {
+                # MLFLOW_TRACKING_URI if set, else MLflow's local store in the working directory.
+                "tracking_uri": None,
+                "experiment": "fashion_validation",
+                "run_id": run_id,
+                "run_id_file": path,
+                "params": MLFLOW_PARAMS,
+                "tags": {
+                    f"loopgen.{key}": value for key, value in RENDERED_FROM.items()
+                },
+            }
+        )
+
+    def track(self, request):
+        """Sends a request to the MLflow process. One that has ended (it said why) takes none:
+        the run trains on, untracked (metrics.jsonl holds every value)."""
         try:
-            mlflow.set_experiment("fashion_validation")
-            # A new run continues the MLflow run that MLFLOW_RUN_ID names, if set (a sweep's
-            # trial: the sweep made it a child of its own run), else MLflow starts one.
-            started = mlflow.start_run(run_id=run_id)
-            if run_id is None:
-                mlflow.log_params(MLFLOW_PARAMS)
-                mlflow.set_tags(
-                    {f"loopgen.{key}": value for key, value in RENDERED_FROM.items()}
-                )
-        except Exception as error:
-            raise SystemExit(
-                f"MLflow at {mlflow.get_tracking_uri()} failed: {error}"
-            ) from None
-        self.mlflow = mlflow
-        if run_id is None:
-            with writing(path + ".tmp"), open(path + ".tmp", "w") as f:
-                f.write(started.info.run_id)
-            os.replace(path + ".tmp", path)
+            self.tracker.stdin.write(json.dumps(request) + "\n")
+            self.tracker.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
 
     def end_tracking(self, exit):
         """Ends the MLflow run: FINISHED (its export, script and spec file uploaded),
-        KILLED (a SIGTERM: the next run resumes it) or FAILED. A failure of MLflow's is
-        said, not raised: the run itself ended as runs.jsonl says."""
-        try:
-            if exit == "finished":
-                export = os.path.join(self.path, "export")
-                if os.path.isdir(export):
-                    self.mlflow.log_artifacts(export, "export")
-                self.mlflow.log_artifact(os.path.abspath(__file__))
-                if os.path.exists(SPEC_FILE):
-                    self.mlflow.log_artifact(SPEC_FILE)
-            self.mlflow.end_run(
-                {"finished": "FINISHED", "sigterm": "KILLED"}.get(exit, "FAILED")
-            )
-        except Exception as error:
-            print(f"MLflow could not end the run: {error}", file=sys.stderr)
+        KILLED (a SIGTERM: the next run resumes it) or FAILED. Waits for the MLflow process to
+        send the values still queued."""
+        artifacts = []
+        if exit == "finished":
+            artifacts = [
+                [os.path.join(self.path, "export"), "export"],
+                [os.path.abspath(__file__), None],
+                [SPEC_FILE, None],
+            ]
+        status = {"finished": "FINISHED", "sigterm": "KILLED"}.get(exit, "FAILED")
+        self.track({"end": status, "artifacts": artifacts})
+        with contextlib.suppress(BrokenPipeError):
+            self.tracker.stdin.close()
+        self.tracker.wait()
 
     def writer(self, split):
         """The TensorBoard writer of logs/<split>: tensorboard --logdir <output-dir>/logs."""
@@ -1490,10 +1592,8 @@ class RunDirectory:
             print("  ".join(f"{name}: {value:.4f}" for name, value in values.items()))
         record = {"step": step, "epoch": epoch + 1, **values}
         self.append("metrics.jsonl", record)
-        try:
-            self.mlflow.log_metrics(values, step=step)
-        except Exception as error:  # training goes on: metrics.jsonl has the values
-            print(f"MLflow could not log step {step}: {error}", file=sys.stderr)
+        # To the MLflow process, which sends them: training does not wait for MLflow.
+        self.track({"step": step, "values": values, "time": int(time.time() * 1000)})
 
     def bound(self, step):
         """The first step after `step` that ends a train_loop call for the debugging flags:
@@ -1639,7 +1739,7 @@ class RunDirectory:
                 f"Cannot write the end record to {path}: {failure.strerror}",
                 file=sys.stderr,
             )
-        if self.mlflow is not None:
+        if self.tracker is not None:
             self.end_tracking(record["exit"])
 
     def forget_logged_after(self, step):
@@ -1711,26 +1811,33 @@ class RunDirectory:
                 r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
             )
             code = words[found.group(2)]
-        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
-        when = (
-            "once there is room, "
-            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-            else ""
-        )
+        what, fix = MACHINE_FAULTS[code]
+        stopped = f"Stopped: cannot write {path} ({os.strerror(code)}). {what}"
+        # Room to make (the same directory will do then), or another place to write.
+        room = code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
         state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
             self.checkpoints
         )
         if state:
             newest = state.model_checkpoint_path
+            step = newest.rsplit("-", 1)[1]
+            intact = f"The newest checkpoint, {newest} (step {step}), is intact"
+            if room:
+                return (
+                    f"{stopped}: {fix}.\n{intact}: once there is room, run the script again "
+                    "with the same --output-dir to resume."
+                )
             return (
-                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
-                f"is intact: {when}run the script again with the same --output-dir to resume."
+                f"{stopped}.\n{intact}: to resume from it, run the script again with the same "
+                f"--output-dir once it can be written, or copy {self.path} to a place that can "
+                "and pass that as --output-dir."
             )
-        if self.run:
+        if self.run and room:
             return (
-                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+                f"{stopped}: {fix}.\nNo checkpoint was saved yet: once there is room, run the "
+                "script again."
             )
-        return message
+        return f"{stopped}: {fix}."
 
 
 @contextlib.contextmanager
@@ -1854,6 +1961,16 @@ def checkpoint_paths(directory, repair=True):
         found = ", ".join(names) or "none"
         print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
     return [os.path.join(directory, name) for name in names]
+
+
+def checkpoint_damage(error):
+    """What the error of a checkpoint that does not restore says of its files."""
+    # std::bad_alloc: a garbled index file gave a size of terabytes to read.
+    if isinstance(error, MemoryError):
+        return (
+            "its index file is damaged (reading it asked for more memory than there is)"
+        )
+    return f"its files are damaged or are no checkpoint's ({type(error).__name__}: {error})"
 
 
 def restore_whole(checkpoint, path):

@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 c9afe42d534ac682, script sha256 d74286407360a595).
+(spec sha256 c9afe42d534ac682, script sha256 6b2b02f6119e88aa).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -47,7 +47,12 @@ OUTPUT_DIR = "runs/mnist_adversarial"
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # The docstring's first line, as written: wrapped again by argparse, a long one (a
+    # description's line of megabytes) would take seconds at every --help.
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "command",
         nargs="?",
@@ -517,13 +522,13 @@ def train(args, run):
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
-    export(model, os.path.join(args.output_dir, "export"), train_examples)
-    # The weights of the best val_robust_accuracy, exported beside the last ones.
-    if run.restore_best():
-        export(model, os.path.join(args.output_dir, "export", "best"), train_examples)
+    # The last weights, and in export/best the best val_robust_accuracy's, written whole together.
+    export(
+        model, os.path.join(args.output_dir, "export"), train_examples, run.restore_best
+    )
 
 
-def export(model, directory, examples):
+def export(model, directory, examples, best):
     """The trained network, written whole into `directory`:
 
     - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
@@ -532,15 +537,25 @@ def export(model, directory, examples):
       examples were (serving_function).
     - network/: the bare network (model.export), for inputs already prepared as
       prepare_inputs() does.
+    - best/: the same for the best val_robust_accuracy's weights (best() restores them;
+      none when no validation saved them), written in the same step as the rest: a server
+      watching `directory` never finds a part of either.
 
     Both SavedModels load without this script's classes. `examples`: the training examples, whose
     dtype and shape the served model takes."""
     with written_whole(directory) as partial:
-        served = keras.export.ExportArchive()
-        served.track(model)
-        served.add_endpoint("serving_default", serving_function(model, examples))
-        served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
-        model.export(os.path.join(partial, "network"), verbose=False)
+        write_export(model, partial, examples)
+        if best():
+            write_export(model, os.path.join(partial, "best"), examples)
+
+
+def write_export(model, directory, examples):
+    """export()'s files for the network's current weights, into `directory`."""
+    served = keras.export.ExportArchive()
+    served.track(model)
+    served.add_endpoint("serving_default", serving_function(model, examples))
+    served.write_out(os.path.join(directory, "saved_model", "1"), verbose=False)
+    model.export(os.path.join(directory, "network"), verbose=False)
 
 
 def serving_function(model, examples):
@@ -1126,16 +1141,26 @@ SETUP = {
 }
 
 
-# The system's reasons for failing a write that no fix of this script would help, and what to do.
+# The system's reasons for failing a write that no fix of this script would help: what
+# happened, and what to do.
 MACHINE_FAULTS = {
-    errno.ENOSPC: "The disk is full: free some space",
-    errno.EDQUOT: "The disk quota is used up: free some space",
-    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
-    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
-    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
-    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
-    errno.EEXIST: "--output-dir names a file: pass a directory",
-    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
+    errno.ENOSPC: ("The disk is full", "free some space"),
+    errno.EDQUOT: ("The disk quota is used up", "free some space"),
+    errno.EFBIG: (
+        "The file grew beyond the size this process may write",
+        "raise ulimit -f",
+    ),
+    errno.EROFS: (
+        "The file system is read-only",
+        "pass an --output-dir on a writable one",
+    ),
+    errno.EACCES: (
+        "This user may not write there",
+        "pass an --output-dir it can write",
+    ),
+    errno.EPERM: ("This user may not write there", "pass an --output-dir it can write"),
+    errno.EEXIST: ("--output-dir names a file", "pass a directory"),
+    errno.ENOTDIR: ("A part of --output-dir is a file", "pass a directory"),
 }
 
 
@@ -1166,6 +1191,7 @@ class RunDirectory:
                 f"--overfit-batches: {self.path} holds a run already; remove it to overfit again "
                 "(an overfitting run starts from the initial weights)"
             )
+        made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -1198,12 +1224,21 @@ class RunDirectory:
         if reader:
             return
         # Often the first write of a run: the one a full disk fails.
-        with writing(self.lock_file.name):
-            self.lock_file.truncate(0)
-            self.lock_file.write(
-                f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
-            )
-            self.lock_file.flush()
+        try:
+            with writing(self.lock_file.name):
+                self.lock_file.truncate(0)
+                self.lock_file.write(
+                    f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
+                )
+                self.lock_file.flush()
+        except OSError:
+            # Nothing of it was written: no empty run.lock is left (nor the directory this run
+            # made), as if the run had never started.
+            if os.path.getsize(self.lock_file.name) == 0:
+                os.remove(self.lock_file.name)
+                if made:
+                    os.rmdir(self.path)
+            raise
         # What a run killed mid-export left.
         settle_whole(os.path.join(self.path, "export"))
 
@@ -1245,8 +1280,10 @@ class RunDirectory:
         for path in reversed(paths):
             try:
                 restore_whole(checkpoint, path)
-            except Exception as error:  # damaged files raise OpError, IndexError, ...
-                print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+            except (
+                Exception
+            ) as error:  # damaged files raise OpError, IndexError, MemoryError
+                print(f"Cannot restore {path}: {checkpoint_damage(error)}")
                 continue
             self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
             print(f"Resumed from {path} at step {self.saved}")
@@ -1335,7 +1372,9 @@ class RunDirectory:
         try:
             restore_whole(checkpoint, path)
         except Exception as error:  # a path that is no checkpoint, damaged files
-            raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
+            raise SystemExit(
+                f"--checkpoint: cannot restore {path}: {checkpoint_damage(error)}"
+            ) from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
         self.resumed_from, self.saved = path, int(number[1]) if number else None
 
@@ -1752,26 +1791,33 @@ class RunDirectory:
                 r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
             )
             code = words[found.group(2)]
-        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
-        when = (
-            "once there is room, "
-            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-            else ""
-        )
+        what, fix = MACHINE_FAULTS[code]
+        stopped = f"Stopped: cannot write {path} ({os.strerror(code)}). {what}"
+        # Room to make (the same directory will do then), or another place to write.
+        room = code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
         state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
             self.checkpoints
         )
         if state:
             newest = state.model_checkpoint_path
+            step = newest.rsplit("-", 1)[1]
+            intact = f"The newest checkpoint, {newest} (step {step}), is intact"
+            if room:
+                return (
+                    f"{stopped}: {fix}.\n{intact}: once there is room, run the script again "
+                    "with the same --output-dir to resume."
+                )
             return (
-                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
-                f"is intact: {when}run the script again with the same --output-dir to resume."
+                f"{stopped}.\n{intact}: to resume from it, run the script again with the same "
+                f"--output-dir once it can be written, or copy {self.path} to a place that can "
+                "and pass that as --output-dir."
             )
-        if self.run:
+        if self.run and room:
             return (
-                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+                f"{stopped}: {fix}.\nNo checkpoint was saved yet: once there is room, run the "
+                "script again."
             )
-        return message
+        return f"{stopped}: {fix}."
 
 
 @contextlib.contextmanager
@@ -1895,6 +1941,16 @@ def checkpoint_paths(directory, repair=True):
         found = ", ".join(names) or "none"
         print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
     return [os.path.join(directory, name) for name in names]
+
+
+def checkpoint_damage(error):
+    """What the error of a checkpoint that does not restore says of its files."""
+    # std::bad_alloc: a garbled index file gave a size of terabytes to read.
+    if isinstance(error, MemoryError):
+        return (
+            "its index file is damaged (reading it asked for more memory than there is)"
+        )
+    return f"its files are damaged or are no checkpoint's ({type(error).__name__}: {error})"
 
 
 def restore_whole(checkpoint, path):

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 9d299bd28b9f0c4f, script sha256 a96ada29f5fd920f).
+(spec sha256 9d299bd28b9f0c4f, script sha256 5d5e0f3d27f48000).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -44,7 +44,12 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # The docstring's first line, as written: wrapped again by argparse, a long one (a
+    # description's line of megabytes) would take seconds at every --help.
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "command",
         nargs="?",
@@ -975,16 +980,26 @@ SETUP = {
 }
 
 
-# The system's reasons for failing a write that no fix of this script would help, and what to do.
+# The system's reasons for failing a write that no fix of this script would help: what
+# happened, and what to do.
 MACHINE_FAULTS = {
-    errno.ENOSPC: "The disk is full: free some space",
-    errno.EDQUOT: "The disk quota is used up: free some space",
-    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
-    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
-    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
-    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
-    errno.EEXIST: "--output-dir names a file: pass a directory",
-    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
+    errno.ENOSPC: ("The disk is full", "free some space"),
+    errno.EDQUOT: ("The disk quota is used up", "free some space"),
+    errno.EFBIG: (
+        "The file grew beyond the size this process may write",
+        "raise ulimit -f",
+    ),
+    errno.EROFS: (
+        "The file system is read-only",
+        "pass an --output-dir on a writable one",
+    ),
+    errno.EACCES: (
+        "This user may not write there",
+        "pass an --output-dir it can write",
+    ),
+    errno.EPERM: ("This user may not write there", "pass an --output-dir it can write"),
+    errno.EEXIST: ("--output-dir names a file", "pass a directory"),
+    errno.ENOTDIR: ("A part of --output-dir is a file", "pass a directory"),
 }
 
 
@@ -1009,6 +1024,7 @@ class RunDirectory:
             raise SystemExit(
                 f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
             )
+        made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -1041,12 +1057,21 @@ class RunDirectory:
         if reader:
             return
         # Often the first write of a run: the one a full disk fails.
-        with writing(self.lock_file.name):
-            self.lock_file.truncate(0)
-            self.lock_file.write(
-                f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
-            )
-            self.lock_file.flush()
+        try:
+            with writing(self.lock_file.name):
+                self.lock_file.truncate(0)
+                self.lock_file.write(
+                    f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
+                )
+                self.lock_file.flush()
+        except OSError:
+            # Nothing of it was written: no empty run.lock is left (nor the directory this run
+            # made), as if the run had never started.
+            if os.path.getsize(self.lock_file.name) == 0:
+                os.remove(self.lock_file.name)
+                if made:
+                    os.rmdir(self.path)
+            raise
         # What a run killed mid-export left.
         settle_whole(os.path.join(self.path, "export"))
 
@@ -1085,8 +1110,10 @@ class RunDirectory:
         for path in reversed(paths):
             try:
                 restore_whole(checkpoint, path)
-            except Exception as error:  # damaged files raise OpError, IndexError, ...
-                print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+            except (
+                Exception
+            ) as error:  # damaged files raise OpError, IndexError, MemoryError
+                print(f"Cannot restore {path}: {checkpoint_damage(error)}")
                 continue
             self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
             print(f"Resumed from {path} at step {self.saved}")
@@ -1168,7 +1195,9 @@ class RunDirectory:
         try:
             restore_whole(checkpoint, path)
         except Exception as error:  # a path that is no checkpoint, damaged files
-            raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
+            raise SystemExit(
+                f"--checkpoint: cannot restore {path}: {checkpoint_damage(error)}"
+            ) from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
         self.resumed_from, self.saved = path, int(number[1]) if number else None
 
@@ -1453,26 +1482,33 @@ class RunDirectory:
                 r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
             )
             code = words[found.group(2)]
-        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
-        when = (
-            "once there is room, "
-            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-            else ""
-        )
+        what, fix = MACHINE_FAULTS[code]
+        stopped = f"Stopped: cannot write {path} ({os.strerror(code)}). {what}"
+        # Room to make (the same directory will do then), or another place to write.
+        room = code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
         state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
             self.checkpoints
         )
         if state:
             newest = state.model_checkpoint_path
+            step = newest.rsplit("-", 1)[1]
+            intact = f"The newest checkpoint, {newest} (step {step}), is intact"
+            if room:
+                return (
+                    f"{stopped}: {fix}.\n{intact}: once there is room, run the script again "
+                    "with the same --output-dir to resume."
+                )
             return (
-                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
-                f"is intact: {when}run the script again with the same --output-dir to resume."
+                f"{stopped}.\n{intact}: to resume from it, run the script again with the same "
+                f"--output-dir once it can be written, or copy {self.path} to a place that can "
+                "and pass that as --output-dir."
             )
-        if self.run:
+        if self.run and room:
             return (
-                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+                f"{stopped}: {fix}.\nNo checkpoint was saved yet: once there is room, run the "
+                "script again."
             )
-        return message
+        return f"{stopped}: {fix}."
 
 
 @contextlib.contextmanager
@@ -1596,6 +1632,16 @@ def checkpoint_paths(directory, repair=True):
         found = ", ".join(names) or "none"
         print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
     return [os.path.join(directory, name) for name in names]
+
+
+def checkpoint_damage(error):
+    """What the error of a checkpoint that does not restore says of its files."""
+    # std::bad_alloc: a garbled index file gave a size of terabytes to read.
+    if isinstance(error, MemoryError):
+        return (
+            "its index file is damaged (reading it asked for more memory than there is)"
+        )
+    return f"its files are damaged or are no checkpoint's ({type(error).__name__}: {error})"
 
 
 def restore_whole(checkpoint, path):

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 e059b99b4a5ce3bc, script sha256 fca326df08422975).
+(spec sha256 e059b99b4a5ce3bc, script sha256 59a7129f6506b06d).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -43,7 +43,12 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # The docstring's first line, as written: wrapped again by argparse, a long one (a
+    # description's line of megabytes) would take seconds at every --help.
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "command",
         nargs="?",
@@ -1080,16 +1085,26 @@ SETUP = {
 TRAIN_FILES = "data/houses/train-*.csv"
 
 
-# The system's reasons for failing a write that no fix of this script would help, and what to do.
+# The system's reasons for failing a write that no fix of this script would help: what
+# happened, and what to do.
 MACHINE_FAULTS = {
-    errno.ENOSPC: "The disk is full: free some space",
-    errno.EDQUOT: "The disk quota is used up: free some space",
-    errno.EFBIG: "The file grew beyond the size this process may write (ulimit -f)",
-    errno.EROFS: "The file system is read-only: pass an --output-dir on a writable one",
-    errno.EACCES: "This user may not write there: pass an --output-dir it can write",
-    errno.EPERM: "This user may not write there: pass an --output-dir it can write",
-    errno.EEXIST: "--output-dir names a file: pass a directory",
-    errno.ENOTDIR: "A part of --output-dir is a file: pass a directory",
+    errno.ENOSPC: ("The disk is full", "free some space"),
+    errno.EDQUOT: ("The disk quota is used up", "free some space"),
+    errno.EFBIG: (
+        "The file grew beyond the size this process may write",
+        "raise ulimit -f",
+    ),
+    errno.EROFS: (
+        "The file system is read-only",
+        "pass an --output-dir on a writable one",
+    ),
+    errno.EACCES: (
+        "This user may not write there",
+        "pass an --output-dir it can write",
+    ),
+    errno.EPERM: ("This user may not write there", "pass an --output-dir it can write"),
+    errno.EEXIST: ("--output-dir names a file", "pass a directory"),
+    errno.ENOTDIR: ("A part of --output-dir is a file", "pass a directory"),
 }
 
 
@@ -1114,6 +1129,7 @@ class RunDirectory:
             raise SystemExit(
                 f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
             )
+        made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
             return print(
@@ -1146,12 +1162,21 @@ class RunDirectory:
         if reader:
             return
         # Often the first write of a run: the one a full disk fails.
-        with writing(self.lock_file.name):
-            self.lock_file.truncate(0)
-            self.lock_file.write(
-                f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
-            )
-            self.lock_file.flush()
+        try:
+            with writing(self.lock_file.name):
+                self.lock_file.truncate(0)
+                self.lock_file.write(
+                    f"pid {os.getpid()} on {socket.gethostname()}, started {now()}\n"
+                )
+                self.lock_file.flush()
+        except OSError:
+            # Nothing of it was written: no empty run.lock is left (nor the directory this run
+            # made), as if the run had never started.
+            if os.path.getsize(self.lock_file.name) == 0:
+                os.remove(self.lock_file.name)
+                if made:
+                    os.rmdir(self.path)
+            raise
         # What a run killed mid-export left.
         settle_whole(os.path.join(self.path, "export"))
 
@@ -1179,7 +1204,9 @@ class RunDirectory:
                 self.init_from = load_weights(self.args.init_from, **networks)
             os.makedirs(self.checkpoints, exist_ok=True)
             with open(setup_path, "w") as f:
-                return json.dump({**setup, "data": self.data}, f, indent=2)
+                return json.dump(
+                    {**setup, "data": with_digests(self.data)}, f, indent=2
+                )
         if self.args.init_from:
             raise SystemExit(
                 f"--init-from {self.args.init_from}: {self.checkpoints} already holds this run's "
@@ -1190,8 +1217,10 @@ class RunDirectory:
         for path in reversed(paths):
             try:
                 restore_whole(checkpoint, path)
-            except Exception as error:  # damaged files raise OpError, IndexError, ...
-                print(f"Cannot restore {path}: {type(error).__name__}: {error}")
+            except (
+                Exception
+            ) as error:  # damaged files raise OpError, IndexError, MemoryError
+                print(f"Cannot restore {path}: {checkpoint_damage(error)}")
                 continue
             self.resumed_from, self.saved = path, int(checkpoint.step.numpy())
             print(f"Resumed from {path} at step {self.saved}")
@@ -1225,13 +1254,15 @@ class RunDirectory:
         """Stops unless the training data is the one setup.json records, or --new-data accepts
         other data (then setup.json records it). An epoch's length and order follow from the
         data: on other data, a resumed run continues a run that never was. A setup.json that
-        records no data (an earlier script's) is not checked."""
+        records no data (an earlier script's) is not checked. A file copied again (a new time)
+        is the same data if its sha256, which setup.json holds for data up to a gigabyte, is.
+        """
         with open(setup_path) as f:
             saved = json.load(f)
         recorded = saved.get("data")
-        if recorded is None or recorded == self.data:
+        if recorded is None:
             return
-        differences = []
+        differences, copied, digests = [], [], recorded.get("digests", {})
         if recorded["examples"] != self.data["examples"]:
             differences.append(
                 f"  data.train: {recorded['examples']} examples in the checkpoints, "
@@ -1240,15 +1271,27 @@ class RunDirectory:
         files = {**recorded["files"], **self.data["files"]}
         for path in files:
             before, now = recorded["files"].get(path), self.data["files"].get(path)
-            if before != now:
-                differences.append(
-                    f"  {path}: {before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
-                )
+            if before == now:
+                continue
+            # Copied again (a new time)? The same data if its contents' sha256 is the same.
+            if now and path in digests and digests[path] == file_digest(path):
+                copied.append(path)
+                continue
+            differences.append(
+                f"  {path}: {before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
+            )
+        if not differences:
+            if copied:  # setup.json takes their new times
+                print(f"The same training data, copied again: {', '.join(copied)}")
+                self.record_data(setup_path, saved, {**self.data, "digests": digests})
+            return
         if not self.args.new_data:
             raise SystemExit(
                 f"Refusing to resume from {self.checkpoints}: its checkpoints were trained on "
                 "other data (setup.json records the number of examples and each file's size and "
-                "time). What differs:\n" + "\n".join(differences) + "\n"
+                "time, and the sha256 of data up to a gigabyte). What differs:\n"
+                + "\n".join(differences)
+                + "\n"
                 "Put the data back; or resume on this data on purpose with --new-data (an epoch "
                 "then has another length and order); or train in a new --output-dir (with "
                 f"--init-from {self.path} to start from those weights)."
@@ -1256,8 +1299,12 @@ class RunDirectory:
         print(
             "Resuming on other training data (--new-data):\n" + "\n".join(differences)
         )
+        self.record_data(setup_path, saved, with_digests(self.data))
+
+    def record_data(self, setup_path, saved, data):
+        """Records in setup.json the training data this run resumes on."""
         with open(setup_path, "w") as f:
-            json.dump({**saved, "data": self.data}, f, indent=2)
+            json.dump({**saved, "data": data}, f, indent=2)
 
     def restore_to_read(self, checkpoint, setup, networks):
         """evaluate, predict: the weights of --checkpoint (latest or a path), of this setup. Nothing in
@@ -1273,7 +1320,9 @@ class RunDirectory:
         try:
             restore_whole(checkpoint, path)
         except Exception as error:  # a path that is no checkpoint, damaged files
-            raise SystemExit(f"--checkpoint: cannot restore {path}: {error}") from None
+            raise SystemExit(
+                f"--checkpoint: cannot restore {path}: {checkpoint_damage(error)}"
+            ) from None
         number = re.search(r"-(\d+)$", path)  # ckpt-<step>
         self.resumed_from, self.saved = path, int(number[1]) if number else None
 
@@ -1564,26 +1613,33 @@ class RunDirectory:
                 r"(_temp|\.tempstate\d+|\.tmp[0-9a-f]*)(/.*)?$", "", found.group(1)
             )
             code = words[found.group(2)]
-        message = f"Stopped: cannot write {path} ({os.strerror(code)}). {MACHINE_FAULTS[code]}."
-        when = (
-            "once there is room, "
-            if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-            else ""
-        )
+        what, fix = MACHINE_FAULTS[code]
+        stopped = f"Stopped: cannot write {path} ({os.strerror(code)}). {what}"
+        # Room to make (the same directory will do then), or another place to write.
+        room = code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
         state = os.path.isdir(self.checkpoints) and tf.train.get_checkpoint_state(
             self.checkpoints
         )
         if state:
             newest = state.model_checkpoint_path
+            step = newest.rsplit("-", 1)[1]
+            intact = f"The newest checkpoint, {newest} (step {step}), is intact"
+            if room:
+                return (
+                    f"{stopped}: {fix}.\n{intact}: once there is room, run the script again "
+                    "with the same --output-dir to resume."
+                )
             return (
-                f"{message}\nThe newest checkpoint, {newest} (step {newest.rsplit('-', 1)[1]}), "
-                f"is intact: {when}run the script again with the same --output-dir to resume."
+                f"{stopped}.\n{intact}: to resume from it, run the script again with the same "
+                f"--output-dir once it can be written, or copy {self.path} to a place that can "
+                "and pass that as --output-dir."
             )
-        if self.run:
+        if self.run and room:
             return (
-                f"{message}\nNo checkpoint was saved yet: {when}run the script again."
+                f"{stopped}: {fix}.\nNo checkpoint was saved yet: once there is room, run the "
+                "script again."
             )
-        return message
+        return f"{stopped}: {fix}."
 
 
 @contextlib.contextmanager
@@ -1709,6 +1765,16 @@ def checkpoint_paths(directory, repair=True):
     return [os.path.join(directory, name) for name in names]
 
 
+def checkpoint_damage(error):
+    """What the error of a checkpoint that does not restore says of its files."""
+    # std::bad_alloc: a garbled index file gave a size of terabytes to read.
+    if isinstance(error, MemoryError):
+        return (
+            "its index file is damaged (reading it asked for more memory than there is)"
+        )
+    return f"its files are damaged or are no checkpoint's ({type(error).__name__}: {error})"
+
+
 def restore_whole(checkpoint, path):
     """Restores every object of `checkpoint` from `path` (what else the file holds is left),
     but the running means, which a checkpoint written before they were saved lacks: they
@@ -1755,6 +1821,43 @@ def file_record(path):
 def utc(seconds):
     """A file time, to the second: 2026-11-23T13:05:09Z."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def with_digests(data, limit=2**30):
+    """The data record with the sha256 of each file's contents, if they hold at most `limit`
+    bytes in all (a gigabyte takes a second or two to read, once for a new run): a resume
+    then tells files copied again (new times, the same contents) from other data."""
+    size = 0
+    for path in data["files"]:
+        if os.path.isdir(path):
+            size += sum(
+                os.path.getsize(os.path.join(folder, name))
+                for folder, _, names in os.walk(path)
+                for name in names
+            )
+        elif os.path.exists(path):
+            size += os.path.getsize(path)
+    if size > limit:
+        return data
+    return {**data, "digests": {path: file_digest(path) for path in data["files"]}}
+
+
+def file_digest(path):
+    """sha256 of a file's contents; of a directory's files' names and contents."""
+    names = [""]
+    if os.path.isdir(path):
+        names = sorted(
+            os.path.relpath(os.path.join(folder, name), path)
+            for folder, _, files in os.walk(path)
+            for name in files
+        )
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(name.encode() + b"\0")
+        with open(os.path.join(path, name) if name else path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 def weights_fingerprint(*networks):
