@@ -217,6 +217,8 @@ MODULE_NAMES = frozenset({
     "linecache", "native_stderr_silenced", "nonfinite_op", "overfit", "replay",
     "replayed", "serve_once", "tempfile", "warnings", "make_inspected_step", "SATURATED",
     "INSPECT_EVERY_STEPS", "learning_rates", "step_of_update", "update_of", "updates_at",
+    # Reward normalization (templates/partials/ways/ppo.jinja).
+    "REWARD_CLIP", "RewardScale",
 })  # fmt: skip
 """The other names the scripts define at module level (functions, classes, constants, imports):
 a name a spec makes module level too (a block, a custom layer class, an imported package) must

@@ -260,9 +260,7 @@ def _wrapped(env: Any, wrappers: list[dict], field: str, gym: Any) -> Any:
         try:
             env = gym.wrappers.AtariPreprocessing(env, **wrapper)
         except gym.error.DependencyNotInstalled as error:
-            raise ValueError(
-                f"{here}: {error}; pip install 'loopgen[atari]' installs it"
-            ) from None
+            raise ValueError(f"{here}: {error}; pip install 'loopgen[atari]' installs it") from None
     return env
 
 

@@ -1,7 +1,7 @@
 """Play Breakout from its pixels with DQN.
 
 Written by loopgen 0.1.0 from examples/breakout_dqn.py
-(spec sha256 e602ad8ea9f9a07c, script sha256 3c41ae87d2a4c837).
+(spec sha256 e602ad8ea9f9a07c, script sha256 1a8986c63f756947).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -52,12 +52,11 @@ OUTPUT_DIR = "runs/breakout_dqn"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

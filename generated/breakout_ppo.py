@@ -1,7 +1,7 @@
 """Play Breakout from its pixels with PPO.
 
 Written by loopgen 0.1.0 from examples/breakout_ppo.py
-(spec sha256 1e6b2e3fa39632e4, script sha256 790f74594f79a8bf).
+(spec sha256 1e6b2e3fa39632e4, script sha256 87d83edb69a89533).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -52,12 +52,11 @@ OUTPUT_DIR = "runs/breakout_ppo"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

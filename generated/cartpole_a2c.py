@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 70fff7e9397b2d35, script sha256 3b5372d6838cf963).
+(spec sha256 70fff7e9397b2d35, script sha256 a8cecaa4107ad209).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -46,12 +46,11 @@ OUTPUT_DIR = "runs/cartpole_a2c"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

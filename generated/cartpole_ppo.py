@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 3c1594027a1bf638, script sha256 67710c982c89d5c2).
+(spec sha256 3c1594027a1bf638, script sha256 6a492161801bf414).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -51,12 +51,11 @@ OUTPUT_DIR = "runs/cartpole_ppo"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 b62e4ad8a8247c90, script sha256 1885eba3e74f1ea6).
+(spec sha256 b62e4ad8a8247c90, script sha256 25d2bd8a487092fb).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -40,12 +40,11 @@ OUTPUT_DIR = "runs/cifar10_resnet"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 dc9bb2f515ad9ebd, script sha256 ba5a7bdbf0c6d71e).
+(spec sha256 dc9bb2f515ad9ebd, script sha256 7db30d3fcf0c4594).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -53,12 +53,11 @@ OUTPUT_DIR = "runs/corridor_ppo"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

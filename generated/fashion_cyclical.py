@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 59c35836953b398d, script sha256 344f48261953178e).
+(spec sha256 59c35836953b398d, script sha256 262e8f9d846bafa3).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -41,12 +41,11 @@ OUTPUT_DIR = "runs/fashion_cyclical"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

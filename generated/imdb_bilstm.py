@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 b079b854e471e1df, script sha256 725b33dd01ce4eab).
+(spec sha256 b079b854e471e1df, script sha256 5130defec944fdfe).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -39,12 +39,11 @@ OUTPUT_DIR = "runs/imdb_bilstm"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 d1db346c20dc2ee9, script sha256 ce39ca3b02f546c1).
+(spec sha256 d1db346c20dc2ee9, script sha256 2dc89c00c810754f).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -39,12 +39,11 @@ OUTPUT_DIR = "runs/imdb_transformer"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 c9afe42d534ac682, script sha256 6b2b02f6119e88aa).
+(spec sha256 c9afe42d534ac682, script sha256 26537b4ae5947e19).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -47,12 +47,11 @@ OUTPUT_DIR = "runs/mnist_adversarial"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by MAML.
 
 Written by loopgen 0.1.0 from examples/mnist_maml.py
-(spec sha256 5468ac88c951d728, script sha256 1873ec828d2531cf).
+(spec sha256 5468ac88c951d728, script sha256 b66a8e0d9cf440b6).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -50,12 +50,11 @@ OUTPUT_DIR = "runs/mnist_maml"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 fde1256c66fd594c, script sha256 ed26e9c72204ef1e).
+(spec sha256 fde1256c66fd594c, script sha256 edaf083196913602).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -39,12 +39,11 @@ OUTPUT_DIR = "runs/mnist_mlp"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

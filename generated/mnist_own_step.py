@@ -1,7 +1,7 @@
 """Classify MNIST digits with a confidence penalty of your own, by sign descent.
 
 Written by loopgen 0.1.0 from examples/mnist_own_step.py
-(spec sha256 24758b47c6950d9b, script sha256 ac71bea7f2461d55).
+(spec sha256 24758b47c6950d9b, script sha256 fea1e90a9c3a6f10).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -43,12 +43,11 @@ OUTPUT_DIR = "runs/mnist_own_step"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

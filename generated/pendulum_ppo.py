@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 fa01710ff75bbdb8, script sha256 025a800150d04a58).
+(spec sha256 fa01710ff75bbdb8, script sha256 0c618c31ee41a959).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -56,12 +56,11 @@ OUTPUT_DIR = "runs/pendulum_ppo"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

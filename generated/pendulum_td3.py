@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with TD3.
 
 Written by loopgen 0.1.0 from examples/pendulum_td3.py
-(spec sha256 e3b6b5d4dd6e80a4, script sha256 33921be084ecde39).
+(spec sha256 e3b6b5d4dd6e80a4, script sha256 dbaf6ba571b3851a).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -55,12 +55,11 @@ OUTPUT_DIR = "runs/pendulum_td3"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 8e0bc193c0f6cd38, script sha256 e5c58cb1f3536392).
+(spec sha256 8e0bc193c0f6cd38, script sha256 840bd87f74134a4a).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -42,12 +42,11 @@ OUTPUT_DIR = "runs/shapes_dcgan"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 665dcbe52b9f96bd, script sha256 63898f6dd4ea9c25).
+(spec sha256 665dcbe52b9f96bd, script sha256 263faa13edb82906).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -48,12 +48,11 @@ OUTPUT_DIR = "runs/shapes_plateau"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

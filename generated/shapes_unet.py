@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 d6a52f511ace8ed8, script sha256 298136fa557713d1).
+(spec sha256 d6a52f511ace8ed8, script sha256 fde3d772008cf863).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -39,12 +39,11 @@ OUTPUT_DIR = "runs/shapes_unet"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -942,8 +942,12 @@ def reward_scaling_wiring(script: str, *argv: str) -> dict:
             if terminated or truncated:
                 episodes[t // module.ROLLOUT_STEPS].append(total)
                 total = 0.0
-    logged = [json.loads(line) for line in
-              Path(argv[argv.index("--output-dir") + 1], "metrics.jsonl").read_text().splitlines()]
+    logged = [
+        json.loads(line)
+        for line in Path(argv[argv.index("--output-dir") + 1], "metrics.jsonl")
+        .read_text()
+        .splitlines()
+    ]
     scale = module.RewardScale()
     path = tf.train.latest_checkpoint(argv[argv.index("--output-dir") + 1] + "/checkpoints")
     tf.train.Checkpoint(reward_scale=scale).restore(path).expect_partial()

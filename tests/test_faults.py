@@ -372,8 +372,12 @@ RESUME_RUNS = {
     "ppo_continuous": (
         "pendulum_ppo",
         768,
-        ["training.rollout_steps=16", "training.minibatches=2", "training.update_epochs=2",
-         "training.normalize_rewards=true"],
+        [
+            "training.rollout_steps=16",
+            "training.minibatches=2",
+            "training.update_epochs=2",
+            "training.normalize_rewards=true",
+        ],
     ),
     # Pixels (Breakout's 4 stacked frames, uint8) in the replay buffer, and each Atari
     # emulator's state (its random generator's, which sticky actions draw from, too) and the

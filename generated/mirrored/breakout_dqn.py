@@ -1,7 +1,7 @@
 """Play Breakout from its pixels with DQN.
 
 Written by loopgen 0.1.0 from examples/breakout_dqn.py
-(spec sha256 1cfec923f98bb0ee, script sha256 e57e713950bb7fd0).
+(spec sha256 1cfec923f98bb0ee, script sha256 f0c6331af9b538ec).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -54,12 +54,11 @@ OUTPUT_DIR = "runs/breakout_dqn"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Play Breakout from its pixels with PPO.
 
 Written by loopgen 0.1.0 from examples/breakout_ppo.py
-(spec sha256 fcfd2e55813cc6a6, script sha256 823810f58c3cdfa1).
+(spec sha256 fcfd2e55813cc6a6, script sha256 a29821ff61a1fbe0).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -54,12 +54,11 @@ OUTPUT_DIR = "runs/breakout_ppo"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 a510342675294ded, script sha256 4193e68922a2b0ee).
+(spec sha256 a510342675294ded, script sha256 1693db8db9526132).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -53,12 +53,11 @@ OUTPUT_DIR = "runs/cartpole_dqn"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

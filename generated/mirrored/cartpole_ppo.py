@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with PPO.
 
 Written by loopgen 0.1.0 from examples/cartpole_ppo.py
-(spec sha256 b5e86b0ab6dd20ad, script sha256 5fa63f500beb6121).
+(spec sha256 b5e86b0ab6dd20ad, script sha256 a76a5911032009b5).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -53,12 +53,11 @@ OUTPUT_DIR = "runs/cartpole_ppo"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

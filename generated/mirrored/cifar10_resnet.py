@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 dbeab89734d85817, script sha256 3352725f1d6603b3).
+(spec sha256 dbeab89734d85817, script sha256 269ba780d138177f).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -42,12 +42,11 @@ OUTPUT_DIR = "runs/cifar10_resnet"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

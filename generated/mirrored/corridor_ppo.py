@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 e2e623afed81f496, script sha256 192e92f2ba92aed9).
+(spec sha256 e2e623afed81f496, script sha256 a419f64514c6fdab).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -55,12 +55,11 @@ OUTPUT_DIR = "runs/corridor_ppo"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

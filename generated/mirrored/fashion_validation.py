@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 492827c728b8f9b0, script sha256 a8a9c9ec05a4c457).
+(spec sha256 492827c728b8f9b0, script sha256 94660449035c08e8).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -43,12 +43,11 @@ OUTPUT_DIR = "runs/fashion_validation"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify IMDB reviews as positive or negative from their word ids.
 
 Written by loopgen 0.1.0 from examples/imdb_bilstm.py
-(spec sha256 e1c6df8d6fb38c0f, script sha256 434a0968d2b44e2c).
+(spec sha256 e1c6df8d6fb38c0f, script sha256 9b0f93d83bb1855f).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -41,12 +41,11 @@ OUTPUT_DIR = "runs/imdb_bilstm"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

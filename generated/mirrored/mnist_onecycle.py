@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 fb7fd646dd2ba2dd, script sha256 4486b78ba4b9b708).
+(spec sha256 fb7fd646dd2ba2dd, script sha256 17b5a7c4057083bd).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -44,12 +44,11 @@ OUTPUT_DIR = "runs/mnist_onecycle"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with SAC.
 
 Written by loopgen 0.1.0 from examples/pendulum_sac.py
-(spec sha256 0b674dd1eb9cfca4, script sha256 1c1b8686f9fda042).
+(spec sha256 0b674dd1eb9cfca4, script sha256 b69c330cf72df47c).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -63,12 +63,11 @@ OUTPUT_DIR = "runs/pendulum_sac"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with TD3.
 
 Written by loopgen 0.1.0 from examples/pendulum_td3.py
-(spec sha256 cb1ead1207afa0ce, script sha256 3bab1cd9044cc92b).
+(spec sha256 cb1ead1207afa0ce, script sha256 5345a993fc06474b).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -57,12 +57,11 @@ OUTPUT_DIR = "runs/pendulum_td3"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

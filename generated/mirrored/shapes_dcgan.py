@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 6113726d6dd533b5, script sha256 25700a265bad44af).
+(spec sha256 6113726d6dd533b5, script sha256 17e44cec6761613f).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -44,12 +44,11 @@ OUTPUT_DIR = "runs/shapes_dcgan"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

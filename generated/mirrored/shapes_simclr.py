@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 806778977d5e11e4, script sha256 4898032ba6b7c1e7).
+(spec sha256 806778977d5e11e4, script sha256 4944b1de2cbd1b4c).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -43,12 +43,11 @@ OUTPUT_DIR = "runs/shapes_simclr"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

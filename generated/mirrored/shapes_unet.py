@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 8dd81a8955162a6d, script sha256 6d90226302e0ba2e).
+(spec sha256 8dd81a8955162a6d, script sha256 0658b091f4780614).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -41,12 +41,11 @@ OUTPUT_DIR = "runs/shapes_unet"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

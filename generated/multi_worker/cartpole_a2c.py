@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 bcecb5b84e2215dd, script sha256 16cd4bd998d7c2d2).
+(spec sha256 bcecb5b84e2215dd, script sha256 3db63575771803ab).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -51,12 +51,11 @@ OUTPUT_DIR = "runs/cartpole_a2c"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

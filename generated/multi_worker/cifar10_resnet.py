@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 bdd22d4f93025586, script sha256 455bcccad0cd1490).
+(spec sha256 bdd22d4f93025586, script sha256 3bb7f62291a6bb4e).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -44,12 +44,11 @@ OUTPUT_DIR = "runs/cifar10_resnet"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

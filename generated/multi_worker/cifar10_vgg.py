@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 4fa13c3a78e601a9, script sha256 1c699e121dc38a60).
+(spec sha256 4fa13c3a78e601a9, script sha256 a5bd5d482975b9bb).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -44,12 +44,11 @@ OUTPUT_DIR = "runs/cifar10_vgg"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 e70506a1e3eee1db, script sha256 5bc8fecd9a1871a5).
+(spec sha256 e70506a1e3eee1db, script sha256 73a832c8a878bbec).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -45,12 +45,11 @@ OUTPUT_DIR = "runs/fashion_cyclical"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

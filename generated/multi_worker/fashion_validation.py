@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 f77006b7ec5a1413, script sha256 524b786b6a78eb28).
+(spec sha256 f77006b7ec5a1413, script sha256 c64f9a9f21d93360).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -45,12 +45,11 @@ OUTPUT_DIR = "runs/fashion_validation"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 57570e22e912f414, script sha256 12aabd6c199ccd89).
+(spec sha256 57570e22e912f414, script sha256 0f7ee8567f4b4e9a).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -44,12 +44,11 @@ OUTPUT_DIR = "runs/houses_tabular"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

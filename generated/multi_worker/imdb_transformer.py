@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 6c5ac676c877d577, script sha256 637db20fbf102c02).
+(spec sha256 6c5ac676c877d577, script sha256 aa100a573f99694c).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -43,12 +43,11 @@ OUTPUT_DIR = "runs/imdb_transformer"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

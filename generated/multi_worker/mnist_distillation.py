@@ -1,7 +1,7 @@
 """Distil the mnist_mlp example's network into a smaller MLP.
 
 Written by loopgen 0.1.0 from examples/mnist_distillation.py
-(spec sha256 2e5d61892f1aa46c, script sha256 8e46c94128f18472).
+(spec sha256 2e5d61892f1aa46c, script sha256 69ef0ecc88d08eed).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -50,12 +50,11 @@ OUTPUT_DIR = "runs/mnist_distillation"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 00f802133cdcfbad, script sha256 516bee2837ff9261).
+(spec sha256 00f802133cdcfbad, script sha256 8965efc496635da9).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -46,12 +46,11 @@ OUTPUT_DIR = "runs/mnist_onecycle"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a confidence penalty of your own, by sign descent.
 
 Written by loopgen 0.1.0 from examples/mnist_own_step.py
-(spec sha256 c035e207af32b724, script sha256 27252e4ed8147b2e).
+(spec sha256 c035e207af32b724, script sha256 4cb7129c32265d1c).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -47,12 +47,11 @@ OUTPUT_DIR = "runs/mnist_own_step"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by Reptile.
 
 Written by loopgen 0.1.0 from examples/mnist_reptile.py
-(spec sha256 8b450e7775ef033b, script sha256 9f0018046c7f03e5).
+(spec sha256 8b450e7775ef033b, script sha256 711f41b9065d1677).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -54,12 +54,11 @@ OUTPUT_DIR = "runs/mnist_reptile"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 bb0ac63327810325, script sha256 fbb9a802b9258607).
+(spec sha256 bb0ac63327810325, script sha256 752e2223603f2e59).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -45,12 +45,11 @@ OUTPUT_DIR = "runs/pets_unet"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 19ce263853920159, script sha256 9e018121e9537c56).
+(spec sha256 19ce263853920159, script sha256 bb3e6badd1e841ff).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -43,12 +43,11 @@ OUTPUT_DIR = "runs/reviews_text"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

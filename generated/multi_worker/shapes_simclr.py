@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 9cea712766d8c0f7, script sha256 004e59c8a73eaa1f).
+(spec sha256 9cea712766d8c0f7, script sha256 88b1763001679146).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -45,12 +45,11 @@ OUTPUT_DIR = "runs/shapes_simclr"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

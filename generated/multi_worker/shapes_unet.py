@@ -1,7 +1,7 @@
 """Segment procedurally drawn shapes with a small UNet (offline demo).
 
 Written by loopgen 0.1.0 from examples/shapes_unet.py
-(spec sha256 1bb7cc1d93bbe879, script sha256 3beaa55403b8836f).
+(spec sha256 1bb7cc1d93bbe879, script sha256 7c0aa4bfc136a1ef).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -43,12 +43,11 @@ OUTPUT_DIR = "runs/shapes_unet"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

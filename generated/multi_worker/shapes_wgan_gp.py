@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 f4b11e99c782060b, script sha256 1d6022fcdcccdc18).
+(spec sha256 f4b11e99c782060b, script sha256 bd321797309aa0eb).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -46,12 +46,11 @@ OUTPUT_DIR = "runs/shapes_wgan_gp"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 3293b2bb8168c97f, script sha256 2ce520c3d07da6ec).
+(spec sha256 3293b2bb8168c97f, script sha256 5129a36f0fc160cb).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -43,12 +43,11 @@ OUTPUT_DIR = "runs/signals_generator"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 babcd06e6f76affc, script sha256 2d7cc3ed76b5531b).
+(spec sha256 babcd06e6f76affc, script sha256 82433a511edec46b).
 Rendered with: --variant single_device
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -42,12 +42,11 @@ OUTPUT_DIR = "runs/pets_unet"
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

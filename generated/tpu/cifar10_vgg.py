@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 ea6a29a0a90a0af6, script sha256 2f5db881abe1830e).
+(spec sha256 ea6a29a0a90a0af6, script sha256 428eb49588bd9e40).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -43,12 +43,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST; warmup, then a triangular2 cyclical learning rate.
 
 Written by loopgen 0.1.0 from examples/fashion_cyclical.py
-(spec sha256 9d299bd28b9f0c4f, script sha256 5d5e0f3d27f48000).
+(spec sha256 9d299bd28b9f0c4f, script sha256 c8b6b632a2072eb1).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -44,12 +44,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

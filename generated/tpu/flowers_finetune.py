@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 d4e9a7297372c78b, script sha256 700098726af9d619).
+(spec sha256 d4e9a7297372c78b, script sha256 119dfb909866e384).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -49,12 +49,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 e059b99b4a5ce3bc, script sha256 59a7129f6506b06d).
+(spec sha256 e059b99b4a5ce3bc, script sha256 8962aaf3d8ad7920).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -43,12 +43,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

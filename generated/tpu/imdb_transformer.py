@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 f9fdf3c9b3bce663, script sha256 72e1b1cce06d2590).
+(spec sha256 f9fdf3c9b3bce663, script sha256 c4d0d539da6443af).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -42,12 +42,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a 784-64-64-10 MLP trained by plain SGD.
 
 Written by loopgen 0.1.0 from examples/mnist_mlp.py
-(spec sha256 cb6e55d25382b8e4, script sha256 01e319c31db05b87).
+(spec sha256 cb6e55d25382b8e4, script sha256 53ee0ac1e97c9e0a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -42,12 +42,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 ccad76cc5cb8ded7, script sha256 b3795c47b0287200).
+(spec sha256 ccad76cc5cb8ded7, script sha256 1443738680adc0a4).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -45,12 +45,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

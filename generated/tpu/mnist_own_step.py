@@ -1,7 +1,7 @@
 """Classify MNIST digits with a confidence penalty of your own, by sign descent.
 
 Written by loopgen 0.1.0 from examples/mnist_own_step.py
-(spec sha256 2fc19584b1495a4a, script sha256 2f0acff1da9270bf).
+(spec sha256 2fc19584b1495a4a, script sha256 9f384f5b8c386390).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -46,12 +46,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small DCGAN (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_dcgan.py
-(spec sha256 ff52002a209d5f47, script sha256 9400bc755cd89516).
+(spec sha256 ff52002a209d5f47, script sha256 1d4bf3cd2e095a0a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -45,12 +45,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")

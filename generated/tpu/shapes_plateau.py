@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 1318f46f3835d75a, script sha256 7b495ed68cf3573b).
+(spec sha256 1318f46f3835d75a, script sha256 d44dedaee372b563).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -51,12 +51,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument(
         "command",
         nargs="?",

@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 3ded78973361e1ce, script sha256 54f6c40840ba0d3e).
+(spec sha256 3ded78973361e1ce, script sha256 4fd12a23fb25bc3a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -45,12 +45,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")

@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 026eb7f3387b5118, script sha256 638713b3c22a62b4).
+(spec sha256 026eb7f3387b5118, script sha256 bfbef9555b19e88e).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -42,12 +42,11 @@ TPU = ""  # TPU name or grpc:// address; "" for this TPU VM's own
 
 
 def parse_args(argv=None):
-    # The docstring's first line, as written: wrapped again by argparse, a long one (a
-    # description's line of megabytes) would take seconds at every --help.
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
