@@ -215,7 +215,7 @@ def test_bench_measures_loop_and_fit_in_one_run(tmp_path):
     out = tmp_path / "results.json"
     rendered = ["mnist_mlp", "flowers_finetune", "cartpole_ppo"]
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--parts", "fit", "render", "data",
+        [sys.executable, "-m", "bench", "--parts", "fit", "render", "data", "inspect",
          "--examples", "mnist_mlp", "--steps-per-epoch", "30",
          "--rounds", "1", "--render-repeats", "1", "--render-examples", *rendered,
          "--described-mb", "1",
