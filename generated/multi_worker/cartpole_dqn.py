@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 387afbb2ac1cad9a, script sha256 9f4a89d76dcb7938).
+(spec sha256 387afbb2ac1cad9a, script sha256 084af3b8a52b4594).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -359,7 +359,7 @@ class ReplayBuffer(tf.train.experimental.PythonState):
         self.pending = []
 
     def add(self, observations, actions, rewards, reached, terminated):
-        # As the buffer keeps them, float32: collectives carry no uint8 pixels or bool flags.
+        # As the buffer keeps them, float32: collectives carry no bool flags.
         observations, rewards, reached, terminated = tf.nest.map_structure(
             lambda part: np.asarray(part, np.float32),
             (observations, rewards, reached, terminated),
