@@ -28,7 +28,8 @@ rl: the generated PPO (cartpole_ppo), DQN (cartpole_dqn with CleanRL's settings)
 some): environment steps per second and the greedy return over 100 episodes. Not in the
 default parts: a round trains each twice for minutes.
 Results go to bench/results.json (a part not run keeps its previous figures) and, with
---docs, to the documentation's tables (docs/speed.md; the RL one in docs/guides/rl.md).
+--docs, to the documentation's tables (docs/speed.md; the RL one in docs/guides/rl.md, the
+tracking and sweep ones in docs/guides/sweeps-tracking.md).
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ SPEED_PAGE = ROOT / "docs" / "speed.md"
 """Where --docs writes the tables of the fit, render and data parts."""
 RL_PAGE = ROOT / "docs" / "guides" / "rl.md"
 """Where --docs writes the table of the rl part."""
+SWEEPS_PAGE = ROOT / "docs" / "guides" / "sweeps-tracking.md"
+"""Where --docs writes the tables of the tracking and sweep parts."""
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 
 
@@ -310,6 +313,8 @@ def main(argv: list[str] | None = None) -> None:
                 lambda r: inspect_table(r["inspect"]["examples"]),
             ),
             "rl": (RL_PAGE, "bench-rl", lambda r: rl_table(r["rl"])),
+            "tracking": (SWEEPS_PAGE, "bench-tracking", lambda r: tracking_table(r["tracking"])),
+            "sweep": (SWEEPS_PAGE, "bench-sweep", lambda r: sweep_table(r["sweep"])),
         }
         for part, (page, marker, write) in tables.items():
             if part in results:
