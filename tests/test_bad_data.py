@@ -127,6 +127,10 @@ def test_the_same_data_copied_again_resumes_and_other_data_of_the_same_size_does
         a_bytes, b_bytes = a.read_bytes(), b.read_bytes()
         a.write_bytes(b_bytes)
         b.write_bytes(a_bytes)
+        # Both older than the newest file: the directory's newest time stays as recorded.
+        for file in (a, b):
+            stat = os.stat(file)
+            os.utime(file, (stat.st_atime, stat.st_mtime - 60))
     refused(run(script, "--max-steps", "4", "--output-dir", str(out), cwd=tmp_path),
             "Refusing to resume", str(path), "--new-data", lines=4)  # fmt: skip
 

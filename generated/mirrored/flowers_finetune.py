@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 18c0c8c2937e77cb, script sha256 9e4dc8a7b34e6dce).
+(spec sha256 18c0c8c2937e77cb, script sha256 075dde211474bf48).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -2069,16 +2069,23 @@ def data_record(examples):
 
 def file_record(path):
     """A file's size and modification time (UTC); a directory's count of files, their total
-    size and the newest time; "absent" when it is gone."""
+    size, the newest time and a digest of every file's time; "absent" when it is gone.
+    """
     if os.path.isdir(path):
-        stats = [
-            os.stat(os.path.join(folder, name))
+        stats = {
+            os.path.relpath(os.path.join(folder, name), path): os.stat(
+                os.path.join(folder, name)
+            )
             for folder, _, names in os.walk(path)
             for name in names
-        ]
-        newest = max((stat.st_mtime for stat in stats), default=0)
-        size = sum(stat.st_size for stat in stats)
-        return f"{len(stats)} files, {size} bytes, newest modified {utc(newest)}"
+        }
+        newest = max((stat.st_mtime for stat in stats.values()), default=0)
+        size = sum(stat.st_size for stat in stats.values())
+        # Every file's time, not only the newest: a file rewritten at a time older than the
+        # newest (copied back with its time kept, or before another's) is a change too.
+        times = sorted((name, stat.st_mtime_ns) for name, stat in stats.items())
+        times = hashlib.sha256(repr(times).encode()).hexdigest()[:12]
+        return f"{len(stats)} files, {size} bytes, newest modified {utc(newest)}, times {times}"
     if not os.path.exists(path):
         return "absent"
     stat = os.stat(path)

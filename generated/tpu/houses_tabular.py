@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 e059b99b4a5ce3bc, script sha256 8962aaf3d8ad7920).
+(spec sha256 e059b99b4a5ce3bc, script sha256 db8f2d29c22c020c).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1801,16 +1801,23 @@ def data_record(examples):
 
 def file_record(path):
     """A file's size and modification time (UTC); a directory's count of files, their total
-    size and the newest time; "absent" when it is gone."""
+    size, the newest time and a digest of every file's time; "absent" when it is gone.
+    """
     if os.path.isdir(path):
-        stats = [
-            os.stat(os.path.join(folder, name))
+        stats = {
+            os.path.relpath(os.path.join(folder, name), path): os.stat(
+                os.path.join(folder, name)
+            )
             for folder, _, names in os.walk(path)
             for name in names
-        ]
-        newest = max((stat.st_mtime for stat in stats), default=0)
-        size = sum(stat.st_size for stat in stats)
-        return f"{len(stats)} files, {size} bytes, newest modified {utc(newest)}"
+        }
+        newest = max((stat.st_mtime for stat in stats.values()), default=0)
+        size = sum(stat.st_size for stat in stats.values())
+        # Every file's time, not only the newest: a file rewritten at a time older than the
+        # newest (copied back with its time kept, or before another's) is a change too.
+        times = sorted((name, stat.st_mtime_ns) for name, stat in stats.items())
+        times = hashlib.sha256(repr(times).encode()).hexdigest()[:12]
+        return f"{len(stats)} files, {size} bytes, newest modified {utc(newest)}, times {times}"
     if not os.path.exists(path):
         return "absent"
     stat = os.stat(path)
