@@ -227,8 +227,10 @@ MUTANTS: list[Mutant] = [
     mutant(
         "setup_compares_only_the_number_of_examples",
         RUN_DIR,
-        "if recorded is None or recorded == self.data:",
-        'if recorded is None or recorded["examples"] == self.data["examples"]:',
+        # The files' comparison, which both the digested (data files) and the plain check
+        # make: the plain check's `recorded == self.data` is only reached without files.
+        '        files = {**recorded["files"], **self.data["files"]}\n',
+        "        files = {}\n",
         [OTHER_DATA],
         "#14: setup.json compares the number of examples, not each file's size and time",
     ),
