@@ -3,8 +3,10 @@ file (`best_spec.py`), and Optuna's plots of the search."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -135,9 +137,32 @@ def write_best_spec(loaded: LoadedSweep, trial: Any) -> Path:
     return path
 
 
+_plotting: threading.Thread | None = None
+
+
+def _import_plotting() -> None:
+    with contextlib.suppress(ImportError):  # write_plots draws none
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot
+        from optuna.visualization import matplotlib as _  # noqa: F401
+
+
+def prepare_plots() -> None:
+    """Imports matplotlib and Optuna's plots in a thread of their own, once: a second of a
+    sweep's end otherwise, while the sweep's own thread mostly waits for its trials."""
+    global _plotting
+    if _plotting is None:
+        _plotting = threading.Thread(target=_import_plotting, daemon=True)
+        _plotting.start()
+
+
 def write_plots(loaded: LoadedSweep, study: Any) -> list[Path]:
     """The optimization history and the parameters' importances, as PNG files (matplotlib,
     when installed). Importances need two finished trials."""
+    if _plotting is not None:
+        _plotting.join()
     try:
         import matplotlib
 

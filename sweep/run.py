@@ -41,8 +41,23 @@ def say(message: str) -> None:
 
 class Sweeper:
     def __init__(self, loaded: LoadedSweep, storage: str | None):
-        self.optuna = import_optuna()
         self.loaded = loaded
+        # Started first: it imports TensorFlow while this process imports Optuna and makes
+        # the study, which the first trial would otherwise wait for in turn.
+        self.launcher = Launcher() if loaded.sweep.preload else None
+        try:
+            self._open(storage)
+        except BaseException:
+            if self.launcher is not None:
+                self.launcher.abort()
+            raise
+        self.running: dict[int, tuple[RunningTrial, Any]] = {}
+        self.stop_signal: int | None = None
+        self.waiting: set[int] = set()
+
+    def _open(self, storage: str | None) -> None:
+        loaded = self.loaded
+        self.optuna = import_optuna()
         # Where the trials run: relative paths (MLflow's default store, a relative
         # tracking_uri) then mean the same for the sweep and its trials.
         storage = absolute_storage(storage)
@@ -60,17 +75,11 @@ class Sweeper:
             remember_storage(loaded, storage)
             if self.tracking:
                 self.tracking.parent_of(self.study)
-        self.running: dict[int, tuple[RunningTrial, Any]] = {}
-        self.stop_signal: int | None = None
-        self.waiting: set[int] = set()
-        self.launcher: Launcher | None = None
 
     def run(self) -> int:
         check_runnable()
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, self._stop)
-        if self.loaded.sweep.preload:  # imports TensorFlow while the first trial is made
-            self.launcher = Launcher()
         try:
             while self.stop_signal is None:
                 for number in list(self.running):
@@ -78,7 +87,12 @@ class Sweeper:
                 self._fill()
                 if not self.running and self._finished():
                     return report.write_results(self.loaded, self.study, self.tracking)
-                time.sleep(POLL_SECONDS)
+                if self.running:
+                    report.prepare_plots()  # their imports, while the trials run
+                if self.launcher is not None:
+                    self.launcher.wait(POLL_SECONDS)  # woken at once when a trial ends
+                else:
+                    time.sleep(POLL_SECONDS)
             code = self._stopped()
         except BaseException:
             if self.tracking:

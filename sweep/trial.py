@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,8 +132,23 @@ class Launcher:
             self._receive(None)
         return self.started["pid"]
 
+    def wait(self, timeout: float) -> None:
+        """Waits up to `timeout` seconds for a reply (a trial's end), reading those that came;
+        sleeps where the launcher starts no trial (its end says nothing then)."""
+        if not (self.ready and self.ready["ready"]):
+            time.sleep(timeout)
+        elif self._receive(timeout):
+            self.pump()
+
     def close(self) -> None:
         self.sock.close()  # the server ends when it reads the end of its socket
+        self.process.wait()
+
+    def abort(self) -> None:
+        """Ends it at once (the sweep stopped before its first trial): it may still be
+        importing TensorFlow, and would read the socket's end only then."""
+        self.sock.close()
+        self.process.kill()
         self.process.wait()
 
 
