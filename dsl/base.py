@@ -184,7 +184,8 @@ MODULE_NAMES = frozenset({
     "INITIAL_LOG_STD", "INNER_LEARNING_RATE", "INNER_STEPS", "INPUT_RANGE", "LATENT_DIM",
     "LEARNING_RATE", "LEARNING_STARTS", "LOSS_NAMES", "LOSS_WEIGHTS", "MACHINE_FAULTS",
     "MLFLOW_TRACKER", "MAX_EPISODE_STEPS", "MAX_GRAD_NORM", "MINIBATCHES", "MINIBATCH_SIZE",
-    "MLFLOW_PARAMS", "NUM_ACTIONS", "NUM_ENVS", "NUM_SAMPLES", "OBSERVATION_SHAPE",
+    "MLFLOW_PARAMS", "MLFLOW_PROCESS", "NUM_ACTIONS", "NUM_ENVS", "NUM_SAMPLES",
+    "OBSERVATION_SHAPE",
     "OBSERVATION_SHAPES", "ObservationStatistics", "PENALTY_WEIGHT", "QUERIES", "REAL_LABEL",
     "RENDERED_FROM", "ROLLOUT_SIZE", "ROLLOUT_STEPS", "ReplayBuffer", "RunDirectory", "SETUP",
     "SHOTS", "SPEC_FILE", "START_EPSILON", "STEP_SIZE", "TARGET_UPDATE_EVERY", "TASKS_PER_STEP",
@@ -219,6 +220,8 @@ MODULE_NAMES = frozenset({
     "INSPECT_EVERY_STEPS", "learning_rates", "step_of_update", "update_of", "updates_at",
     # Reward normalization (templates/partials/ways/ppo.jinja).
     "REWARD_CLIP", "RewardScale",
+    # MLflow's process, started before TensorFlow loads (templates/partials/mlflow_process.jinja).
+    "early", "mlflow_process", "start_mlflow_process",
 })  # fmt: skip
 """The other names the scripts define at module level (functions, classes, constants, imports):
 a name a spec makes module level too (a block, a custom layer class, an imported package) must

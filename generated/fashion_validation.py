@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 0b3d206ed0dd8161, script sha256 3805b8c56e2f38ac).
+(spec sha256 0b3d206ed0dd8161, script sha256 07d78f3ffa17266c).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -123,10 +123,57 @@ def parse_args(argv=None):
     return args
 
 
+# MLflow keeps the run from a process of its own (RunDirectory.start_tracking): importing
+# MLflow and opening its store take seconds of CPU, which training would wait for in this
+# process (Python runs one thread at a time).
+# Started before TensorFlow loads, the process spends them on the core that TensorFlow's
+# import leaves idle.
+# It reads a JSON object a line on its stdin: the code it runs (MLFLOW_TRACKER), then the
+# run's settings, each log point's values, and how the run ended.
+MLFLOW_PROCESS = """
+import json, queue, signal, sys, threading
+
+# A Ctrl-C or a scheduler's SIGTERM reaches the whole process group: the training process
+# says how the run ended.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+requests = queue.Queue()
+
+
+def read():
+    # Read at once, while mlflow is imported: the training process never waits to write.
+    for line in sys.stdin:
+        requests.put(json.loads(line))
+    requests.put(None)  # closed
+
+
+threading.Thread(target=read, daemon=True).start()
+try:
+    import mlflow
+    import mlflow.store.tracking.sqlalchemy_store  # the database's store: a second more
+except ImportError:
+    pass  # MLFLOW_TRACKER says so
+code = requests.get()  # None: the run ended before it started tracking
+if code is not None:
+    exec(code)
+"""
+
+
+def start_mlflow_process():
+    return subprocess.Popen(
+        [sys.executable, "-c", MLFLOW_PROCESS], stdin=subprocess.PIPE, text=True
+    )
+
+
+mlflow_process = None  # started at once when this file runs as a script that trains
+
+
 if __name__ == "__main__":
     # Before TensorFlow loads, which takes seconds: --help answers at once, and a mistyped
     # flag stops the script at once.
-    parse_args()
+    early = parse_args()
+    if early.command == "train" and not early.fast_dev_run:
+        mlflow_process = start_mlflow_process()
 
 import keras
 import numpy as np
@@ -1049,29 +1096,12 @@ MLFLOW_PARAMS = {
 }
 # The spec file, as loopgen was given it: uploaded with the export when the run finishes.
 SPEC_FILE = "examples/fashion_validation.py"
-# MLflow keeps the run from a process of its own (RunDirectory.start_tracking): importing mlflow
-# and opening its store take seconds of CPU, which training would wait for in this process
-# (Python runs one thread at a time). It reads a JSON object a line on its stdin: the run's
-# settings, each log point's values, then how the run ended. Closed without an end (this
-# process killed), it leaves the MLflow run as it is, for the next run to continue.
+# What MLflow's process (MLFLOW_PROCESS) runs once the run starts: it reads the run's settings,
+# each log point's values, then how the run ended. Closed without an end (this process
+# killed), it leaves the MLflow run as it is, for the next run to continue.
 MLFLOW_TRACKER = """
-import json, os, queue, signal, sys, threading
+import os
 
-# A Ctrl-C or a scheduler's SIGTERM reaches the whole process group: the training process
-# says how the run ended.
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-requests = queue.Queue()
-
-
-def read():
-    # Read at once, while mlflow is imported: the training process never waits to write.
-    for line in sys.stdin:
-        requests.put(json.loads(line))
-    requests.put(None)  # closed
-
-
-threading.Thread(target=read, daemon=True).start()
 settings = requests.get()
 try:
     import mlflow
@@ -1505,9 +1535,9 @@ class RunDirectory:
         if os.path.exists(path):
             with open(path) as f:
                 run_id = f.read().strip()
-        self.tracker = subprocess.Popen(
-            [sys.executable, "-c", MLFLOW_TRACKER], stdin=subprocess.PIPE, text=True
-        )
+        global mlflow_process
+        self.tracker, mlflow_process = mlflow_process or start_mlflow_process(), None
+        self.track(MLFLOW_TRACKER)
         self.track(
             {
                 # MLFLOW_TRACKING_URI if set, else MLflow's local store in the working directory.

@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 f77006b7ec5a1413, script sha256 c64f9a9f21d93360).
+(spec sha256 f77006b7ec5a1413, script sha256 4ef61c635b57ec34).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -122,6 +122,46 @@ def parse_args(argv=None):
             "predict takes the paths of its inputs; train and evaluate take none"
         )
     return args
+
+
+# MLflow keeps the run from a process of its own (RunDirectory.start_tracking): importing
+# MLflow and opening its store take seconds of CPU, which training would wait for in this
+# process (Python runs one thread at a time).
+# It reads a JSON object a line on its stdin: the code it runs (MLFLOW_TRACKER), then the
+# run's settings, each log point's values, and how the run ended.
+MLFLOW_PROCESS = """
+import json, queue, signal, sys, threading
+
+# A Ctrl-C or a scheduler's SIGTERM reaches the whole process group: the training process
+# says how the run ended.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+requests = queue.Queue()
+
+
+def read():
+    # Read at once, while mlflow is imported: the training process never waits to write.
+    for line in sys.stdin:
+        requests.put(json.loads(line))
+    requests.put(None)  # closed
+
+
+threading.Thread(target=read, daemon=True).start()
+try:
+    import mlflow
+    import mlflow.store.tracking.sqlalchemy_store  # the database's store: a second more
+except ImportError:
+    pass  # MLFLOW_TRACKER says so
+code = requests.get()  # None: the run ended before it started tracking
+if code is not None:
+    exec(code)
+"""
+
+
+def start_mlflow_process():
+    return subprocess.Popen(
+        [sys.executable, "-c", MLFLOW_PROCESS], stdin=subprocess.PIPE, text=True
+    )
 
 
 if __name__ == "__main__":
@@ -1160,29 +1200,12 @@ MLFLOW_PARAMS = {
 }
 # The spec file, as loopgen was given it: uploaded with the export when the run finishes.
 SPEC_FILE = "examples/fashion_validation.py"
-# MLflow keeps the run from a process of its own (RunDirectory.start_tracking): importing mlflow
-# and opening its store take seconds of CPU, which training would wait for in this process
-# (Python runs one thread at a time). It reads a JSON object a line on its stdin: the run's
-# settings, each log point's values, then how the run ended. Closed without an end (this
-# process killed), it leaves the MLflow run as it is, for the next run to continue.
+# What MLflow's process (MLFLOW_PROCESS) runs once the run starts: it reads the run's settings,
+# each log point's values, then how the run ended. Closed without an end (this process
+# killed), it leaves the MLflow run as it is, for the next run to continue.
 MLFLOW_TRACKER = """
-import json, os, queue, signal, sys, threading
+import os
 
-# A Ctrl-C or a scheduler's SIGTERM reaches the whole process group: the training process
-# says how the run ended.
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-requests = queue.Queue()
-
-
-def read():
-    # Read at once, while mlflow is imported: the training process never waits to write.
-    for line in sys.stdin:
-        requests.put(json.loads(line))
-    requests.put(None)  # closed
-
-
-threading.Thread(target=read, daemon=True).start()
 settings = requests.get()
 try:
     import mlflow
@@ -1631,9 +1654,8 @@ class RunDirectory:
         if os.path.exists(path):
             with open(path) as f:
                 run_id = f.read().strip()
-        self.tracker = subprocess.Popen(
-            [sys.executable, "-c", MLFLOW_TRACKER], stdin=subprocess.PIPE, text=True
-        )
+        self.tracker = start_mlflow_process()
+        self.track(MLFLOW_TRACKER)
         self.track(
             {
                 # MLFLOW_TRACKING_URI if set, else MLflow's local store in the working directory.
