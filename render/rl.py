@@ -81,11 +81,13 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "setup": fingerprint.setup_entries(spec, "BATCH_SIZE"),
         "networks": networks,
         "network_args": ", ".join(f"{name}={name}" for name in networks),
-        "optimizer_expr": optimizer_expression(spec),
+        # A schedule inline (the supervised scripts name it `learning_rate`, built with
+        # the other schedules; an RL script has no such section).
+        "optimizer_expr": optimizer_expression(spec, inline_schedule=True),
         # SAC's and TD3's critics (and SAC's alpha): their own optimizer, or one like the
         # policy's.
         "critic_optimizer_expr": optimizer_expression(
-            spec, getattr(way, "critic_optimizer", None) or spec.optimizer
+            spec, getattr(way, "critic_optimizer", None) or spec.optimizer, inline_schedule=True
         ),
         # What the shared sections ask of a script that learns from data.
         "monitors": {},

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, records, render_into, run_cli, run_preloaded, run_python
+from helpers import ROOT, records, render_into, run_cli, run_preloaded, run_python, tf_check
 
 pytestmark = pytest.mark.slow
 
@@ -276,3 +276,51 @@ def test_a_short_run_evaluates_records_and_serves_the_deterministic_action(examp
                       cwd=tmp_path)  # fmt: skip
     assert served["actions_are_best"] and served["actions_within_bounds"], served
     assert served["deterministic_diff"] <= 1e-6, served
+
+
+SCHEDULED = {
+    "cartpole_dqn": (
+        ['model.layers=[{"kind": "dense", "units": 16, "activation": "relu"}, '
+         '{"kind": "dense", "units": 2}]',
+         "training.train_every=1", "training.buffer_size=64", "training.batch_size=16"],
+        ["optimizer/_trainable_variables/"],
+    ),
+    "pendulum_sac": (
+        ['model.layers=[{"kind": "dense", "units": 16, "activation": "relu"}, '
+         '{"kind": "dense", "units": 2}]',
+         'training.critic.layers=[{"kind": "dense", "units": 16, "activation": "relu"}, '
+         '{"kind": "dense", "units": 1}]',
+         "training.buffer_size=64", "training.batch_size=16"],
+        ["optimizer/_trainable_variables/", "critic_optimizer/_trainable_variables/"],
+    ),
+}  # fmt: skip
+"""Each example's small networks, and where its checkpoint keeps their weights (under the
+optimizer that trains them: a checkpoint saves a variable once, at the first path to it)."""
+
+
+@pytest.mark.parametrize("example", sorted(SCHEDULED))
+def test_a_learning_rate_schedule_reaches_the_off_policy_optimizers(example, tmp_path):
+    """optimizer.learning_rate as a schedule (once rendered as a name the script never
+    defined): 0.01 for the first five updates, then 1e-12. The networks learn in those five
+    and then all but stand still, their targets' Polyak steps aside: a run 20 steps longer
+    ends with the same weights (within 20 steps of 1e-12), and one that stops before its
+    first update with others."""
+    extra, networks = SCHEDULED[example]
+    script = render_into(
+        tmp_path / "train.py", example, *extra, "training.learning_starts=32",
+        'optimizer.learning_rate={"kind": "piecewise_constant", "boundaries": [4], '
+        '"values": [0.01, 1e-12]}',
+        "loop.log_every_steps=4", 'checkpoint={"every_steps": 4, "keep": 1}',
+        "export.saved_model=false",
+    )  # fmt: skip
+    for steps in (32, 44, 64):
+        run_python(script, "--max-steps", str(steps), "--output-dir", f"out{steps}",
+                   "--deterministic", cwd=tmp_path)  # fmt: skip
+    out = {steps: str(tmp_path / f"out{steps}" / "checkpoints") for steps in (32, 44, 64)}
+    prefixes = json.dumps(networks)
+    stood = tf_check("networks_diff", out[44], out[64], prefixes, cwd=tmp_path)
+    # Two kernels and two biases a network.
+    assert stood["steps"] == [44, 64] and stood["count"] >= 4 * len(networks), stood
+    assert stood["max_diff"] <= 1e-9, stood
+    learned = tf_check("networks_diff", out[32], out[44], prefixes, cwd=tmp_path)
+    assert learned["max_diff"] > 1e-4, learned

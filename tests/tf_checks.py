@@ -163,6 +163,19 @@ def compare_checkpoints(dir_a: str, dir_b: str) -> dict:
     }
 
 
+def networks_diff(dir_a: str, dir_b: str, prefixes: str) -> dict:
+    """Max abs difference between the newest checkpoints' values whose names start with one of
+    `prefixes` (a JSON list: the networks' objects), and their steps."""
+    a, b = checkpoint_values(dir_a), checkpoint_values(dir_b)
+    chosen = [k for k in a if k.startswith(tuple(json.loads(prefixes))) and a[k].dtype.kind == "f"]
+    steps = [[int(v) for k, v in c.items() if k.startswith("step/")] for c in (a, b)]
+    return {
+        "count": len(chosen),
+        "max_diff": max((float(np.max(np.abs(a[k] - b[k]))) for k in chosen), default=None),
+        "steps": [s[0] if s else None for s in steps],
+    }
+
+
 def finite_checkpoint(directory: str) -> dict:
     """Whether every float in the newest checkpoint of `directory` is finite, and its step."""
     values = checkpoint_values(directory)
