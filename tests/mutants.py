@@ -856,7 +856,7 @@ MUTANTS: list[Mutant] = [
         "render/rl.py",
         '"optimizer_expr": optimizer_expression(spec, inline_schedule=True),',
         '"optimizer_expr": optimizer_expression(spec),',
-        [SCHEDULED],
+        [f"{SCHEDULED}[cartpole_dqn]"],
         "RL: a learning-rate schedule rendered as `learning_rate`, a name no RL script defines",
     ),
 ]
