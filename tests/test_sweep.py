@@ -87,6 +87,7 @@ def study_trials(folder: Path, url: str | None = None) -> list:
 
 GOOD = '{"optimizer.learning_rate": 0.01, "model.layers[0].units": 16}'
 ALSO_GOOD = '{"optimizer.learning_rate": 0.003, "model.layers[0].units": 24}'
+THIRD_GOOD = '{"optimizer.learning_rate": 0.005, "model.layers[0].units": 16}'
 HOPELESS = '{"optimizer.learning_rate": 1e-06, "model.layers[0].units": 8}'
 
 
@@ -100,10 +101,11 @@ def test_a_study_of_six_trials_two_at_a_time_prunes_the_hopeless_one_and_names_t
         tmp_path,
         trials="6",
         parallel="2",
-        # One completed trial is enough: the hopeless trial starts when one of the first two
-        # ends, and the other may end after it (two trials at a time on a loaded machine).
-        pruner="Median(startup_trials=1)",
-        first=f"[{GOOD}, {ALSO_GOOD}, {HOPELESS}]",
+        # The hopeless trial fourth: two at a time, it starts when a second trial has ended,
+        # so that two have completed (or one was pruned, which takes two completed). Third,
+        # it could run its last epoch before the second one ends, unpruned.
+        pruner="Median(startup_trials=2)",
+        first=f"[{GOOD}, {ALSO_GOOD}, {THIRD_GOOD}, {HOPELESS}]",
         devices='["0", "1"]',
         space='{"optimizer.learning_rate": LogUniform(1e-6, 1e-1), '
         '"model.layers[0].units": IntRange(8, 32, step=8)}',
@@ -120,11 +122,11 @@ def test_a_study_of_six_trials_two_at_a_time_prunes_the_hopeless_one_and_names_t
     assert all(r and set(r) <= set(range(1, epochs + 1)) for r in reported), reported
 
     # The hopeless trial was stopped before its last epoch by SIGTERM, its checkpoint saved.
-    hopeless = trials[2]
+    hopeless = trials[3]
     assert hopeless.params["optimizer.learning_rate"] == 1e-6
     assert hopeless.state.name == "PRUNED", proc.stdout
-    assert sum(line.startswith("trial 2: pruned at epoch") for line in events(proc.stdout)) == 1
-    run = trial_dir(tmp_path, 2) / "run"
+    assert sum(line.startswith("trial 3: pruned at epoch") for line in events(proc.stdout)) == 1
+    run = trial_dir(tmp_path, 3) / "run"
     end = lines(run / "runs.jsonl")[-1]
     assert (end["event"], end["exit"]) == ("end", "sigterm")
     steps_per_epoch = 2048 // 32
@@ -170,7 +172,7 @@ def test_a_study_of_six_trials_two_at_a_time_prunes_the_hopeless_one_and_names_t
         "steps", "time",
     ]  # fmt: skip
     assert [row.split()[0] for row in status[1:]] == [str(n) for n in range(6)]
-    assert "pruned" in status[3].split()
+    assert "pruned" in status[4].split()
 
 
 @pytest.mark.parametrize("started", ["by_python", pytest.param("forked", marks=pytest.mark.slow)])
