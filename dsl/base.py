@@ -220,6 +220,8 @@ MODULE_NAMES = frozenset({
     "INSPECT_EVERY_STEPS", "learning_rates", "step_of_update", "update_of", "updates_at",
     # Reward normalization (templates/partials/ways/ppo.jinja).
     "REWARD_CLIP", "RewardScale",
+    # The training data's directory listing (templates/partials/run_dir.jinja).
+    "directory_files",
     # MLflow's process, started before TensorFlow loads (templates/partials/mlflow_process.jinja).
     "early", "mlflow_process", "start_mlflow_process",
 })  # fmt: skip

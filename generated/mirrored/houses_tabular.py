@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 8da611d4ccc5fbd9, script sha256 4bb549b2a755762d).
+(spec sha256 8da611d4ccc5fbd9, script sha256 dc19e45521ab49e0).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -2090,13 +2090,7 @@ def file_record(path):
     size, the newest time and a digest of every file's time; "absent" when it is gone.
     """
     if os.path.isdir(path):
-        stats = {
-            os.path.relpath(os.path.join(folder, name), path): os.stat(
-                os.path.join(folder, name)
-            )
-            for folder, _, names in os.walk(path)
-            for name in names
-        }
+        stats = directory_files(path)
         newest = max((stat.st_mtime for stat in stats.values()), default=0)
         size = sum(stat.st_size for stat in stats.values())
         # Every file's time, not only the newest: a file rewritten at a time older than the
@@ -2108,6 +2102,17 @@ def file_record(path):
         return "absent"
     stat = os.stat(path)
     return f"{stat.st_size} bytes, modified {utc(stat.st_mtime)}"
+
+
+def directory_files(path):
+    """Each file below a directory, by its path relative to it: its os.stat."""
+    return {
+        os.path.relpath(os.path.join(folder, name), path): os.stat(
+            os.path.join(folder, name)
+        )
+        for folder, _, names in os.walk(path)
+        for name in names
+    }
 
 
 def utc(seconds):
@@ -2122,11 +2127,7 @@ def with_digests(data, limit=2**30):
     size = 0
     for path in data["files"]:
         if os.path.isdir(path):
-            size += sum(
-                os.path.getsize(os.path.join(folder, name))
-                for folder, _, names in os.walk(path)
-                for name in names
-            )
+            size += sum(stat.st_size for stat in directory_files(path).values())
         elif os.path.exists(path):
             size += os.path.getsize(path)
     if size > limit:
@@ -2138,11 +2139,7 @@ def file_digest(path):
     """sha256 of a file's contents; of a directory's files' names and contents."""
     names = [""]
     if os.path.isdir(path):
-        names = sorted(
-            os.path.relpath(os.path.join(folder, name), path)
-            for folder, _, files in os.walk(path)
-            for name in files
-        )
+        names = sorted(directory_files(path))
     digest = hashlib.sha256()
     for name in names:
         digest.update(name.encode() + b"\0")

@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 6618a71dabe18f46, script sha256 2a8b43a48964acc1).
+(spec sha256 6618a71dabe18f46, script sha256 9d9c0251733acf98).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -2133,13 +2133,7 @@ def file_record(path):
     size, the newest time and a digest of every file's time; "absent" when it is gone.
     """
     if os.path.isdir(path):
-        stats = {
-            os.path.relpath(os.path.join(folder, name), path): os.stat(
-                os.path.join(folder, name)
-            )
-            for folder, _, names in os.walk(path)
-            for name in names
-        }
+        stats = directory_files(path)
         newest = max((stat.st_mtime for stat in stats.values()), default=0)
         size = sum(stat.st_size for stat in stats.values())
         # Every file's time, not only the newest: a file rewritten at a time older than the
@@ -2151,6 +2145,17 @@ def file_record(path):
         return "absent"
     stat = os.stat(path)
     return f"{stat.st_size} bytes, modified {utc(stat.st_mtime)}"
+
+
+def directory_files(path):
+    """Each file below a directory, by its path relative to it: its os.stat."""
+    return {
+        os.path.relpath(os.path.join(folder, name), path): os.stat(
+            os.path.join(folder, name)
+        )
+        for folder, _, names in os.walk(path)
+        for name in names
+    }
 
 
 def utc(seconds):
@@ -2165,11 +2170,7 @@ def with_digests(data, limit=2**30):
     size = 0
     for path in data["files"]:
         if os.path.isdir(path):
-            size += sum(
-                os.path.getsize(os.path.join(folder, name))
-                for folder, _, names in os.walk(path)
-                for name in names
-            )
+            size += sum(stat.st_size for stat in directory_files(path).values())
         elif os.path.exists(path):
             size += os.path.getsize(path)
     if size > limit:
@@ -2181,11 +2182,7 @@ def file_digest(path):
     """sha256 of a file's contents; of a directory's files' names and contents."""
     names = [""]
     if os.path.isdir(path):
-        names = sorted(
-            os.path.relpath(os.path.join(folder, name), path)
-            for folder, _, files in os.walk(path)
-            for name in files
-        )
+        names = sorted(directory_files(path))
     digest = hashlib.sha256()
     for name in names:
         digest.update(name.encode() + b"\0")
