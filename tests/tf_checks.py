@@ -129,6 +129,12 @@ restore shares out anew, so that their rounding differs after a resume on replic
 apart (values_diff), never exactly."""
 
 
+def checkpoint_step(values: dict[str, np.ndarray]) -> int | None:
+    """The `step` variable a checkpoint holds, if it holds one."""
+    step = [v for k, v in values.items() if k.startswith("step/")]
+    return int(step[0]) if step else None
+
+
 def compare_checkpoints(dir_a: str, dir_b: str) -> dict:
     """Max abs difference over every saved value (weights, slots, step, iterator excluded), and
     apart over the logged running means (values_diff, relative)."""
@@ -146,7 +152,6 @@ def compare_checkpoints(dir_a: str, dir_b: str) -> dict:
         if a[k].shape == b[k].shape
     }
     diffs.update({k: float("inf") for k in numeric if a[k].shape != b[k].shape})
-    step = [v for k, v in a.items() if k.startswith("step/")]
     # Relative where a value is larger than 1 (an Adam slot of a gradient penalty's squared
     # gradients reaches thousands, whose float32 rounding alone is 1e-4).
     sizes = {k: max(1.0, float(np.max(np.abs(a[k])))) if a[k].size else 1.0 for k in diffs}
@@ -157,7 +162,7 @@ def compare_checkpoints(dir_a: str, dir_b: str) -> dict:
         "max_diff": max(diffs.values()),
         "max_scaled_diff": max(d / sizes[k] for k, d in diffs.items()),
         "worst": max(diffs, key=diffs.get),
-        "step": int(step[0]) if step else None,
+        "step": checkpoint_step(a),
         "values_diff": values_diff,
         "means": len(means),
     }
@@ -168,11 +173,10 @@ def networks_diff(dir_a: str, dir_b: str, prefixes: str) -> dict:
     `prefixes` (a JSON list: the networks' objects), and their steps."""
     a, b = checkpoint_values(dir_a), checkpoint_values(dir_b)
     chosen = [k for k in a if k.startswith(tuple(json.loads(prefixes))) and a[k].dtype.kind == "f"]
-    steps = [[int(v) for k, v in c.items() if k.startswith("step/")] for c in (a, b)]
     return {
         "count": len(chosen),
         "max_diff": max((float(np.max(np.abs(a[k] - b[k]))) for k in chosen), default=None),
-        "steps": [s[0] if s else None for s in steps],
+        "steps": [checkpoint_step(a), checkpoint_step(b)],
     }
 
 
@@ -180,11 +184,10 @@ def finite_checkpoint(directory: str) -> dict:
     """Whether every float in the newest checkpoint of `directory` is finite, and its step."""
     values = checkpoint_values(directory)
     floats = [v for v in values.values() if v.dtype.kind == "f"]
-    step = [v for k, v in values.items() if k.startswith("step/")]
     return {
         "all_finite": all(bool(np.all(np.isfinite(v))) for v in floats),
         "count": len(floats),
-        "step": int(step[0]) if step else None,
+        "step": checkpoint_step(values),
     }
 
 
