@@ -8,15 +8,20 @@ time (bench: `python -m bench --parts render`). A command allocates too little f
 collector to matter otherwise: reference counting frees what it drops."""
 
 import gc
+import sys
 
 
 def main() -> None:
     gc.disable()
+    from .sweep import early
+
+    early.start(sys.argv[1:])  # `loopgen sweep FILE`: before the imports below
     from .cli import app
 
     try:
         app()
     finally:
+        early.discard()
         gc.freeze()  # the collection at interpreter shutdown skips frozen objects
 
 

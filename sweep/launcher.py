@@ -3,7 +3,7 @@ TensorFlow (and Keras and NumPy) and run no TensorFlow op: each trial is still a
 its own, running its script as `python train.py` would, with its own TensorFlow runtime, but
 it starts in a fraction of a second instead of the seconds an import of TensorFlow takes.
 
-`loopgen sweep` starts this file as a script (it imports nothing of loopgen) with one end of a
+early.py starts this file as a script (it imports nothing of loopgen) with one end of a
 Unix socket pair. Requests, one JSON object a message: {"start": id, "argv", "cwd", "env"}
 with the trial's claim and log files' descriptors attached, and {"signal": number, "pid"}.
 Replies: {"ready": true, "cuda": bool} once imported, {"started": id, "pid"}, and {"pid",
@@ -145,6 +145,9 @@ def main() -> None:
     gc.freeze()  # what was imported stays shared with the trials, not copied by the collector
     send(sock, {"ready": True, "cuda": bool(tensorflow.test.is_built_with_cuda())})
     serve(sock)
+    # Done, its trials ended: the teardown of TensorFlow's modules would only delay the
+    # sweep, which waits for this exit.
+    os._exit(0)
 
 
 if __name__ == "__main__":

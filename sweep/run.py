@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ..errors import LoopgenError
-from . import report
+from . import early, report
 from .space import LoadedSweep
 from .study import distributions, import_optuna, remember_storage, study, values
 from .trial import (
@@ -42,9 +42,11 @@ def say(message: str) -> None:
 class Sweeper:
     def __init__(self, loaded: LoadedSweep, storage: str | None):
         self.loaded = loaded
-        # Started first: it imports TensorFlow while this process imports Optuna and makes
-        # the study, which the first trial would otherwise wait for in turn.
+        # Started first (by the command itself, see early.py): it imports TensorFlow while
+        # this process imports Optuna and makes the study.
         self.launcher = Launcher() if loaded.sweep.preload else None
+        if self.launcher is None:
+            early.discard()
         try:
             self._open(storage)
         except BaseException:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LoopgenError
+from . import early
 from .space import LoadedSweep
 
 
@@ -71,25 +72,15 @@ not in a preexec_fn (unsafe where threads run, and MLflow's do)."""
 
 
 class Launcher:
-    """launcher.py, the process the trials are forked from: started at once, in its own
-    session (a Ctrl-C reaches the sweep alone), it imports TensorFlow while the sweep makes
-    its study; each trial then starts in a fraction of a second instead of several seconds.
+    """launcher.py, the process the trials are forked from (early.py starts it): it imports
+    TensorFlow while the sweep makes its study; each trial then starts in a fraction of a
+    second instead of several seconds.
     `start()` returns None where it cannot start one (no TensorFlow there; a CUDA device to
     pick, which TensorFlow, imported, might have taken already): the sweep starts the script
     itself then."""
 
     def __init__(self) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        argv = [sys.executable, str(Path(__file__).with_name("launcher.py")), str(theirs.fileno())]
-        self.process = subprocess.Popen(
-            argv,
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        theirs.close()
-        self.sock = ours
+        self.process, self.sock = early.take()  # started with the command, where it could be
         self.ready: dict | None = None
         self.returncodes: dict[int, int] = {}
         self.requests = 0
