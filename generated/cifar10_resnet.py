@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 b62e4ad8a8247c90, script sha256 25d2bd8a487092fb).
+(spec sha256 b62e4ad8a8247c90, script sha256 badd9d02be79a7de).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import functools
 import glob
 import hashlib
 import json
@@ -297,7 +298,7 @@ def validation_batches(examples):
     batches = indices.batch(BATCH_SIZE)
     return (
         batches.map(
-            lambda indices: read_arrays(examples, indices),
+            functools.partial(read_arrays, examples),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)

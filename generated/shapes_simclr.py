@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 4cd3499959809aee, script sha256 053fc03030384218).
+(spec sha256 4cd3499959809aee, script sha256 ab24edc537b01992).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import functools
 import glob
 import hashlib
 import json
@@ -329,7 +330,7 @@ def validation_batches(examples):
     batches = indices.batch(BATCH_SIZE)
     return (
         batches.map(
-            lambda indices: read_arrays(examples, indices),
+            functools.partial(read_arrays, examples),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)

@@ -17,7 +17,7 @@ from ..dsl.schedules import Warmup
 from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
 from . import code, fingerprint, graph, stamp, tracking
-from .data import data_context
+from .data import data_context, partial_readers
 from .predict import prediction_context
 from .serving import serving_context
 from .ways import way_context
@@ -286,6 +286,8 @@ def imports(spec: Spec) -> dict[str, list[str]]:
         stdlib.add("import signal")
     if spec.logging.mlflow:  # MLflow's own process (RunDirectory.start_tracking)
         stdlib.add("import subprocess")
+    if partial_readers(spec):
+        stdlib.add("import functools")
     third_party = {"import keras", "import tensorflow as tf"}
     if spec.checkpoint or spec.export.saved_model:  # debug/step-N/batch.npz; --fast-dev-run
         third_party.add("import numpy as np")

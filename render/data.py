@@ -94,6 +94,23 @@ def data_context(spec: Spec) -> dict[str, Any]:
     }
 
 
+def partial_readers(spec: Spec) -> bool:
+    """Whether data/batches.jinja maps a reader over batches of indices as
+    `functools.partial(reader, examples)`: for sources read by index (not streamed), in the
+    training batches (unless augmentation carries seeds along), the validation batches and
+    the inputs adapted layers learn from. Meta-learning reads tasks in batches of its own."""
+    if spec.training.kind in ("reptile", "maml"):
+        return False
+    train = spec.data.train.kind not in STREAMING
+    validation = spec.data.validation
+    augmented = bool(spec.data.augmentation) and spec.data.augment_in == "pipeline"
+    adapted = spec.model is not None and spec.model.kind == "graph"
+    adapted = adapted and any(node.adapt for node in spec.model.nodes)
+    return (train and (not augmented or adapted)) or (
+        validation is not None and validation.kind not in STREAMING
+    )
+
+
 def source_context(sources: list[Any]) -> dict[str, Any]:
     """What the templates of the TFRecord, CSV and generator sources need. Training and
     validation sources of one of these kinds share their features (a rule checks it)."""

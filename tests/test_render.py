@@ -119,13 +119,13 @@ def test_a_split_of_a_directory_holds_out_files_of_every_class():
     assert "tf.random.experimental.index_shuffle(" in seeded
     assert "held_out = int(total" not in seeded  # not the arrays' split at the end
     # Validation reads the training files the way training does: decoded when picked.
-    assert "lambda indices: read_images(examples, indices)" in seeded
+    assert "functools.partial(read_images, examples)" in seeded
     cached = rendered("image_directory_split_cached")
     assert "split_by_class(train_examples,fraction=0.2,seed=SEED)" in re.sub(r"\s", "", cached)
     # Split first, then both parts decoded once.
     assert cached.index("= split_by_class(") < cached.index("validation_examples = read_images(")
     text = rendered("text_directory_split")
-    assert "lambda indices: read_text_files(examples, indices)" in text
+    assert "functools.partial(read_text_files, examples)" in text
     arrays = rendered("split_validation_schedule")
     assert "split_by_class" not in arrays and "held_out = int(total * 0.25)" in arrays
 

@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 806778977d5e11e4, script sha256 4944b1de2cbd1b4c).
+(spec sha256 806778977d5e11e4, script sha256 fb11102678e6a359).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import functools
 import glob
 import hashlib
 import json
@@ -354,7 +355,7 @@ def validation_batches(examples, context):
     batches = batches.flat_map(lambda batch: replica_slices(batch, context))
     return (
         batches.map(
-            lambda indices: read_arrays(examples, indices),
+            functools.partial(read_arrays, examples),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)

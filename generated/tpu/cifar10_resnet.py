@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 ae2f5a08dba59b9d, script sha256 6c5a065d7cab2753).
+(spec sha256 ae2f5a08dba59b9d, script sha256 eb1c272df00d4f8b).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import functools
 import glob
 import hashlib
 import json
@@ -324,7 +325,7 @@ def validation_batches(examples, context):
     batches = batches.flat_map(lambda batch: replica_slices(batch, context))
     return (
         batches.map(
-            lambda indices: read_arrays(examples, indices),
+            functools.partial(read_arrays, examples),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)

@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 791493a83417d8fd, script sha256 56d6b5c5b989cd8f).
+(spec sha256 791493a83417d8fd, script sha256 c6766d609d14716e).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import functools
 import glob
 import hashlib
 import json
@@ -356,7 +357,7 @@ def validation_batches(examples, context):
     batches = batches.flat_map(lambda batch: replica_slices(batch, context))
     return (
         batches.map(
-            lambda indices: read_arrays(examples, indices),
+            functools.partial(read_arrays, examples),
             num_parallel_calls=tf.data.AUTOTUNE,
         )
         .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
