@@ -13,15 +13,18 @@ import sys
 
 def main() -> None:
     gc.disable()
-    from .sweep import early
+    sweeping = sys.argv[1:2] == ["sweep"]
+    if sweeping:  # its trials' launcher, started before the imports below (sweep/early.py)
+        from .sweep import early
 
-    early.start(sys.argv[1:])  # `loopgen sweep FILE`: before the imports below
+        early.start(sys.argv[1:])
     from .cli import app
 
     try:
         app()
     finally:
-        early.discard()
+        if sweeping:
+            early.discard()
         gc.freeze()  # the collection at interpreter shutdown skips frozen objects
 
 
