@@ -44,14 +44,13 @@ def data_context(spec: Spec) -> dict[str, Any]:
         "streaming": any(s.kind in STREAMING for s in real_sources),
         "kinds": {s.kind for s in real_sources},
         # Augmentation in the input pipeline: per example, then the batch-level ones (MixUp).
-        "pipeline_augmentation": bool(spec.data.augmentation)
-        and spec.data.augment_in == "pipeline",
+        "pipeline_augmentation": pipeline_augmentation(spec),
         # Training arrays of an .npz file, checked against the model's input when the model
         # is built: the examples fed to it are the arrays as preprocessed (no pipeline
         # augmentation, which may crop, nor views of a contrastive way).
         "input_check": spec.data.train.kind == "npz"
         and not features
-        and not (spec.data.augmentation and spec.data.augment_in == "pipeline")
+        and not pipeline_augmentation(spec)
         and spec.training.kind in ("supervised", "adversarial", "distillation", "reptile", "maml")
         # A model of your own (a subclassed keras.Model) may declare no input shape.
         and spec.model.kind != "import",
@@ -94,6 +93,11 @@ def data_context(spec: Spec) -> dict[str, Any]:
     }
 
 
+def pipeline_augmentation(spec: Spec) -> bool:
+    """Whether the input pipeline augments (each example carries the seed of its own)."""
+    return bool(spec.data.augmentation) and spec.data.augment_in == "pipeline"
+
+
 def partial_readers(spec: Spec) -> bool:
     """Whether data/batches.jinja maps a reader over batches of indices as
     `functools.partial(reader, examples)`: for sources read by index (not streamed), in the
@@ -103,10 +107,9 @@ def partial_readers(spec: Spec) -> bool:
         return False
     train = spec.data.train.kind not in STREAMING
     validation = spec.data.validation
-    augmented = bool(spec.data.augmentation) and spec.data.augment_in == "pipeline"
     adapted = spec.model is not None and spec.model.kind == "graph"
     adapted = adapted and any(node.adapt for node in spec.model.nodes)
-    return (train and (not augmented or adapted)) or (
+    return (train and (not pipeline_augmentation(spec) or adapted)) or (
         validation is not None and validation.kind not in STREAMING
     )
 
