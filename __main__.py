@@ -17,7 +17,7 @@ def main() -> None:
     if sweeping:  # its trials' launcher, started before the imports below (sweep/early.py)
         from .sweep import early
 
-        early.start(sys.argv[1:])
+        early.start(sys.argv[2:])
     from .cli import app
 
     try:

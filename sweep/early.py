@@ -30,9 +30,10 @@ def spawn() -> tuple[subprocess.Popen, socket.socket]:
 
 
 def start(argv: list[str]) -> None:
-    """Spawns it now if `argv` (the command's arguments) runs a sweep."""
+    """Spawns it now if `argv`, the arguments of `loopgen sweep`, run the sweep (not
+    `status`, not `--help`)."""
     global _started
-    if argv[:1] == ["sweep"] and argv[1:2] != ["status"] and "--help" not in argv:
+    if argv[:1] != ["status"] and "--help" not in argv:
         _started = spawn()
 
 
