@@ -12,6 +12,7 @@ from .data import Data, ImageDirectory, KerasDataset, Npz, Shapes, Split, Tfds
 from .environment import AtariPreprocessing, Environment, FrameStackObservation
 from .finetune import FineTune
 from .graph import Block, Graph, Input, Node
+from .hub import KerasHub
 from .layers import (
     L1,
     L1L2,
@@ -34,7 +35,7 @@ from .schedules import (
     PiecewiseConstantDecay,
     Warmup,
 )
-from .sources import Csv, Feature, Generator, Text, TextDirectory, TFRecord
+from .sources import Csv, Feature, Generator, Text, TextDirectory, TextRecords, TFRecord
 from .spec import (
     TPU,
     Checkpoint,
@@ -64,6 +65,7 @@ from .vocabulary.losses import *  # noqa: F403
 from .vocabulary.metrics import *  # noqa: F403
 from .vocabulary.optimizers import *  # noqa: F403
 from .ways import (
+    DPO,
     DQN,
     FGSM,
     GAN,
@@ -72,6 +74,7 @@ from .ways import (
     PPO,
     R1,
     SAC,
+    SFT,
     TD3,
     ActorCritic,
     Adversarial,
@@ -89,7 +92,9 @@ from .ways import (
 )
 
 __all__ = [
+    "DPO",
     "DQN",
+    "SFT",
     "ActorCritic",
     "FGSM",
     "PPO",
@@ -138,6 +143,7 @@ __all__ = [
     "ImportedMetric",
     "ImportedOptimizer",
     "Input",
+    "KerasHub",
     "Inspect",
     "KerasDataset",
     "KerasFile",
@@ -172,6 +178,7 @@ __all__ = [
     "Text",
     "TrainedModel",
     "TextDirectory",
+    "TextRecords",
     "Tfds",
     "Var",
     "Warmup",

@@ -6,7 +6,7 @@ from pydantic import Field, model_validator
 
 from .base import BatchSize, Identifier, PositiveFloat, PositiveInt, Seed, StrictModel
 from .layers import KerasLayer
-from .sources import Csv, Generator, Text, TextDirectory, TFRecord
+from .sources import Csv, Generator, Text, TextDirectory, TextRecords, TFRecord
 
 
 class Npz(StrictModel):
@@ -154,6 +154,7 @@ Source = Annotated[
     | TFRecord
     | Csv
     | Text
+    | TextRecords
     | TextDirectory
     | Generator,
     Field(discriminator="kind"),
@@ -161,7 +162,17 @@ Source = Annotated[
 """Where examples come from."""
 
 ValidationSource = Annotated[
-    Npz | KerasDataset | Tfds | ImageDirectory | Shapes | TFRecord | Csv | Text | Generator | Split,
+    Npz
+    | KerasDataset
+    | Tfds
+    | ImageDirectory
+    | Shapes
+    | TFRecord
+    | Csv
+    | Text
+    | TextRecords
+    | Generator
+    | Split,
     Field(discriminator="kind"),
 ]
 """Validation examples: their own source, or a split of the training data."""

@@ -7,6 +7,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .base import Identifier, PositiveInt, StrictModel, check_target
 from .graph import Graph
+from .hub import KerasHub
 from .layers import Item, Repeat, referenced_vars
 
 
@@ -199,5 +200,11 @@ class Imported(StrictModel):
         return self.target.split(":")[1]
 
 
-Model = Annotated[Sequential | Functional | Graph | Imported, Field(discriminator="kind")]
+Model = Annotated[
+    Sequential | Functional | Graph | Imported | KerasHub, Field(discriminator="kind")
+]
 """The network to train."""
+
+
+OPAQUE = (Imported, KerasHub)
+"""Models whose layers the spec does not see: your own code's, and KerasHub's."""

@@ -185,6 +185,47 @@ class Text(StrictModel):
         return self
 
 
+class TextRecords(StrictModel):
+    """Text examples as records of named fields, in the forms people keep them: JSON Lines
+    (`.jsonl`, an object a line), CSV (`.csv`, a header row naming the columns), Parquet
+    (`.parquet`), or a Hugging Face `datasets` folder (what `Dataset.save_to_disk` writes).
+    Held in memory and read by index, like arrays: a resumed run reads only its own batches.
+    The way of training says which fields it reads: `text` and `label` for a classifier,
+    `prompt` and `response` for SFT, `prompt`, `chosen` and `rejected` for DPO, `prompt` for
+    GRPO. Each names the field that holds it (TRL's column names by default)."""
+
+    kind: Literal["text_records"] = "text_records"
+    path: str
+    """The file, or the `datasets` folder."""
+    format: Literal["jsonl", "csv", "parquet", "datasets"] | None = None
+    """How the records are kept; None: from the path (`.jsonl`/`.json`, `.csv`, `.parquet`, a
+    folder)."""
+    text: str = "text"
+    """The field of a classifier's text."""
+    label: str = "label"
+    """The field of a classifier's label: a class id, or a class name (names are numbered in
+    alphabetical order)."""
+    prompt: str = "prompt"
+    """The field of the prompt (SFT, DPO, GRPO)."""
+    response: str = "completion"
+    """The field of the response SFT learns to write after the prompt (TRL's `completion`)."""
+    chosen: str = "chosen"
+    """DPO: the field of the preferred response."""
+    rejected: str = "rejected"
+    """DPO: the field of the response not preferred."""
+
+    @property
+    def file_format(self) -> str:
+        """The format, `format` or the one the path's suffix says."""
+        if self.format is not None:
+            return self.format
+        for suffix, found in ((".jsonl", "jsonl"), (".json", "jsonl"), (".csv", "csv"),
+                              (".parquet", "parquet")):  # fmt: skip
+            if self.path.lower().endswith(suffix):
+                return found
+        return "datasets"
+
+
 class TextDirectory(StrictModel):
     """Text examples as files: a directory with a sub-directory per class of `.txt` files, one
     example each (as `keras.utils.text_dataset_from_directory` reads them). Listed by name and

@@ -12,10 +12,11 @@ from .data import Data
 from .environment import Environment
 from .finetune import FineTune
 from .layers import CustomLayerClass, KerasLayer
-from .model import Imported, Model
+from .model import OPAQUE, Model
 from .performance import Performance
 from .training import Loss, Metric, Optimizer
-from .ways import GAN, RL_KINDS, Supervised, Task, Training
+from .ways import GAN, LM_KINDS, RL_KINDS, Supervised, Task, Training
+from .ways.lm import DPO_LOGGED
 
 
 class Loop(StrictModel):
@@ -342,9 +343,9 @@ class Spec(StrictModel):
     def objectives(self) -> list[tuple[str, Loss, str, list[Metric], str, object]]:
         """(field path of the loss, the loss, field path of its metrics, the metrics, path of
         the output layer, that layer) for the one loss, or for each task (none for a GAN)."""
-        if self.gan is not None or self.training.kind in ("own_step", *RL_KINDS):
-            return []  # a GAN's losses are its own; an own step's are yours
-        if isinstance(self.model, Imported):
+        if self.gan is not None or self.training.kind in ("own_step", *RL_KINDS, *LM_KINDS):
+            return []  # a GAN's losses are its own; an own step's are yours; an LM way's fixed
+        if isinstance(self.model, OPAQUE):
             return [("loss", self.loss, "metrics", self.metrics, "", None)]
         if not self.tasks:
             path, last = self.model.last_layer()
@@ -362,6 +363,10 @@ class Spec(StrictModel):
             return self.gan.log_names()
         if self.acts:
             return self.training.log_names()
+        if self.training.kind == "sft":
+            return ["loss", "mean_token_accuracy", "perplexity"]
+        if self.training.kind == "dpo":
+            return ["loss", *DPO_LOGGED]
         if self.training.kind == "own_step":
             parts = self.training.losses if len(self.training.losses) > 1 else []
             extras = self.training.extras
@@ -390,6 +395,8 @@ class Spec(StrictModel):
         loss and metrics on attacked examples, for adversarial training."""
         if self.training.kind == "adversarial":
             return ["robust_loss", *(f"robust_{m.metric_name}" for m in self.metrics)]
+        if self.training.kind == "sft":
+            return ["perplexity"]
         return []
 
     def monitors(self) -> dict[str, EarlyStopping | ReduceOnPlateau | BestModel]:
@@ -416,7 +423,7 @@ class Spec(StrictModel):
             return False  # code of yours (an own step) XLA may not compile
         if xla != "auto" or self.distribute.kind != "single_device":
             return xla == "on" and self.distribute.kind == "single_device"
-        if isinstance(self.model, Imported) or self.gradients.accumulate_steps > 1:
+        if isinstance(self.model, OPAQUE) or self.gradients.accumulate_steps > 1:
             return False
         # Measured on CPU (bench/): XLA speeds up dense layers, slows convolutions and Dropout's
         # random numbers, and cannot compile some layers at all (string lookups): on only for
@@ -451,7 +458,10 @@ class Spec(StrictModel):
 
     @property
     def regularized(self) -> bool:
-        """Whether the model has penalties in `model.losses` (assumed for imported models)."""
+        """Whether the model has penalties in `model.losses` (assumed for imported models; a
+        KerasHub task adds none)."""
+        if self.model is not None and self.model.kind == "keras_hub":
+            return False
         return self._any_layer(lambda layer: getattr(layer, "regularized", False))
 
     @property
@@ -469,7 +479,7 @@ class Spec(StrictModel):
         if self.gan is not None:
             for name, network in self.gan.networks().items():
                 found += [(f"training.{name}.{path}", item) for path, item in network.flat_items()]
-        elif not isinstance(self.model, Imported):
+        elif not isinstance(self.model, OPAQUE):
             found = [(f"model.{path}", item) for path, item in self.model.flat_items()]
         for i, cls in enumerate(self.custom_layers):
             found += [(f"custom_layers[{i}].layers[{j}]", s) for j, s in enumerate(cls.layers)]
@@ -480,6 +490,6 @@ class Spec(StrictModel):
     def _any_layer(self, test) -> bool:
         """Whether a layer of the model, or of a custom layer class, passes `test`; True for
         imported models, whose layers the spec cannot see."""
-        if isinstance(self.model, Imported):
+        if isinstance(self.model, OPAQUE):
             return True
         return any(test(layer) for _, layer in self.layers_with_paths())

@@ -12,10 +12,12 @@ from .. import __version__
 from ..dsl.base import Var
 from ..dsl.layers import Custom, CustomLayerClass
 from ..dsl.loader import spec_hash
-from ..dsl.model import Imported
+from ..dsl.model import OPAQUE, Imported
 from ..dsl.schedules import Warmup
 from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
+from ..dsl.ways import LM_KINDS
+from ..dsl.ways.lm import DPO_LOGGED
 from . import code, fingerprint, graph, stamp, tracking
 from .data import data_context, partial_readers
 from .predict import prediction_context
@@ -104,7 +106,7 @@ def build_context(
         "net_has": net_has,
         "metric_expression": metric_expression,
         # Layers with sparse (IndexedSlices) gradients.
-        "sparse_gradients": isinstance(spec.model, Imported)
+        "sparse_gradients": isinstance(spec.model, OPAQUE)
         or any(
             getattr(layer, "kind", None) in ("embedding", "reversible_embedding")
             for _, layer in spec.layers_with_paths()
@@ -124,6 +126,9 @@ def build_context(
             for node in (spec.model.nodes if is_graph else [])
             if node.adapt
         ],
+        "dpo_logged": DPO_LOGGED,
+        # A pretrained KerasHub model (model.kind="keras_hub"), or None.
+        "hub": spec.model if spec.model is not None and spec.model.kind == "keras_hub" else None,
         "position_embedding": any(
             getattr(layer, "kind", None) == "position_embedding"
             for _, layer in spec.layers_with_paths()
@@ -301,15 +306,19 @@ def imports(spec: Spec) -> dict[str, list[str]]:
         stdlib |= {"import re", "import struct"}
     if "csv" in kinds:
         stdlib.add("import re")
-    if kinds & {"text", "text_directory"}:
+    if kinds & {"text", "text_directory", "text_records"}:
         third_party.add("import numpy as np")
+    if "text_records" in kinds:
+        stdlib.add("import csv")
     prediction = prediction_context(spec, serving_context(spec))
     if prediction and prediction["inputs"] == "arrays":  # predict reads .npy files
         third_party.add("import numpy as np")
     from_imports = set()
-    if not isinstance(spec.model, Imported) or spec.custom_layers:
+    if not isinstance(spec.model, OPAQUE) or spec.custom_layers:
         from_imports.add("from keras import layers")
     user = [f"import {spec.model.module}"] if isinstance(spec.model, Imported) else []
+    if spec.model is not None and spec.model.kind == "keras_hub":
+        third_party.add("import keras_hub")
     objectives = [spec.loss, *spec.metrics, *spec.optimizers().values()]
     for task in spec.tasks.values():
         objectives += [task.loss, *task.metrics]
@@ -356,7 +365,9 @@ def metric_list(spec: Spec, split: str, extra: list[str]) -> str | None:
     objects = [f"{split}_loss"]
     if split == "train" and spec.train_parts():
         objects.append(f"*{split}_losses.values()")
-    if spec.training.kind == "own_step":
+    if spec.training.kind in LM_KINDS:
+        objects.append(f"*{split}_extras.values()")
+    elif spec.training.kind == "own_step":
         if len(spec.training.losses) > 1:
             objects.append(f"*{split}_losses.values()")
         if spec.training.extras:
@@ -370,7 +381,7 @@ def metric_list(spec: Spec, split: str, extra: list[str]) -> str | None:
         ]
     elif spec.metrics:
         objects.append(f"*{split}_metrics")
-    if split == "validation" and spec.validation_extras():
+    if split == "validation" and spec.training.kind == "adversarial":
         objects += ["validation_robust_loss"]
         objects += ["*validation_robust_metrics"] if spec.metrics else []
     return "[" + ", ".join([*objects, *extra]) + "]"
@@ -421,7 +432,7 @@ def optimizer_expression(spec: Spec, optimizer: Any = None, inline_schedule: boo
 
 def net_has(net: Any, what: str) -> bool:
     """Whether a network has Repeat blocks (`repeats`) or skip connections (`skips`)."""
-    if isinstance(net, Imported):
+    if isinstance(net, OPAQUE):
         return False
     kinds = ("repeat",) if what == "repeats" else ("save_skip", "concatenate")
     return any(item.kind in kinds for _, item in net.flat_items())

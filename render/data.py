@@ -22,6 +22,7 @@ RECORDS = {"tfrecord", "csv", "generator"}
 def data_context(spec: Spec) -> dict[str, Any]:
     x_name = "images" if is_image_data(spec) else "features"
     features = spec.data.feature_names
+    hub = spec.model is not None and spec.model.kind == "keras_hub"
     sources = [spec.data.train, spec.data.validation]
     real_sources = [s for s in sources if s is not None and s.kind != "split"]
     split = getattr(spec.data.validation, "kind", None) == "split"
@@ -53,7 +54,7 @@ def data_context(spec: Spec) -> dict[str, Any]:
         and not pipeline_augmentation(spec)
         and spec.training.kind in ("supervised", "adversarial", "distillation", "reptile", "maml")
         # A model of your own (a subclassed keras.Model) may declare no input shape.
-        and spec.model.kind != "import",
+        and spec.model.kind not in ("import", "keras_hub"),
         "per_example_augmentation": sum(
             not x.entry.get("batch_level") for x in spec.data.augmentation
         ),
@@ -83,10 +84,17 @@ def data_context(spec: Spec) -> dict[str, Any]:
         ),
         # An expression of the batch's inputs whose first dimension is the batch size, and the
         # inputs of a micro-batch (several named inputs: a dict of tensors).
-        "batch_of": f"{x_name}[{code.literal(features[0])}]" if features else x_name,
+        # A KerasHub model's inputs are the preprocessor's dict (token ids, padding mask, ...).
+        "batch_of": f"{x_name}[{code.literal(features[0])}]"
+        if features
+        else 'labels["weights"]'
+        if spec.training.kind in ("sft", "dpo")
+        else "labels"
+        if hub
+        else x_name,
         "micro_inputs": (
             f"{{name: tensor[micro_batch] for name, tensor in {x_name}.items()}}"
-            if features
+            if features or hub
             else f"{x_name}[micro_batch]"
         ),
         "shapes_task": shapes[0].task if shapes else None,

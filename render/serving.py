@@ -18,6 +18,7 @@ SERVED_INPUTS = {
     "csv": "columns",
     "tfrecord": "features",
     "text": "texts",
+    "text_records": "texts",
     "tfds": "tfds",
 }
 """Training sources whose raw examples the exported model's serving signature takes, and what
@@ -75,7 +76,7 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
         else [],
         # Whether the pipeline prepares the inputs (prepare_inputs: a cast, data.rescale):
         # strings go to the model as they are.
-        "prepared": input_dtypes(spec) != "string",
+        "prepared": input_dtypes(spec) != "string" or spec.model.kind == "keras_hub",
         # softmax, sigmoid, or None: the network's scores alone.
         "classify": classify,
         "heads": heads,

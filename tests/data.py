@@ -119,16 +119,111 @@ REVIEW_WORDS = {
 }
 
 
+REVIEW_FILLER = ["the", "film", "plot", "was", "and", "acting", "a", "story"]
+
+
 def reviews_tsv(path: Path, count: int, seed: int = 0) -> str:
     """Short reviews, one per line: the text, a tab, pos or neg."""
     rng = np.random.default_rng(seed)
-    filler = ["the", "film", "plot", "was", "and", "acting", "a", "story"]
+    filler = REVIEW_FILLER
     lines = []
     for _ in range(count):
         label = "pos" if rng.random() < 0.5 else "neg"
         words = list(rng.choice(filler, 5)) + list(rng.choice(REVIEW_WORDS[label], 2))
         rng.shuffle(words)
         lines.append(" ".join(words) + "\t" + label)
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+BERT_PRESET = """
+import sys
+
+import keras_hub
+
+words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sys.argv[2].split()]
+keras_hub.models.BertTokenizer(vocabulary=words, lowercase=True).save_to_preset(sys.argv[1])
+keras.utils.set_random_seed(0)
+# No dropout in the backbone: two replicas draw their own masks, and the replicas' test
+# compares them with one device (the head's dropout, model.dropout, is the spec's).
+backbone = keras_hub.models.BertBackbone(
+    vocabulary_size=len(words), num_layers=2, num_heads=2, hidden_dim=16, intermediate_dim=32,
+    max_sequence_length=32, dropout=0.0,
+)
+backbone.save_to_preset(sys.argv[1])
+"""
+
+
+def bert_preset(folder: Path) -> str:
+    """A tiny BERT saved as a KerasHub preset (save_to_preset, as a downloaded one is laid
+    out): 2 layers, 16 wide, random weights, a vocabulary of the reviews' words. Loaded by
+    `from_preset(folder)` with no network."""
+    from helpers import run_preloaded
+
+    if not (folder / "config.json").exists():
+        words = sorted({*REVIEW_WORDS["pos"], *REVIEW_WORDS["neg"], *REVIEW_FILLER})
+        run_preloaded("-c", "import keras\n" + BERT_PRESET, str(folder), " ".join(words),
+                      cwd=folder.parent)  # fmt: skip
+    return str(folder)
+
+
+GPT2_PRESET = """
+import json
+import sys
+
+import keras
+import keras_hub
+
+symbols = [*"0123456789", "+", "=", "?"]
+vocabulary = {"<|endoftext|>": 0, "\u0120": 1}
+for symbol in symbols:
+    vocabulary[symbol] = len(vocabulary)
+    vocabulary["\u0120" + symbol] = len(vocabulary)
+merges = ["\u0120 " + symbol for symbol in symbols]
+keras_hub.models.GPT2Tokenizer(vocabulary=vocabulary, merges=merges).save_to_preset(sys.argv[1])
+keras.utils.set_random_seed(0)
+backbone = keras_hub.models.GPT2Backbone(
+    vocabulary_size=len(vocabulary), num_layers=2, num_heads=2, hidden_dim=32,
+    intermediate_dim=64, max_sequence_length=32, dropout=0.0,
+)
+backbone.save_to_preset(sys.argv[1])
+"""
+
+
+def gpt2_preset(folder: Path) -> str:
+    """A tiny GPT-2 saved as a KerasHub preset: 2 layers, 32 wide, random weights, a byte-level
+    BPE vocabulary of digits, '+', '=' and '?' (each alone and after a space). Loaded by
+    `from_preset(folder)` with no network."""
+    from helpers import run_preloaded
+
+    if not (folder / "config.json").exists():
+        run_preloaded("-c", GPT2_PRESET, str(folder), cwd=folder.parent)
+    return str(folder)
+
+
+def sums_jsonl(path: Path, count: int, seed: int = 0) -> str:
+    """Sums of two digits as prompt and completion records: {"prompt": "3 + 4 =", "completion":
+    " 7"}, the answer's digits spaced as the prompt's."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(count):
+        a, b = (int(x) for x in rng.integers(0, 10, 2))
+        answer = " ".join(str(a + b))
+        lines.append(json.dumps({"prompt": f"{a} + {b} =", "completion": f" {answer}"}))
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def sum_pairs_jsonl(path: Path, count: int, seed: int = 0) -> str:
+    """Preference records of sums: {"prompt": "3 + 4 =", "chosen": " 7", "rejected": " 9"}, the
+    rejected answer wrong by 1 to 8."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(count):
+        a, b, off = (int(x) for x in (*rng.integers(0, 10, 2), rng.integers(1, 9)))
+        right, wrong = " ".join(str(a + b)), " ".join(str((a + b + off) % 19))
+        lines.append(json.dumps({"prompt": f"{a} + {b} =", "chosen": f" {right}",
+                                 "rejected": f" {wrong}"}))  # fmt: skip
     path.write_text("\n".join(lines) + "\n")
     return str(path)
 
@@ -303,6 +398,24 @@ def small_data_overrides(example: str, tmp: Path, backbone: bool = True) -> list
         ]
     if example == "reviews_text":
         return [f"data.train.path={reviews_tsv(tmp / 'reviews.tsv', 120)}"]
+    if example == "sums_sft":
+        return [
+            f"data.train.path={sums_jsonl(tmp / 'sums.jsonl', 120)}",
+            f"model.preset={gpt2_preset(tmp / 'gpt2_preset')}",
+            "model.sequence_length=12",
+        ]
+    if example == "sums_dpo":
+        return [
+            f"data.train.path={sum_pairs_jsonl(tmp / 'pairs.jsonl', 96)}",
+            f"model.preset={gpt2_preset(tmp / 'gpt2_preset')}",
+            "model.sequence_length=12",
+        ]
+    if example == "reviews_bert_lora":
+        return [
+            f"data.train.path={reviews_tsv(tmp / 'reviews.tsv', 120)}",
+            f"model.preset={bert_preset(tmp / 'bert_preset')}",
+            "model.sequence_length=16",
+        ]
     if example == "mnist_distillation":
         # Three classes, which a few steps learn. The teacher's weights are written by
         # `runnable` (it needs the rendered script).

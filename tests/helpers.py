@@ -310,6 +310,11 @@ import json, re, sys
 import numpy as np
 import tensorflow as tf
 
+try:  # a KerasHub tokenizer's ops, which a server of such a model imports too
+    import tensorflow_text  # noqa: F401
+except ImportError:
+    pass
+
 saved_model, reference = sys.argv[1:]
 reference = np.load(reference, allow_pickle=True)  # strings are bytes objects
 serve = tf.saved_model.load(saved_model).signatures["serving_default"]

@@ -330,6 +330,9 @@ RESUME_RUNS = {
     # which the smaller one has as well (test_runs and test_distributed train the full one).
     "tfds": ("pets_unet", 3, ["data.validation=null", *data.SMALL_UNET]),
     "own_step": ("mnist_own_step", 3, ["data.validation=null"]),
+    # A KerasHub preset's BERT with LoRA: the adapters, the head and the backbone's dropout
+    # state; the preset's tokenizer in the pipeline.
+    "keras_hub": ("reviews_bert_lora", 2, ["data.validation=null"]),
     "distillation": ("mnist_distillation", 3, ["data.validation=null"]),
     # PGD's random starts, drawn from (seed, step, position): the same after a resume.
     "adversarial": ("mnist_adversarial", 3, ["data.validation=null", "best_model=null"]),

@@ -32,7 +32,7 @@ def plan(spec: Any) -> dict[str, Any]:
             planner.chain(network, f"training.{name}", prefix=f"{name}_")
     elif spec.model.kind == "graph":
         planner.graph(spec.model)
-    elif spec.model.kind != "import":
+    elif spec.model.kind not in ("import", "keras_hub"):
         planner.chain(spec.model, "model")
     if spec.acts and spec.training.kind in ("sac", "td3"):  # and its critic
         planner.chain(spec.training.critic, "training.critic", prefix="critic_")

@@ -19,6 +19,7 @@ RULES = [
     objective.check_objective,
     model.check_custom_layers,
     model.check_backbones,
+    model.check_keras_hub,
     model.check_shapes,
     objective.check_labels,
     objective.check_logits,

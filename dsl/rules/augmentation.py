@@ -74,7 +74,7 @@ def check_augmentation(spec: Spec) -> None:
 
 def _image_input(spec: Spec) -> tuple:
     model = spec.model
-    if model is None or model.kind == "import":
+    if model is None or model.kind in ("import", "keras_hub"):
         shape = getattr(model, "input_shape", None)
         if shape is None:
             raise ValueError(

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from ..spec import Spec
 
 
-SPLITTABLE = ("npz", "keras_dataset", "shapes", "text")
+SPLITTABLE = ("npz", "keras_dataset", "shapes", "text", "text_records")
 """Sources held in memory as arrays, whose last examples a Split can hold out."""
 SPLIT_BY_CLASS = ("image_directory", "text_directory")
 """Sources listed class by class, whose files a Split picks from each class by a seeded
@@ -59,7 +59,7 @@ def check_input_types(spec: Spec) -> None:
     an integer input (token ids, category ids) cannot hold the scaled values."""
     if spec.data.rescale is None:
         return
-    if spec.data.train.kind in ("text", "text_directory"):
+    if spec.data.train.kind in ("text", "text_directory", "text_records"):
         raise ValueError(
             f"data.rescale is set but data.train ({spec.data.train.kind}) gives text; remove "
             "data.rescale"
@@ -81,7 +81,7 @@ def check_features(spec: Spec) -> None:
     tensor (or a dict of that one name)."""
     features = spec.data.feature_names
     model = spec.model
-    if model is None or model.kind == "import":
+    if model is None or model.kind in ("import", "keras_hub"):
         return
     inputs = sorted(model.inputs) if model.kind == "graph" else None
     if features is None:

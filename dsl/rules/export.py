@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..layers import KerasLayer
-from ..model import Imported
+from ..model import OPAQUE
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -54,7 +54,7 @@ def check_tflite(spec: Spec) -> None:
             "TFLite's builtin ops do not take; set performance.precision='float32' or remove "
             "export.tflite"
         )
-    if isinstance(spec.model, Imported):
+    if isinstance(spec.model, OPAQUE):
         return  # its layers are not visible here: the converter tells at export
     # A GAN's export is its generator (noise in, images out): only its layers are converted.
     converted = "training.generator." if spec.gan is not None else ""

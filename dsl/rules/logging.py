@@ -43,10 +43,11 @@ def check_inspect(spec: Spec) -> None:
             "model's outputs are those of the weights each task adapts, not the ones it learns; "
             "set logging.inspect.activations=False"
         )
-    if inspect.activations and spec.model is not None and spec.model.kind == "import":
+    opaque = spec.model is not None and spec.model.kind in ("import", "keras_hub")
+    if inspect.activations and opaque:
         raise ValueError(
-            "logging.inspect.activations with model.kind='import': the layers of your model "
-            "are not the spec's, and their outputs may not be reachable; set "
+            f"logging.inspect.activations with model.kind={spec.model.kind!r}: the layers of "
+            "that model are not the spec's, and their outputs may not be reachable; set "
             "logging.inspect.activations=False"
         )
 

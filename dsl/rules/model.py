@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from .. import shapes
 from ..base import check_not_module_level
 from ..layers import Custom, CustomLayerClass
-from ..model import Imported
+from ..model import OPAQUE
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -38,13 +38,48 @@ def check_custom_layers(spec: Spec) -> None:
     _check_no_cycle(classes)
 
 
+def check_keras_hub(spec: Spec) -> None:
+    """A KerasHub text classifier reads strings, trains by the supervised step, and returns
+    logits."""
+    model = spec.model
+    if model is None or model.kind != "keras_hub":
+        return
+    if model.task == "causal_lm":
+        if spec.training.kind not in ("sft", "dpo"):
+            raise ValueError(
+                f"model.task='causal_lm' with training.kind={spec.training.kind!r}: a causal "
+                "language model trains by training=SFT() or DPO()"
+            )
+        return  # the way's own rules (rules/objective.py) check the rest
+    if spec.training.kind not in ("supervised",):
+        raise ValueError(
+            f"model.kind='keras_hub' with training.kind={spec.training.kind!r}: a KerasHub "
+            f"{model.task} trains by the supervised step; remove training"
+        )
+    for field, source in (
+        ("data.train", spec.data.train),
+        ("data.validation", spec.data.validation),
+    ):
+        if source is not None and source.kind not in ("text", "text_records", "split"):
+            raise ValueError(
+                f"{field}.kind={source.kind!r}, but model.kind='keras_hub' takes texts: the "
+                "preset's preprocessor tokenizes strings; use data.train=Text(...) or TextRecords(...)"
+            )
+    loss = spec.loss
+    if loss is not None and loss.probabilistic and not loss.from_logits:
+        raise ValueError(
+            f"loss.from_logits=False, but KerasHub's {model.task} outputs logits: set "
+            "loss.from_logits=True"
+        )
+
+
 def check_shapes(spec: Spec) -> None:
     if spec.gan is not None:
         check_gan_shapes(spec)
     elif spec.model.kind == "graph":
         classes = {c.name: c for c in spec.custom_layers}
         shapes.check_graph_shapes(spec.model, classes)
-    elif not isinstance(spec.model, Imported):
+    elif not isinstance(spec.model, OPAQUE):
         classes = {c.name: c for c in spec.custom_layers}
         trunk = shapes.check_shapes(spec.model.input_shape, spec.model.layers, classes)
         for name, items in getattr(spec.model, "heads", {}).items():

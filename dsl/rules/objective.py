@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..layers import KerasLayer
 from ..training import Loss
+from ..ways import LM_KINDS
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -20,9 +21,52 @@ _COUNTERPART = {
 """For a loss or metric that expects the other label format: the one that fits."""
 
 
+def check_language_model(spec: Spec) -> None:
+    """SFT and DPO train a KerasHub causal LM on records of text, with their own loss."""
+    way = spec.training.kind.upper()
+    model = spec.model
+    if model is None or model.kind != "keras_hub" or model.task != "causal_lm":
+        raise ValueError(
+            f"training is {way}, which trains a causal language model: set "
+            'model=KerasHub(preset=..., task="causal_lm")'
+        )
+    if spec.optimizer is None:
+        raise ValueError("optimizer is missing: set it")
+    if spec.loss is not None:
+        raise ValueError(
+            f"loss is set, and training is {way}, whose loss is its own (the next-token "
+            "cross-entropy of the responses"
+            + (")" if way == "SFT" else ", through DPO's)")
+            + ": remove loss"
+        )
+    if spec.metrics:
+        raise ValueError(
+            f"metrics are set, and training is {way}, which logs its own (TRL's names): "
+            "remove metrics"
+        )
+    for field, source in (
+        ("data.train", spec.data.train),
+        ("data.validation", spec.data.validation),
+    ):
+        if source is not None and source.kind not in ("text_records", "split"):
+            raise ValueError(
+                f"{field}.kind={source.kind!r}, but training is {way}, which reads records "
+                f"of text fields: use {field}=TextRecords(path=...)"
+            )
+    if spec.gradients.accumulate_steps > 1:
+        raise ValueError(
+            f"gradients.accumulate_steps={spec.gradients.accumulate_steps} with training "
+            f"{way}: its loss is a mean over the batch's tokens, which micro-batches would "
+            "each take over their own; raise data.batch_size or remove accumulate_steps"
+        )
+
+
 def check_objective(spec: Spec) -> None:
     if spec.gan is not None:
         check_gan(spec)
+        return
+    if spec.training.kind in LM_KINDS:
+        check_language_model(spec)
         return
     if spec.training.kind == "own_step" and spec.loss is not None:
         raise ValueError(

@@ -9,7 +9,7 @@ import math
 import os
 from typing import TYPE_CHECKING
 
-from ..model import Imported
+from ..model import OPAQUE
 from ..shapes import check_graph_shapes, check_shapes
 from ..ways import RL_KINDS
 from .strategy import check_device_names
@@ -221,7 +221,7 @@ def check_networks(spec: Spec) -> None:
     for path, network in networks.items():
         if network is None:
             raise ValueError(f"{path} is not set: {NAMES[way.kind]} needs the network")
-        if isinstance(network, Imported):
+        if isinstance(network, OPAQUE):
             raise ValueError(
                 f"{path}: reinforcement learning takes a Sequential or Functional network (a "
                 "Graph for a Dict observation)"

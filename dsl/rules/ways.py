@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import shapes
 from ..keras_file import keras_file_output_shape
-from ..model import Imported
+from ..model import OPAQUE
 from ..saved_model_file import saved_model_output_shape
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ def output_shape(network: Any, spec: Spec, root: str) -> tuple | None:
     """A network's output shape (without the batch dimension), None where it is not visible
     (an imported model, several outputs)."""
     classes = {c.name: c for c in spec.custom_layers}
-    if isinstance(network, Imported) or getattr(network, "heads", None):
+    if isinstance(network, OPAQUE) or getattr(network, "heads", None):
         return None
     if network.kind == "graph":
         if not isinstance(network.outputs, str):
@@ -86,11 +86,15 @@ def same_shape(a: tuple, b: tuple) -> bool:
 def reads_ids(spec: Spec) -> bool:
     """Whether the model reads text or integer ids (tokens) rather than float values."""
     sources = {spec.data.train.kind, getattr(spec.data.validation, "kind", None)}
-    if sources & {"text", "text_directory"} or getattr(spec.data.train, "num_words", None):
+    if sources & {"text", "text_directory", "text_records"} or getattr(
+        spec.data.train, "num_words", None
+    ):
         return True
     if spec.model.kind == "graph":
         return any(not i.dtype.startswith("float") for i in spec.model.inputs.values())
-    if isinstance(spec.model, Imported):
+    if spec.model.kind == "keras_hub":
+        return True  # token ids
+    if isinstance(spec.model, OPAQUE):
         return False
     first = spec.model.flat_items()[0][1]
     return getattr(first, "kind", None) == "embedding"
@@ -239,7 +243,7 @@ def check_meta(spec: Spec) -> None:
             )
     if (
         getattr(spec.model, "heads", None)
-        or isinstance(spec.model, Imported)
+        or isinstance(spec.model, OPAQUE)
         or (spec.model.kind == "graph" and not isinstance(spec.model.outputs, str))
     ):
         raise ValueError(

@@ -10,6 +10,7 @@ from .adversarial import FGSM, PGD, Adversarial
 from .contrastive import Contrastive
 from .distillation import Distillation, ExportedModel, KerasFile, TrainedModel
 from .gan import GAN, R1, GradientPenalty
+from .lm import DPO, LM_KINDS, SFT
 from .meta import MAML, Reptile
 from .own_step import OwnStep
 from .rl import DQN, PPO, SAC, TD3, ActorCritic
@@ -25,6 +26,8 @@ Training = Annotated[
     | Reptile
     | MAML
     | OwnStep
+    | SFT
+    | DPO
     | PPO
     | ActorCritic
     | DQN
@@ -38,15 +41,18 @@ RL_KINDS = ("ppo", "actor_critic", "dqn", "sac", "td3")
 """The ways of training that act in an environment (reinforcement learning)."""
 
 __all__ = [
+    "DPO",
     "DQN",
     "FGSM",
     "GAN",
+    "LM_KINDS",
     "MAML",
     "PGD",
     "PPO",
     "R1",
     "RL_KINDS",
     "SAC",
+    "SFT",
     "TD3",
     "ActorCritic",
     "Adversarial",
