@@ -42,6 +42,8 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
     train = spec.data.train
     if not spec.export.saved_model or spec.gan or train.kind not in SERVED_INPUTS:
         return None
+    if spec.training.kind in ("sft", "dpo"):
+        return None  # a causal LM's export is its network (token ids in, logits out)
     loss = spec.loss
     classify = None
     # A contrastive run exports its encoder: its outputs are features, not class scores. A

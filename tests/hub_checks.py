@@ -112,7 +112,7 @@ def tokenized(module, prompts, responses):
     tokenizer = module.preprocessor().tokenizer
     length = module.SEQUENCE_LENGTH
     ids, masks, targets, counted = [], [], [], []
-    for prompt, response in zip(prompts, responses):
+    for prompt, response in zip(prompts, responses, strict=True):
         whole = np.asarray(tokenizer(str(prompt) + str(response))).tolist()
         text = [tokenizer.start_token_id, *whole, tokenizer.end_token_id][: length + 1]
         first = len(np.asarray(tokenizer(str(prompt))))  # the prompt's tokens, its start's after

@@ -195,7 +195,7 @@ def assert_trained_on_two_replicas(
 # networks train on two replicas here.
 EQUALS_ONE_DEVICE = ("mnist_own_step", "mnist_distillation", "mnist_adversarial", "shapes_wgan_gp",
                      "shapes_simclr", "mnist_reptile", "mnist_maml",
-                     "reviews_bert_lora")  # fmt: skip
+                     "reviews_bert_lora", "sums_sft", "sums_dpo")  # fmt: skip
 # Their exports are written and served on one device by test_runs. An export from two replicas
 # differs from one device's only in the strategy's scope the model is saved from, alike for
 # every network: shown here on the other examples' (pets_unet's synchronized BatchNormalization
@@ -621,11 +621,16 @@ SYNCHRONIZED = [
         # A KerasHub BERT with LoRA: the adapters' gradients summed over replicas, the frozen
         # backbone left alone; without the head's dropout, whose masks each replica draws.
         ("reviews_bert_lora", ["model.dropout=0"], 6, 1e-5),
+        # SFT: the mean over the response tokens of the global batch (their count summed over
+        # the replicas); DPO: each pair kept whole on a replica.
+        ("sums_sft", [], 6, 1e-5),
+        ("sums_dpo", [], 6, 1e-5),
     ],
     ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation",
          "mnist_adversarial", "shapes_wgan_gp", "shapes_simclr", "mnist_reptile", "mnist_maml",
          "cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo", "corridor_ppo",
-         "corridor_dqn", "pendulum_sac", "pendulum_td3", "reviews_bert_lora"],
+         "corridor_dqn", "pendulum_sac", "pendulum_td3", "reviews_bert_lora", "sums_sft",
+         "sums_dpo"],
 )  # fmt: skip
 def test_mirrored_equals_single_device(example, overrides, steps, tolerance, render, tmp_path):
     acts = example in ACTING  # no dataset: environment steps, not epochs

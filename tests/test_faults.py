@@ -333,6 +333,10 @@ RESUME_RUNS = {
     # A KerasHub preset's BERT with LoRA: the adapters, the head and the backbone's dropout
     # state; the preset's tokenizer in the pipeline.
     "keras_hub": ("reviews_bert_lora", 2, ["data.validation=null"]),
+    # A KerasHub causal LM: SFT's masked targets, DPO's pairs and its reference (the preset,
+    # loaded again, not checkpointed).
+    "sft": ("sums_sft", 2, ["data.validation=null"]),
+    "dpo": ("sums_dpo", 2, ["data.validation=null"]),
     "distillation": ("mnist_distillation", 3, ["data.validation=null"]),
     # PGD's random starts, drawn from (seed, step, position): the same after a resume.
     "adversarial": ("mnist_adversarial", 3, ["data.validation=null", "best_model=null"]),

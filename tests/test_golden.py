@@ -116,9 +116,9 @@ def test_script_imports_only_what_it_needs(golden):
     # --fast-dev-run's and replay's scratch directories (tempfile).
     allowed |= {"atexit", "linecache", "tempfile", "warnings"}
     allowed.add("functools")  # a reader mapped as a partial (AutoGraph parses a lambda's file)
-    if name in ("reviews_bert_lora", "sums_sft"):  # a KerasHub preset
+    if name in ("reviews_bert_lora", "sums_sft", "sums_dpo"):  # a KerasHub preset
         allowed.add("keras_hub")
-    if name == "sums_sft":  # TextRecords: a CSV file's records, if the path names one
+    if name in ("sums_sft", "sums_dpo"):  # TextRecords: a CSV file's records, if the path names one
         allowed.add("csv")
     if name == "pets_unet":  # the spec asks for a TFDS dataset
         allowed.add("tensorflow_datasets")

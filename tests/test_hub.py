@@ -1,7 +1,7 @@
-"""Pretrained KerasHub models: a LoRA fine-tune of a text classifier, and SFT of a causal LM,
-on tiny BERT and GPT-2 presets the tests save themselves (no network). Resume after SIGKILL and two replicas against
-one device are in the matrices of test_faults and test_distributed; the bad specs in
-tests/bad_specs/keras_hub_*."""
+"""Pretrained KerasHub models: a LoRA fine-tune of a text classifier, SFT and DPO of a causal
+LM, on tiny BERT and GPT-2 presets the tests save themselves (no network). Resume after SIGKILL
+and two replicas against one device are in the matrices of test_faults and test_distributed;
+the bad specs in tests/bad_specs/keras_hub_*."""
 
 from __future__ import annotations
 

@@ -63,7 +63,8 @@ def check_keras_hub(spec: Spec) -> None:
         if source is not None and source.kind not in ("text", "text_records", "split"):
             raise ValueError(
                 f"{field}.kind={source.kind!r}, but model.kind='keras_hub' takes texts: the "
-                "preset's preprocessor tokenizes strings; use data.train=Text(...) or TextRecords(...)"
+                "preset's preprocessor tokenizes strings; use data.train=Text(...) or "
+                "TextRecords(...)"
             )
     loss = spec.loss
     if loss is not None and loss.probabilistic and not loss.from_logits:
