@@ -29,7 +29,8 @@ LINEAR = [
     'optimizer={"kind": "sgd", "learning_rate": 0.05}',
     'training.critic_optimizer={"kind": "sgd", "learning_rate": 0.1}',
     "training.buffer_size=64", "training.batch_size=16", "training.learning_starts=32",
-    "training.gamma=0.9", "training.tau=0.5",
+    # tau not 0.5, where tau w + (1 - tau) target and its mirror image are the same.
+    "training.gamma=0.9", "training.tau=0.3",
     # Episodes of 10 steps: some transitions of each batch are cut (bootstrapped).
     "data.max_episode_steps=10",
     "loop.log_every_steps=1", 'checkpoint={"every_steps": 1, "keep": 8}',
@@ -42,17 +43,36 @@ def linear(example: str, *extra: str) -> list[str]:
     return [o.replace("UNITS", str(units)) for o in LINEAR] + list(extra)
 
 
-def test_a_sac_step_equals_the_formulas_with_the_tanh_correction(tmp_path):
-    """The first gradient step of SAC (linear networks, SGD): the soft targets, the critics'
-    half sum of squared errors, the policy's alpha log pi - min Q on the updated critics,
-    log alpha's loss and update, and the Polyak targets, each equal to a NumPy reference of
-    the formulas, whose log-probability subtracts log(1 - tanh(u)^2) (the change of variables
-    of the squashing)."""
-    script = render_into(tmp_path / "train.py", "pendulum_sac", *linear("pendulum_sac"))
-    run_python(script, "--max-steps", "33", "--output-dir", "out", "--deterministic",
+@pytest.mark.parametrize("actions", [1, 2], ids=["pendulum", "two_actions"])
+def test_a_sac_step_equals_the_formulas_with_the_tanh_correction(actions, tmp_path):
+    """Four gradient steps of SAC (linear networks, SGD): the soft targets, the critics' half
+    sum of squared errors, the policy's alpha log pi - min Q on the updated critics, log
+    alpha's loss and update towards the automatic target entropy, minus the action width, and
+    the Polyak targets (tau = 0.3), each equal to a NumPy reference of the formulas, whose
+    log-probability subtracts log(1 - tanh(u)^2) (the change of variables of the squashing).
+    On Pendulum (one action); on a scripted environment of two actions, whose targets move at
+    every second step only (target_update_every=2)."""
+    if actions == 1:
+        script = render_into(tmp_path / "train.py", "pendulum_sac", *linear("pendulum_sac"))
+    else:
+        (tmp_path / "scripted.py").write_text(SCRIPTED)
+        script = render_into(
+            tmp_path / "train.py", "pendulum_sac",
+            *[o.replace("UNITS", "4") for o in LINEAR],
+            'data={"kind": "environment", "target": "scripted:make", "num_envs": 1, '
+            '"max_episode_steps": 10}',
+            "model.input_shape=[2]", "training.critic.input_shape=[4]",
+            "training.target_update_every=2", cwd=tmp_path,
+        )  # fmt: skip
+    assert ("TARGET_UPDATE_EVERY = 2" in script.read_text()) == (actions == 2)
+    run_python(script, "--max-steps", "36", "--output-dir", "out", "--deterministic",
                cwd=tmp_path)  # fmt: skip
     result = rl_check("sac_reference", str(script), str(tmp_path / "out"), cwd=tmp_path)
-    assert result["terminated"] == 0 and result["policy_moved"] > 1e-3, result
+    moved = [s["targets_moved"] for s in result["steps"]]
+    assert moved == ([True] * 4 if actions == 1 else [False, True, False, True]), result
+    assert result["policy_moved"] > 1e-3, result
+    if actions == 1:
+        assert result["terminated"] == 0, result
     for key in ("targets", "losses", "critics", "policy", "target_critics", "log_alpha"):
         assert result[key] <= 1e-6, (key, result)
 
