@@ -386,7 +386,8 @@ def td3_reference(script: str, output_dir: str) -> dict:
              (("actor", optimizer_of(script, "optimizer")),
               ("critic", optimizer_of(script, "critic_optimizer")))}  # fmt: skip
     result = {"steps": [], "targets": 0.0, "critics": 0.0, "policy": 0.0, "target_critics": 0.0,
-              "target_policy": 0.0, "losses": 0.0, "smoothing_clipped": 0}  # fmt: skip
+              "target_policy": 0.0, "losses": 0.0, "smoothing_clipped": 0,
+              "smoothing_clip_shows": 0}  # fmt: skip
     for step in range(first, last + 1):
         before = _restored(module, f"{checkpoints}/ckpt-{step - 1}", _off_policy_networks(module))
         after = _restored(module, f"{checkpoints}/ckpt-{step}", _off_policy_networks(module))
@@ -398,7 +399,12 @@ def td3_reference(script: str, output_dir: str) -> dict:
             raw = smoothing * noise.astype(np.float64)
             clip = module.TARGET_NOISE_CLIP
             result["smoothing_clipped"] += int((np.abs(raw) > clip).sum())
+            unclipped = np.clip(next_actions + raw, -1, 1)
             next_actions = np.clip(next_actions + np.clip(raw, -clip, clip), -1, 1)
+            # Transitions bootstrapped from an action that the noise's clip changed, which
+            # the final clip to [-1, 1] does not hide.
+            changed = np.any(np.abs(next_actions - unclipped) > 1e-3, axis=1) & (done == 0)
+            result["smoothing_clip_shows"] += int(changed.sum())
         targets_q = [np.concatenate([s2, next_actions], 1) @ k + c for k, c in
                      (_linear(t) for t in before["target_critics"])]  # fmt: skip
         y = r + gamma * (1 - done) * np.min(np.stack(targets_q), 0)[:, 0]

@@ -80,7 +80,9 @@ def test_a_sac_step_equals_the_formulas_with_the_tanh_correction(actions, tmp_pa
 @pytest.mark.parametrize(
     ("overrides", "delayed"),
     [
-        ([], True),
+        # Noise of std 0.5 clipped at 0.2: most of it clipped, where the final clip of the
+        # action to [-1, 1] would not hide it (at 0.2 and 0.5, 0.6 % is clipped).
+        (["training.target_noise=0.5", "training.target_noise_clip=0.2"], True),
         # DDPG: one critic, no target smoothing, the policy and the targets at every update.
         (["training.critics=1", "training.target_noise=0", "training.policy_delay=1"], False),
     ],
@@ -90,7 +92,8 @@ def test_td3_steps_equal_the_formulas_and_ddpg_is_td3_without_its_additions(
     overrides, delayed, tmp_path
 ):
     """Four gradient steps of TD3 (linear networks, SGD): the targets with target policy
-    smoothing (clipped noise, the action kept within [-1, 1]) and the smaller target critic,
+    smoothing (noise clipped at target_noise_clip, then the action kept within [-1, 1]; the
+    first clip changes targets the second leaves alone) and the smaller target critic,
     the critics' summed squared errors; the policy along the first critic and every target
     network move at every second critic update only. With policy_delay=1, target_noise=0
     and one critic the same script is DDPG's: a DDPG reference, every step."""
@@ -105,7 +108,8 @@ def test_td3_steps_equal_the_formulas_and_ddpg_is_td3_without_its_additions(
     assert moved == ([False, True, False, True] if delayed else [True] * 4), result
     assert [s["actor_logged"] for s in result["steps"]] == moved, result
     if delayed:
-        assert result["smoothing_clipped"] > 0, result  # the clip of the noise is exercised
+        # The clip of the noise is exercised, and seen through the clip of the action.
+        assert result["smoothing_clipped"] > 0 and result["smoothing_clip_shows"] > 0, result
     for key in ("targets", "losses", "critics", "policy", "target_critics", "target_policy"):
         assert result[key] <= 1e-6, (key, result)
 
