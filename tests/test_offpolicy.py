@@ -73,8 +73,10 @@ def test_a_sac_step_equals_the_formulas_with_the_tanh_correction(actions, tmp_pa
     assert result["policy_moved"] > 1e-3, result
     if actions == 1:
         assert result["terminated"] == 0, result
-    for key in ("targets", "losses", "critics", "policy", "target_critics", "log_alpha"):
+    for key in ("target_critics", "log_alpha", "losses", "critics", "policy"):
         assert result[key] <= 1e-6, (key, result)
+    # The script's targets in float32 against float64, over four steps: 8e-7 measured.
+    assert result["targets"] <= 5e-6, result
 
 
 @pytest.mark.parametrize(
