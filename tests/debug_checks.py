@@ -17,7 +17,8 @@ from tf_checks import load_script
 def first_nonfinite_layer(script: str, checkpoint: str, batch: str) -> dict:
     """The first layer of the script's (Sequential) network whose output on the batch in
     `batch` (a debug/step-N/batch.npz) is not finite, the weights of `checkpoint` restored:
-    each layer called in turn, as the step calls them (training=True)."""
+    each layer called in turn, as the step calls them (training=True). A wrapper's output is
+    the layer it wraps applied to each time step: that layer is named."""
     module = load_script(script)
     model = module.build_model()
     tf.train.Checkpoint(model=model).restore(checkpoint).expect_partial()
@@ -28,7 +29,7 @@ def first_nonfinite_layer(script: str, checkpoint: str, batch: str) -> dict:
     for layer in model.layers:
         outputs = layer(outputs, training=True)
         if not np.isfinite(outputs.numpy()).all():
-            found = layer.name
+            found = layer.layer.name if isinstance(layer, keras.layers.Wrapper) else layer.name
             break
     return {"layer": found, "parts": names}
 

@@ -96,6 +96,27 @@ PICKS = (
     "        with tf.GradientTape() as tape:\n"
     "            values = tf.gather(model(observations, training=True), actions, batch_dims=1)\n"
 )
+OFFPOLICY = "templates/partials/ways/offpolicy.jinja"
+DEBUGGING = "templates/partials/debugging.jinja"
+SAC_REFERENCE = (
+    "tests/test_offpolicy.py::test_a_sac_step_equals_the_formulas_with_the_tanh_correction"
+)
+TD3_REFERENCE = (
+    "tests/test_offpolicy.py::"
+    "test_td3_steps_equal_the_formulas_and_ddpg_is_td3_without_its_additions[td3]"
+)
+OVERFIT = (
+    "tests/test_debugging.py::"
+    "test_overfit_batches_n_trains_on_exactly_its_first_n_batches_again_and_again"
+)
+COPIED_AGAIN = (
+    "tests/test_bad_data.py::"
+    "test_the_same_data_copied_again_resumes_and_other_data_of_the_same_size_does_not"
+)
+PRUNED_ONCE = (
+    "tests/test_sweep.py::"
+    "test_a_pruned_trial_is_said_once_with_its_time_and_a_resumed_one_reports_no_step_twice"
+)
 AFTER_ONE_DEVICE = "            loss = loss_fn(targets, values)"
 AFTER_REPLICAS = "            # A Keras loss"
 
@@ -858,6 +879,72 @@ MUTANTS: list[Mutant] = [
         '"optimizer_expr": optimizer_expression(spec),',
         [f"{SCHEDULED}[cartpole_dqn]"],
         "RL: a learning-rate schedule rendered as `learning_rate`, a name no RL script defines",
+    ),
+    # --- Issue 55's eight guards that no test held (items 9-16)
+    mutant(
+        "sac_polyak_the_other_way_round",
+        OFFPOLICY,
+        "target_weight.assign(TAU * weight + (1.0 - TAU) * target_weight)",
+        "target_weight.assign((1.0 - TAU) * weight + TAU * target_weight)",
+        [f"{SAC_REFERENCE}[pendulum]"],
+        "#9: SAC's (and TD3's) targets moved 1 - tau of the way (the same as tau at 0.5 only)",
+    ),
+    mutant(
+        "sac_target_entropy_always_minus_one",
+        OFFPOLICY,
+        '(-spaces.actions if way.target_entropy == "auto" else way.target_entropy)',
+        '(-1 if way.target_entropy == "auto" else way.target_entropy)',
+        [f"{SAC_REFERENCE}[two_actions]"],
+        "#10: SAC's automatic target entropy -1, not minus the action width",
+    ),
+    mutant(
+        "td3_smoothing_noise_unclipped",
+        OFFPOLICY,
+        "smoothing = tf.clip_by_value(TARGET_NOISE * noise, -TARGET_NOISE_CLIP, TARGET_NOISE_CLIP)",
+        "smoothing = TARGET_NOISE * noise",
+        [TD3_REFERENCE],
+        "#11: TD3's target smoothing noise not clipped to +-target_noise_clip",
+    ),
+    mutant(
+        "nonfinite_layer_named_outermost",
+        DEBUGGING,
+        "            layer = candidate\n",
+        "            layer = candidate if layer is None else layer\n",
+        ["tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step"],
+        "#12: replay names the outermost layer being called, not the innermost (a wrapper's)",
+    ),
+    mutant(
+        "overfit_batches_takes_twice_as_many",
+        DEBUGGING,
+        "return batches.take(args.overfit_batches).cache().repeat()",
+        "return batches.take(2 * args.overfit_batches).cache().repeat()",
+        [OVERFIT],
+        "#13: --overfit-batches N repeats 2N batches",
+    ),
+    mutant(
+        "directory_digest_without_file_names",
+        RUN_DIR,
+        'digest.update(name.encode() + b"\\0")',
+        'digest.update(b"\\0")',
+        [f"{COPIED_AGAIN}[image_directory]"],
+        "#14: a directory's digest without its files' names: an image moved to another class "
+        "resumes as the same data, copied again",
+    ),
+    mutant(
+        "sweep_reports_a_pruned_trial_again",
+        "sweep/run.py",
+        "for step, value in reported if not running.pruned else []:",
+        "for step, value in reported:",
+        [PRUNED_ONCE],
+        "#15: a pruned trial's later values reported, and the trial pruned (and said) again",
+    ),
+    mutant(
+        "sac_targets_updated_every_step",
+        OFFPOLICY,
+        "if critic_optimizer.iterations % TARGET_UPDATE_EVERY == 0:",
+        "if True:",
+        [f"{SAC_REFERENCE}[two_actions]"],
+        "#16: SAC's target critics updated at every gradient step whatever target_update_every",
     ),
 ]
 

@@ -257,25 +257,25 @@ def _logged_at(output_dir: str, step: int) -> dict:
 
 
 def sac_reference(script: str, output_dir: str) -> dict:
-    """SAC's first gradient step, recomputed in NumPy from the formulas (Haarnoja et al.;
+    """SAC's gradient steps, recomputed in NumPy from the formulas (Haarnoja et al.;
     Stable-Baselines3's order: alpha as it was before the step in every loss, the policy's
-    loss on the updated critics), on linear networks trained by plain SGD: the targets, the
-    three losses, and the critics', the policy's, alpha's and the target critics' values
-    after it, against what the script's critic_targets() returns, what the run logged and
-    what ckpt-(LEARNING_STARTS + 1) holds. The run trains LEARNING_STARTS + 1 steps."""
+    loss on the updated critics), on linear networks trained by plain SGD, step by step from
+    LEARNING_STARTS + 1 to the newest checkpoint: the targets, the three losses, and the
+    critics', the policy's, alpha's and the target critics' values after each, against what
+    the script's critic_targets() returns, what the run logged and what each checkpoint holds.
+    The target entropy is "auto"'s: minus the action width (of the buffer's actions); the
+    target critics move tau of the way at every TARGET_UPDATE_EVERY-th step, else stay."""
+    sys.path.insert(0, str(Path(script).parent))  # where the script finds your modules
     module = load_script(script)
     checkpoints = f"{output_dir}/checkpoints"
     first = module.LEARNING_STARTS + 1
-    before = _restored(module, f"{checkpoints}/ckpt-{first - 1}", _off_policy_networks(module))
-    after = _restored(module, f"{checkpoints}/ckpt-{first}", _off_policy_networks(module))
-    (s, a, r, s2, done), noise = _replayed(module, checkpoints, first)
-    noise = noise.astype(np.float64)
+    last = int(tf.train.latest_checkpoint(checkpoints).rsplit("-", 1)[1])
     gamma, tau, dim = module.GAMMA, module.TAU, module.ACTION_DIM
+    every = getattr(module, "TARGET_UPDATE_EVERY", 1)
     low, high = module.LOG_STD_MIN, module.LOG_STD_MAX
     rates = {name: float(o.learning_rate.numpy()) for name, o in
              (("actor", optimizer_of(script, "optimizer")),
               ("critic", optimizer_of(script, "critic_optimizer")))}  # fmt: skip
-    critic_names = [n for n in ("critic_1", "critic_2", "critic") if n in before]
 
     def squashed(outputs, eps):
         mean, log_std = outputs[:, :dim], np.clip(outputs[:, dim:], low, high)
@@ -286,67 +286,85 @@ def sac_reference(script: str, output_dir: str) -> dict:
         log_prob = np.sum(-0.5 * eps**2 - log_std - 0.5 * np.log(2 * np.pi) - log_slope, axis=1)
         return u, log_std, actions, log_prob
 
-    W, b = _linear(before["model"])
-    log_alpha = float(before["log_alpha"].numpy())
-    alpha = np.exp(log_alpha)
-    # The soft targets: the smaller target critic's value of the policy's action at s2.
-    _, _, a2, logp2 = squashed(s2 @ W + b, noise[1])
-    targets_q = [np.concatenate([s2, a2], 1) @ k + c for k, c in
-                 (_linear(t) for t in before["target_critics"])]  # fmt: skip
-    y = r + gamma * (1 - done) * (np.min(np.stack(targets_q), 0)[:, 0] - alpha * logp2)
-    script_targets = module.critic_targets(
-        before["model"], before["target_critics"],
-        [tf.constant(part, tf.float32) for part in (s, a, r, s2, done)],
-        tf.constant(noise[1], tf.float32), tf.constant(alpha, tf.float32),
-    ).numpy()  # fmt: skip
-    # The critics: half the sum of their mean squared errors; SGD on their gradients.
-    x = np.concatenate([s, a], 1)
-    critic_loss, new_critics = 0.0, {}
-    for name in critic_names:
-        k, c = _linear(before[name])
-        error = (x @ k + c)[:, 0] - y
-        critic_loss += 0.5 * np.mean(error**2)
-        new_critics[name] = (k - rates["critic"] * (x.T @ error[:, None]) / len(y),
-                             c - rates["critic"] * np.mean(error))  # fmt: skip
-    # The policy: alpha log pi - min Q of the updated critics at its own actions.
-    _, log_std, actions, logp = squashed(s @ W + b, noise[0])
-    q = np.stack([np.concatenate([s, actions], 1) @ k + c for k, c in new_critics.values()])
-    chosen = np.argmin(q[:, :, 0], axis=0)
-    actor_loss = np.mean(alpha * logp - q[chosen, np.arange(len(y)), 0])
-    slopes = np.stack([k[-dim:, 0] for k, _ in new_critics.values()])[chosen]  # [B, dim]
-    # d logp / du through the change of variables (-d/du log(1 - tanh(u)^2) = 2 tanh(u)),
-    # d min Q / du through the action (d tanh(u) / du = 1 - tanh(u)^2).
-    d_u = (alpha * 2 * actions - slopes * (1 - actions**2)) / len(y)
-    within = (s @ W + b)[:, dim:] == log_std  # the clip passes no gradient outside
-    d_log_std = (d_u * np.exp(log_std) * noise[0] - alpha / len(y)) * within
-    d_out = np.concatenate([d_u, d_log_std], 1)
-    new_W, new_b = W - rates["actor"] * s.T @ d_out, b - rates["actor"] * d_out.sum(0)
-    # alpha: its loss is -log_alpha (log pi + target entropy), averaged.
-    alpha_loss = -np.mean(log_alpha * (logp + module.TARGET_ENTROPY))
-    new_log_alpha = log_alpha + rates["critic"] * np.mean(logp + module.TARGET_ENTROPY)
-    new_targets = [
-        (tau * new_critics[n][0] + (1 - tau) * _linear(t)[0],
-         tau * new_critics[n][1] + (1 - tau) * _linear(t)[1])
-        for n, t in zip(critic_names, before["target_critics"], strict=True)
-    ]  # fmt: skip
+    result = {"steps": [], "targets": 0.0, "losses": 0.0, "critics": 0.0, "policy": 0.0,
+              "target_critics": 0.0, "log_alpha": 0.0, "terminated": 0, "clipped": 0,
+              "policy_moved": 0.0}  # fmt: skip
+    for step in range(first, last + 1):
+        before = _restored(module, f"{checkpoints}/ckpt-{step - 1}",
+                           _off_policy_networks(module))  # fmt: skip
+        after = _restored(module, f"{checkpoints}/ckpt-{step}", _off_policy_networks(module))
+        (s, a, r, s2, done), noise = _replayed(module, checkpoints, step)
+        noise = noise.astype(np.float64)
+        critic_names = [n for n in ("critic_1", "critic_2", "critic") if n in before]
+        target_entropy = -float(a.shape[1])  # "auto"
+        W, b = _linear(before["model"])
+        log_alpha = float(before["log_alpha"].numpy())
+        alpha = np.exp(log_alpha)
+        # The soft targets: the smaller target critic's value of the policy's action at s2.
+        _, _, a2, logp2 = squashed(s2 @ W + b, noise[1])
+        targets_q = [np.concatenate([s2, a2], 1) @ k + c for k, c in
+                     (_linear(t) for t in before["target_critics"])]  # fmt: skip
+        y = r + gamma * (1 - done) * (np.min(np.stack(targets_q), 0)[:, 0] - alpha * logp2)
+        script_targets = module.critic_targets(
+            before["model"], before["target_critics"],
+            [tf.constant(part, tf.float32) for part in (s, a, r, s2, done)],
+            tf.constant(noise[1], tf.float32), tf.constant(alpha, tf.float32),
+        ).numpy()  # fmt: skip
+        # The critics: half the sum of their mean squared errors; SGD on their gradients.
+        x = np.concatenate([s, a], 1)
+        critic_loss, new_critics = 0.0, {}
+        for name in critic_names:
+            k, c = _linear(before[name])
+            error = (x @ k + c)[:, 0] - y
+            critic_loss += 0.5 * np.mean(error**2)
+            new_critics[name] = (k - rates["critic"] * (x.T @ error[:, None]) / len(y),
+                                 c - rates["critic"] * np.mean(error))  # fmt: skip
+        # The policy: alpha log pi - min Q of the updated critics at its own actions.
+        _, log_std, actions, logp = squashed(s @ W + b, noise[0])
+        q = np.stack([np.concatenate([s, actions], 1) @ k + c for k, c in new_critics.values()])
+        chosen = np.argmin(q[:, :, 0], axis=0)
+        actor_loss = np.mean(alpha * logp - q[chosen, np.arange(len(y)), 0])
+        slopes = np.stack([k[-dim:, 0] for k, _ in new_critics.values()])[chosen]  # [B, dim]
+        # d logp / du through the change of variables (-d/du log(1 - tanh(u)^2) = 2 tanh(u)),
+        # d min Q / du through the action (d tanh(u) / du = 1 - tanh(u)^2).
+        d_u = (alpha * 2 * actions - slopes * (1 - actions**2)) / len(y)
+        within = (s @ W + b)[:, dim:] == log_std  # the clip passes no gradient outside
+        d_log_std = (d_u * np.exp(log_std) * noise[0] - alpha / len(y)) * within
+        d_out = np.concatenate([d_u, d_log_std], 1)
+        new_W, new_b = W - rates["actor"] * s.T @ d_out, b - rates["actor"] * d_out.sum(0)
+        # alpha: its loss is -log_alpha (log pi + target entropy), averaged.
+        alpha_loss = -np.mean(log_alpha * (logp + target_entropy))
+        new_log_alpha = log_alpha + rates["critic"] * np.mean(logp + target_entropy)
+        # Polyak: tau of the way to the updated critics, at every `every`-th update only.
+        moves = (step - first + 1) % every == 0
+        new_targets = [
+            [tau * new_critics[n][i] + (1 - tau) * _linear(t)[i] if moves else _linear(t)[i]
+             for i in (0, 1)]
+            for n, t in zip(critic_names, before["target_critics"], strict=True)
+        ]  # fmt: skip
 
-    logged = _logged_at(output_dir, first)
-    got = {
-        "critics": max(relative_diff(_linear(after[n])[i], new_critics[n][i])
-                       for n in critic_names for i in (0, 1)),
-        "policy": max(relative_diff(_linear(after["model"])[0], new_W),
-                      relative_diff(_linear(after["model"])[1], new_b)),
-        "target_critics": max(relative_diff(_linear(t)[i], new[i])
-                              for t, new in zip(after["target_critics"], new_targets,
-                                                strict=True) for i in (0, 1)),
-        "log_alpha": abs(float(after["log_alpha"].numpy()) - new_log_alpha),
-        "targets": relative_diff(script_targets, y),
-        "losses": max(relative_diff(np.array(logged[key]), np.array(want)) for key, want in
-                      (("critic_loss", critic_loss), ("actor_loss", actor_loss),
-                       ("alpha", alpha), ("alpha_loss", alpha_loss))),
-    }  # fmt: skip
-    return {**got, "terminated": int(done.sum()), "clipped": int((~within).sum()),
-            "policy_moved": relative_diff(new_W, W)}  # fmt: skip
+        logged = _logged_at(output_dir, step)
+        got = {
+            "critics": max(relative_diff(_linear(after[n])[i], new_critics[n][i])
+                           for n in critic_names for i in (0, 1)),
+            "policy": max(relative_diff(_linear(after["model"])[0], new_W),
+                          relative_diff(_linear(after["model"])[1], new_b)),
+            "target_critics": max(relative_diff(_linear(t)[i], new[i])
+                                  for t, new in zip(after["target_critics"], new_targets,
+                                                    strict=True) for i in (0, 1)),
+            "log_alpha": abs(float(after["log_alpha"].numpy()) - new_log_alpha),
+            "targets": relative_diff(script_targets, y),
+            "losses": max(relative_diff(np.array(logged[key]), np.array(want)) for key, want in
+                          (("critic_loss", critic_loss), ("actor_loss", actor_loss),
+                           ("alpha", alpha), ("alpha_loss", alpha_loss))),
+        }  # fmt: skip
+        for key, value in got.items():
+            result[key] = max(result[key], value)
+        result["terminated"] += int(done.sum())
+        result["clipped"] += int((~within).sum())
+        result["policy_moved"] = max(result["policy_moved"], relative_diff(new_W, W))
+        result["steps"].append({"step": step, "targets_moved": bool(moves)})
+    return result
 
 
 def td3_reference(script: str, output_dir: str) -> dict:
@@ -368,7 +386,8 @@ def td3_reference(script: str, output_dir: str) -> dict:
              (("actor", optimizer_of(script, "optimizer")),
               ("critic", optimizer_of(script, "critic_optimizer")))}  # fmt: skip
     result = {"steps": [], "targets": 0.0, "critics": 0.0, "policy": 0.0, "target_critics": 0.0,
-              "target_policy": 0.0, "losses": 0.0, "smoothing_clipped": 0}  # fmt: skip
+              "target_policy": 0.0, "losses": 0.0, "smoothing_clipped": 0,
+              "smoothing_clip_shows": 0}  # fmt: skip
     for step in range(first, last + 1):
         before = _restored(module, f"{checkpoints}/ckpt-{step - 1}", _off_policy_networks(module))
         after = _restored(module, f"{checkpoints}/ckpt-{step}", _off_policy_networks(module))
@@ -380,7 +399,12 @@ def td3_reference(script: str, output_dir: str) -> dict:
             raw = smoothing * noise.astype(np.float64)
             clip = module.TARGET_NOISE_CLIP
             result["smoothing_clipped"] += int((np.abs(raw) > clip).sum())
+            unclipped = np.clip(next_actions + raw, -1, 1)
             next_actions = np.clip(next_actions + np.clip(raw, -clip, clip), -1, 1)
+            # Transitions bootstrapped from an action that the noise's clip changed, which
+            # the final clip to [-1, 1] does not hide.
+            changed = np.any(np.abs(next_actions - unclipped) > 1e-3, axis=1) & (done == 0)
+            result["smoothing_clip_shows"] += int(changed.sum())
         targets_q = [np.concatenate([s2, next_actions], 1) @ k + c for k, c in
                      (_linear(t) for t in before["target_critics"])]  # fmt: skip
         y = r + gamma * (1 - done) * np.min(np.stack(targets_q), 0)[:, 0]

@@ -84,8 +84,9 @@ def test_the_same_data_copied_again_resumes_and_other_data_of_the_same_size_does
     render, tmp_path, source
 ):
     """setup.json records each training file's size and time, and a new run the sha256 of its
-    contents: a file (or an image directory) copied again, its times new, its contents the
-    same, resumes (setup.json takes the new times); other contents of the same size are still
+    contents (a directory's: of its files' names and contents): a file (or an image directory)
+    copied again, its times new, its contents the same, resumes (setup.json takes the new
+    times); an image moved to another class, and other contents of the same size, are still
     refused."""
     if source == "npz":
         path = tmp_path / "train.npz"
@@ -116,6 +117,16 @@ def test_the_same_data_copied_again_resumes_and_other_data_of_the_same_size_does
     assert "Resumed from" in resumed.stdout
     now = json.loads(setup.read_text())["data"]
     assert now["files"] != recorded["files"] and now["digests"] == recorded["digests"]
+
+    if source == "image_directory":
+        # An image moved to another class, its time kept (class_0's last becomes class_1's
+        # first: as many files and bytes, the same contents in the same order): relabelled,
+        # so other data, which the files' names in the digest tell.
+        image, moved = path / "class_0" / "7.png", path / "class_1" / "0-moved.png"
+        image.rename(moved)
+        refused(run(script, "--max-steps", "4", "--output-dir", str(out), cwd=tmp_path),
+                "Refusing to resume", str(path), "--new-data", lines=4)  # fmt: skip
+        moved.rename(image)  # back where setup.json records it
 
     # Other contents, the same size: refused as other data.
     if source == "npz":  # other examples, as many

@@ -134,15 +134,30 @@ def test_check_numerics_names_the_op_and_its_line_and_keeps_the_checkpoints(rend
         assert (batch["labels"] == 0).all()
 
 
+def wrapped(units: int, **more: str) -> dict:
+    """A Dense layer inside a TimeDistributed: a layer that calls another."""
+    return {"kind": "time_distributed", "layer": {"kind": "dense", "units": units, **more}}
+
+
+WRAPPED = "model.layers=" + json.dumps([
+    {"kind": "reshape", "target_shape": [1, 784]},  # one time step of 784 values
+    wrapped(64, activation="relu"), wrapped(64, activation="relu"), wrapped(10),
+    {"kind": "flatten"},
+])  # fmt: skip
+"""mnist_mlp's network, each Dense wrapped in a TimeDistributed (over a single time step)."""
+
+
 @pytest.mark.slow
 def test_replay_names_the_first_nonfinite_layer_of_a_diverged_step(render, tmp_path):
     """A learning rate of 1e6 makes the loss NaN at some step k (found by the plain run, which
     writes debug/step-k/ and prints the command that replays it). `replay --step k` in a new
     process names the layer whose output first is not finite: the one a Keras forward pass of
-    the checkpoint before k, on debug/step-k's batch, finds. The batch in debug/step-k is the
+    the checkpoint before k, on debug/step-k's batch, finds. Each Dense is wrapped in a
+    TimeDistributed, so the layer named is the innermost one, the Dense inside the wrapper
+    being called (the outermost would name the wrapper). The batch in debug/step-k is the
     one step k received: a run with a line in the step that saves each batch, eagerly, saved
     the same (the batches do not depend on the learning rate)."""
-    overrides = ['checkpoint={"every_steps": 1}']
+    overrides = ['checkpoint={"every_steps": 1}', WRAPPED]
     script = mnist(render, tmp_path, *overrides, "optimizer.learning_rate=1e6")
     out = tmp_path / "out"
     proc = failing(script, "--epochs", "20", "--output-dir", str(out), cwd=tmp_path)
@@ -158,7 +173,7 @@ def test_replay_names_the_first_nonfinite_layer_of_a_diverged_step(render, tmp_p
         "first_nonfinite_layer", str(script), str(out / "checkpoints" / f"ckpt-{k - 1}"),
         str(batch), cwd=tmp_path,
     )  # fmt: skip
-    assert reference["layer"], reference
+    assert reference["layer"] and reference["layer"].startswith("dense"), reference
     assert f"The first NaN or Inf: layer {reference['layer']} (" in replayed.stdout, (
         replayed.stdout[-3000:]
     )
@@ -289,6 +304,24 @@ def test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own(
     assert "it falls towards 0" in proc.stdout
     run_python(script, "--epochs", "25", "--output-dir", str(out), cwd=tmp_path)
     assert records(out)[-1]["loss"] > 0.1, records(out)[-1]
+
+
+@pytest.mark.slow
+def test_overfit_batches_n_trains_on_exactly_its_first_n_batches_again_and_again(render, tmp_path):
+    """--overfit-batches 2, six steps (a line in the step saves each batch it receives,
+    eagerly): steps 1, 3, 5 receive one batch and steps 2, 4, 6 another (128 examples in
+    batches of 32: four batches an epoch, so that a third batch would be the epoch's next,
+    not the first again)."""
+    edited = with_line_in_step(
+        mnist(render, tmp_path, "data.batch_size=32"),
+        'np.save(f"seen-{int(step.numpy()) + 1}.npy", features.numpy())',
+    )
+    run_python(edited, "--eager", "--overfit-batches", "2", "--max-steps", "6",
+               "--output-dir", str(tmp_path / "out"), cwd=tmp_path)  # fmt: skip
+    seen = [np.load(tmp_path / f"seen-{step}.npy") for step in range(1, 7)]
+    for step in range(2, 6):
+        assert np.array_equal(seen[step], seen[step - 2]), step + 1
+    assert not np.array_equal(seen[0], seen[1])
 
 
 @pytest.fixture

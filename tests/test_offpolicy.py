@@ -29,7 +29,8 @@ LINEAR = [
     'optimizer={"kind": "sgd", "learning_rate": 0.05}',
     'training.critic_optimizer={"kind": "sgd", "learning_rate": 0.1}',
     "training.buffer_size=64", "training.batch_size=16", "training.learning_starts=32",
-    "training.gamma=0.9", "training.tau=0.5",
+    # tau not 0.5, where tau w + (1 - tau) target and its mirror image are the same.
+    "training.gamma=0.9", "training.tau=0.3",
     # Episodes of 10 steps: some transitions of each batch are cut (bootstrapped).
     "data.max_episode_steps=10",
     "loop.log_every_steps=1", 'checkpoint={"every_steps": 1, "keep": 8}',
@@ -42,25 +43,48 @@ def linear(example: str, *extra: str) -> list[str]:
     return [o.replace("UNITS", str(units)) for o in LINEAR] + list(extra)
 
 
-def test_a_sac_step_equals_the_formulas_with_the_tanh_correction(tmp_path):
-    """The first gradient step of SAC (linear networks, SGD): the soft targets, the critics'
-    half sum of squared errors, the policy's alpha log pi - min Q on the updated critics,
-    log alpha's loss and update, and the Polyak targets, each equal to a NumPy reference of
-    the formulas, whose log-probability subtracts log(1 - tanh(u)^2) (the change of variables
-    of the squashing)."""
-    script = render_into(tmp_path / "train.py", "pendulum_sac", *linear("pendulum_sac"))
-    run_python(script, "--max-steps", "33", "--output-dir", "out", "--deterministic",
+@pytest.mark.parametrize("actions", [1, 2], ids=["pendulum", "two_actions"])
+def test_a_sac_step_equals_the_formulas_with_the_tanh_correction(actions, tmp_path):
+    """Four gradient steps of SAC (linear networks, SGD): the soft targets, the critics' half
+    sum of squared errors, the policy's alpha log pi - min Q on the updated critics, log
+    alpha's loss and update towards the automatic target entropy, minus the action width, and
+    the Polyak targets (tau = 0.3), each equal to a NumPy reference of the formulas, whose
+    log-probability subtracts log(1 - tanh(u)^2) (the change of variables of the squashing).
+    On Pendulum (one action); on a scripted environment of two actions, whose targets move at
+    every second step only (target_update_every=2)."""
+    if actions == 1:
+        script = render_into(tmp_path / "train.py", "pendulum_sac", *linear("pendulum_sac"))
+    else:
+        (tmp_path / "scripted.py").write_text(SCRIPTED)
+        script = render_into(
+            tmp_path / "train.py", "pendulum_sac",
+            *[o.replace("UNITS", "4") for o in LINEAR],
+            'data={"kind": "environment", "target": "scripted:make", "num_envs": 1, '
+            '"max_episode_steps": 10}',
+            "model.input_shape=[2]", "training.critic.input_shape=[4]",
+            "training.target_update_every=2", cwd=tmp_path,
+        )  # fmt: skip
+    assert ("TARGET_UPDATE_EVERY = 2" in script.read_text()) == (actions == 2)
+    run_python(script, "--max-steps", "36", "--output-dir", "out", "--deterministic",
                cwd=tmp_path)  # fmt: skip
     result = rl_check("sac_reference", str(script), str(tmp_path / "out"), cwd=tmp_path)
-    assert result["terminated"] == 0 and result["policy_moved"] > 1e-3, result
-    for key in ("targets", "losses", "critics", "policy", "target_critics", "log_alpha"):
+    moved = [s["targets_moved"] for s in result["steps"]]
+    assert moved == ([True] * 4 if actions == 1 else [False, True, False, True]), result
+    assert result["policy_moved"] > 1e-3, result
+    if actions == 1:
+        assert result["terminated"] == 0, result
+    for key in ("target_critics", "log_alpha", "losses", "critics", "policy"):
         assert result[key] <= 1e-6, (key, result)
+    # The script's targets in float32 against float64, over four steps: 8e-7 measured.
+    assert result["targets"] <= 5e-6, result
 
 
 @pytest.mark.parametrize(
     ("overrides", "delayed"),
     [
-        ([], True),
+        # Noise of std 0.5 clipped at 0.2: most of it clipped, where the final clip of the
+        # action to [-1, 1] would not hide it (at 0.2 and 0.5, 0.6 % is clipped).
+        (["training.target_noise=0.5", "training.target_noise_clip=0.2"], True),
         # DDPG: one critic, no target smoothing, the policy and the targets at every update.
         (["training.critics=1", "training.target_noise=0", "training.policy_delay=1"], False),
     ],
@@ -70,7 +94,8 @@ def test_td3_steps_equal_the_formulas_and_ddpg_is_td3_without_its_additions(
     overrides, delayed, tmp_path
 ):
     """Four gradient steps of TD3 (linear networks, SGD): the targets with target policy
-    smoothing (clipped noise, the action kept within [-1, 1]) and the smaller target critic,
+    smoothing (noise clipped at target_noise_clip, then the action kept within [-1, 1]; the
+    first clip changes targets the second leaves alone) and the smaller target critic,
     the critics' summed squared errors; the policy along the first critic and every target
     network move at every second critic update only. With policy_delay=1, target_noise=0
     and one critic the same script is DDPG's: a DDPG reference, every step."""
@@ -85,7 +110,8 @@ def test_td3_steps_equal_the_formulas_and_ddpg_is_td3_without_its_additions(
     assert moved == ([False, True, False, True] if delayed else [True] * 4), result
     assert [s["actor_logged"] for s in result["steps"]] == moved, result
     if delayed:
-        assert result["smoothing_clipped"] > 0, result  # the clip of the noise is exercised
+        # The clip of the noise is exercised, and seen through the clip of the action.
+        assert result["smoothing_clipped"] > 0 and result["smoothing_clip_shows"] > 0, result
     for key in ("targets", "losses", "critics", "policy", "target_critics", "target_policy"):
         assert result[key] <= 1e-6, (key, result)
 

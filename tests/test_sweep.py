@@ -230,7 +230,8 @@ def test_a_pruned_trial_is_said_once_with_its_time_and_a_resumed_one_reports_no_
     tmp_path, capsys
 ):
     """A poll that reads several values of a trial the pruner stops tells it once and says so
-    once, with the time (the trial logs on until its SIGTERM lands); a resumed trial's script
+    once, with the time (the trial logs on until its SIGTERM lands), and a later poll, which
+    reads the epochs it logged meanwhile, tells and says nothing more; a resumed trial's script
     logs again the epochs after its checkpoint, which are not reported again (Optuna warned
     "The reported value is ignored because this step=1 is already reported" for each)."""
     import warnings
@@ -245,10 +246,12 @@ def test_a_pruned_trial_is_said_once_with_its_time_and_a_resumed_one_reports_no_
             return trial.last_step >= 4
 
     class Script:  # a trial's script: what its metrics.jsonl holds, all read at once
-        pruned, terminated = False, 0
+        pruned, terminated, polls = False, 0, 0
 
-        def poll(self):
-            return [(epoch, epoch / 10) for epoch in range(1, 6)], None
+        def poll(self):  # epochs 1 to 5, then (logged before the SIGTERM landed) 6 and 7
+            self.polls += 1
+            epochs = range(1, 6) if self.polls == 1 else range(6, 8)
+            return [(epoch, epoch / 10) for epoch in epochs], None
 
         def terminate(self):
             self.terminated += 1
@@ -272,6 +275,10 @@ def test_a_pruned_trial_is_said_once_with_its_time_and_a_resumed_one_reports_no_
     assert len(said) == 1 and TIMESTAMP.match(said[0]), said
     assert events(said[0]) == ["trial 0: pruned at epoch 4 (val_accuracy 0.4)"]
     assert script.pruned and script.terminated == 1
+
+    sweeper._watch(trial.number)  # the next poll: the epochs logged since, never told
+    assert sweeper.study.trials[0].intermediate_values == {1: 0.1, 2: 0.2, 3: 0.3, 4: 0.4}
+    assert capsys.readouterr().out == "" and script.terminated == 1
 
 
 def test_status_says_which_trials_are_interrupted_and_counts_no_downtime(tmp_path):
