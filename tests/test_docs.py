@@ -32,6 +32,14 @@ def hooks():
     return reference_pages, gallery_pages
 
 
+def cli_hook():
+    """The command-line reference's generator (docs/hooks/cli_pages.py)."""
+    hooks()
+    import cli_pages
+
+    return cli_pages
+
+
 def code_blocks(text: str, language: str) -> list[tuple[str, str]]:
     """Each fenced block of `language` as (the nearest line of text above it, its code)."""
     found = []
@@ -151,6 +159,140 @@ def test_the_reference_pages_are_in_the_navigation():
     listed = {path for entry in gallery.nav() for path in entry.values()}
     assert listed == set(gallery.pages())
     assert len(listed) == len(list((ROOT / "examples").glob("*.py"))) + 1
+
+
+# --- The command-line reference is the code -------------------------------------------------
+
+
+def table_rows(text: str) -> list[dict[str, str]]:
+    """The rows of every Markdown table in `text`, each by its table's column headers."""
+    rows, header = [], None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if header is None:
+            header = cells
+        elif not set(line) <= set("|-"):
+            rows.append(dict(zip(header, cells, strict=True)))
+    return rows
+
+
+def part(page: str, anchor: str) -> str:
+    """A section of a page, from its heading (`{ #anchor }`) to the next heading of its level
+    or above."""
+    start = re.search(rf"^(#+) .*\{{ #{anchor} \}}$", page, re.M)
+    assert start, f"no section #{anchor}"
+    level = len(start.group(1))
+    end = re.compile(rf"^#{{1,{level}}} ", re.M).search(page, start.end())
+    return page[start.end() : end.start() if end else len(page)]
+
+
+def test_the_cli_reference_lists_every_loopgen_command_and_option():
+    """Walked here apart from the generator: every command of the `loopgen` group and each of
+    its options and arguments is in the command's section of the page."""
+    import typer.main
+    from loopgen.cli import app
+
+    text = "\n".join(cli_hook().loopgen_section())
+    group = typer.main.get_command(app)
+    assert len(group.commands) >= 7  # render, validate, check, diff, schema, init, sweep
+    for name, command in [("loopgen", group), *group.commands.items()]:
+        section = part(text, "loopgen" if command is group else f"loopgen-{name}")
+        if command is not group:
+            assert f"[`{name}`](#loopgen-{name})" in text, name
+        for param in command.params:
+            if param.hidden:
+                continue
+            if param.param_type_name == "argument":
+                assert (param.metavar or param.name) in section, (name, param.name)
+            for opt in [*param.opts, *param.secondary_opts] if param.opts[0][0] == "-" else ():
+                assert f"`{opt}`" in section or f"`{opt} " in section, (name, opt)
+        if command is not group:
+            assert "`--help`" in section, name
+
+
+@functools.cache
+def golden_scripts() -> list[tuple[str, str, str]]:
+    """Every golden file as (its kind of script's anchor, its strategy, its path)."""
+    from helpers import ACTING
+    from loopgen.dsl.loader import load_spec
+
+    found = []
+    for path in sorted((ROOT / "generated").rglob("*.py")):
+        example = path.stem
+        strategy = path.parent.name
+        if strategy == "generated":
+            strategy = load_spec(ROOT / "examples" / f"{example}.py").distribute.kind
+        acting = example in ACTING
+        kind = "reinforcement-learning-scripts" if acting else "supervised-scripts"
+        found.append((kind, strategy, str(path.relative_to(ROOT))))
+    return found
+
+
+@pytest.mark.slow
+def test_the_cli_reference_lists_every_flag_of_every_generated_script():
+    """Every flag, positional argument and command of every golden script (all examples, all
+    strategies: 118 scripts) is in the page's table for its kind of script, marked present for
+    its strategy: the page's few renders cover every flag the templates can write."""
+    cli = cli_hook()
+    page = cli.page()
+    strategy_column = cli.STRATEGIES
+    scripts = golden_scripts()
+    assert len(scripts) > 100
+    for kind, strategy, path in scripts:
+        rows = {}
+        for row in table_rows(part(page, kind)):
+            first = next(iter(row.values()))
+            for name in re.findall(r"`([^`]+)`", first):
+                rows[name] = row
+        parser = cli.script_parser((ROOT / path).read_text())
+        names = []
+        for action in parser._actions:
+            if action.dest == "command":
+                names += list(action.choices)
+            else:
+                names += action.option_strings or [action.dest]
+        for name in names:
+            assert name in rows, f"{path}: {name} is missing from the CLI reference"
+            assert rows[name][strategy_column[strategy]] != "—", (path, name, strategy)
+
+
+def test_a_flag_added_to_a_script_or_to_loopgen_is_in_the_cli_reference(monkeypatch):
+    """The page is written from the code: a flag added to a script's parser and an option of a
+    new `loopgen` command appear without a word of documentation written by hand."""
+    import typer
+    from loopgen.cli import app
+
+    cli = cli_hook()
+    rendered = cli.script_source
+
+    def with_a_new_flag(example: str, strategy: str) -> str:
+        return rendered(example, strategy).replace(
+            "    return parser.parse_args(argv)",
+            '    parser.add_argument("--brand-new-flag", help="added by the test")\n'
+            "    return parser.parse_args(argv)",
+        )
+
+    monkeypatch.setattr(cli, "script_source", with_a_new_flag)
+    reinforcement = cli.KINDS[-1]  # quick to render
+    assert "| `--brand-new-flag` |" in "\n".join(cli.kind_section(reinforcement))
+
+    scratch = typer.Typer()
+
+    @scratch.command("scratch")
+    def scratch_command(
+        option: bool = typer.Option(False, "--scratch-option", help="added by the test"),
+    ) -> None:
+        """A command added to loopgen."""
+
+    monkeypatch.setattr(
+        app, "registered_commands", [*app.registered_commands, *scratch.registered_commands]
+    )
+    text = "\n".join(cli.loopgen_section())
+    assert "### loopgen scratch { #loopgen-scratch }" in text
+    assert "| `--scratch-option` | added by the test |" in text
 
 
 # --- What the pages say ----------------------------------------------------------------------

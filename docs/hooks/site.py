@@ -1,6 +1,7 @@
 """The MkDocs hook (`hooks:` in mkdocs.yml) that writes the generated pages at every build: the
-reference of the spec models (reference_pages.py) and the gallery of examples
-(gallery_pages.py). Nothing generated is committed, so nothing generated can go stale."""
+reference of the spec models (reference_pages.py), the gallery of examples (gallery_pages.py)
+and the command-line reference (cli_pages.py). Nothing generated is committed, so nothing
+generated can go stale."""
 
 from __future__ import annotations
 
@@ -10,11 +11,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import cli_pages
 import gallery_pages
 import reference_pages
 from mkdocs.structure.files import File, Files
 
-GENERATED = {"Reference": reference_pages, "Gallery": gallery_pages}
+GENERATED = {
+    "Reference": reference_pages,
+    "Command line": cli_pages,
+    "Gallery": gallery_pages,
+}
 """The navigation entries (`- Reference: reference/index.md` in mkdocs.yml) that the hook
 replaces by the generated section."""
 
