@@ -14,7 +14,7 @@ import sys
 import textwrap
 
 import pytest
-from helpers import ROOT
+from helpers import ACTING, ROOT
 from pydantic import BaseModel
 
 HOOKS = ROOT / "docs" / "hooks"
@@ -192,11 +192,10 @@ def part(page: str, anchor: str) -> str:
 def test_the_cli_reference_lists_every_loopgen_command_and_option():
     """Walked here apart from the generator: every command of the `loopgen` group and each of
     its options and arguments is in the command's section of the page."""
-    import typer.main
-    from loopgen.cli import app
+    from loopgen import cli
 
     text = "\n".join(cli_hook().loopgen_section())
-    group = typer.main.get_command(app)
+    group = cli.typer.main.get_command(cli.app)
     assert len(group.commands) >= 7  # render, validate, check, diff, schema, init, sweep
     for name, command in [("loopgen", group), *group.commands.items()]:
         section = part(text, "loopgen" if command is group else f"loopgen-{name}")
@@ -216,7 +215,6 @@ def test_the_cli_reference_lists_every_loopgen_command_and_option():
 @functools.cache
 def golden_scripts() -> list[tuple[str, str, str]]:
     """Every golden file as (its kind of script's anchor, its strategy, its path)."""
-    from helpers import ACTING
     from loopgen.dsl.loader import load_spec
 
     found = []
@@ -262,8 +260,7 @@ def test_the_cli_reference_lists_every_flag_of_every_generated_script():
 def test_a_flag_added_to_a_script_or_to_loopgen_is_in_the_cli_reference(monkeypatch):
     """The page is written from the code: a flag added to a script's parser and an option of a
     new `loopgen` command appear without a word of documentation written by hand."""
-    import typer
-    from loopgen.cli import app
+    from loopgen.cli import app, typer
 
     cli = cli_hook()
     rendered = cli.script_source

@@ -66,10 +66,9 @@ KINDS = (
 
 def loopgen_group() -> Any:
     """The `loopgen` command as click sees it (typer builds it from `cli.app`)."""
-    import typer.main
-    from loopgen.cli import app
+    from loopgen import cli
 
-    return typer.main.get_command(app)
+    return cli.typer.main.get_command(cli.app)
 
 
 @dataclass(frozen=True)
