@@ -306,7 +306,7 @@ def spec_snippets() -> list[tuple[str, str]]:
 
 def test_the_docs_have_spec_snippets():
     files = {path for path, _ in spec_snippets()}
-    assert {"README.md", "docs/getting-started.md", "docs/guides/rl.md"} <= files
+    assert {"README.md", "docs/getting-started.md", "docs/guides/rl/index.md"} <= files
 
 
 @pytest.mark.parametrize(("page", "code"), spec_snippets())
