@@ -87,9 +87,14 @@ def models_a_spec_can_hold() -> set[type[BaseModel]]:
 
 
 def sections(page: str) -> dict[str, str]:
-    """A reference page's model sections, by model name."""
-    parts = re.split(r"^## (\w+) \{ #\w+ \}$", page, flags=re.M)
-    return dict(zip(parts[1::2], parts[2::2], strict=True))
+    """A reference page's model sections, by model name, each up to the next section (a model's
+    or another, as the optimizers' defaults on theirs)."""
+    found = {}
+    for match in re.finditer(r"^## ([^\n]+)\n(.*?)(?=^## |\Z)", page, flags=re.M | re.S):
+        model = re.fullmatch(r"(\w+) \{ #\w+ \}", match.group(1))
+        if model:
+            found[model.group(1)] = match.group(2)
+    return found
 
 
 @functools.cache
@@ -130,6 +135,11 @@ def test_the_reference_lists_every_field_of_every_model_with_its_docstring():
     for kind in ("single_device", "mirrored", "multi_worker", "tpu"):
         assert f'`"{kind}"`' in strategy
     assert "[PPO](ways-rl.md#ppo)" in unions["Training"]
+    # Every Keras optimizer with its defaults, on the optimizers' page, not the vocabulary's.
+    training = pages["reference/training.md"]
+    assert "## Optimizers and their defaults { #optimizer-defaults }" in training
+    assert "| `Adam` | `adam` | `learning_rate=0.001`, `beta_1=0.9`" in training
+    assert "| `Adam` |" not in pages["reference/keras.md"]
 
 
 def test_a_model_field_without_a_docstring_stops_the_reference(monkeypatch):
