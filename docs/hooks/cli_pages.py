@@ -23,11 +23,12 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGE = "cli.md"
 
 STRATEGIES = {
-    "single_device": "One device",
-    "mirrored": "Mirrored",
-    "multi_worker": "Multi-worker",
+    "single_device": "one device",
+    "mirrored": "mirrored",
+    "multi_worker": "multi-worker",
     "tpu": "TPU",
 }
+"""How the page names each strategy (`--variant`)."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,15 @@ def command_help(kind: ScriptKind) -> str:
     return action.help or ""
 
 
+def trains_only(kind: ScriptKind) -> bool:
+    """Whether some script of the kind takes no command (training is all it does)."""
+    return any(
+        all(a.dest != "command" for a in script_parser(script_source(e, s))._actions)
+        for e in kind.examples
+        for s in kind.strategies
+    )
+
+
 # --- Markdown
 
 
@@ -253,12 +263,23 @@ def _code_cell(text: str) -> str:
     return out
 
 
-def _presence(found: set[str], examples: tuple[str, ...]) -> str:
-    if not found:
-        return "—"
-    if found >= set(examples):
-        return "✓"
-    return ", ".join(e for e in examples if e in found)
+def strategies_cell(found: dict[str, set[str]], strategies: tuple[str, ...]) -> str:
+    """The strategies whose scripts have it: `all`, `all but TPU`, or their list."""
+    having = [s for s in strategies if found.get(s)]
+    missing = [STRATEGIES[s] for s in strategies if s not in having]
+    if not missing:
+        return "all"
+    if len(missing) == 1 and len(having) > 1:
+        return f"all but {missing[0]}"
+    return ", ".join(STRATEGIES[s] for s in having)
+
+
+def _only(found: dict[str, set[str]], examples: tuple[str, ...]) -> str:
+    """Which of the examples' scripts have it, when not all do (for one strategy at least)."""
+    having = set().union(*found.values())
+    if having >= set(examples):
+        return ""
+    return ", ".join(e for e in examples if e in having)
 
 
 def loopgen_section() -> list[str]:
@@ -297,42 +318,41 @@ def loopgen_section() -> list[str]:
 
 def kind_section(kind: ScriptKind) -> list[str]:
     flags, verbs = script_flags(kind)
-    heads = [STRATEGIES[s] for s in kind.strategies]
     examples = ", ".join(f"[{e}](gallery/{e}.md)" for e in kind.examples)
     lines = [
         f"### {kind.title} {{ #{kind.anchor} }}",
         "",
         f"For {kind.what}. Read at this build from the scripts of {examples}, each rendered "
-        f"for every strategy (`--variant`): ✓ marks a flag every one of them has; where only "
-        "some have it, they are named (a flag that depends on the spec: its data, its way of "
-        "training).",
+        "for every strategy (`--variant`: "
+        + ", ".join(STRATEGIES[s] for s in kind.strategies)
+        + "). A flag that depends on the spec (its data, its way of training) names the "
+        "scripts that have it.",
         "",
         "**The command**, the first word (`python train.py evaluate`): "
         + cell(command_help(kind))
-        + ". A script that can only train takes none.",
+        + "."
+        + (" A script that can only train takes none." if trains_only(kind) else ""),
         "",
-        "| Command | " + " | ".join(heads) + " |",
-        "|---|" + "---|" * len(heads),
+        "| Command | Strategies | Of the scripts read, only |",
+        "|---|---|---|",
     ]
     for verb, found in verbs.items():
-        cells = [_presence(found.get(s, set()), kind.examples) for s in kind.strategies]
-        lines.append(f"| `{verb}` | " + " | ".join(cells) + " |")
+        where = strategies_cell(found, kind.strategies)
+        lines.append(f"| `{verb}` | {where} | {_only(found, kind.examples)} |")
     lines += [
         "",
-        "| Flag | Takes | Default | What it does | " + " | ".join(heads) + " |",
-        "|---|---|---|---|" + "---|" * len(heads),
+        "| Flag | Takes | Default | Strategies | What it does |",
+        "|---|---|---|---|---|",
     ]
     for flag in flags:
         defaults = {d for d in flag.defaults.values() if d}
         default = (
             f"`{defaults.pop()}`" if len(defaults) == 1 else ("the spec's" if defaults else "")
         )
-        cells = [_presence(flag.found.get(s, set()), kind.examples) for s in kind.strategies]
-        lines.append(
-            f"| {flag.names} | {flag.takes} | {default} | {cell(flag.help)} | "
-            + " | ".join(cells)
-            + " |"
-        )
+        where = strategies_cell(flag.found, kind.strategies)
+        only = _only(flag.found, kind.examples)
+        what = cell(flag.help) + (f" *(of the scripts read, {only})*" if only else "")
+        lines.append(f"| {flag.names} | {flag.takes} | {default} | {where} | {what} |")
     lines.append("")
     return lines
 
