@@ -7,6 +7,7 @@ validates; every excerpt of a generated script is in that script; the names the 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import subprocess
@@ -70,6 +71,19 @@ def test_the_site_builds_strictly(tmp_path):
     assert "Offline demo: a small UNet" in gallery  # the spec's docstring
     assert "Written by loopgen" in gallery and "script sha256" in gallery  # the script's
     assert (site / "guides" / "ways" / "gan" / "index.html").is_file()
+    assert "--fast-dev-run" in (site / "cli" / "index.html").read_text()
+    # What the browser's search reads (checked by hand in Chromium: `learning_rate` finds the
+    # optimizers' defaults first, `SparseCategoricalCrossentropy` the Keras vocabulary): a field
+    # and a class name are in it, and the wrap marks of table code (<wbr>) are not.
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    texts = {doc["location"]: doc["text"] for doc in index["docs"]}
+    for word, page in (
+        ("learning_rate", "reference/training/#optimizer-defaults"),
+        ("SparseCategoricalCrossentropy", "reference/keras/#losses"),
+        ("KerasFile", "guides/ways/"),
+    ):
+        assert word in texts.get(page, ""), (word, page)
+    assert not any("wbr" in text for text in texts.values())
 
 
 # --- The reference is the models ------------------------------------------------------------
