@@ -387,6 +387,7 @@ def page() -> str:
 
 
 def pages() -> dict[str, str]:
+    script_source.cache_clear()  # `mkdocs serve` rebuilds in one process: render afresh
     return {PAGE: page()}
 
 
