@@ -367,6 +367,18 @@ def test_every_excerpt_of_a_generated_script_is_in_that_script():
         assert code in text or textwrap.dedent(code) in textwrap.dedent(text), (page, script)
 
 
+def test_no_list_runs_into_the_paragraph_above_it():
+    """Python-Markdown starts a list only after a blank line: a `- ` line right under a
+    paragraph's last line is shown as part of that paragraph."""
+    for path in PAGES:
+        lines, fence = path.read_text().splitlines(), False
+        for number, line in enumerate(lines[1:], start=2):
+            fence ^= line.startswith("```")
+            above = lines[number - 2]
+            if not fence and line.startswith("- ") and above.strip():
+                assert above.startswith(("- ", "  ", "|", "#")), f"{path.name}:{number}"
+
+
 def test_readme_is_the_landing_page():
     text = README.read_text()
     assert len(text.splitlines()) <= 250
