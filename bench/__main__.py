@@ -28,8 +28,8 @@ rl: the generated PPO (cartpole_ppo), DQN (cartpole_dqn with CleanRL's settings)
 some): environment steps per second and the greedy return over 100 episodes. Not in the
 default parts: a round trains each twice for minutes.
 Results go to bench/results.json (a part not run keeps its previous figures) and, with
---docs, to the documentation's tables (docs/speed.md; the RL one in docs/guides/rl.md, the
-tracking and sweep ones in docs/guides/sweeps-tracking.md).
+--docs, to the documentation's tables (docs/speed.md; the RL one in docs/guides/rl/speed.md,
+the tracking and sweep ones in docs/guides/sweeps-tracking.md).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ LOOPGEN = str(Path(PYTHON).with_name("loopgen"))
 PARTS = ("fit", "render", "data", "inspect", "tracking", "sweep")
 SPEED_PAGE = ROOT / "docs" / "speed.md"
 """Where --docs writes the tables of the fit, render and data parts."""
-RL_PAGE = ROOT / "docs" / "guides" / "rl.md"
+RL_PAGE = ROOT / "docs" / "guides" / "rl" / "speed.md"
 """Where --docs writes the table of the rl part."""
 SWEEPS_PAGE = ROOT / "docs" / "guides" / "sweeps-tracking.md"
 """Where --docs writes the tables of the tracking and sweep parts."""
@@ -235,7 +235,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--peer-python", help="rl: a Python with stable-baselines3 and torch")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
     parser.add_argument(
-        "--docs", action="store_true", help="update the tables in docs/ (speed.md, guides/rl.md)"
+        "--docs",
+        action="store_true",
+        help="update the tables in docs/ (speed.md, guides/rl/speed.md)",
     )
     args = parser.parse_args(argv)
     if args.epochs < 4:

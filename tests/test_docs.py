@@ -7,6 +7,7 @@ validates; every excerpt of a generated script is in that script; the names the 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import subprocess
@@ -14,7 +15,7 @@ import sys
 import textwrap
 
 import pytest
-from helpers import ROOT
+from helpers import ACTING, ROOT
 from pydantic import BaseModel
 
 HOOKS = ROOT / "docs" / "hooks"
@@ -30,6 +31,14 @@ def hooks():
     import reference_pages
 
     return reference_pages, gallery_pages
+
+
+def cli_hook():
+    """The command-line reference's generator (docs/hooks/cli_pages.py)."""
+    hooks()
+    import cli_pages
+
+    return cli_pages
 
 
 def code_blocks(text: str, language: str) -> list[tuple[str, str]]:
@@ -62,6 +71,19 @@ def test_the_site_builds_strictly(tmp_path):
     assert "Offline demo: a small UNet" in gallery  # the spec's docstring
     assert "Written by loopgen" in gallery and "script sha256" in gallery  # the script's
     assert (site / "guides" / "ways" / "gan" / "index.html").is_file()
+    assert "--fast-dev-run" in (site / "cli" / "index.html").read_text()
+    # What the browser's search reads (checked by hand in Chromium: `learning_rate` finds the
+    # optimizers' defaults first, `SparseCategoricalCrossentropy` the Keras vocabulary): a field
+    # and a class name are in it, and the wrap marks of table code (<wbr>) are not.
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    texts = {doc["location"]: doc["text"] for doc in index["docs"]}
+    for word, page in (
+        ("learning_rate", "reference/training/#optimizer-defaults"),
+        ("SparseCategoricalCrossentropy", "reference/keras/#losses"),
+        ("KerasFile", "guides/ways/"),
+    ):
+        assert word in texts.get(page, ""), (word, page)
+    assert not any("wbr" in text for text in texts.values())
 
 
 # --- The reference is the models ------------------------------------------------------------
@@ -79,9 +101,14 @@ def models_a_spec_can_hold() -> set[type[BaseModel]]:
 
 
 def sections(page: str) -> dict[str, str]:
-    """A reference page's model sections, by model name."""
-    parts = re.split(r"^## (\w+) \{ #\w+ \}$", page, flags=re.M)
-    return dict(zip(parts[1::2], parts[2::2], strict=True))
+    """A reference page's model sections, by model name, each up to the next section (a model's
+    or another, as the optimizers' defaults on theirs)."""
+    found = {}
+    for match in re.finditer(r"^## ([^\n]+)\n(.*?)(?=^## |\Z)", page, flags=re.M | re.S):
+        model = re.fullmatch(r"(\w+) \{ #\w+ \}", match.group(1))
+        if model:
+            found[model.group(1)] = match.group(2)
+    return found
 
 
 @functools.cache
@@ -122,6 +149,11 @@ def test_the_reference_lists_every_field_of_every_model_with_its_docstring():
     for kind in ("single_device", "mirrored", "multi_worker", "tpu"):
         assert f'`"{kind}"`' in strategy
     assert "[PPO](ways-rl.md#ppo)" in unions["Training"]
+    # Every Keras optimizer with its defaults, on the optimizers' page, not the vocabulary's.
+    training = pages["reference/training.md"]
+    assert "## Optimizers and their defaults { #optimizer-defaults }" in training
+    assert "| `Adam` | `adam` | `learning_rate=0.001`, `beta_1=0.9`" in training
+    assert "| `Adam` |" not in pages["reference/keras.md"]
 
 
 def test_a_model_field_without_a_docstring_stops_the_reference(monkeypatch):
@@ -153,6 +185,143 @@ def test_the_reference_pages_are_in_the_navigation():
     assert len(listed) == len(list((ROOT / "examples").glob("*.py"))) + 1
 
 
+# --- The command-line reference is the code -------------------------------------------------
+
+
+def table_rows(text: str) -> list[dict[str, str]]:
+    """The rows of every Markdown table in `text`, each by its table's column headers."""
+    rows, header = [], None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if header is None:
+            header = cells
+        elif not set(line) <= set("|-"):
+            rows.append(dict(zip(header, cells, strict=True)))
+    return rows
+
+
+def part(page: str, anchor: str) -> str:
+    """A section of a page, from its heading (`{ #anchor }`) to the next heading of its level
+    or above."""
+    start = re.search(rf"^(#+) .*\{{ #{anchor} \}}$", page, re.M)
+    assert start, f"no section #{anchor}"
+    level = len(start.group(1))
+    end = re.compile(rf"^#{{1,{level}}} ", re.M).search(page, start.end())
+    return page[start.end() : end.start() if end else len(page)]
+
+
+def test_the_cli_reference_lists_every_loopgen_command_and_option():
+    """Walked here apart from the generator: every command of the `loopgen` group and each of
+    its options and arguments is in the command's section of the page."""
+    from loopgen import cli
+
+    text = "\n".join(cli_hook().loopgen_section())
+    group = cli.typer.main.get_command(cli.app)
+    assert len(group.commands) >= 7  # render, validate, check, diff, schema, init, sweep
+    for name, command in [("loopgen", group), *group.commands.items()]:
+        section = part(text, "loopgen" if command is group else f"loopgen-{name}")
+        if command is not group:
+            assert f"[`{name}`](#loopgen-{name})" in text, name
+        for param in command.params:
+            if param.hidden:
+                continue
+            if param.param_type_name == "argument":
+                assert (param.metavar or param.name) in section, (name, param.name)
+            for opt in [*param.opts, *param.secondary_opts] if param.opts[0][0] == "-" else ():
+                assert f"`{opt}`" in section or f"`{opt} " in section, (name, opt)
+        if command is not group:
+            assert "`--help`" in section, name
+
+
+@functools.cache
+def golden_scripts() -> list[tuple[str, str, str]]:
+    """Every golden file as (its kind of script's anchor, its strategy, its path)."""
+    from loopgen.dsl.loader import load_spec
+
+    found = []
+    for path in sorted((ROOT / "generated").rglob("*.py")):
+        example = path.stem
+        strategy = path.parent.name
+        if strategy == "generated":
+            strategy = load_spec(ROOT / "examples" / f"{example}.py").distribute.kind
+        acting = example in ACTING
+        kind = "reinforcement-learning-scripts" if acting else "supervised-scripts"
+        found.append((kind, strategy, str(path.relative_to(ROOT))))
+    return found
+
+
+@pytest.mark.slow
+def test_the_cli_reference_lists_every_flag_of_every_generated_script():
+    """Every flag, positional argument and command of every golden script (all examples, all
+    strategies: 118 scripts) is in the page's table for its kind of script, marked present for
+    its strategy: the page's few renders cover every flag the templates can write."""
+    cli = cli_hook()
+    page = cli.page()
+    scripts = golden_scripts()
+    assert len(scripts) > 100
+    for kind, strategy, path in scripts:
+        rows = {}
+        for row in table_rows(part(page, kind)):
+            first = next(iter(row.values()))
+            for name in re.findall(r"`([^`]+)`", first):
+                rows[name] = row
+        parser = cli.script_parser((ROOT / path).read_text())
+        names = []
+        for action in parser._actions:
+            if action.dest == "command":
+                names += list(action.choices)
+            else:
+                names += action.option_strings or [action.dest]
+        shown = cli.STRATEGIES[strategy]  # "one device", "TPU", ...
+        for name in names:
+            assert name in rows, f"{path}: {name} is missing from the CLI reference"
+            where = rows[name]["Strategies"]  # "all", "all but TPU", "one device, mirrored"
+            listed = where == "all" or (
+                where.removeprefix("all but ") != shown
+                if where.startswith("all but ")
+                else shown in where.split(", ")
+            )
+            assert listed, (path, name, strategy, where)
+
+
+def test_a_flag_added_to_a_script_or_to_loopgen_is_in_the_cli_reference(monkeypatch):
+    """The page is written from the code: a flag added to a script's parser and an option of a
+    new `loopgen` command appear without a word of documentation written by hand."""
+    from loopgen.cli import app, typer
+
+    cli = cli_hook()
+    rendered = cli.script_source
+
+    def with_a_new_flag(example: str, strategy: str) -> str:
+        return rendered(example, strategy).replace(
+            "    return parser.parse_args(argv)",
+            '    parser.add_argument("--brand-new-flag", help="added by the test")\n'
+            "    return parser.parse_args(argv)",
+        )
+
+    monkeypatch.setattr(cli, "script_source", with_a_new_flag)
+    reinforcement = cli.KINDS[-1]  # quick to render
+    assert "| `--brand-new-flag` |" in "\n".join(cli.kind_section(reinforcement))
+
+    scratch = typer.Typer()
+
+    @scratch.command("scratch")
+    def scratch_command(
+        option: bool = typer.Option(False, "--scratch-option", help="added by the test"),
+    ) -> None:
+        """A command added to loopgen."""
+
+    monkeypatch.setattr(
+        app, "registered_commands", [*app.registered_commands, *scratch.registered_commands]
+    )
+    text = "\n".join(cli.loopgen_section())
+    assert "### loopgen scratch { #loopgen-scratch }" in text
+    assert "| `--scratch-option` | added by the test |" in text
+
+
 # --- What the pages say ----------------------------------------------------------------------
 
 
@@ -167,7 +336,7 @@ def spec_snippets() -> list[tuple[str, str]]:
 
 def test_the_docs_have_spec_snippets():
     files = {path for path, _ in spec_snippets()}
-    assert {"README.md", "docs/getting-started.md", "docs/guides/rl.md"} <= files
+    assert {"README.md", "docs/getting-started.md", "docs/guides/rl/index.md"} <= files
 
 
 @pytest.mark.parametrize(("page", "code"), spec_snippets())
@@ -196,6 +365,18 @@ def test_every_excerpt_of_a_generated_script_is_in_that_script():
     for page, script, code in found:
         text = (ROOT / script).read_text()
         assert code in text or textwrap.dedent(code) in textwrap.dedent(text), (page, script)
+
+
+def test_no_list_runs_into_the_paragraph_above_it():
+    """Python-Markdown starts a list only after a blank line: a `- ` line right under a
+    paragraph's last line is shown as part of that paragraph."""
+    for path in PAGES:
+        lines, fence = path.read_text().splitlines(), False
+        for number, line in enumerate(lines[1:], start=2):
+            fence ^= line.startswith("```")
+            above = lines[number - 2]
+            if not fence and line.startswith("- ") and above.strip():
+                assert above.startswith(("- ", "  ", "|", "#")), f"{path.name}:{number}"
 
 
 def test_readme_is_the_landing_page():

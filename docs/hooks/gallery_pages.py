@@ -24,7 +24,7 @@ FULL_RUNS = {
     "cartpole_ppo": "the whole run as rendered, 500,000 environment steps, trains at 11,316 "
     "environment steps a second here (about 45 s) and its greedy policy scores 500, the most "
     "an episode can, in all 100 evaluation episodes (`python -m bench --parts rl`, "
-    "[measured against Stable-Baselines3](../guides/rl.md#speed-against-stable-baselines3))",
+    "[measured against Stable-Baselines3](../guides/rl/speed.md#against-stable-baselines3))",
     "corridor_ppo": "its greedy policy walks to every goal by a shortest way after about "
     "5,000 environment steps (a return of 0.98 over 32 episodes; a random policy's is about "
     "0.6)",

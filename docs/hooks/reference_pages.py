@@ -383,9 +383,14 @@ def model_section(model: type[BaseModel], w: Writer) -> str:
         lines += [f'`kind="{kind}"`', ""]
     lines += [doc, ""]
     if model.model_config.get("extra") == "allow":
+        section = getattr(model, "section", None)
+        page, place, title = ELSEWHERE.get(section, ("keras", section, "Keras vocabulary"))
+        target = "" if page == w.here else f"{page}.md"
+        title = "the list below" if page == w.here else title
+        target += f"#{place}" if place else ""
         lines += [
             "Every other field is an argument of the Keras class `kind` names, by its Keras "
-            "name and with its Keras default: see the [Keras vocabulary](keras.md).",
+            f"name and with its Keras default: see [{title}]({target}).",
             "",
         ]
     users = w.used_by.get(model, [])
@@ -463,6 +468,7 @@ def pages() -> dict[str, str]:
         head += [f"| {w.link(m)} | {escape(first_sentence(m.__doc__ or ''))} |" for m in members]
         head.append("")
         out[f"{ROOT}/{page}.md"] = "\n".join(head + [model_section(m, w) for m in members])
+    out[f"{ROOT}/training.md"] += "\n" + optimizer_defaults()
     w.here = "types"
     out[f"{ROOT}/types.md"] = types_page(named, w)
     out[f"{ROOT}/keras.md"] = keras_page()
@@ -547,8 +553,8 @@ def index_page(by_page: dict[str, list[type]], named: list[Alias], w: Writer) ->
         "| [Unions and named types](types.md) | "
         + ", ".join(f"[{a.name}](types.md#{a.anchor})" for a in named)
         + " |",
-        "| [Keras vocabulary](keras.md) | every layer, loss, metric, optimizer and "
-        "application a spec can name |",
+        "| [Keras vocabulary](keras.md) | every layer, loss, metric and application a spec "
+        "can name (the optimizers: [on their page](training.md#optimizer-defaults)) |",
         "",
     ]
     return "\n".join(lines)
@@ -588,7 +594,6 @@ SECTIONS = {
 
 def keras_page() -> str:
     from loopgen.dsl import catalog
-    from loopgen.dsl.training import SET_BY_LOOPGEN
 
     data = catalog.data()
     lines = [
@@ -607,35 +612,78 @@ def keras_page() -> str:
         "",
     ]
     for section, heading in SECTIONS.items():
-        entries = data[section]
-        usable = [n for n, e in entries.items() if not e.get("excluded") and not e.get("alias_of")]
         lines += [f"## {heading} {{ #{section} }}", ""]
-        lines.append(f"{len(entries)} public classes, {len(usable)} usable in a spec.")
-        set_here = SET_BY_LOOPGEN.get(section, {})
-        if set_here:
+        if section in ELSEWHERE:
+            page, anchor, title = ELSEWHERE[section]
+            count = len(data[section])
             lines += [
+                f"{count} public classes: their arguments and defaults are on "
+                f"[{title}]({page}.md#{anchor}).",
                 "",
-                "Not set in a spec: "
-                + "; ".join(f"`{a}` ({escape(why)})" for a, why in set_here.items())
-                + ".",
             ]
-        lines += ["", "| Class | kind | Arguments | |", "|---|---|---|---|"]
-        for name in sorted(entries):
-            raw = entries[name]
-            if raw.get("alias_of"):
-                note = f"alias of `{raw['alias_of']}`"
-                args = ""
-            elif raw.get("excluded"):
-                note = "**not in a spec**: " + escape(raw["excluded"])
-                args = ""
-            else:
-                note = escape(raw.get("doc") or "")
-                args = ", ".join(
-                    _argument(a) for a in raw.get("args", []) if a["name"] not in set_here
-                )
-            lines.append(f"| `{name}` | `{raw.get('kind', '')}` | {args} | {note} |")
-        lines.append("")
+            continue
+        lines += vocabulary_table(section)
     return "\n".join(lines)
+
+
+ELSEWHERE = {"optimizers": ("training", "optimizer-defaults", "Losses, metrics, optimizers")}
+"""Sections of the Keras vocabulary written on the reference page of the models that name them
+(page, anchor, its title), where a reader of those models looks for them: the optimizers'
+arguments and defaults beside `KerasOptimizer`."""
+
+
+def vocabulary_table(section: str) -> list[str]:
+    """A section of the Keras catalog: its classes, each with its `kind`, its arguments with
+    their Keras defaults (a required one in bold) and its docstring's first line."""
+    from loopgen.dsl import catalog
+    from loopgen.dsl.training import SET_BY_LOOPGEN
+
+    entries = catalog.data()[section]
+    usable = [n for n, e in entries.items() if not e.get("excluded") and not e.get("alias_of")]
+    lines = [f"{len(entries)} public classes, {len(usable)} usable in a spec."]
+    set_here = SET_BY_LOOPGEN.get(section, {})
+    if set_here:
+        lines += [
+            "",
+            "Not set in a spec: "
+            + "; ".join(f"`{a}` ({escape(why)})" for a, why in set_here.items())
+            + ".",
+        ]
+    lines += ["", "| Class | kind | Arguments | |", "|---|---|---|---|"]
+    for name in sorted(entries):
+        raw = entries[name]
+        if raw.get("alias_of"):
+            note = f"alias of `{raw['alias_of']}`"
+            args = ""
+        elif raw.get("excluded"):
+            note = "**not in a spec**: " + escape(raw["excluded"])
+            args = ""
+        else:
+            note = escape(raw.get("doc") or "")
+            args = ", ".join(_argument(a) for a in raw.get("args", []) if a["name"] not in set_here)
+        lines.append(f"| `{name}` | `{raw.get('kind', '')}` | {args} | {note} |")
+    lines.append("")
+    return lines
+
+
+def optimizer_defaults() -> str:
+    """The section of the optimizers' page that lists every Keras optimizer with its defaults."""
+    from loopgen.dsl import catalog
+
+    version = catalog.data()["keras_version"]
+    return "\n".join(
+        [
+            "## Optimizers and their defaults { #optimizer-defaults }",
+            "",
+            f"Every optimizer of Keras {version} a spec can name, from the catalog "
+            "`dsl/catalog/keras.json`: in Python by its Keras name (`Adam(learning_rate=1e-3)`), "
+            'in JSON by its snake_case `kind` (`{"kind": "adam", "learning_rate": 0.001}`), with '
+            "the Keras arguments below; an argument left out takes the default shown. A spec "
+            "optimizer is a [KerasOptimizer](#kerasoptimizer).",
+            "",
+            *vocabulary_table("optimizers"),
+        ]
+    )
 
 
 def _argument(arg: dict[str, Any]) -> str:

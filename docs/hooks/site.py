@@ -1,20 +1,27 @@
 """The MkDocs hook (`hooks:` in mkdocs.yml) that writes the generated pages at every build: the
-reference of the spec models (reference_pages.py) and the gallery of examples
-(gallery_pages.py). Nothing generated is committed, so nothing generated can go stale."""
+reference of the spec models (reference_pages.py), the gallery of examples (gallery_pages.py)
+and the command-line reference (cli_pages.py). Nothing generated is committed, so nothing
+generated can go stale. It also marks where code in a table may wrap (on_page_content)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import cli_pages
 import gallery_pages
 import reference_pages
 from mkdocs.structure.files import File, Files
 
-GENERATED = {"Reference": reference_pages, "Gallery": gallery_pages}
+GENERATED = {
+    "Reference": reference_pages,
+    "Command line": cli_pages,
+    "Gallery": gallery_pages,
+}
 """The navigation entries (`- Reference: reference/index.md` in mkdocs.yml) that the hook
 replaces by the generated section."""
 
@@ -33,3 +40,22 @@ def on_files(files: Files, config: Any) -> Files:
         for path, content in module.pages().items():
             files.append(File.generated(config, path, content=content))
     return files
+
+
+CELL = re.compile(r"<td>.*?</td>", re.S)
+CODE = re.compile(r"<code>([^<]*)</code>")
+AFTER = re.compile(r"([(=,/|])(?=\S)")
+BREAK = r"\1<wbr>"
+
+
+def wrappable(match: re.Match[str]) -> str:
+    """A code span of a cell with a line-break opportunity (`<wbr>`) after each `(`, `=`, `,`,
+    `/` and `|`: `Distillation(teacher=TrainedModel(...)` wraps after `(` or `=`, and a name
+    (`run_eagerly`) is never split (the stylesheet stops the theme breaking words anywhere)."""
+    return CODE.sub(
+        lambda code: "<code>" + AFTER.sub(BREAK, code.group(1)) + "</code>", match.group(0)
+    )
+
+
+def on_page_content(html: str, **_: Any) -> str:
+    return CELL.sub(wrappable, html)
