@@ -14,12 +14,16 @@ says the command that made it.
 Stable-Baselines3's PPO with the same settings (docs/figures/sb3_returns.py, run by a Python
 that has stable-baselines3 and torch; loopgen does not depend on them) and the sweep
 examples/sweeps/shapes_plateau.py, and copies what the figures read into docs/figures/data/:
-the runs' metrics.jsonl, SB3's returns logged the same way, the sweep's study.journal (Optuna's,
-from which loopgen's own plotting code draws the sweep's plots again). `gif` runs the script's
-`evaluate --episodes 1 --record` and shrinks the GIF it writes. `profile` trains 12 steps of
-shapes_unet with `--profile 5:10`, serves the run's logs with a TensorBoard that has
-tensorboard-plugin-profile (on 127.0.0.1) and photographs the Profile tab with headless
-Chromium.
+the runs' metrics.jsonl, SB3's returns logged the same way, the sweep's study.journal
+(Optuna's, from which loopgen's own plotting code draws the sweep's plots again).
+
+`gif` runs `cartpole_ppo.py evaluate --episodes 1 --record` (the script two folders above
+RUN_DIR, as `runs` lays them out: DIR/cartpole_ppo.py, DIR/runs/cartpole_ppo) and keeps the
+GIF it writes (shrunk only if large).
+
+`profile` trains 12 steps of shapes_unet with `--profile 5:10`, serves the run's logs with a
+TensorBoard that has tensorboard-plugin-profile (on 127.0.0.1 only) and photographs the
+Profile tab's trace viewer with headless Chromium (Debian's `chromium`).
 """
 
 from __future__ import annotations
@@ -119,7 +123,6 @@ def draw_sweep() -> list[Path]:
     it ran (the journal holds every trial's values and reports)."""
     sys.path.insert(0, str(ROOT.parent))
     import optuna
-
     from loopgen.sweep.report import write_plots
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -188,30 +191,29 @@ def runs(peer_python: str | None) -> None:
 # --- CartPole, played -------------------------------------------------------------------------
 
 
-def gif(run_dir: Path, every: int = 3, width: int = 300, frames: int = 150) -> Path:
-    """`evaluate --episodes 1 --record` of the run, its GIF shrunk for the site: every `every`th
-    frame of the first `frames * every`, `width` pixels wide, played at the same speed."""
+def gif(run_dir: Path, largest: int = 150_000, width: int = 300) -> Path:
+    """`evaluate --episodes 1 --record` of the run: the GIF it writes, as it is when it is at
+    most `largest` bytes, else each frame `width` pixels wide (their timing kept)."""
     from PIL import Image, ImageSequence
 
     script = run_dir.parent.parent / "cartpole_ppo.py"
     run([PYTHON, str(script), "evaluate", "--episodes", "1", "--record", "--output-dir",
          str(run_dir)], run_dir.parent.parent)  # fmt: skip
     recorded = max((run_dir / "videos").glob("*.gif"), key=lambda p: p.stat().st_mtime)
-    with Image.open(recorded) as source:
-        duration = source.info.get("duration", 40)
-        kept = []
-        for index, frame in enumerate(ImageSequence.Iterator(source)):
-            if index >= frames * every:
-                break
-            if index % every == 0:
-                small = frame.convert("RGB")
-                small = small.resize((width, round(small.height * width / small.width)))
-                kept.append(small.quantize(colors=16))
     path = FIGURES / "cartpole_ppo.gif"
-    kept[0].save(path, save_all=True, append_images=kept[1:], duration=duration * every,
-                 loop=0, optimize=True)  # fmt: skip
+    if recorded.stat().st_size <= largest:
+        shutil.copy(recorded, path)
+    else:
+        with Image.open(recorded) as source:
+            frames, durations = [], []
+            for frame in ImageSequence.Iterator(source):
+                durations.append(frame.info.get("duration", 40))
+                small = frame.convert("RGB")
+                frames.append(small.resize((width, round(small.height * width / small.width))))
+        frames[0].save(path, save_all=True, append_images=frames[1:], duration=durations,
+                       loop=0, optimize=True)  # fmt: skip
     print(f"{recorded} ({recorded.stat().st_size:,} bytes) -> {path} "
-          f"({path.stat().st_size:,} bytes, {len(kept)} frames)")  # fmt: skip
+          f"({path.stat().st_size:,} bytes)")  # fmt: skip
     return path
 
 
@@ -240,10 +242,15 @@ def profile(tensorboard_python: str, chromium: str = "chromium") -> Path:
     )  # fmt: skip
     try:
         time.sleep(15)  # TensorBoard reads the logs
-        path = FIGURES / "profile_overview.png"
-        url = f"http://127.0.0.1:{port}/#profile"
+        session = next((out / "logs" / "profile" / "plugins" / "profile").iterdir()).name
+        path = FIGURES / "profile_trace_viewer.png"
+        # The Profile tab's own page (TensorBoard shows it in a frame), at its trace viewer.
+        url = (
+            f"http://127.0.0.1:{port}/data/plugin/profile/index.html"
+            f"?run=profile%2F{session}&tool=trace_viewer&host={socket.gethostname()}"
+        )
         run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             "--window-size=1280,900", "--virtual-time-budget=30000",
+             "--window-size=1280,800", "--virtual-time-budget=40000",
              f"--screenshot={path}", url], folder)  # fmt: skip
     finally:
         server.terminate()
@@ -270,8 +277,11 @@ def main() -> None:
     gif_parser = commands.add_parser("gif", help="CartPole played, from a cartpole_ppo run")
     gif_parser.add_argument("run_dir", type=Path)
     profile_parser = commands.add_parser("profile", help="TensorBoard's Profile tab")
-    profile_parser.add_argument("--tensorboard-python", required=True,
-                                help="a Python with tensorboard and tensorboard-plugin-profile")
+    profile_parser.add_argument(
+        "--tensorboard-python",
+        required=True,
+        help="a Python with tensorboard and tensorboard-plugin-profile",
+    )
     profile_parser.add_argument("--chromium", default="chromium")
     args = parser.parse_args()
     if args.command == "runs":

@@ -16,7 +16,7 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import rl_peer  # noqa: E402
+import rl_peer
 
 LOG = 10_240  # examples/cartpole_ppo.py's log_every_steps
 
