@@ -118,7 +118,13 @@ def test_the_docs_claims_that_a_test_can_check():
     script = "".join((ROOT / "generated" / f"{name}.py").read_text() for name in names)
     sources = "".join(
         (ROOT / name).read_text()
-        for name in ("cli.py", "bench/__main__.py", "__main__.py", "tests/mutants.py")
+        for name in (
+            "cli.py",
+            "bench/__main__.py",
+            "__main__.py",
+            "tests/mutants.py",
+            "docs/figures/make.py",
+        )
     )
     tools = {"--logdir", "--nodes", "--ntasks-per-node", "--help"}
     tools |= {"--dir", "--all", "--rest", "--model"}  # saved_model_cli, tensorflow_model_server

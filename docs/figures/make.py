@@ -1,0 +1,298 @@
+"""The site's figures, made from real runs. The site's build never trains: it shows the files
+this script wrote into docs/assets/figures/, each small and committed, and each page's caption
+says the command that made it.
+
+    python docs/figures/make.py                  # draw the curves and the sweep's plots again
+                                                 # from the runs' files in docs/figures/data/
+    python docs/figures/make.py runs --peer-python /path/to/sb3/python
+                                                 # train the runs those files come from, then draw
+    python docs/figures/make.py gif RUN_DIR      # CartPole, from a trained cartpole_ppo run
+    python docs/figures/make.py profile --tensorboard-python /path/to/tb/python
+                                                 # TensorBoard's Profile tab, screenshot
+
+`runs` trains examples/shapes_unet.py (6 epochs) and examples/cartpole_ppo.py (500,000 steps),
+Stable-Baselines3's PPO with the same settings (docs/figures/sb3_returns.py, run by a Python
+that has stable-baselines3 and torch; loopgen does not depend on them) and the sweep
+examples/sweeps/shapes_plateau.py, and copies what the figures read into docs/figures/data/:
+the runs' metrics.jsonl, SB3's returns logged the same way, the sweep's study.journal
+(Optuna's, from which loopgen's own plotting code draws the sweep's plots again).
+
+`gif` runs `cartpole_ppo.py evaluate --episodes 1 --record` (the script two folders above
+RUN_DIR, as `runs` lays them out: DIR/cartpole_ppo.py, DIR/runs/cartpole_ppo) and keeps the
+GIF it writes (shrunk only if large).
+
+`profile` trains 12 steps of shapes_unet with `--profile 5:10`, serves the run's logs with a
+TensorBoard that has tensorboard-plugin-profile (on 127.0.0.1 only) and photographs the
+Profile tab's trace viewer with headless Chromium (Debian's `chromium`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[2]  # the loopgen package's folder
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+FIGURES = ROOT / "docs" / "assets" / "figures"
+PYTHON = sys.executable
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    # Text stays text (a smaller file, sharp at any zoom); no date or random ids in the SVG, so
+    # that drawing the same data again writes the same file.
+    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "loopgen", "font.size": 10})
+    return plt
+
+
+def save(figure, name: str) -> Path:
+    path = FIGURES / name
+    figure.savefig(path, bbox_inches="tight", facecolor="white", metadata={"Date": None})
+    return path
+
+
+# --- The curves ------------------------------------------------------------------------------
+
+
+def draw_shapes_unet() -> Path:
+    """The offline demo's loss and mean IoU by step: training's as logged (the epoch's running
+    values, every 20 steps), validation's at each epoch's end."""
+    plt = pyplot()
+    rows = records(DATA / "shapes_unet.metrics.jsonl")
+    train = [r for r in rows if "loss" in r]
+    val = [r for r in rows if "val_loss" in r]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
+    left.plot([r["step"] for r in train], [r["loss"] for r in train], label="training")
+    left.plot([r["step"] for r in val], [r["val_loss"] for r in val], "o-", label="validation")
+    left.set(title="loss", xlabel="step", yscale="log")
+    right.plot([r["step"] for r in train], [r["mean_iou"] for r in train], label="training")
+    right.plot([r["step"] for r in val], [r["val_mean_iou"] for r in val], "o-",
+               label="validation")  # fmt: skip
+    right.set(title="mean IoU", xlabel="step", ylim=(0, 1))
+    right.legend(loc="lower right")
+    for axes in (left, right):
+        axes.grid(alpha=0.3)
+    path = save(figure, "shapes_unet_curves.svg")
+    plt.close(figure)
+    return path
+
+
+def draw_cartpole_returns() -> Path:
+    """Episodic return against environment steps: loopgen's PPO and, when its file is there,
+    Stable-Baselines3's with the same settings."""
+    plt = pyplot()
+    figure, axes = plt.subplots(figsize=(6, 3.2), layout="constrained")
+    ours = [r for r in records(DATA / "cartpole_ppo.metrics.jsonl") if "episode_return" in r]
+    axes.plot([r["step"] for r in ours], [r["episode_return"] for r in ours],
+              label="loopgen PPO (TensorFlow)")  # fmt: skip
+    peer = DATA / "sb3_ppo_cartpole.jsonl"
+    if peer.exists():
+        theirs = records(peer)
+        axes.plot([r["step"] for r in theirs], [r["episode_return"] for r in theirs],
+                  label="Stable-Baselines3 PPO (PyTorch)")  # fmt: skip
+    axes.set(xlabel="environment steps", ylabel="episodic return", ylim=(0, 520),
+             title="CartPole-v1, PPO with CleanRL's settings, seed 1")  # fmt: skip
+    axes.xaxis.set_major_formatter(plt.FuncFormatter(lambda x, _: f"{x / 1000:.0f}k"))
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right")
+    path = save(figure, "cartpole_ppo_returns.svg")
+    plt.close(figure)
+    return path
+
+
+def draw_sweep() -> list[Path]:
+    """The sweep's history and importances, drawn by `loopgen sweep`'s own code from the study
+    it ran (the journal holds every trial's values and reports)."""
+    sys.path.insert(0, str(ROOT.parent))
+    import optuna
+    from loopgen.sweep.report import write_plots
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    journal = DATA / "shapes_plateau.study.journal"
+    # Opened from a copy: Optuna's journal storage takes a lock file beside the journal.
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / "study.journal"
+        shutil.copy(journal, copy)
+        storage = optuna.storages.JournalStorage(
+            optuna.storages.journal.JournalFileBackend(str(copy))
+        )
+        study = optuna.load_study(study_name="shapes_plateau", storage=storage)
+        written = write_plots(SimpleNamespace(output=Path(folder)), study)
+        paths = []
+        for path in written:
+            target = FIGURES / f"sweep_shapes_plateau_{path.name}"
+            shutil.copy(path, target)
+            paths.append(target)
+    return paths
+
+
+def draw() -> list[Path]:
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    return [draw_shapes_unet(), draw_cartpole_returns(), *draw_sweep()]
+
+
+# --- The runs ---------------------------------------------------------------------------------
+
+
+def run(command: list[str], cwd: Path) -> None:
+    print("$", " ".join(command), flush=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT.parent)}
+    subprocess.run(command, cwd=cwd, env=env, check=True)
+
+
+def train(example: str, folder: Path) -> Path:
+    script = folder / f"{example}.py"
+    run([PYTHON, "-m", "loopgen", "render", str(ROOT / "examples" / f"{example}.py"), "-o",
+         str(script)], folder)  # fmt: skip
+    out = folder / "runs" / example
+    run([PYTHON, str(script), "--output-dir", str(out)], folder)
+    return out
+
+
+def runs(peer_python: str | None) -> None:
+    DATA.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="loopgen-figures-"))
+    shutil.copy(train("shapes_unet", folder) / "metrics.jsonl",
+                DATA / "shapes_unet.metrics.jsonl")  # fmt: skip
+    cartpole = train("cartpole_ppo", folder)
+    shutil.copy(cartpole / "metrics.jsonl", DATA / "cartpole_ppo.metrics.jsonl")
+    if peer_python:
+        run([peer_python, str(HERE / "sb3_returns.py"), "500000", "1",
+             str(DATA / "sb3_ppo_cartpole.jsonl")], folder)  # fmt: skip
+    sweep = ROOT / "examples" / "sweeps" / "shapes_plateau.py"
+    output = sweep.parent / "sweeps" / "shapes_plateau"
+    if output.exists():
+        raise SystemExit(f"{output} holds an earlier sweep: remove it first")
+    run([PYTHON, "-m", "loopgen", "sweep", str(sweep)], ROOT)
+    shutil.copy(output / "study.journal", DATA / "shapes_plateau.study.journal")
+    shutil.rmtree(output.parent)
+    gif(cartpole)
+    print("drawn:", *draw(), sep="\n  ")
+
+
+# --- CartPole, played -------------------------------------------------------------------------
+
+
+def gif(run_dir: Path, largest: int = 150_000, width: int = 300) -> Path:
+    """`evaluate --episodes 1 --record` of the run: the GIF it writes, as it is when it is at
+    most `largest` bytes, else each frame `width` pixels wide (their timing kept)."""
+    from PIL import Image, ImageSequence
+
+    script = run_dir.parent.parent / "cartpole_ppo.py"
+    run([PYTHON, str(script), "evaluate", "--episodes", "1", "--record", "--output-dir",
+         str(run_dir)], run_dir.parent.parent)  # fmt: skip
+    recorded = max((run_dir / "videos").glob("*.gif"), key=lambda p: p.stat().st_mtime)
+    path = FIGURES / "cartpole_ppo.gif"
+    if recorded.stat().st_size <= largest:
+        shutil.copy(recorded, path)
+    else:
+        with Image.open(recorded) as source:
+            frames, durations = [], []
+            for frame in ImageSequence.Iterator(source):
+                durations.append(frame.info.get("duration", 40))
+                small = frame.convert("RGB")
+                frames.append(small.resize((width, round(small.height * width / small.width))))
+        frames[0].save(path, save_all=True, append_images=frames[1:], duration=durations,
+                       loop=0, optimize=True)  # fmt: skip
+    print(f"{recorded} ({recorded.stat().st_size:,} bytes) -> {path} "
+          f"({path.stat().st_size:,} bytes)")  # fmt: skip
+    return path
+
+
+# --- The profiler -----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def profile(tensorboard_python: str, chromium: str = "chromium") -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="loopgen-profile-"))
+    script = folder / "shapes_unet.py"
+    run([PYTHON, "-m", "loopgen", "render", str(ROOT / "examples" / "shapes_unet.py"), "-o",
+         str(script)], folder)  # fmt: skip
+    out = folder / "runs" / "shapes_unet"
+    run([PYTHON, str(script), "--max-steps", "12", "--profile", "5:10", "--output-dir",
+         str(out)], folder)  # fmt: skip
+    port = free_port()
+    server = subprocess.Popen(
+        [tensorboard_python, "-m", "tensorboard.main", "--logdir", str(out / "logs"), "--host",
+         "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(15)  # TensorBoard reads the logs
+        session = next((out / "logs" / "profile" / "plugins" / "profile").iterdir()).name
+        path = FIGURES / "profile_trace_viewer.png"
+        # The Profile tab's own page (TensorBoard shows it in a frame), at its trace viewer.
+        url = (
+            f"http://127.0.0.1:{port}/data/plugin/profile/index.html"
+            f"?run=profile%2F{session}&tool=trace_viewer&host={socket.gethostname()}"
+        )
+        run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--window-size=1280,800", "--virtual-time-budget=40000",
+             f"--screenshot={path}", url], folder)  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait()
+    shrink_png(path)
+    return path
+
+
+def shrink_png(path: Path, colors: int = 64) -> None:
+    """A screenshot in a palette of `colors`: a page of flat colours loses nothing to see."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        small = image.convert("RGB").quantize(colors=colors)
+    small.save(path, optimize=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("draw", help="draw from docs/figures/data/ (the default)")
+    runs_parser = commands.add_parser("runs", help="train the runs, then draw")
+    runs_parser.add_argument("--peer-python", help="a Python with stable-baselines3 and torch")
+    gif_parser = commands.add_parser("gif", help="CartPole played, from a cartpole_ppo run")
+    gif_parser.add_argument("run_dir", type=Path)
+    profile_parser = commands.add_parser("profile", help="TensorBoard's Profile tab")
+    profile_parser.add_argument(
+        "--tensorboard-python",
+        required=True,
+        help="a Python with tensorboard and tensorboard-plugin-profile",
+    )
+    profile_parser.add_argument("--chromium", default="chromium")
+    args = parser.parse_args()
+    if args.command == "runs":
+        runs(args.peer_python)
+    elif args.command == "gif":
+        gif(args.run_dir.resolve())
+    elif args.command == "profile":
+        print(profile(args.tensorboard_python, args.chromium))
+    else:
+        print("drawn:", *draw(), sep="\n  ")
+
+
+if __name__ == "__main__":
+    main()
