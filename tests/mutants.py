@@ -72,6 +72,10 @@ OTHER_DATA = (
     "test_a_resume_on_other_training_data_is_refused_and_new_data_accepts_it"
 )
 SCHEDULES = "templates/partials/schedules.jinja"
+PREPROCESS = "templates/partials/data/preprocess.jinja"
+SFT_LOSS = "tests/test_hub.py::test_sft_loss_is_the_mean_over_the_response_tokens_of_the_batch"
+DPO_VALUES = "tests/test_hub.py::test_dpo_logs_trls_values_computed_as_the_formulas_say"
+MIRRORED_EQUALS = "tests/test_distributed.py::test_mirrored_equals_single_device"
 LAST_OBSERVATION = (
     "tests/test_rl.py::"
     "test_the_observation_reached_at_a_cut_is_the_episodes_last_not_the_next_ones_first"
@@ -945,6 +949,41 @@ MUTANTS: list[Mutant] = [
         "if True:",
         [f"{SAC_REFERENCE}[two_actions]"],
         "#16: SAC's target critics updated at every gradient step whatever target_update_every",
+    ),
+    # --- Language models (issue 54): the pitfalls of SFT and DPO
+    mutant(
+        "sft_prompt_unmasked",
+        PREPROCESS,
+        "{% if masked %}\n    weights = response_targets(prompts, weights)\n{% endif %}",
+        "",
+        [SFT_LOSS],
+        "SFT's loss counting the prompts' tokens: the model learns to write prompts",
+    ),
+    mutant(
+        "sft_tokens_counted_per_replica",
+        "templates/partials/ways/sft.jinja",
+        """tokens = tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.SUM, tf.reduce_sum(weights)
+            )""",
+        "tokens = tf.reduce_sum(weights) * strategy.num_replicas_in_sync",
+        [f"{MIRRORED_EQUALS}[sums_sft]"],
+        "SFT on replicas dividing by its own token count: two replicas train otherwise than one",
+    ),
+    mutant(
+        "dpo_logps_over_prompt_tokens",
+        PREPROCESS,
+        "    weights = response_targets(tf.repeat(prompts, 2), weights)\n",
+        "",
+        [DPO_VALUES],
+        "DPO's log-probabilities summed over the prompt's tokens too: each reward carries them",
+    ),
+    mutant(
+        "dpo_reference_trained",
+        "templates/partials/ways/dpo.jinja",
+        "reference.trainable = False",
+        "reference = model",
+        [DPO_VALUES],
+        "DPO's reference trained along with the policy: the rewards stay 0, the loss log 2",
     ),
 ]
 
