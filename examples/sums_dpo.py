@@ -4,7 +4,8 @@ sum, the model learns to prefer the right one, measured against a frozen referen
 as loaded). Logs TRL's rewards/chosen, rewards/rejected, rewards/margins and
 rewards/accuracies.
 
-Needs the `lm` extra (keras-hub, tensorflow-text); the preset downloads once into KerasHub's
+Exported, the model takes prompts and answers them with text (greedy decoding). Needs
+the `lm` extra (keras-hub, tensorflow-text); the preset downloads once into KerasHub's
 cache, or set model.preset to a local preset directory.
 """
 
@@ -37,5 +38,5 @@ spec = Spec(
     optimizer=Adam(learning_rate=5e-5),
     loop=Loop(epochs=2, log_every_steps=10),
     checkpoint=Checkpoint(every_epochs=1),
-    export=Export(saved_model=False),
+    export=Export(saved_model=True),
 )

@@ -2,7 +2,8 @@
 completion records in JSON Lines (TRL's column names): the model learns to answer sums of two
 digits. The loss counts the answers' tokens only: the prompts are masked out of it.
 
-Needs the `lm` extra (keras-hub, tensorflow-text); the preset downloads once into KerasHub's
+Exported, the model takes prompts and answers them with text (greedy decoding). Needs
+the `lm` extra (keras-hub, tensorflow-text); the preset downloads once into KerasHub's
 cache, or set model.preset to a local preset directory.
 """
 
@@ -35,5 +36,5 @@ spec = Spec(
     optimizer=Adam(learning_rate=2e-4),
     loop=Loop(epochs=3, log_every_steps=10),
     checkpoint=Checkpoint(every_epochs=1),
-    export=Export(saved_model=False),
+    export=Export(saved_model=True),
 )

@@ -40,6 +40,8 @@ def prediction_context(spec: Spec, serving: dict[str, Any] | None) -> dict[str, 
             for name, f in train.inputs.items()
         }
         return {"inputs": inputs, "parsed": parsed, "compression": train.compression}
+    if inputs == "prompts" or train.kind == "text_records":
+        return None  # records of fields: not read from files on the command line yet
     if inputs == "texts":  # files of lines as the training file's, the text in its column
         return {"inputs": inputs, "delimiter": train.delimiter, "column": train.text_column}
     return {"inputs": inputs}  # image files

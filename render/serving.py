@@ -43,7 +43,13 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
     if not spec.export.saved_model or spec.gan or train.kind not in SERVED_INPUTS:
         return None
     if spec.training.kind in ("sft", "dpo"):
-        return None  # a causal LM's export is its network (token ids in, logits out)
+        # A causal LM serves prompts and answers them with text.
+        return {
+            "inputs": "prompts",
+            **dict.fromkeys(("columns", "features", "heads"), {}),
+            **dict.fromkeys(("renamed", "prepared", "classify", "probabilities"), False),
+            **dict.fromkeys(("class_names", "info_classes"), False),
+        }
     loss = spec.loss
     classify = None
     # A contrastive run exports its encoder: its outputs are features, not class scores. A

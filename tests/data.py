@@ -175,10 +175,12 @@ import keras
 import keras_hub
 
 symbols = [*"0123456789", "+", "=", "?"]
-vocabulary = {"<|endoftext|>": 0, "\u0120": 1}
+# Id 0 is what GPT-2 pads with (its "!"): not the end token, at which a generation stops.
+vocabulary = {"!": 0, "\u0120": 1}
 for symbol in symbols:
     vocabulary[symbol] = len(vocabulary)
     vocabulary["\u0120" + symbol] = len(vocabulary)
+vocabulary["<|endoftext|>"] = len(vocabulary)
 merges = ["\u0120 " + symbol for symbol in symbols]
 keras_hub.models.GPT2Tokenizer(vocabulary=vocabulary, merges=merges).save_to_preset(sys.argv[1])
 keras.utils.set_random_seed(0)

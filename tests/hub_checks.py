@@ -188,6 +188,25 @@ def dpo_two_steps(script: str, out: str) -> dict:
     }
 
 
+def served_completions(script: str, out: str, prompts: str) -> dict:
+    """The exported causal LM (export/saved_model/1) on raw prompts, against KerasHub's own
+    generate() of the checkpoint's model with greedy sampling and the preset's preprocessor
+    (the text after each prompt), in a process that imported tensorflow_text."""
+    import tensorflow_text  # noqa: F401
+
+    module, model = restored(script, out)
+    batch = json.loads(prompts)
+    model.preprocessor = module.preprocessor()
+    model.compile(sampler="greedy")
+    expected = model.generate(batch, max_length=module.SEQUENCE_LENGTH, strip_prompt=True)
+    served = tf.saved_model.load(f"{out}/export/saved_model/1").signatures["serving_default"]
+    completions = served(prompts=tf.constant(batch))["completions"].numpy()
+    return {
+        "served": [c.decode() for c in completions],
+        "expected": [str(e) for e in np.asarray(expected).tolist()],
+    }
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

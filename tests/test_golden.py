@@ -118,8 +118,8 @@ def test_script_imports_only_what_it_needs(golden):
     allowed.add("functools")  # a reader mapped as a partial (AutoGraph parses a lambda's file)
     if name in ("reviews_bert_lora", "sums_sft", "sums_dpo"):  # a KerasHub preset
         allowed.add("keras_hub")
-    if name in ("sums_sft", "sums_dpo"):  # TextRecords: a CSV file's records, if the path names one
-        allowed.add("csv")
+    if name in ("sums_sft", "sums_dpo"):  # TextRecords: CSV, or Parquet and datasets (Arrow)
+        allowed |= {"csv", "pyarrow"}
     if name == "pets_unet":  # the spec asks for a TFDS dataset
         allowed.add("tensorflow_datasets")
     if name == "mnist_onecycle":  # the spec logs to Comet

@@ -91,3 +91,20 @@ def test_dpo_logs_trls_values_computed_as_the_formulas_say(tmp_path):
     # The policy moved from the reference after one step: its rewards are not zero, so a
     # reference that trained along (rewards 0, loss log 2) would fail above.
     assert abs(result["second"]["rewards/chosen"]) > 1e-4, result
+
+
+def test_a_causal_lms_export_answers_prompts_as_keras_hub_generates_from_the_checkpoint(tmp_path):
+    """SFT trained 4 epochs on sums (all weights: enough to answer something): its export
+    takes prompts and returns what KerasHub's generate() (greedy) writes after them with the
+    checkpoint's weights."""
+    script = render_into(tmp_path / "train.py", "sums_sft",
+                         *data.small_data_overrides("sums_sft", tmp_path),
+                         "data.validation=null", "optimizer.learning_rate=0.01",
+                         "model.lora_rank=null", "export.saved_model=true")  # fmt: skip
+    out = tmp_path / "run"
+    run_python(script, "--epochs", "4", "--output-dir", str(out), cwd=tmp_path)
+    prompts = ["3 + 4 =", "9 + 9 =", "0 + 2 ="]
+    result = hub_check("served_completions", str(script), str(out), json.dumps(prompts),
+                       cwd=tmp_path)  # fmt: skip
+    assert result["served"] == result["expected"], result
+    assert any(completion.strip() for completion in result["served"]), result
