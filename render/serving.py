@@ -46,7 +46,9 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
         # A causal LM serves prompts and answers them with text.
         return {
             "inputs": "prompts",
-            **dict.fromkeys(("columns", "features", "heads"), {}),
+            "columns": {},
+            "features": [],
+            "heads": [],
             **dict.fromkeys(("renamed", "prepared", "classify", "probabilities"), False),
             **dict.fromkeys(("class_names", "info_classes"), False),
         }
