@@ -42,6 +42,11 @@ else:
     import numpy  # noqa: F401
     import tensorflow
 
+    try:  # KerasHub (and tensorflow-text), which the KerasHub examples' scripts import
+        import keras_hub  # noqa: F401
+    except ImportError:  # installed without the lm extra
+        pass
+
     if os.environ.get("LOOPGEN_TESTS_AUTOGRAPH_CACHE"):
         autograph_cache.install(os.environ["LOOPGEN_TESTS_AUTOGRAPH_CACHE"])
     # Grappler's rewrites of each function graph take a sixth of a small program's time (its
