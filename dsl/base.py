@@ -185,6 +185,8 @@ RESERVED_NAMES = frozenset(dir(builtins)) | {
 
 
 MODULE_NAMES = frozenset({
+    # A failed download's one message (templates/partials/run_dir.jinja).
+    "DownloadFailed", "download_failure", "downloading", "imagenet_weights",
     # SAC's and TD3's, and DQN's exploration (templates/partials/ways/offpolicy.jinja, dqn.jinja).
     "DRAW_STEPS", "EXPLORATION_NOISE", "Exploration", "GRADIENT_STEPS", "INITIAL_ALPHA", "LOGGED",
     "LOG_STD_MAX", "LOG_STD_MIN", "POLICY_DELAY", "TARGET_ENTROPY", "TARGET_NOISE",
