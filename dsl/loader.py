@@ -383,8 +383,10 @@ def _import_object(path: Path, name: str, model: type[BaseModel] = Spec) -> Any:
                 if isinstance(error, RecursionError)
                 else ""
             )
+            # What raised it: the spec, or the sweep file (which names the module it missed).
+            raiser = "the spec" if model is Spec else f"the {what} file"
             raise SpecError(
-                f"{where}: the spec raised {type(error).__name__}: {error}{hint}{line}"
+                f"{where}: {raiser} raised {type(error).__name__}: {error}{hint}{line}"
             ) from None
         finally:
             sys.modules.pop(module_name, None)
