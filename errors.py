@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -22,6 +23,16 @@ class OutputError(LoopgenError):
     """The output cannot be written."""
 
 
+class RuleError(ValueError):
+    """A cross-field rule's complaint (dsl/rules/), `at` the field path of the part it is
+    about (`model.layers[2]`): `validate` shows it at the line of the spec file that built
+    that part, not at `spec = Spec(`."""
+
+    def __init__(self, message: str, at: str) -> None:
+        super().__init__(message)
+        self.at = at
+
+
 def format_validation_error(
     error: ValidationError,
     root: str = "spec",
@@ -37,11 +48,14 @@ def format_validation_error(
     are left out, and of the alternatives of a union only the one that fits the input is
     reported."""
     lines = validation_problems(error, root, model)
-    count = len(lines)
-    noun = noun or ("sweep" if root == "sweep" else "spec")
-    return f"the {noun} has {count} error{'s' if count > 1 else ''}:\n" + "\n".join(
-        f"  {line}" for line in lines
+    return f"{counted(len(lines), noun or ('sweep' if root == 'sweep' else 'spec'))}:\n" + (
+        "\n".join(f"  {line}" for line in lines)
     )
+
+
+def counted(count: int, noun: str = "spec") -> str:
+    """`the spec has 2 errors`."""
+    return f"the {noun} has {count} error{'s' if count > 1 else ''}"
 
 
 def validation_problems(
@@ -53,7 +67,19 @@ def validation_problems(
     """The problems of a pydantic error, one `field.path: message` each (see
     format_validation_error); with `keys`, a dict's keys in brackets (`sweep.space['a.b']`),
     where they are paths themselves."""
-    problems = []  # (path, message, union group or None, is a mere type mismatch)
+    return [line for _, line in located_problems(error, root, model, keys)]
+
+
+def located_problems(
+    error: ValidationError,
+    root: str = "spec",
+    model: type[BaseModel] | None = None,
+    keys: bool = False,
+) -> list[tuple[tuple[Any, ...], str]]:
+    """The problems of validation_problems, each with its location in the data: the fields,
+    list indices and dict keys below `root` (() for the whole, where the cross-field rules
+    complain; a RuleError's `at` is in the error's `ctx`)."""
+    problems = []  # (path, message, union group or None, is a mere type mismatch, parts)
     for item in error.errors(include_url=False):
         parts, union_at = _user_loc(model, item["loc"]) if model else (list(item["loc"]), None)
         path = root
@@ -77,31 +103,53 @@ def validation_problems(
                 f"{key!r} is missing, so it is unknown what this is; add {key}=... or build it "
                 "with its class, e.g. Dense(...) instead of a dict"
             )
+        rule = item.get("ctx", {}).get("error")
+        if not item["loc"] and isinstance(rule, RuleError):
+            parts = path_parts(rule.at)  # the part the rule is about
         group = None if union_at is None else tuple(item["loc"][:union_at])
         mismatch = (
             union_at is not None
             and len(item["loc"]) == union_at + 1
             and item["type"].endswith(("_type", "_parsing"))
         )
-        problems.append((path, message, group, mismatch))
+        problems.append((path, message, group, mismatch, tuple(parts)))
 
-    lines: list[str] = []
+    lines: list[tuple[tuple[Any, ...], str]] = []
     merged: dict[tuple[Any, ...], int] = {}
-    for path, message, group, mismatch in problems:
+    for path, message, group, mismatch, parts in problems:
         if group is not None and mismatch:
             # The input is not of this alternative's type: only worth saying when no
             # alternative got further, and then as one line listing what would fit.
-            if any(g == group and not m for _, _, g, m in problems):
+            if any(g == group and not m for _, _, g, m, _ in problems):
                 continue
             if group in merged:
                 index = merged[group]
-                lines[index] += ", or " + message.removeprefix("Input should be ")
+                text = lines[index][1] + ", or " + message.removeprefix("Input should be ")
+                lines[index] = (lines[index][0], text)
                 continue
             merged[group] = len(lines)
         # A message that names its own subject (`Conv1D has no argument ...`) stands alone.
         same = path == root and message.startswith((f"{root} ", f"{root}."))
-        lines.append(message if same else f"{path}: {message}")
+        lines.append((parts, message if same else f"{path}: {message}"))
     return lines
+
+
+def unknown_fields(error: ValidationError, model: type[BaseModel]) -> list[list[Any]] | None:
+    """Where each problem of `error` is, when every one is a field (or a Keras argument) that
+    does not exist, a misspelling: without them the data says all it meant. None when any
+    problem is of another kind (a value that does not validate)."""
+    found = []
+    for item in error.errors(include_url=False):
+        unknown = item["type"] == "extra_forbidden" or item.get("ctx", {}).get("unknown")
+        if not unknown or not item["loc"]:
+            return None
+        found.append(_user_loc(model, item["loc"])[0])
+    return found
+
+
+def path_parts(path: str) -> tuple[Any, ...]:
+    """`model.layers[2].units` as ("model", "layers", 2, "units")."""
+    return tuple(int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", path))
 
 
 class _Key(str):

@@ -46,6 +46,8 @@ class StrictModel(BaseModel):
             model.__init__(*args, **kwargs)
         except ValidationError as error:
             return _unvalidated(cls, _REJECTED.pop(id(model), {}), error, origin)
+        # Where the file built it: a cross-field rule about it is shown at that line.
+        _BUILT[id(model)] = (model, origin.f_code.co_filename, origin.f_lineno)
         return model
 
     def __init__(self, /, **data: Any) -> None:
@@ -81,6 +83,9 @@ class Unvalidated(dict):
 
 _DEFERRED: ContextVar[list[Unvalidated] | None] = ContextVar("_DEFERRED", default=None)
 _REJECTED: dict[int, dict[str, Any]] = {}
+_BUILT: dict[int, tuple[BaseModel, str, int]] = {}
+"""The models a spec file built that validated, by id (each kept alive with it): the model,
+the file and the line."""
 _LANGUAGE = os.path.dirname(os.path.abspath(__file__))
 """The spec language's modules (dsl/): its constructors, and the validators that may build
 models expecting their errors."""
@@ -97,6 +102,14 @@ def deferring_errors() -> Iterator[list[Unvalidated]]:
     finally:
         _DEFERRED.reset(token)
         _REJECTED.clear()
+        _BUILT.clear()
+
+
+def built_at(model: Any) -> tuple[str, int] | None:
+    """The file and line where the spec file running now built `model` (None: not built by
+    it, or it did not validate: an Unvalidated knows its own)."""
+    found = _BUILT.get(id(model))
+    return (found[1], found[2]) if found is not None and found[0] is model else None
 
 
 def _user_frame(frame: Any) -> Any:
@@ -172,6 +185,8 @@ RESERVED_NAMES = frozenset(dir(builtins)) | {
 
 
 MODULE_NAMES = frozenset({
+    # A failed download's one message (templates/partials/run_dir.jinja).
+    "DownloadFailed", "download_failure", "downloading", "imagenet_weights",
     # SAC's and TD3's, and DQN's exploration (templates/partials/ways/offpolicy.jinja, dqn.jinja).
     "DRAW_STEPS", "EXPLORATION_NOISE", "Exploration", "GRADIENT_STEPS", "INITIAL_ALPHA", "LOGGED",
     "LOG_STD_MAX", "LOG_STD_MIN", "POLICY_DELAY", "TARGET_ENTROPY", "TARGET_NOISE",

@@ -219,6 +219,7 @@ def check_arguments(entry: catalog.Entry, given: dict[str, Any], what: str) -> N
                 value,
                 f"{what} has no argument {name!r}; "
                 + (f"did you mean {hint!r}?" if hint else f"its arguments: {sorted(known)}"),
+                unknown=True,
             )
         if _contains_var(value):
             continue  # checked where the loop or the class gives it a value
@@ -233,10 +234,14 @@ def check_arguments(entry: catalog.Entry, given: dict[str, Any], what: str) -> N
         )
 
 
-def argument_error(what: str, name: str, value: Any, message: str) -> ValidationError:
+def argument_error(
+    what: str, name: str, value: Any, message: str, unknown: bool = False
+) -> ValidationError:
     """An error at the argument's own path (`model.layers[3].filters`), raised from a model
-    validator: pydantic places it below the model's path."""
-    line = {"type": "value_error", "loc": (name,), "input": value, "ctx": {"error": message}}
+    validator: pydantic places it below the model's path. `unknown`: an argument the class
+    does not take (a misspelling; the loader checks the cross-field rules without it)."""
+    ctx = {"error": message, "unknown": unknown}
+    line = {"type": "value_error", "loc": (name,), "input": value, "ctx": ctx}
     return ValidationError.from_exception_data(what, [line])  # type: ignore[list-item]
 
 

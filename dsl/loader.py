@@ -7,6 +7,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import json
+import re
 import sys
 import traceback
 import uuid
@@ -16,8 +17,15 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import SpecError, format_validation_error
-from .base import Unvalidated, deferring_errors, plain
+from ..errors import (
+    SpecError,
+    counted,
+    format_validation_error,
+    located_problems,
+    path_parts,
+    unknown_fields,
+)
+from .base import Unvalidated, built_at, deferring_errors, plain
 from .spec import Spec
 
 
@@ -28,6 +36,9 @@ class FileData(dict):
 
     where: str = ""
     line: str = ""
+    origins: dict[tuple[Any, ...], tuple[str, str]] = {}
+    """Each part the file built (a model, valid or not) by its path in the data: the file:line
+    that built it and that line's text; () the Spec itself."""
 
 
 def load_spec(
@@ -80,7 +91,7 @@ def _load(path: Path, name: str, overrides: list[str] | None, variant: str | Non
         steps.append(f"--set {override}")
         _check_depth(data, path, steps)
     if isinstance(obj, FileData) and not steps:
-        return _validate(data, path, steps, obj.where, obj.line)
+        return _validate(data, path, steps, obj.where, obj.line, obj.origins)
     return _validate(data, path, steps)
 
 
@@ -120,16 +131,130 @@ def _strategy_kind(data: dict) -> str:
     return kind or "single_device"
 
 
-def _validate(data: Any, path: Path, steps: list[str], where: str = "", line: str = "") -> Spec:
+def _validate(
+    data: Any,
+    path: Path,
+    steps: list[str],
+    where: str = "",
+    line: str = "",
+    origins: dict[tuple[Any, ...], tuple[str, str]] | None = None,
+) -> Spec:
     """The spec, or a SpecError naming each problem by its path (`where` the file and line,
-    and `line` its text, of the construction that did not validate in a spec file)."""
+    and `line` its text, of the construction that did not validate in a spec file). Fields that
+    do not exist (misspelt) do not hide the cross-field rules: those are checked on the data
+    without them, and what they find is reported with the rest. With the `origins` of a spec
+    file's parts, each problem is shown at the line that built its part."""
     try:
         return Spec.model_validate(data)
     except ValidationError as error:
-        after = f" after {', '.join(steps)}" if steps else ""
-        shown = f"\n    {line}" if line else ""
-        message = format_validation_error(error, model=Spec)
-        raise SpecError(f"{where or path}{after}: {message}{shown}") from None
+        problems = located_problems(error, model=Spec) + _rules_without(error, data)
+    after = f" after {', '.join(steps)}" if steps else ""
+    lines = [(_origin(parts, text, origins) if origins else None, text) for parts, text in problems]
+    if len({at for at, _ in lines}) > 1:  # at lines of their own: each under its own
+        shown = "".join(f"\n  {text}\n    {at[0]}: {at[1]}".rstrip() for at, text in lines)
+        raise SpecError(f"{path}{after}: {counted(len(lines))}:{shown}") from None
+    if lines[0][0] is not None:
+        where, line = lines[0][0]
+    shown = f"\n    {line}" if line else ""
+    message = f"{counted(len(lines))}:\n" + "\n".join(f"  {text}" for _, text in lines)
+    raise SpecError(f"{where or path}{after}: {message}{shown}") from None
+
+
+def _rules_without(error: ValidationError, data: Any) -> list[tuple[tuple[Any, ...], str]]:
+    """What the cross-field rules say of the data without the fields `error` finds unknown
+    (pydantic checks them only once every field validates): nothing when `error` has a
+    problem of another kind, whose value the rules would need."""
+    unknown = unknown_fields(error, Spec)
+    if not unknown:
+        return []
+    for parts in unknown:
+        data = _without(data, parts)
+        if data is None:
+            return []
+    try:
+        Spec.model_validate(data)
+    except ValidationError as rules:
+        if all(not item["loc"] for item in rules.errors(include_url=False)):
+            return located_problems(rules, model=Spec)
+    return []
+
+
+def _without(data: Any, parts: list[Any]) -> Any:
+    """`data` without the field at `parts` (the containers on its way copied), None when it is
+    not there in plain dicts and lists."""
+    if not parts:
+        return None
+    head, rest = parts[0], parts[1:]
+    if isinstance(data, dict) and head in data:
+        copy = dict(data)
+        if rest:
+            copy[head] = _without(data[head], rest)
+            if copy[head] is None:
+                return None
+        else:
+            del copy[head]
+        return copy
+    if isinstance(data, list | tuple) and isinstance(head, int) and -len(data) <= head < len(data):
+        child = _without(data[head], rest)
+        if child is None:
+            return None
+        items = list(data)
+        items[head] = child
+        return type(data)(items) if isinstance(data, tuple) else items
+    return None
+
+
+FIELD_PATH = re.compile(r"(?<![\w.'\"/])[a-z_]\w*(?:\.[a-z_]\w*|\[\d+\])+")
+"""A field path in a rule's message: `model.layers[2]`, `data.batch_size`."""
+
+
+def _origin(
+    parts: tuple[Any, ...], text: str, origins: dict[tuple[Any, ...], tuple[str, str]]
+) -> tuple[str, str] | None:
+    """The file:line (and its text) of the innermost part the file built on the way to
+    `parts`. A rule's problem (at the whole spec) that names no part of its own is shown at
+    the first part its message names (its subject, `gradients.accumulate_steps=5 does not
+    divide ...`) that the file built, else at the Spec."""
+    candidates = [parts]
+    if not parts:
+        candidates = [path_parts(found) for found in FIELD_PATH.findall(text)] + [()]
+    for candidate in candidates:
+        for end in range(len(candidate), 0 if candidate else -1, -1):
+            if candidate[:end] in origins:
+                return origins[candidate[:end]]
+    return None
+
+
+def _origins(obj: Any, path: Path) -> dict[tuple[Any, ...], tuple[str, str]]:
+    """The file:line and text of each part of a spec file's object that the file built, by
+    its path in the object's data (see FileData.origins). Walks with a stack of its own: a
+    spec may nest deeper than Python recurses (refused later, by its path)."""
+    import linecache
+
+    found: dict[tuple[Any, ...], tuple[str, str]] = {}
+    todo: list[tuple[Any, tuple[Any, ...]]] = [(obj, ())]
+    while todo:
+        value, parts = todo.pop()
+        if len(parts) > MAX_DEPTH:
+            continue
+        at: tuple[str, int] | None = None
+        children: Any = ()
+        if isinstance(value, Unvalidated):
+            at, children = (value.filename, value.lineno), value.items()
+        elif isinstance(value, BaseModel):
+            at = built_at(value)
+            names = [*type(value).model_fields, *(value.model_extra or {})]
+            children = [(name, getattr(value, name)) for name in names]
+        elif isinstance(value, dict):
+            children = value.items()
+        elif isinstance(value, list | tuple):
+            children = enumerate(value)
+        if at is not None:
+            same = Path(at[0]).resolve() == path.resolve()
+            text = linecache.getline(at[0], at[1]).strip()
+            found[parts] = (f"{path if same else at[0]}:{at[1]}", text)
+        todo.extend((child, (*parts, key)) for key, child in children)
+    return found
 
 
 def spec_hash(spec: Spec) -> str:
@@ -258,8 +383,10 @@ def _import_object(path: Path, name: str, model: type[BaseModel] = Spec) -> Any:
                 if isinstance(error, RecursionError)
                 else ""
             )
+            # What raised it: the spec, or the sweep file (which names the module it missed).
+            raiser = "the spec" if model is Spec else f"the {what} file"
             raise SpecError(
-                f"{where}: the spec raised {type(error).__name__}: {error}{hint}{line}"
+                f"{where}: {raiser} raised {type(error).__name__}: {error}{hint}{line}"
             ) from None
         finally:
             sys.modules.pop(module_name, None)
@@ -283,6 +410,7 @@ def _import_object(path: Path, name: str, model: type[BaseModel] = Spec) -> Any:
             same = Path(first.filename).resolve() == path.resolve()
             data.where = f"{path if same else first.filename}:{first.lineno}"
             data.line = first.line
+            data.origins = _origins(obj, path)
             return data
         # A model that did not validate, outside the object the loader takes: its own error.
         raise _model_error(deferred[0].error, path, model, deferred[0]) from None

@@ -89,6 +89,9 @@ def build_context(
         "script_placeholder": stamp.PLACEHOLDER,
         "flags": list(flags),
         "imports": imports(spec),
+        # Whether the script downloads (keras.datasets, TFDS, a Backbone's imagenet weights):
+        # a failed download is one message and leaves the output directory as it was.
+        "downloads": downloads(spec),
         "output_dir": spec.output_dir or f"runs/{spec.name}",
         # (field, expression) of the script's SETUP: what its checkpoints mean.
         "setup": fingerprint.setup_entries(spec, batch_size),
@@ -266,6 +269,20 @@ def comet_parameters(spec: Spec, batch_size: str) -> str:
         '"seed": SEED',
     ]
     return "{" + ", ".join(items) + "}"
+
+
+def downloads(spec: Spec) -> set[str]:
+    """What the script downloads: `keras_dataset` and `tfds` sources, and `imagenet` for a
+    Backbone's named weights (a path is a local file). A KerasHub preset, when there is one,
+    belongs here too (its load wrapped in the script's downloading())."""
+    kinds = {spec.data.train.kind, spec.data.validation.kind if spec.data.validation else None}
+    found = kinds & {"keras_dataset", "tfds"}
+    if any(
+        getattr(layer, "kind", None) == "backbone" and layer.weights == "imagenet"
+        for _, layer in spec.layers_with_paths()
+    ):
+        found.add("imagenet")
+    return found
 
 
 def preemptible(spec: Spec) -> bool:

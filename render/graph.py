@@ -172,10 +172,13 @@ def _backbone(graph: Graph, node: Node, name: str, call_inputs: str, shape: Any)
     args += list(backbone.args.items())
     args.append(("name", code.Code(name)))
     state = "frozen" if backbone.trainable is False else "trainable"
-    lines = [
-        f"# {entry.class_name} without its classifier: a {state} feature extractor.",
-        f"{variable} = keras.applications.{entry.class_name}({code.arguments(args)})",
-    ]
+    built = f"{variable} = keras.applications.{entry.class_name}({code.arguments(args)})"
+    lines = [f"# {entry.class_name} without its classifier: a {state} feature extractor."]
+    if backbone.weights == "imagenet":  # downloaded once into ~/.keras/models
+        where = f"{code.literal(entry.class_name)}, node={code.literal(node.name)}"
+        lines += [f"with downloading(*imagenet_weights({where})):", f"    {built}"]
+    else:
+        lines.append(built)
     if not backbone.trainable:
         lines.append(
             "# Frozen: its BatchNormalization layers normalize with their own statistics too."

@@ -57,6 +57,7 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "way_batch": SHARED_BATCH[way.kind][0],
         "way_batch_field": SHARED_BATCH[way.kind][1],
         "acts": True,
+        "downloads": set(),  # an environment, made by its own code
         "means_checkpointed": False,  # an epoch's: the way's own are in its checkpoint
         "version": __version__,
         "spec_file": PurePath(spec_file).as_posix(),

@@ -80,6 +80,11 @@ class Sweeper:
 
     def run(self) -> int:
         check_runnable()
+        # Where it all lands: beside the sweep file, whatever the working directory, so that
+        # `loopgen sweep` from anywhere finds the study again.
+        output = os.path.relpath(self.loaded.output, self.loaded.started_in)
+        mlflow = f"; MLflow runs in {self.tracking.uri}" if self.tracking else ""
+        say(f"sweep {self.loaded.name}: trials, study and results in {output}/{mlflow}")
         for number in (signal.SIGINT, signal.SIGTERM):
             signal.signal(number, self._stop)
         try:

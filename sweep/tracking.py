@@ -4,6 +4,9 @@ MLFLOW_RUN_ID names). Imported only for such specs."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from ..errors import LoopgenError
 from ..render.tracking import mlflow_key
 from .space import LoadedSweep
@@ -14,8 +17,11 @@ PARENT_ATTR = "mlflow_parent_run_id"
 
 class Tracking:
     def __init__(self, loaded: LoadedSweep):
-        """Connects to the spec's tracking store (the sweep runs in the trials' folder, so
-        a relative URI and MLflow's default store are theirs)."""
+        """Connects to the spec's tracking store: its tracking_uri (the sweep runs in the
+        trials' folder, so a relative one is theirs), else MLFLOW_TRACKING_URI, else MLflow's
+        default store in the folder the sweep was started in (mlflow.db there, as for
+        `python train.py` run there: `mlflow ui` in that folder shows the sweep), which the
+        trials are given."""
         try:
             import mlflow
         except ImportError:
@@ -27,6 +33,8 @@ class Tracking:
         settings = loaded.spec.logging.mlflow
         if settings.tracking_uri:
             mlflow.set_tracking_uri(settings.tracking_uri)
+        elif not os.environ.get("MLFLOW_TRACKING_URI"):
+            mlflow.set_tracking_uri(_default_uri(mlflow, loaded.started_in))
         self.uri = mlflow.get_tracking_uri()
         try:
             self.client = mlflow.MlflowClient(self.uri)
@@ -120,6 +128,16 @@ class Tracking:
             self.client.set_terminated(self.parent, "FINISHED")
         except Exception as error:
             print(f"warning: could not end the sweep's MLflow run: {self._failed(error)}")
+
+
+def _default_uri(mlflow, folder: Path) -> str:
+    """MLflow's default tracking URI for a process working in `folder` (absolute)."""
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        return mlflow.get_tracking_uri()
+    finally:
+        os.chdir(here)
 
 
 def _param(key: str, value) -> object:

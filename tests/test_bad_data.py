@@ -3,6 +3,7 @@ line naming the file or spec field and the fix, exit 1, no traceback (issue 32).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data import classification_npz, image_directory, pattern_npz
+from data import classification_npz, image_directory, pattern_npz, runnable
 from helpers import npz, run_preloaded
 
 pytestmark = pytest.mark.slow
@@ -142,8 +143,48 @@ def test_the_same_data_copied_again_resumes_and_other_data_of_the_same_size_does
         for file in (a, b):
             stat = os.stat(file)
             os.utime(file, (stat.st_atime, stat.st_mtime - 60))
+    # Its sha256 differs: said, so that equal sizes do not read as a new time alone.
     refused(run(script, "--max-steps", "4", "--output-dir", str(out), cwd=tmp_path),
-            "Refusing to resume", str(path), "--new-data", lines=4)  # fmt: skip
+            "Refusing to resume", f"{path}: its contents changed (another sha256); ",
+            "--new-data", lines=4)  # fmt: skip
+
+
+@pytest.mark.parametrize("source", ["keras_datasets", "backbone_weights"])
+def test_a_failed_download_is_one_message_and_leaves_the_directory_as_it_was(
+    render, tmp_path, source
+):
+    """Offline (tests/offline.py: no host resolves, an empty ~/.keras), the script's real
+    download fails: one message naming what it downloads and the spec's local alternative,
+    exit 1, and the output directory as it was: none where there was none (nor its parent),
+    run.lock with what it held where there was one, and no lock held."""
+    if source == "keras_datasets":  # getting started's first spec, as it is
+        script = render("mnist_mlp")
+        out = tmp_path / "runs" / "first"
+        words = ["Cannot download mnist (keras.datasets.mnist.load_data()): URL fetch failure",
+                 "Name or service not known", "data.train=Npz(path=...)"]  # fmt: skip
+    else:  # MobileNetV2's imagenet weights
+        data = npz(classification_npz(tmp_path / "train.npz", 8, (160, 160, 3), classes=5))
+        script = render("flowers_finetune", f"data.train={data}", "data.validation=null",
+                        "data.batch_size=4")  # fmt: skip
+        out = tmp_path / "run"
+        out.mkdir()
+        (out / "run.lock").write_text("pid 4242 on host-a, started 2026-11-23T14:05:09+0100\n")
+        words = [
+            "Cannot download MobileNetV2's imagenet weights (keras.applications)",
+            "Set weights=None on the Backbone of node 'features'",
+            "weights='PATH'",
+        ]
+    launcher = runnable(source, script, double="offline")
+    message = refused(run(launcher, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path),
+                      *words)  # fmt: skip
+    assert message.startswith("Cannot download"), message
+    if source == "keras_datasets":
+        assert not (tmp_path / "runs").exists()
+    else:
+        assert sorted(p.name for p in out.iterdir()) == ["run.lock"]
+        assert (out / "run.lock").read_text().startswith("pid 4242 on host-a")
+        with open(out / "run.lock") as f:  # unlocked: another run may take it
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def bad_npz(path: Path, case: str) -> None:

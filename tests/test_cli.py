@@ -416,6 +416,38 @@ def test_validate_lists_every_problem(tmp_path):
     assert "  spec.naem: unknown field" in stderr
 
 
+def test_validate_shows_field_errors_and_cross_field_rules_at_once_each_at_its_line(tmp_path):
+    """A misspelt field does not hide a cross-field rule (softmax with from_logits=True): both
+    in one pass, each at the line that built its part (the rule at the layer's, not at
+    `spec = Spec(`). A wrong value, which the rules would need, still hides them."""
+    source = (
+        MNIST.read_text()
+        .replace("Dense(units=10, name=", 'Dense(units=10, activation="softmax", name=')
+        .replace("log_every_steps=200", "log_every_steps=200, epoch=3")
+    )
+    path = spec_file(tmp_path, source)
+    lines = source.splitlines()
+    layer = next(i for i, line in enumerate(lines, 1) if "softmax" in line)
+    loop = next(i for i, line in enumerate(lines, 1) if "epoch=3" in line)
+    stderr = failed(run_cli("validate", str(path)), "the spec has 2 errors")
+    assert stderr.startswith(f"error: {path}: the spec has 2 errors:\n"), stderr
+    assert "\n  spec.loop.epoch: unknown field" in stderr, stderr
+    assert f"\n    {path}:{loop}: loop=Loop(" in stderr, stderr
+    assert "\n  spec: loss.from_logits=True but model.layers[3].activation=" in stderr, stderr
+    assert f'\n    {path}:{layer}: Dense(units=10, activation="softmax", name=' in stderr
+    assert "spec = Spec(" not in stderr
+
+    # A Keras argument misspelt (optional): the same.
+    typo = source.replace("epoch=3", "").replace('activation="relu"', 'activaton="relu"', 1)
+    stderr = failed(run_cli("validate", str(spec_file(tmp_path, typo))), "the spec has 2 errors")
+    assert "has no argument 'activaton'" in stderr and "from_logits=True but" in stderr
+
+    # A value that does not validate: the rules are not guessed without it.
+    wrong = source.replace("epoch=3", "").replace("units=64", "units=0", 1)
+    stderr = failed(run_cli("validate", str(spec_file(tmp_path, wrong))), "the spec has 1 error")
+    assert "from_logits" not in stderr
+
+
 # --- output safety ----------------------------------------------------------------------------
 
 

@@ -180,6 +180,39 @@ def test_a_word_longer_than_a_line_stays_whole_in_the_docstring():
     ]
 
 
+def test_a_long_description_is_reflowed_in_one_pass_as_textwrap_would(monkeypatch):
+    """A description of megabytes took minutes to render, most of it textwrap's regular
+    expressions and chunk lists (14 s of 24 for 10 MB, linear, but slow): a paragraph without
+    a hyphen is re-flowed in one pass over its words, to exactly textwrap's lines (a hyphen,
+    where textwrap may break, still goes through textwrap)."""
+    import random
+
+    from loopgen.render import code
+
+    rng = random.Random(0)
+    samples = [
+        [
+            "".join(rng.choice("abcxyz.,;:!?()'\"éü_/") for _ in range(rng.choice([1, 3, 8, 95])))
+            for _ in range(rng.randint(0, 60))
+        ]
+        for _ in range(300)
+    ]
+    expected = [textwrap.fill(" ".join(words), 40, break_long_words=False) for words in samples]
+    calls = []
+    fill = textwrap.fill
+    monkeypatch.setattr(code.textwrap, "fill", lambda *a, **k: calls.append(a) or fill(*a, **k))
+    assert [code._fill(words, 40) for words in samples] == expected
+    assert calls == []  # the one-pass path
+    text = "A single reflow of a paragraph as long as this one, " * 40
+    data = apply_override(base(), f"description={json.dumps(text)}")
+    source = render_script(Spec.model_validate(data), spec_file="spec.py")
+    assert calls == []
+    docstring = ast.get_docstring(ast.parse(source), clean=False)
+    assert docstring.split("\n\n")[0] == fill(" ".join(text.split()), 88)
+    assert code._fill(["a-b"] * 40, 20) == fill(" ".join(["a-b"] * 40), 20)
+    assert len(calls) == 1  # a hyphen: textwrap's
+
+
 @pytest.mark.slow
 def test_step_based_variant_runs_and_checkpoints_on_its_cadence(tmp_path):
     """loop.steps (stops mid-epoch), checkpoints every 3 steps plus one where training ended,

@@ -688,6 +688,46 @@ def test_a_bad_sweep_exits_1_from_the_command_line(tmp_path):
     assert not (tmp_path / "sweeps").exists()
 
 
+def test_a_sweep_file_that_fails_to_import_says_the_sweep_file_raised_it(tmp_path):
+    """The sweep file's own error is the sweep file's (naming the module it missed), not the
+    spec's: the spec was not even read yet."""
+    write_spec(tmp_path, epochs=1, examples=64)
+    sweep = write_sweep(tmp_path)
+    sweep.write_text("import no_such_sweep_helpers\n" + sweep.read_text())
+    proc = run_cli("sweep", "sweep.py", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith(
+        "error: sweep.py:1: the sweep file raised ModuleNotFoundError: "
+        "No module named 'no_such_sweep_helpers'"
+    ), proc.stderr
+    assert "the spec raised" not in proc.stderr
+    assert not (tmp_path / "sweeps").exists()
+
+
+def test_mlflows_default_store_is_where_the_sweep_was_started_as_the_docs_point_mlflow_ui(
+    tmp_path, monkeypatch
+):
+    """The sweep works in the sweep file's folder (its trials' data paths are read there), but
+    MLflow's default store is the working directory's, where `mlflow ui` is run: the sweep's
+    runs and its trials' (given the same URI) land there, not beside the sweep file."""
+    pytest.importorskip("mlflow")
+    from loopgen.sweep.space import load_sweep
+    from loopgen.sweep.tracking import Tracking
+
+    folder, here = tmp_path / "sweeps_here", tmp_path / "work"
+    folder.mkdir(), here.mkdir()
+    write_spec(folder, epochs=1, examples=64, logging='Logging(mlflow=MLflow(experiment="t"))')
+    write_sweep(folder)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(here)
+    loaded = load_sweep(folder / "sweep.py")
+    monkeypatch.chdir(loaded.folder)  # as the sweep does before it connects
+    tracking = Tracking(loaded)
+    assert tracking.uri.endswith(str(here / "mlflow.db")), tracking.uri
+    assert tracking.environment("x")["MLFLOW_TRACKING_URI"] == tracking.uri
+    assert not (folder / "mlflow.db").exists()
+
+
 def test_the_sweep_language_is_apart_from_the_spec_language():
     """A spec's `import loopgen.dsl` does not build the sweep models (their import time)."""
     code = "import sys, loopgen.dsl; print('loopgen.dsl.sweep' in sys.modules)"

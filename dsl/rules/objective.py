@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...errors import RuleError
 from ..layers import KerasLayer
 from ..training import Loss
 from ..ways import LM_KINDS
@@ -249,17 +250,19 @@ def check_output(spec: Spec, where: str, loss: Loss, path: str, last: object) ->
         return  # the output activation is not visible here
     squashed = activation in ("softmax", "sigmoid")
     if loss.from_logits and squashed:
-        raise ValueError(
+        raise RuleError(
             f"{where}.from_logits=True but {path}.activation={activation!r}: the loss "
             f"would apply {activation} a second time. Remove the activation (recommended, "
-            f"more stable) or set {where}.from_logits=False"
+            f"more stable) or set {where}.from_logits=False",
+            at=path,
         )
     if not loss.from_logits and not squashed:
-        raise ValueError(
+        raise RuleError(
             f"{where}.from_logits=False but {path} outputs "
             f"{'logits' if activation == 'linear' else repr(activation) + ' values'}"
             f", not probabilities; set {where}.from_logits=True (recommended) or end the "
-            "model in a softmax/sigmoid"
+            "model in a softmax/sigmoid",
+            at=path,
         )
 
 
