@@ -1,7 +1,7 @@
 """Classify IMDB reviews with a two-block Transformer encoder.
 
 Written by loopgen 0.1.0 from examples/imdb_transformer.py
-(spec sha256 6c5ac676c877d577, script sha256 6c25b3abcb68b728).
+(spec sha256 6c5ac676c877d577, script sha256 c700f008b22f8f50).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1771,8 +1771,8 @@ class RunDirectory:
     def end(self, error=None):
         """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
         A run killed outright leaves a start record without an end."""
-        if self.run is None:
-            return self.undo()  # never started: refused, or stopped before training
+        if self.run is None:  # never started: refused, or stopped before training
+            return self.undo() if isinstance(error, SystemExit) else None
         record = {
             "event": "end",
             "run": self.run,
@@ -1833,9 +1833,13 @@ class RunDirectory:
             )
 
     def undo(self):
-        """A run refused (or stopped) before it started leaves the directory as it was: the
-        setup.json it wrote, the directory it made go again, and run.lock says what it said.
-        """
+        """A run refused before it started (a --profile range, another setup's checkpoints, ...)
+        leaves the directory as it was: the setup.json it wrote and the directory it made go
+        again, and run.lock says what it said. What cannot be undone stays."""
+        with contextlib.suppress(OSError):
+            self.remove_what_it_made()
+
+    def remove_what_it_made(self):
         if getattr(self, "wrote_setup", False):
             os.remove(os.path.join(self.checkpoints, "setup.json"))
             with contextlib.suppress(OSError):  # only if it is empty now
