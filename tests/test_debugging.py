@@ -23,6 +23,7 @@ from helpers import (
     TWO_CPUS,
     npz,
     records,
+    render_into,
     run_preloaded,
     run_python,
     tf_check,
@@ -268,9 +269,9 @@ def test_replay_of_a_healthy_step_prints_the_loss_the_run_logged(render, tmp_pat
 def test_profile_traces_the_steps_it_names(render, tmp_path):
     """--profile 3:5 writes the profiler's trace (an .xplane.pb file) under logs/profile, each
     step marked as a step of its own (the Profile tab's step time and input-bound verdict need
-    them), though the run's train_loop calls take 8 steps; its closing line is a line of its
-    own, not glued to the progress bar."""
-    script = mnist(render, tmp_path, "data.batch_size=16", "loop.log_every_steps=100")
+    them), though the run's train_loop calls take 2 steps (a log every 2); its closing line is a
+    line of its own, not glued to the progress bar, which step 4's log left without a newline."""
+    script = mnist(render, tmp_path, "data.batch_size=16", "loop.log_every_steps=2")
     out = tmp_path / "out"
     proc = run_python(script, "--profile", "3:5", "--epochs", "1", "--output-dir", str(out),
                       cwd=tmp_path)  # fmt: skip
@@ -355,6 +356,9 @@ def test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own(
     proc = run_python(script, "replay", "--step", "200", "--output-dir", str(overfit),
                       cwd=tmp_path)  # fmt: skip
     assert replayed_loss(proc) == pytest.approx(logged_loss(overfit, 200), rel=1e-6, abs=1e-6)
+    # Steps 193 to 199 (a log every 8: one call of the run's), each replayed alone, its loss.
+    before = re.findall(r"^Step (\d+): loss: \S+", proc.stdout, re.M)
+    assert before == [str(s) for s in range(193, 200)], proc.stdout[-3000:]
     proc = run_python(script, "replay", "--step", "197", "--output-dir", str(overfit),
                       cwd=tmp_path)  # fmt: skip
     assert "as logged" not in proc.stdout and "(this step was not logged)" in proc.stdout
@@ -420,20 +424,22 @@ EARLY = [
 ]
 
 
-@pytest.mark.parametrize("golden", ["mnist_mlp", "cartpole_ppo"])
+@pytest.mark.parametrize("example", ["mnist_mlp", "cartpole_ppo"])
 @pytest.mark.parametrize("args, message", EARLY, ids=[" ".join(a) for a, _ in EARLY])
 def test_a_mistaken_debugging_flag_is_refused_before_tensorflow_loads(
-    tmp_path, golden, args, message
+    shared, tmp_path, example, args, message
 ):
     """The flags are checked in parse_args, before the script imports TensorFlow (seconds; 20
     to 30 on a busy machine), as --help is answered: here Keras and TensorFlow cannot even be
     imported (modules of those names that stop the script), and the mistake is still named,
-    with nothing written."""
+    with nothing written. The scripts are rendered once for the session (a render, not the
+    golden file: the templates are what is tested)."""
+    folder = shared(f"early-{example}", lambda folder: render_into(folder / "train.py", example))
     for module in ("keras", "tensorflow", "numpy", "gymnasium"):
         (tmp_path / f"{module}.py").write_text("raise SystemExit('imported ' + __name__)\n")
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "generated" / f"{golden}.py"), *args, "--output-dir", str(out)],
+        [sys.executable, str(folder / "train.py"), *args, "--output-dir", str(out)],
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)}, capture_output=True,
         text=True, timeout=120,
     )  # fmt: skip
