@@ -234,6 +234,7 @@ MODULE_NAMES = frozenset({
     "linecache", "native_stderr_silenced", "nonfinite_op", "overfit", "replay",
     "replayed", "serve_once", "tempfile", "warnings", "make_inspected_step", "SATURATED",
     "INSPECT_EVERY_STEPS", "learning_rates", "step_of_update", "update_of", "updates_at",
+    "global_norm64", "running_sums", "step_values", "was_logged",
     # Reward normalization (templates/partials/ways/ppo.jinja).
     "REWARD_CLIP", "RewardScale",
     # The training data's directory listing (templates/partials/run_dir.jinja).

@@ -99,9 +99,38 @@ def inspection_reference(script: str, before: str, after: str, batch: str) -> di
     return found
 
 
+def profiled_steps(directory: str) -> dict:
+    """The steps a profile (--profile) marks, as TensorBoard's Profile tab finds them: the
+    step_num of each "train" event (tf.profiler.experimental.Trace) in its .xplane.pb files."""
+    from pathlib import Path
+
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    steps = []
+    for path in Path(directory).rglob("*.xplane.pb"):
+        space = xplane_pb2.XSpace.FromString(path.read_bytes())
+        for plane in space.planes:
+            stat = {k: v.name for k, v in plane.stat_metadata.items()}
+            for line in plane.lines:
+                for event in line.events:
+                    if plane.event_metadata[event.metadata_id].name == "train":
+                        found = {
+                            stat[s.metadata_id]: s.int64_value or s.uint64_value
+                            for s in event.stats
+                        }
+                        steps.append(found.get("step_num"))
+    return {"steps": sorted(steps)}
+
+
 CHECKS = {
     f.__name__: f
-    for f in (first_nonfinite_layer, debugger_graphs, restored_weights, inspection_reference)
+    for f in (
+        first_nonfinite_layer,
+        debugger_graphs,
+        restored_weights,
+        inspection_reference,
+        profiled_steps,
+    )
 }
 
 if __name__ == "__main__":

@@ -289,8 +289,16 @@ def npz(path: str) -> str:
 
 
 def records(out: Path) -> list[dict]:
-    """The JSON records of a run's metrics.jsonl."""
-    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    """The JSON records of a run's metrics.jsonl, read as strict JSON (a bare NaN or Infinity,
+    which jq and JavaScript refuse, fails the test)."""
+    return [
+        json.loads(line, parse_constant=_not_json)
+        for line in (out / "metrics.jsonl").read_text().splitlines()
+    ]
+
+
+def _not_json(constant: str) -> None:
+    raise AssertionError(f"metrics.jsonl holds {constant}, which strict JSON has not")
 
 
 def saved_models(export: Path, script: Path) -> list[Path]:

@@ -125,6 +125,144 @@ AFTER_ONE_DEVICE = "            loss = loss_fn(targets, values)"
 AFTER_REPLICAS = "            # A Keras loss"
 
 MUTANTS: list[Mutant] = [
+    # --- Debugging: replay, the flags and the run directory (issue 55, items 1-8)
+    mutant(
+        "replay_norms_in_float32",
+        "templates/partials/debugging.jinja",
+        "arrays = [np.asarray(tf.convert_to_tensor(a), np.float64) for a in arrays]",
+        "arrays = [np.asarray(tf.convert_to_tensor(a), np.float32) for a in arrays]",
+        ["tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step"],
+        "#1: replay's weight norms of a diverged run (near 1e35) overflow to inf",
+    ),
+    mutant(
+        "overfit_replay_on_all_the_data",
+        RUN_DIR,
+        """, "deterministic"{{ ', "overfit_batches"' if overfittable }})""",
+        """, "deterministic")""",
+        [
+            "tests/test_debugging.py::"
+            "test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own"
+        ],
+        "#2: an --overfit-batches run replayed on the full data",
+    ),
+    mutant(
+        "overfit_debug_batch_of_the_full_data",
+        RUN_DIR,
+        "            step = (step - 1) % self.args.overfit_batches + 1\n",
+        "            pass\n",
+        ["tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step"],
+        "#2: an --overfit-batches run's debug/step-N keeps the full data's batch of step N",
+    ),
+    mutant(
+        "replay_runs_the_steps_before_n_in_one_call",
+        RUN_DIR,
+        """if self.args.check_numerics{{ " or self.args.step" if replayable }} or""",
+        "if self.args.check_numerics or",
+        [
+            "tests/test_debugging.py::"
+            "test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own"
+        ],
+        "#3: the steps before N replayed in calls of several: no loss of each is printed",
+    ),
+    mutant(
+        "debugging_flags_checked_after_tensorflow_loads",
+        "templates/partials/args.jinja",
+        "    check_debugging_flags(args)\n    return args\n",
+        "    return args\n",
+        [
+            "tests/test_debugging.py::"
+            "test_a_mistaken_debugging_flag_is_refused_before_tensorflow_loads"
+            "[--profile 30:10-mnist_mlp]"
+        ],
+        "#4: the debugging flags are not checked before TensorFlow loads",
+    ),
+    mutant(
+        "refused_run_leaves_its_files",
+        RUN_DIR,
+        "return self.undo() if isinstance(error, SystemExit) else None",
+        "return None",
+        ["tests/test_debugging.py::test_a_refused_run_leaves_nothing_in_a_new_directory"],
+        "#5: a run refused once it holds the directory leaves run.lock and setup.json",
+    ),
+    mutant(
+        "profile_marks_a_call_of_several_steps",
+        RUN_DIR,
+        " or first - 1 <= step < last:",
+        ":",
+        ["tests/test_debugging.py::test_profile_traces_the_steps_it_names"],
+        "#6: the profiler's step markers cover a call of several steps (no step time measured)",
+    ),
+    mutant(
+        "profile_line_glued_to_the_progress_bar",
+        RUN_DIR,
+        "            print()  # after the progress bar's line\n            print(f\"--profile:",
+        '            print(f"--profile:',
+        ["tests/test_debugging.py::test_profile_traces_the_steps_it_names"],
+        "#7: the profile's closing line glued to the progress bar",
+    ),
+    mutant(
+        "replay_counts_the_epochs_it_replays",
+        RUN_DIR,
+        "self.args.epochs if self.args.step else epochs}",
+        "epochs}",
+        [
+            "tests/test_debugging.py::"
+            "test_replay_of_a_healthy_step_prints_the_loss_the_run_logged[single_device]"
+        ],
+        "#7: replay shows Epoch 1/1 for a step of a 3-epoch run",
+    ),
+    mutant(
+        "replay_says_as_logged_of_a_step_never_logged",
+        RUN_DIR,
+        "logged = was_logged(self.args.replay_of, self.args.step)",
+        "logged = True",
+        [
+            "tests/test_debugging.py::"
+            "test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own"
+        ],
+        "#7: replay shows 'as logged' for a step the run never logged",
+    ),
+    mutant(
+        "replay_weight_norm_before_the_step",
+        "templates/partials/debugging.jinja",
+        "{global_norm64(after):12.6g}",
+        "{global_norm64(before):12.6g}",
+        [
+            "tests/test_debugging.py::"
+            "test_replay_of_a_healthy_step_prints_the_loss_the_run_logged[single_device]"
+        ],
+        "#7: replay's weight norm is before the step, inspect's after it",
+    ),
+    mutant(
+        "fast_dev_run_summaries_at_each_stage",
+        "templates/partials/debugging.jinja",
+        "            keras.Model.summary = lambda *args, **kwargs: None\n",
+        "",
+        [
+            "tests/test_debugging.py::"
+            "test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone[mnist_mlp]"
+        ],
+        "#7: --fast-dev-run prints the model's summary at each stage",
+    ),
+    mutant(
+        "fast_dev_run_says_not_locking",
+        RUN_DIR,
+        "            if not self.args.fast_dev_run:  # whose scratch directory is its own\n",
+        "            if True:\n",
+        [
+            "tests/test_debugging.py::"
+            "test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone[mnist_mlp]"
+        ],
+        "#7: --fast-dev-run says 'Not locking ... (--no-lock)' without --no-lock",
+    ),
+    mutant(
+        "metrics_jsonl_writes_a_bare_nan",
+        RUN_DIR,
+        "        if nonfinite:\n",
+        "        if False:\n",
+        ["tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step"],
+        "#8: metrics.jsonl holds a bare NaN, which strict JSON readers refuse",
+    ),
     # --- Reinforcement learning: what the loop feeds the formulas (issue 47's survivors 1-10)
     mutant(
         "ppo_bootstraps_the_next_episodes_first_observation",

@@ -7,8 +7,11 @@ are Keras' and NumPy's (debug_checks.py), from the files the runs wrote."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import data
@@ -20,6 +23,7 @@ from helpers import (
     TWO_CPUS,
     npz,
     records,
+    render_into,
     run_preloaded,
     run_python,
     tf_check,
@@ -149,22 +153,33 @@ WRAPPED = "model.layers=" + json.dumps([
 
 @pytest.mark.slow
 def test_replay_names_the_first_nonfinite_layer_of_a_diverged_step(render, tmp_path):
-    """A learning rate of 1e6 makes the loss NaN at some step k (found by the plain run, which
-    writes debug/step-k/ and prints the command that replays it). `replay --step k` in a new
-    process names the layer whose output first is not finite: the one a Keras forward pass of
-    the checkpoint before k, on debug/step-k's batch, finds. Each Dense is wrapped in a
-    TimeDistributed, so the layer named is the innermost one, the Dense inside the wrapper
-    being called (the outermost would name the wrapper). The batch in debug/step-k is the
-    one step k received: a run with a line in the step that saves each batch, eagerly, saved
-    the same (the batches do not depend on the learning rate)."""
+    """A learning rate of 1e12 on 1,000 examples of noise makes the loss NaN at some step k
+    (found by the plain run, which writes debug/step-k/ and prints the command that replays
+    it). `replay --step k` in a new process names the layer whose output first is not finite:
+    the one a Keras forward pass of the checkpoint before k, on debug/step-k's batch, finds.
+    Each Dense is wrapped in a TimeDistributed, so the layer named is the innermost one, the
+    Dense inside the wrapper being called (the outermost would name the wrapper). It reports,
+    never crashes, though the weights (near 1e35) overflow float32 in any norm of theirs; it
+    prints the loss of each step before k (finite) and counts up to the run's 20 epochs.
+    metrics.jsonl stays strict JSON: the NaN loss is null, named in "nonfinite". The batch in
+    debug/step-k is the one step k received: a run with a line in the step that saves each
+    batch, eagerly, saved the same (the batches do not depend on the learning rate). An
+    --overfit-batches 1 run diverges too: its debug batch is the one it trained on (the first),
+    and its replay reports as well."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (1000, 28, 28)).astype(np.uint8)
+    np.savez(tmp_path / "train.npz", x=x, y=rng.integers(0, 10, 1000))
     overrides = ['checkpoint={"every_steps": 1}', WRAPPED]
-    script = mnist(render, tmp_path, *overrides, "optimizer.learning_rate=1e6")
+    script = mnist(render, tmp_path, *overrides, "optimizer.learning_rate=1e12")
     out = tmp_path / "out"
     proc = failing(script, "--epochs", "20", "--output-dir", str(out), cwd=tmp_path)
     end = json.loads((out / "runs.jsonl").read_text().splitlines()[-1])
     assert end["exit"] == "nan", end
     k = end["nan_step"]
     assert f"replay --step {k} --output-dir {out}" in proc.stderr, proc.stderr[-2000:]
+    last = records(out)[-1]  # strict JSON (records)
+    assert last["step"] == k and last["loss"] is None, last
+    assert last["nonfinite"]["loss"] in ("NaN", "Infinity", "-Infinity"), last
     batch = out / "debug" / f"step-{k}" / "batch.npz"
     before = tree(out)
 
@@ -178,6 +193,11 @@ def test_replay_names_the_first_nonfinite_layer_of_a_diverged_step(render, tmp_p
         replayed.stdout[-3000:]
     )
     assert tree(out) == before  # replay only reads the run's directory
+    assert f"Epoch {(k - 1) // 16 + 1}/20" in replayed.stdout, replayed.stdout[-3000:]
+    assert "its loss not counted" in replayed.stdout, replayed.stdout[-3000:]
+    # Each layer's weight norm, computed in float64 (float32 overflows): finite, near 1e35.
+    norms = [float(n) for n in re.findall(r"^  model/\w+ +(\S+) ", replayed.stdout, re.M)]
+    assert len(norms) == 3 and np.isfinite(norms).all(), replayed.stdout[-3000:]
 
     # The batches a healthy run's step received, saved by the step itself (eagerly).
     healthy = mnist(render, tmp_path, *overrides, name="healthy.py")
@@ -188,6 +208,25 @@ def test_replay_names_the_first_nonfinite_layer_of_a_diverged_step(render, tmp_p
                str(tmp_path / "seen"), cwd=tmp_path)  # fmt: skip
     with np.load(batch) as arrays:
         assert np.array_equal(arrays["features"], np.load(tmp_path / f"seen-{k}.npy"))
+
+    # --overfit-batches 1 (a checkpoint an epoch: none before the NaN): every step trains on
+    # the first batch, which its debug folder keeps; the replay, from the initial weights,
+    # prints each step's loss before j, finite, and reports.
+    plain = mnist(render, tmp_path, "optimizer.learning_rate=1e12", name="plain.py")
+    failing(plain, "--overfit-batches", "1", "--epochs", "20", "--output-dir", str(out),
+            cwd=tmp_path)  # fmt: skip
+    overfit = tmp_path / "out-overfit-1"
+    j = json.loads((overfit / "runs.jsonl").read_text().splitlines()[-1])["nan_step"]
+    assert 1 < j <= 16, j
+    with np.load(overfit / "debug" / f"step-{j}" / "batch.npz") as arrays:
+        assert np.array_equal(arrays["features"], np.load(tmp_path / "seen-1.npy"))
+    replayed = failing(plain, "replay", "--step", str(j), "--output-dir", str(overfit),
+                       cwd=tmp_path)  # fmt: skip
+    assert "The first NaN or Inf: layer " in replayed.stdout, replayed.stdout[-3000:]
+    losses = dict(re.findall(r"^Step (\d+): loss: (\S+)", replayed.stdout, re.M))
+    assert sorted(map(int, losses)) == list(range(1, j)), losses
+    assert np.isfinite([float(v) for v in losses.values()]).all(), losses
+    assert "its loss not counted" in replayed.stdout, replayed.stdout[-3000:]
 
 
 def logged_loss(out: Path, step: int) -> float:
@@ -205,8 +244,11 @@ def replayed_loss(proc) -> float:
 def test_replay_of_a_healthy_step_prints_the_loss_the_run_logged(render, tmp_path, variant):
     """A run of 5 steps (an epoch is 2), a checkpoint every 2: replaying step 5 (from ckpt-4),
     step 4 (from ckpt-2, step 3 as the run took it) and step 1 (from the initial weights)
-    prints the loss the run logged at that step within 1e-6. A mirrored run on two replicas is
-    replayed on one device by its own script."""
+    prints the loss the run logged at that step within 1e-6. The steps before it print their
+    own loss (step 3's, the first of its epoch, is the one logged), the epochs count up to the
+    run's 3, and each layer's weight norm is the one after the step (ckpt-4's, for step 4, as
+    logging.inspect's). A mirrored run on two replicas is replayed on one device by its own
+    script."""
     extra = [TWO_CPUS] if variant == "mirrored" else []
     script = mnist(
         render, tmp_path, 'checkpoint={"every_steps": 2}', "data.batch_size=64", *extra,
@@ -223,19 +265,36 @@ def test_replay_of_a_healthy_step_prints_the_loss_the_run_logged(render, tmp_pat
         if variant == "mirrored":  # the run trained on two
             assert "1 replica(s) on this machine" in proc.stdout
         assert replayed_loss(proc) == pytest.approx(logged_loss(out, step), rel=1e-6, abs=1e-6)
+        assert f"Epoch {(step + 1) // 2}/3" in proc.stdout, proc.stdout[-3000:]
+        if step == 4:
+            found = re.search(r"^Step 3: loss: (\S+)", proc.stdout, re.M)
+            assert found, proc.stdout[-3000:]
+            assert float(found[1]) == pytest.approx(logged_loss(out, 3), rel=1e-6, abs=1e-6)
+            norms = dict(re.findall(r"^  model/(\w+) +(\S+) ", proc.stdout, re.M))
+            after = debug_check(
+                "restored_weights", str(script), str(out / "checkpoints" / "ckpt-4"), cwd=tmp_path
+            )
+            assert norms.keys() == after.keys(), (norms, after)
+            for layer, norm in after.items():
+                assert float(norms[layer]) == pytest.approx(norm, rel=1e-5), layer
     assert tree(out) == before
 
 
 @pytest.mark.slow
 def test_profile_traces_the_steps_it_names(render, tmp_path):
-    """--profile 3:5 writes the profiler's trace (an .xplane.pb file) under logs/profile."""
-    script = mnist(render, tmp_path)
+    """--profile 3:5 writes the profiler's trace (an .xplane.pb file) under logs/profile, each
+    step marked as a step of its own (the Profile tab's step time and input-bound verdict need
+    them), though the run's train_loop calls take 2 steps (a log every 2); its closing line is a
+    line of its own, not glued to the progress bar, which step 4's log left without a newline."""
+    script = mnist(render, tmp_path, "data.batch_size=16", "loop.log_every_steps=2")
     out = tmp_path / "out"
-    proc = run_python(script, "--profile", "3:5", "--epochs", "3", "--output-dir", str(out),
+    proc = run_python(script, "--profile", "3:5", "--epochs", "1", "--output-dir", str(out),
                       cwd=tmp_path)  # fmt: skip
-    assert "steps 3 to 5 traced" in proc.stdout
+    assert re.search(r"^--profile: steps 3 to 5 traced", proc.stdout, re.M), proc.stdout[-2000:]
     traces = list((out / "logs" / "profile").rglob("*.xplane.pb"))
     assert traces and traces[0].stat().st_size > 0, traces
+    marked = debug_check("profiled_steps", str(out / "logs" / "profile"), cwd=tmp_path)
+    assert marked["steps"] == [3, 4, 5], marked
 
 
 @pytest.mark.slow
@@ -259,7 +318,8 @@ def test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone(
 ):
     """--fast-dev-run: each stage (train, resume, evaluate/predict where the script offers
     them, serve the export) says OK, in a temporary directory; the run directory it was given
-    (a real run's) is byte for byte as it was."""
+    (a real run's) is byte for byte as it was. It says nothing of --no-lock, which it was not
+    given, and shows the networks' summaries once (in its first stage), not at each stage."""
     if example == "mnist_mlp":
         script = mnist(render, tmp_path)
     elif example == "cartpole_ppo":
@@ -277,6 +337,9 @@ def test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone(
     for stage in wanted:
         assert any(found.startswith(stage) for found in stages), (stage, stages)
     assert "every stage ran" in proc.stdout
+    assert "Not locking" not in proc.stdout, proc.stdout[-3000:]
+    first, later = proc.stdout.split("--fast-dev-run: resume from the checkpoint", 1)
+    assert "Total params" in first and "Total params" not in later, proc.stdout[-3000:]
     assert tree(out) == before
     scratch = re.search(r"every stage ran \(in (\S+), removed\)", proc.stdout)[1]
     assert not Path(scratch).exists()
@@ -287,7 +350,9 @@ def test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own(
     """--overfit-batches 2 on 512 images of noise with random labels: the same two batches
     again and again are memorized (training loss below 0.05 after 200 steps, in
     <output-dir>-overfit-2, and the verdict says so), where the same 200 steps on all 512
-    are not (above 0.1): the flag trains on its batches alone."""
+    are not (above 0.1): the flag trains on its batches alone. Its replay does too: step 200
+    (from ckpt-192, a checkpoint an epoch of 8 steps) prints the loss the run logged; step 197,
+    never logged, says so rather than "as logged"."""
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (512, 28, 28)).astype(np.uint8)
     np.savez(tmp_path / "noise.npz", x=x, y=rng.integers(0, 10, 512))
@@ -302,6 +367,16 @@ def test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own(
     memorized = [r["loss"] for r in records(tmp_path / "out-overfit-2")]
     assert memorized[-1] < 0.05 < memorized[0], memorized[::5]
     assert "it falls towards 0" in proc.stdout
+    overfit = tmp_path / "out-overfit-2"
+    proc = run_python(script, "replay", "--step", "200", "--output-dir", str(overfit),
+                      cwd=tmp_path)  # fmt: skip
+    assert replayed_loss(proc) == pytest.approx(logged_loss(overfit, 200), rel=1e-6, abs=1e-6)
+    # Steps 193 to 199 (a log every 8: one call of the run's), each replayed alone, its loss.
+    before = re.findall(r"^Step (\d+): loss: \S+", proc.stdout, re.M)
+    assert before == [str(s) for s in range(193, 200)], proc.stdout[-3000:]
+    proc = run_python(script, "replay", "--step", "197", "--output-dir", str(overfit),
+                      cwd=tmp_path)  # fmt: skip
+    assert "as logged" not in proc.stdout and "(this step was not logged)" in proc.stdout
     run_python(script, "--epochs", "25", "--output-dir", str(out), cwd=tmp_path)
     assert records(out)[-1]["loss"] > 0.1, records(out)[-1]
 
@@ -351,18 +426,59 @@ BAD = [
 def test_a_mistaken_debugging_flag_stops_with_the_fix_and_changes_nothing(
     finished_run, tmp_path, args, message
 ):
-    """Exit 1 or 2 with the fix, no traceback, and the run directory as it was (but run.lock,
-    which names the last process to hold the directory: a --profile range is checked against
-    the run's steps, known once it holds it)."""
+    """Exit 1 or 2 with the fix, no traceback, and the run directory as it was, run.lock too
+    (a --profile range is checked against the run's steps, known once the run holds the
+    directory: a refused run leaves it as it found it)."""
     script, out = finished_run
     before = tree(out)
     proc = failing(script, *args, "--output-dir", str(out), cwd=tmp_path)
     assert message in proc.stdout + proc.stderr, (proc.stdout[-1500:], proc.stderr[-1500:])
-    after = tree(out)
-    assert after.keys() == before.keys()
-    assert {k: v for k, v in after.items() if k != "run.lock"} == {
-        k: v for k, v in before.items() if k != "run.lock"
-    }
+    assert tree(out) == before
+
+
+@pytest.mark.slow
+def test_a_refused_run_leaves_nothing_in_a_new_directory(render, tmp_path):
+    """--profile 10:9999 on a new output directory is refused once the run knows its steps,
+    after it took the directory: no run.lock, no checkpoints/setup.json, no directory is
+    left."""
+    script = mnist(render, tmp_path)
+    out = tmp_path / "new"
+    proc = failing(script, "--profile", "10:9999", "--output-dir", str(out), cwd=tmp_path)
+    assert "give START:STOP within them" in proc.stdout + proc.stderr, proc.stderr[-1500:]
+    assert not out.exists(), tree(out)
+
+
+EARLY = [
+    (["--profile", "30:10"], "give the first and last"),
+    (["--fast-dev-run", "0"], "--fast-dev-run 0: give a whole number, 1 or more"),
+    (["replay", "--step", "0"], "--step 0: give a whole number, 1 or more"),
+    (["replay"], "replay takes --step N"),
+    (["--check-numerics", "--dump-debug-info"], "do not combine"),
+]
+
+
+@pytest.mark.parametrize("example", ["mnist_mlp", "cartpole_ppo"])
+@pytest.mark.parametrize("args, message", EARLY, ids=[" ".join(a) for a, _ in EARLY])
+def test_a_mistaken_debugging_flag_is_refused_before_tensorflow_loads(
+    shared, tmp_path, example, args, message
+):
+    """The flags are checked in parse_args, before the script imports TensorFlow (seconds; 20
+    to 30 on a busy machine), as --help is answered: here Keras and TensorFlow cannot even be
+    imported (modules of those names that stop the script), and the mistake is still named,
+    with nothing written. The scripts are rendered once for the session (a render, not the
+    golden file: the templates are what is tested)."""
+    folder = shared(f"early-{example}", lambda folder: render_into(folder / "train.py", example))
+    for module in ("keras", "tensorflow", "numpy", "gymnasium"):
+        (tmp_path / f"{module}.py").write_text("raise SystemExit('imported ' + __name__)\n")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(folder / "train.py"), *args, "--output-dir", str(out)],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)}, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    said = proc.stdout + proc.stderr
+    assert proc.returncode in (1, 2) and message in said, (proc.returncode, said[-1500:])
+    assert "imported" not in said and not out.exists(), said[-1500:]
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a residual network, trained on augmented images.
 
 Written by loopgen 0.1.0 from examples/cifar10_resnet.py
-(spec sha256 ae2f5a08dba59b9d, script sha256 fb4fbe6c6011fa13).
+(spec sha256 ae2f5a08dba59b9d, script sha256 2e0f71ad9dc20649).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -119,7 +119,36 @@ def parse_args(argv=None):
         parser.error(
             "predict takes the paths of its inputs; train and evaluate take none"
         )
+    check_debugging_flags(args)
     return args
+
+
+def check_debugging_flags(args):
+    """The debugging flags' mistakes stop the script before TensorFlow loads; --profile's
+    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
+    """
+    # Counts of steps or batches.
+    for flag in ["--fast-dev-run"]:
+        name = flag[2:].replace("-", "_")
+        count = getattr(args, name)
+        if count is not None and not (count.isdigit() and int(count) >= 1):
+            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
+        setattr(args, name, count and int(count))
+    if args.check_numerics and args.dump_debug_info:
+        raise SystemExit(
+            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
+            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
+        )
+    if args.profile:
+        start, _, stop = args.profile.partition(":")
+        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
+            raise SystemExit(
+                f"--profile {args.profile}: give the first and last step to trace, "
+                "START:STOP with 1 <= START <= STOP (3:5, say)"
+            )
+        args.profile = int(start), int(stop)
+    if args.command != "train" and (args.fast_dev_run or args.profile):
+        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
 
 
 if __name__ == "__main__":
@@ -137,13 +166,7 @@ def load_examples():
     """Training and validation examples: (images, labels) arrays held in
     memory, from which the batches pick theirs by index."""
     # Downloads once into ~/.keras/datasets, then loads from there.
-    with downloading(
-        "cifar10 (keras.datasets.cifar10.load_data())",
-        "Offline? Give the arrays as a local file instead: data.train=Npz(path=...), an .npz "
-        "of x and y as load_data() returns them; or run once online: load_data() keeps its "
-        "download in ~/.keras/datasets.",
-    ):
-        (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
+    (x_train, y_train), (x_test, y_test) = keras.datasets.cifar10.load_data()
     train_examples = (x_train, y_train)
     validation_examples = (x_test, y_test)
     return train_examples, validation_examples
@@ -845,34 +868,6 @@ def predict(serve, args, examples):
 # --- Debugging ------------------------------------------------------------------------
 
 
-def check_debugging_flags(args):
-    """The debugging flags' mistakes stop the script before it does anything; --profile's
-    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
-    """
-    # Counts of steps or batches.
-    for flag in ["--fast-dev-run"]:
-        name = flag[2:].replace("-", "_")
-        count = getattr(args, name)
-        if count is not None and not (count.isdigit() and int(count) >= 1):
-            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
-        setattr(args, name, count and int(count))
-    if args.check_numerics and args.dump_debug_info:
-        raise SystemExit(
-            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
-            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
-        )
-    if args.profile:
-        start, _, stop = args.profile.partition(":")
-        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
-            raise SystemExit(
-                f"--profile {args.profile}: give the first and last step to trace, "
-                "START:STOP with 1 <= START <= STOP (3:5, say)"
-            )
-        args.profile = int(start), int(stop)
-    if args.command != "train" and (args.fast_dev_run or args.profile):
-        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
-
-
 def execution_modes(args):
     """How TensorFlow runs this process's ops, set before anything is traced: --deterministic
     and the debugging flags. Returns whether the steps may compile with XLA, which cannot run
@@ -991,6 +986,8 @@ def fast_dev_run(args):
                     run.end(error)
                     raise
                 run.end()
+            # The later stages build the same networks: one summary of them is enough.
+            keras.Model.summary = lambda *args, **kwargs: None
         with dev_stage("serve the export"):
             serve_once(os.path.join(scratch, "export"), examples, n)
     finally:
@@ -1107,17 +1104,15 @@ class RunDirectory:
             raise SystemExit(
                 f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
             )
-        # The directories this run makes, the deepest first: a failed download removes them.
-        self.made, folder = [], os.path.abspath(self.path)
-        while not os.path.exists(folder):
-            self.made.append(folder)
-            folder = os.path.dirname(folder)
         made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
+        # undo() removes it again if the run is refused before it starts.
+        self.made = made
         if self.args.no_lock:
-            return print(
-                f"Not locking {self.path} (--no-lock): no other run may use it."
-            )
+            if not self.args.fast_dev_run:  # whose scratch directory is its own
+                print(f"Not locking {self.path} (--no-lock): no other run may use it.")
+            return
+        existed = os.path.exists(os.path.join(self.path, "run.lock"))
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
             # evaluate and predict read: any number of them at once, but not while a run trains.
@@ -1144,10 +1139,9 @@ class RunDirectory:
             ) from None
         if reader:
             return
-        # What run.lock said before this run: a run that stops before it wrote anything else
-        # (a failed download) puts it back.
+        # What it said before this run (None: no file), for undo().
         self.lock_file.seek(0)
-        self.found = self.lock_file.read()
+        self.lock_text = self.lock_file.read() if existed else None
         # Often the first write of a run: the one a full disk fails.
         try:
             with writing(self.lock_file.name):
@@ -1166,27 +1160,6 @@ class RunDirectory:
             raise
         # What a run killed mid-export left.
         settle_whole(os.path.join(self.path, "export"))
-
-    def unlock(self):
-        """Leaves the directory as this run found it, when the run stopped before it wrote
-        anything there but run.lock (a download failed): run.lock holds what it held (or is
-        removed, with the directories this run made if nothing else is in them), and the lock
-        is released."""
-        text = getattr(self, "found", None)
-        if text is None:
-            return  # not locked by this run (--no-lock, another run's, a reader's)
-        if text:
-            self.lock_file.truncate(0)
-            self.lock_file.write(text)
-            self.lock_file.flush()
-        else:
-            os.remove(self.lock_file.name)
-        self.lock_file.close()  # the flock goes with it
-        self.found = None
-        for folder in self.made:
-            if os.listdir(folder):
-                break
-            os.rmdir(folder)
 
     def restore(self, checkpoint, examples, **networks):
         """Resumes from the newest checkpoint that restores (a damaged one is reported and the
@@ -1211,6 +1184,7 @@ class RunDirectory:
             if self.args.init_from:
                 self.init_from = load_weights(self.args.init_from, **networks)
             os.makedirs(self.checkpoints, exist_ok=True)
+            self.wrote_setup = True  # undo() removes it again if the run is refused
             with open(setup_path, "w") as f:
                 return json.dump({**setup, "data": self.data}, f, indent=2)
         if self.args.init_from:
@@ -1405,9 +1379,10 @@ class RunDirectory:
 
     def bound(self, step):
         """The first step after `step` that ends a train_loop call for the debugging flags:
-        --profile's first and last; with --check-numerics, each (a NaN then names its step).
-        """
-        if self.args.check_numerics:
+        --profile's first and last; each with --check-numerics (a NaN then names its step) and while --profile traces (the profiler counts
+        a call as a step)."""
+        first, last = self.args.profile or (0, 0)
+        if self.args.check_numerics or first - 1 <= step < last:
             return step + 1
         return min((bound for bound in self.bounds if bound > step), default=math.inf)
 
@@ -1425,6 +1400,7 @@ class RunDirectory:
             yield
         if first_step + num_steps == last:
             tf.profiler.experimental.stop()
+            print()  # after the progress bar's line
             print(
                 f"--profile: steps {first} to {last} traced into {os.path.join(self.path, 'logs', 'profile')}"
             )
@@ -1498,8 +1474,8 @@ class RunDirectory:
     def end(self, error=None):
         """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
         A run killed outright leaves a start record without an end."""
-        if self.run is None:
-            return  # never started: refused, or stopped before training
+        if self.run is None:  # never started: refused, or stopped before training
+            return self.undo() if isinstance(error, SystemExit) else None
         record = {
             "event": "end",
             "run": self.run,
@@ -1557,10 +1533,41 @@ class RunDirectory:
                 f"Dropped from {path} its {dropped} records after step {step}: logged again"
             )
 
+    def undo(self):
+        """A run refused before it started (a --profile range, another setup's checkpoints, ...)
+        leaves the directory as it was: the setup.json it wrote and the directory it made go
+        again, and run.lock says what it said. What cannot be undone stays."""
+        with contextlib.suppress(OSError):
+            self.remove_what_it_made()
+
+    def remove_what_it_made(self):
+        if getattr(self, "wrote_setup", False):
+            os.remove(os.path.join(self.checkpoints, "setup.json"))
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.checkpoints)
+        lock_text = getattr(self, "lock_text", False)
+        if lock_text is None:
+            os.remove(self.lock_file.name)
+        elif lock_text:
+            with open(self.lock_file.name, "w") as f:
+                f.write(lock_text)
+        if getattr(self, "made", False):
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.path)
+
     def append(self, name, record):
         """Appends a JSON line, whole or not at all (a full disk would leave part of it), on a
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
+        # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
+        # null, and "nonfinite" says which it was.
+        nonfinite = {
+            k: json.dumps(v)
+            for k, v in record.items()
+            if isinstance(v, float) and not np.isfinite(v)
+        }
+        if nonfinite:
+            record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}
         line = (json.dumps(record) + "\n").encode()
         # Unbuffered: a buffered file's truncate() flushes first, and fails again on a full disk.
         with open(os.path.join(self.path, name), "ab+", buffering=0) as f:
@@ -1807,58 +1814,11 @@ def load_weights(source, **networks):
     return path
 
 
-class DownloadFailed(SystemExit):
-    """A download the run needs failed: one message, and main() leaves the output directory
-    as it found it (nothing of the run was written yet)."""
-
-
-@contextlib.contextmanager
-def downloading(what, instead):
-    """Where the script downloads (keras.datasets, TFDS, keras.applications' weights): a
-    failed download (offline, say) stops the run with one message naming `what` failed and
-    the local alternative, `instead`. Other errors pass through as they are."""
-    try:
-        yield
-    except Exception as error:
-        if not download_failure(error):
-            raise
-        reason = (
-            str(error).strip().splitlines()[0][:300]
-            if str(error).strip()
-            else type(error).__name__
-        )
-        raise DownloadFailed(f"Cannot download {what}: {reason}. {instead}") from None
-
-
-def download_failure(error):
-    """Whether `error`, or one it was raised from, is a failed download: a URL that could not
-    be fetched (urllib's URLError, behind keras.utils.get_file's "URL fetch failure"), a host
-    name that did not resolve, a connection refused or timed out (requests' and TFDS's own
-    errors too)."""
-    failures = (
-        "URLError",
-        "HTTPError",
-        "ConnectionError",
-        "ConnectTimeout",
-        "ReadTimeout",
-        "DownloadError",
-    )
-    while error is not None:
-        if (
-            isinstance(error, (ConnectionError, TimeoutError, socket.gaierror))
-            or type(error).__name__ in failures
-        ):
-            return True
-        error = error.__cause__ or error.__context__
-    return False
-
-
 def main(argv=None):
     """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
     a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
     lines: the traceback is in runs.jsonl."""
-    args = parse_args(argv)
-    check_debugging_flags(args)
+    args = parse_args(argv)  # the debugging flags checked too
     if args.fast_dev_run:
         return fast_dev_run(args)
     run = RunDirectory(args)
@@ -1866,8 +1826,6 @@ def main(argv=None):
         train(args, run)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
         run.end(error)
-        if isinstance(error, DownloadFailed):
-            run.unlock()  # nothing of the run was written: the directory is as it was
         message = run.fault(error) or run.nonfinite(error)
         if message is None:
             raise
