@@ -49,7 +49,48 @@ def format_source(source: str, filename: str = "<script>") -> str:
     arguments pass), which black's output, the same syntax tree, would have too."""
     script = compile(source, filename, "exec")
     folder = cache.folder("black")
-    return "\n\n".join(_format_piece(piece, folder) for piece in pieces(source, script))
+    first, *rest = pieces(source, script)
+    # The module docstring (the spec's description, any size) goes around black when black
+    # would leave it as it is: black's time grows with it (a 10 MB description took 11 s).
+    first, docstring = _lift_docstring(first)
+    formatted = [_format_piece(first, folder), *(_format_piece(piece, folder) for piece in rest)]
+    if docstring is not None:
+        formatted[0] = formatted[0].replace(DOCSTRING_PLACEHOLDER, docstring, 1)
+    return "\n\n".join(formatted)
+
+
+DOCSTRING_PLACEHOLDER = "loopgen-docstring-placeholder"
+"""What stands for the module docstring while black formats the script's first piece."""
+
+
+def _lift_docstring(piece: str) -> tuple[str, str | None]:
+    """The piece with its opening docstring's text replaced by DOCSTRING_PLACEHOLDER, and that
+    text, when black would leave the text unchanged: lines without tabs or trailing
+    whitespace, none indented (black strips a common indentation), not ending in a quote or a
+    backslash, without carriage returns. Else the piece as it is and None."""
+    if not piece.startswith('"""') or DOCSTRING_PLACEHOLDER in piece:
+        return piece, None
+    end = piece.find('"""', 3)
+    if end < 0:
+        return piece, None
+    text = piece[3:end]
+    lines = text.split("\n")
+    stable = (
+        text
+        and not text[0].isspace()
+        and text[-1] not in '"\\ \t'
+        and "\t" not in text
+        and "\r" not in text
+        and "\\" not in text
+        and all(line == line.rstrip() for line in lines)
+        and all(not line[:1].isspace() for line in lines[1:])
+        and all(
+            not any(c in line for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029") for line in lines
+        )
+    )
+    if not stable:
+        return piece, None
+    return piece[:3] + DOCSTRING_PLACEHOLDER + piece[end:], text
 
 
 def pieces(source: str, script: types.CodeType | None = None) -> list[str]:
