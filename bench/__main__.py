@@ -1,6 +1,6 @@
 """Benchmark: generated loops against model.fit, measured in the same run; render time; input.
 
-    .venv/bin/python -m bench [--parts fit render data inspect rl] [--examples ...] [--docs]
+    .venv/bin/python -m bench [--parts fit render data inspect rl lm] [--examples ...] [--docs]
 
 fit: for each example it renders the loop script (synthetic data of the real shapes, see
 workload.py) and trains, each in a fresh process:
@@ -27,9 +27,13 @@ rl: the generated PPO (cartpole_ppo), DQN (cartpole_dqn with CleanRL's settings)
 (rl.py; --peer-python names a Python with stable-baselines3 and torch; --rl-algorithms picks
 some): environment steps per second and the greedy return over 100 episodes. Not in the
 default parts: a round trains each twice for minutes.
+lm: the generated SFT loop (sums_sft on a small GPT-2 preset the bench saves) against KerasHub's
+own CausalLM.fit on the same preset and records, tokens/s, rounds alternating which runs first
+(lm.py, lm_peer.py; needs the `lm` extra). Not in the default parts either.
 Results go to bench/results.json (a part not run keeps its previous figures) and, with
 --docs, to the documentation's tables (docs/speed.md; the RL one in docs/guides/rl/speed.md,
-the tracking and sweep ones in docs/guides/sweeps-tracking.md).
+the tracking and sweep ones in docs/guides/sweeps-tracking.md, the lm one in
+docs/guides/language-models.md).
 """
 
 from __future__ import annotations
@@ -47,7 +51,16 @@ from pathlib import Path
 
 from .data_rows import DATA_SOURCES, data_rows, data_table
 from .inspection import inspect_rows, inspect_table
-from .report import fit_table, median, ratios, render_table, replace_table, table
+from .lm import lm_rows, lm_table
+from .report import (
+    fit_table,
+    logged_epoch_seconds,
+    median,
+    ratios,
+    render_table,
+    replace_table,
+    table,
+)
 from .rl import ALGORITHMS, algorithms_of, rl_rows, rl_table
 from .tracking import sweep_rows, sweep_table, tracking_rows, tracking_table
 from .workload import EXAMPLES, PLAIN, ROOT, STEPS_PER_EPOCH, Workload, render, workload
@@ -61,6 +74,8 @@ RL_PAGE = ROOT / "docs" / "guides" / "rl" / "speed.md"
 """Where --docs writes the table of the rl part."""
 SWEEPS_PAGE = ROOT / "docs" / "guides" / "sweeps-tracking.md"
 """Where --docs writes the tables of the tracking and sweep parts."""
+LM_PAGE = ROOT / "docs" / "guides" / "language-models.md"
+"""Where --docs writes the table of the lm part."""
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 
 
@@ -70,16 +85,7 @@ def loop_epoch_seconds(script: Path, epochs: int, folder: Path) -> list[float]:
     out = Path(tempfile.mkdtemp(prefix=f"{script.stem}-", dir=folder))
     _run([PYTHON, str(script), "--epochs", str(epochs), "--output-dir", str(out)], folder)
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    seconds: dict[int, float] = {}
-    previous = 0
-    for record in records:
-        if "steps_per_second" in record:
-            steps = record["step"] - previous
-            seconds[record["epoch"]] = seconds.get(record["epoch"], 0.0) + (
-                steps / record["steps_per_second"]
-            )
-            previous = record["step"]
-    return [seconds[e] for e in sorted(seconds)]
+    return logged_epoch_seconds(records)
 
 
 def fit_epoch_seconds(work: Workload, script: Path, mode: str, epochs: int, folder: Path):
@@ -208,7 +214,7 @@ def _run(command: list[str], cwd: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--parts", nargs="+", choices=(*PARTS, "rl"), default=list(PARTS))
+    parser.add_argument("--parts", nargs="+", choices=(*PARTS, "rl", "lm"), default=list(PARTS))
     parser.add_argument("--examples", nargs="+", default=list(STEPS_PER_EPOCH))
     parser.add_argument("--epochs", type=int, default=4, help="1 warm-up + the measured ones")
     parser.add_argument("--steps-per-epoch", type=int, default=None, help="instead of the table")
@@ -233,11 +239,13 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     parser.add_argument("--rl-rounds", type=int, default=1, help="rl: rounds of both runs")
     parser.add_argument("--peer-python", help="rl: a Python with stable-baselines3 and torch")
+    parser.add_argument("--lm-records", type=int, default=2048, help="lm: sums records")
+    parser.add_argument("--lm-rounds", type=int, default=3, help="lm: rounds of both runs")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
     parser.add_argument(
         "--docs",
         action="store_true",
-        help="update the tables in docs/ (speed.md, guides/rl/speed.md)",
+        help="update the tables in docs/ (speed.md, guides/rl/speed.md, guides/language-models.md)",
     )
     args = parser.parse_args(argv)
     if args.epochs < 4:
@@ -302,6 +310,11 @@ def main(argv: list[str] | None = None) -> None:
             algorithms = {**algorithms_of(results.get("rl")), **rl["algorithms"]}
             results["rl"] = {"date": today, **rl, "algorithms": algorithms}
             print(rl_table(results["rl"]), flush=True)
+        if "lm" in args.parts:
+            print("lm ...", flush=True)
+            lm = lm_rows(PYTHON, args.lm_records, args.epochs, args.lm_rounds, Path(tmp), ENV)
+            results["lm"] = {"date": today, "cpus": os.cpu_count(), **lm}
+            print(lm_table(results["lm"]), flush=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")
     if args.docs:
@@ -317,6 +330,7 @@ def main(argv: list[str] | None = None) -> None:
             "rl": (RL_PAGE, "bench-rl", lambda r: rl_table(r["rl"])),
             "tracking": (SWEEPS_PAGE, "bench-tracking", lambda r: tracking_table(r["tracking"])),
             "sweep": (SWEEPS_PAGE, "bench-sweep", lambda r: sweep_table(r["sweep"])),
+            "lm": (LM_PAGE, "bench-lm", lambda r: lm_table(r["lm"])),
         }
         for part, (page, marker, write) in tables.items():
             if part in results:

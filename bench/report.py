@@ -34,6 +34,21 @@ def ratios(throughput: dict[str, dict]) -> dict[str, float]:
     }
 
 
+def logged_epoch_seconds(records: list[dict]) -> list[float]:
+    """Each epoch's training time from a generated script's metrics.jsonl records: the steps
+    since the previous log point over the steps_per_second logged, summed per epoch."""
+    seconds: dict[int, float] = {}
+    previous = 0
+    for record in records:
+        if "steps_per_second" in record:
+            steps = record["step"] - previous
+            seconds[record["epoch"]] = seconds.get(record["epoch"], 0.0) + (
+                steps / record["steps_per_second"]
+            )
+            previous = record["step"]
+    return [seconds[e] for e in sorted(seconds)]
+
+
 def table(examples: dict[str, dict]) -> str:
     """The results as a Markdown table: samples/s per run, ratios, render time."""
     header = (

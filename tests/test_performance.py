@@ -344,3 +344,34 @@ def test_bench_measures_mlflow_tracking_and_a_sweeps_overhead_per_trial(tmp_path
         assert len(row["start_up"]) == 2 and len(row["between"]) == 1
         assert all(0 < s < wall for s in row["start_up"] + row["between"])
     assert "| trials forked (the default) |" in proc.stdout
+
+
+@pytest.mark.slow
+def test_bench_measures_the_sft_loop_against_keras_hubs_fit_in_tokens_per_second(tmp_path):
+    """The harness's lm part, small (2 steps an epoch, 1 round): the rendered sums_sft loop and
+    KerasHub's CausalLM.fit, as usually called and with one iterator, each timed over its
+    epochs; tokens/s is the epoch's tokens (records x sequence length) over the median of the
+    epochs after the first, and each ratio pairs the round's loop with the round's fit."""
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--parts", "lm", "--lm-records", "32", "--lm-rounds", "1",
+         "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lm = json.loads(out.read_text())["lm"]
+    assert lm["steps_per_epoch"] == 2 and lm["sequence_length"] == 32
+    runs = lm["runs"]
+    assert set(runs) == {"loop", "fit", "fit_repeat"}
+    for run in runs.values():
+        (epochs,) = run["epoch_seconds"]  # one round
+        assert len(epochs) == 4 and all(s > 0 for s in epochs)
+        (rate,) = run["tokens_per_second"]
+        assert rate == pytest.approx(32 * 32 / statistics.median(epochs[1:]))
+    for peer in ("fit", "fit_repeat"):
+        (ratio,) = lm["ratios"][peer]
+        assert ratio == pytest.approx(
+            runs["loop"]["tokens_per_second"][0] / runs[peer]["tokens_per_second"][0]
+        )
+        assert lm["ratio"][peer] == pytest.approx(ratio)
+    assert "| **loop ÷ fit** (median of the rounds' ratios) |" in proc.stdout
