@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative with BERT fine-tuned by LoRA.
 
 Written by loopgen 0.1.0 from examples/reviews_bert_lora.py
-(spec sha256 ed8037e8fea89761, script sha256 0633378c158a5ba7).
+(spec sha256 ed8037e8fea89761, script sha256 366514eeb19cc837).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -123,7 +123,40 @@ def parse_args(argv=None):
         parser.error(
             "predict takes the paths of its inputs; train and evaluate take none"
         )
+    check_debugging_flags(args)
     return args
+
+
+def check_debugging_flags(args):
+    """The debugging flags' mistakes stop the script before TensorFlow loads; --profile's
+    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
+    """
+    # Counts of steps or batches.
+    for flag in ["--fast-dev-run", "--step"]:
+        name = flag[2:].replace("-", "_")
+        count = getattr(args, name)
+        if count is not None and not (count.isdigit() and int(count) >= 1):
+            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
+        setattr(args, name, count and int(count))
+    if args.check_numerics and args.dump_debug_info:
+        raise SystemExit(
+            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
+            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
+        )
+    if args.profile:
+        start, _, stop = args.profile.partition(":")
+        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
+            raise SystemExit(
+                f"--profile {args.profile}: give the first and last step to trace, "
+                "START:STOP with 1 <= START <= STOP (3:5, say)"
+            )
+        args.profile = int(start), int(stop)
+    if args.command != "train" and (args.fast_dev_run or args.profile):
+        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
+    if (args.command == "replay") != (args.step is not None):
+        raise SystemExit(
+            "replay takes --step N, the step to replay; the other commands take none"
+        )
 
 
 if __name__ == "__main__":
@@ -621,6 +654,7 @@ def export(model, directory, classes):
         with lora_merged(model):
             served = keras.export.ExportArchive()
             served.track(model)
+            served.track(preprocessor())  # its vocabulary's tables
             served.add_endpoint("serving_default", serving_function(model, classes))
             served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
             model.export(os.path.join(partial, "network"), verbose=False)
@@ -770,38 +804,6 @@ def predict(serve, args):
 # --- Debugging ------------------------------------------------------------------------
 
 
-def check_debugging_flags(args):
-    """The debugging flags' mistakes stop the script before it does anything; --profile's
-    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
-    """
-    # Counts of steps or batches.
-    for flag in ["--fast-dev-run", "--step"]:
-        name = flag[2:].replace("-", "_")
-        count = getattr(args, name)
-        if count is not None and not (count.isdigit() and int(count) >= 1):
-            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
-        setattr(args, name, count and int(count))
-    if args.check_numerics and args.dump_debug_info:
-        raise SystemExit(
-            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
-            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
-        )
-    if args.profile:
-        start, _, stop = args.profile.partition(":")
-        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
-            raise SystemExit(
-                f"--profile {args.profile}: give the first and last step to trace, "
-                "START:STOP with 1 <= START <= STOP (3:5, say)"
-            )
-        args.profile = int(start), int(stop)
-    if args.command != "train" and (args.fast_dev_run or args.profile):
-        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
-    if (args.command == "replay") != (args.step is not None):
-        raise SystemExit(
-            "replay takes --step N, the step to replay; the other commands take none"
-        )
-
-
 def execution_modes(args):
     """How TensorFlow runs this process's ops, set before anything is traced: --deterministic
     and the debugging flags. Returns whether the steps may compile with XLA, which cannot run
@@ -920,6 +922,8 @@ def fast_dev_run(args):
                     run.end(error)
                     raise
                 run.end()
+            # The later stages build the same networks: one summary of them is enough.
+            keras.Model.summary = lambda *args, **kwargs: None
         with dev_stage("serve the export"):
             serve_once(os.path.join(scratch, "export"), examples, n)
     finally:
@@ -1034,6 +1038,7 @@ def replay(args):
                 "command": "train",
                 "output_dir": scratch,
                 "max_steps": args.step,
+                "replay_of": args.output_dir,
             }
         )
         train(replaying, RunDirectory(replaying))
@@ -1042,22 +1047,20 @@ def replay(args):
 
 
 @contextlib.contextmanager
-def replayed(step, networks, optimizers, train_values):
+def replayed(step, networks, optimizers, train_values, logged=True):
     """replay: the train_loop call of step `step` alone (run.bound ends the calls around it),
     run eagerly with every op checked. Then prints what it computed: its loss (and the epoch's
-    running values, as the run logs them), each layer's weight norm, gradient norm and
-    update, and where a NaN or Inf first appeared; and the replay ends there."""
+    running values, as the run logs them, `logged` at this step), each layer's weight norm
+    after it, gradient norm and update, and where a NaN or Inf first appeared; and the replay
+    ends there."""
     tf.config.run_functions_eagerly(True)
     tf.debugging.enable_check_numerics()
     # Whole tracebacks: the innermost Keras layer in one names the layer that made a NaN.
     keras.config.disable_traceback_filtering()
     tf.debugging.disable_traceback_filtering()
-    means = [value for value in train_values if isinstance(value, keras.metrics.Mean)]
-    sums_before = [[float(v.numpy()) for v in mean.variables] for mean in means]
+    sums_before = running_sums(train_values)
     weights_before = {
-        id(w): tf.identity(w)
-        for net in networks.values()
-        for w in net.trainable_weights
+        id(w): w.numpy() for net in networks.values() for w in net.trainable_weights
     }
     failure = None
     # TensorFlow also logs a failing op's report, with its inputs' values, below Python on
@@ -1067,16 +1070,25 @@ def replayed(step, networks, optimizers, train_values):
             yield
         except tf.errors.InvalidArgumentError as error:
             failure = error
+    # What follows is the replay's own arithmetic, not the step's: unchecked, and in float64
+    # NumPy (the squares of the weights of a diverged run overflow float32).
+    tf.debugging.disable_check_numerics()
     print(f"\nStep {step}, eagerly, every op checked:")
-    for mean, (total, count) in zip(means, sums_before):
-        new_total, new_count = (float(v.numpy()) for v in mean.variables)
-        if new_count > count:
-            print(f"  {mean.name}: {(new_total - total) / (new_count - count):.9g}")
-    if failure is None:
-        logged = results(train_values)
+    for name, value in step_values(sums_before, running_sums(train_values)).items():
+        print(f"  {name}: {value:.9g}")
+    if failure is not None:
+        print(
+            "  (its loss not counted: the step stopped at its first NaN or Inf, below)"
+        )
+    elif logged:
         print(
             "  as logged (the epoch's running values): "
-            + "  ".join(f"{k}: {v:.9g}" for k, v in logged.items())
+            + "  ".join(f"{k}: {v:.9g}" for k, v in results(train_values).items())
+        )
+    else:
+        print(
+            "  the epoch's running values (this step was not logged): "
+            + "  ".join(f"{k}: {v:.9g}" for k, v in results(train_values).items())
         )
     print(
         f"  {'layer':<32} {'weight norm':>12} {'gradient norm':>14} {'update / weight':>16}"
@@ -1086,21 +1098,18 @@ def replayed(step, networks, optimizers, train_values):
             weights = layer.trainable_weights
             if not weights:
                 continue
-            before = tf.linalg.global_norm([weights_before[id(w)] for w in weights])
-            update = tf.linalg.global_norm([w - weights_before[id(w)] for w in weights])
+            before = [weights_before[id(w)] for w in weights]
+            after = [w.numpy() for w in weights]
             grads = [gradients[id(w)] for w in weights if id(w) in gradients]
-            gradient = (
-                f"{float(tf.linalg.global_norm(grads)):14.6g}"
-                if grads
-                else f"{'-':>14}"
-            )
-            ratio = (
-                f"{float(update / before):16.3g}"
-                if failure is None and before > 0
-                else f"{'-':>16}"
-            )
+            gradient = f"{global_norm64(grads):14.6g}" if grads else f"{'-':>14}"
+            size = global_norm64(before)
+            # ||after - before|| / ||before||, as logging.inspect's update_ratio.
+            if failure is None and size > 0:
+                ratio = f"{global_norm64(after, minus=before) / size:16.3g}"
+            else:
+                ratio = f"{'-':>16}"
             print(
-                f"  {name + '/' + layer.name:<32} {float(before):12.6g} {gradient} {ratio}"
+                f"  {name + '/' + layer.name:<32} {global_norm64(after):12.6g} {gradient} {ratio}"
             )
     if failure is None:
         print("Every op's outputs were finite.")
@@ -1111,6 +1120,51 @@ def replayed(step, networks, optimizers, train_values):
     )
     print(f"The first NaN or Inf: {where}{nonfinite_op(failure)}")
     raise SystemExit(1)
+
+
+def global_norm64(arrays, minus=None):
+    """replay: the global norm of tensors (dense or sparse) or arrays (less `minus`'s), in
+    float64: no overflow for weights up to 1e150, inf or nan where they are, never an error.
+    """
+    with np.errstate(all="ignore"):
+        arrays = [np.asarray(tf.convert_to_tensor(a), np.float64) for a in arrays]
+        if minus is not None:
+            arrays = [a - b for a, b in zip(arrays, minus)]
+        return float(np.sqrt(sum(np.sum(np.square(a)) for a in arrays)))
+
+
+def running_sums(train_values):
+    """replay: each running mean's total and count, to tell one step's value from the mean."""
+    return {
+        value.name: [float(v.numpy()) for v in value.variables]
+        for value in train_values
+        if isinstance(value, keras.metrics.Mean)
+    }
+
+
+def was_logged(directory, step):
+    """replay: whether the run in `directory` logged its training values at `step`
+    (metrics.jsonl; True where it keeps none)."""
+    path = os.path.join(directory, "metrics.jsonl")
+    if not os.path.exists(path):
+        return True
+    with open(path) as f:
+        for line in f:
+            with contextlib.suppress(ValueError):  # a line a kill cut short
+                record = json.loads(line)
+                # Training's values (a validation's or an inspection's have no speed).
+                if record.get("step") == step and "steps_per_second" in record:
+                    return True
+    return False
+
+
+def step_values(before, after):
+    """replay: each mean's value over the steps between two running_sums()."""
+    return {
+        name: (after[name][0] - before[name][0]) / (after[name][1] - before[name][1])
+        for name in after
+        if after[name][1] > before[name][1]
+    }
 
 
 @contextlib.contextmanager
@@ -1218,10 +1272,13 @@ class RunDirectory:
             )
         made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
+        # undo() removes it again if the run is refused before it starts.
+        self.made = made
         if self.args.no_lock:
-            return print(
-                f"Not locking {self.path} (--no-lock): no other run may use it."
-            )
+            if not self.args.fast_dev_run:  # whose scratch directory is its own
+                print(f"Not locking {self.path} (--no-lock): no other run may use it.")
+            return
+        existed = os.path.exists(os.path.join(self.path, "run.lock"))
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
             # evaluate and predict and replay reads: any number of them at once, but not while a run trains.
@@ -1248,6 +1305,9 @@ class RunDirectory:
             ) from None
         if reader:
             return
+        # What it said before this run (None: no file), for undo().
+        self.lock_file.seek(0)
+        self.lock_text = self.lock_file.read() if existed else None
         # Often the first write of a run: the one a full disk fails.
         try:
             with writing(self.lock_file.name):
@@ -1292,6 +1352,7 @@ class RunDirectory:
             if self.args.init_from:
                 self.init_from = load_weights(self.args.init_from, **networks)
             os.makedirs(self.checkpoints, exist_ok=True)
+            self.wrote_setup = True  # undo() removes it again if the run is refused
             with open(setup_path, "w") as f:
                 return json.dump(
                     {**setup, "data": with_digests(self.data)}, f, indent=2
@@ -1362,12 +1423,16 @@ class RunDirectory:
             before, now = recorded["files"].get(path), self.data["files"].get(path)
             if before == now:
                 continue
-            # Copied again (a new time)? The same data if its contents' sha256 is the same.
-            if now and path in digests and digests[path] == file_digest(path):
-                copied.append(path)
-                continue
+            # Copied again (a new time)? The same data if its contents' sha256 is the same;
+            # another sha256 is said first: equal sizes must not read as a new time alone.
+            contents = ""
+            if path in digests and os.path.exists(path):
+                if digests[path] == file_digest(path):
+                    copied.append(path)
+                    continue
+                contents = "its contents changed (another sha256); "
             differences.append(
-                f"  {path}: {before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
+                f"  {path}: {contents}{before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
             )
         if not differences:
             if copied:  # setup.json takes their new times
@@ -1441,6 +1506,7 @@ class RunDirectory:
         reached = [r.get("nan_step", r.get("step", 0)) for r in ends] + saved
         flags = {
             name: starts[-1]["flags"][name]
+            # An --overfit-batches run trains on its batches alone: so does its replay.
             for name in ("epochs", "deterministic")
             if name in starts[-1]["flags"]
         }
@@ -1563,7 +1629,8 @@ class RunDirectory:
         if resumed_at == first_step:
             for metric in metrics:
                 metric.reset_state()
-        print(f"Epoch {epoch + 1}/{epochs}")
+        # A replay stops at its step: the run's own epochs are what it counts up to.
+        print(f"Epoch {epoch + 1}/{self.args.epochs if self.args.step else epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step
         self.progbar = keras.utils.Progbar(steps, stateless_metrics=())
@@ -1590,9 +1657,11 @@ class RunDirectory:
 
     def bound(self, step):
         """The first step after `step` that ends a train_loop call for the debugging flags:
-        --profile's first and last; with --check-numerics, each (a NaN then names its step).
-        """
-        if self.args.check_numerics:
+        --profile's first and last; each with --check-numerics (a NaN then names its step), in a
+        replay (each one's loss printed) and while --profile traces (the profiler counts
+        a call as a step)."""
+        first, last = self.args.profile or (0, 0)
+        if self.args.check_numerics or self.args.step or first - 1 <= step < last:
             return step + 1
         return min((bound for bound in self.bounds if bound > step), default=math.inf)
 
@@ -1605,9 +1674,20 @@ class RunDirectory:
         if self.args.step == first_step + 1:  # replay: step N, alone (see bound)
             networks = {"model": self.checkpoint.model}
             optimizers = [self.checkpoint.optimizer]
-            with replayed(self.args.step, networks, optimizers, self.train_values):
+            logged = was_logged(self.args.replay_of, self.args.step)
+            with replayed(
+                self.args.step, networks, optimizers, self.train_values, logged
+            ):
                 yield
             return
+        if self.args.step:  # replay: a step before N, alone, and its loss
+            sums = running_sums(self.train_values)
+            yield
+            values = step_values(sums, running_sums(self.train_values)).items()
+            return print(
+                f"\nStep {first_step + 1}: "
+                + "  ".join(f"{k}: {v:.9g}" for k, v in values)
+            )
         first, last = self.args.profile or (0, 0)
         if first_step + 1 == first:
             tf.profiler.experimental.start(os.path.join(self.path, "logs", "profile"))
@@ -1616,6 +1696,7 @@ class RunDirectory:
             yield
         if first_step + num_steps == last:
             tf.profiler.experimental.stop()
+            print()  # after the progress bar's line
             print(
                 f"--profile: steps {first} to {last} traced into {os.path.join(self.path, 'logs', 'profile')}"
             )
@@ -1694,8 +1775,8 @@ class RunDirectory:
     def end(self, error=None):
         """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
         A run killed outright leaves a start record without an end."""
-        if self.run is None:
-            return  # never started: refused, or stopped before training
+        if self.run is None:  # never started: refused, or stopped before training
+            return self.undo() if isinstance(error, SystemExit) else None
         record = {
             "event": "end",
             "run": self.run,
@@ -1753,10 +1834,41 @@ class RunDirectory:
                 f"Dropped from {path} its {dropped} records after step {step}: logged again"
             )
 
+    def undo(self):
+        """A run refused before it started (a --profile range, another setup's checkpoints, ...)
+        leaves the directory as it was: the setup.json it wrote and the directory it made go
+        again, and run.lock says what it said. What cannot be undone stays."""
+        with contextlib.suppress(OSError):
+            self.remove_what_it_made()
+
+    def remove_what_it_made(self):
+        if getattr(self, "wrote_setup", False):
+            os.remove(os.path.join(self.checkpoints, "setup.json"))
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.checkpoints)
+        lock_text = getattr(self, "lock_text", False)
+        if lock_text is None:
+            os.remove(self.lock_file.name)
+        elif lock_text:
+            with open(self.lock_file.name, "w") as f:
+                f.write(lock_text)
+        if getattr(self, "made", False):
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.path)
+
     def append(self, name, record):
         """Appends a JSON line, whole or not at all (a full disk would leave part of it), on a
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
+        # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
+        # null, and "nonfinite" says which it was.
+        nonfinite = {
+            k: json.dumps(v)
+            for k, v in record.items()
+            if isinstance(v, float) and not np.isfinite(v)
+        }
+        if nonfinite:
+            record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}
         line = (json.dumps(record) + "\n").encode()
         # Unbuffered: a buffered file's truncate() flushes first, and fails again on a full disk.
         with open(os.path.join(self.path, name), "ab+", buffering=0) as f:
@@ -2077,8 +2189,7 @@ def main(argv=None):
     """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
     a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
     lines: the traceback is in runs.jsonl."""
-    args = parse_args(argv)
-    check_debugging_flags(args)
+    args = parse_args(argv)  # the debugging flags checked too
     if args.fast_dev_run:
         return fast_dev_run(args)
     if args.command == "replay":

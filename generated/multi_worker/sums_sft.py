@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 7290322760fd1c0b, script sha256 61501d16a391a5fa).
+(spec sha256 3718d25fce308900, script sha256 d5a9b04511f7400a).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -15,6 +15,7 @@ Run it again to resume from the latest checkpoint (written by any variant).
 import argparse
 import contextlib
 import csv
+import ctypes
 import errno
 import fcntl
 import functools
@@ -107,7 +108,42 @@ def parse_args(argv=None):
     )
     parser.add_argument("--step", metavar="N", help="replay: the step to replay")
     args = parser.parse_args(argv)
+    check_debugging_flags(args)
     return args
+
+
+def check_debugging_flags(args):
+    """The debugging flags' mistakes stop the script before TensorFlow loads; --profile's
+    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
+    """
+    # Counts of steps or batches.
+    for flag in ["--fast-dev-run", "--step"]:
+        name = flag[2:].replace("-", "_")
+        count = getattr(args, name)
+        if count is not None and not (count.isdigit() and int(count) >= 1):
+            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
+        setattr(args, name, count and int(count))
+    if args.check_numerics and args.dump_debug_info:
+        raise SystemExit(
+            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
+            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
+        )
+    if args.profile:
+        start, _, stop = args.profile.partition(":")
+        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
+            raise SystemExit(
+                f"--profile {args.profile}: give the first and last step to trace, "
+                "START:STOP with 1 <= START <= STOP (3:5, say)"
+            )
+        args.profile = int(start), int(stop)
+    if args.command != "train" and (args.fast_dev_run or args.profile):
+        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
+    if (args.command == "replay") != (args.step is not None):
+        raise SystemExit(
+            "replay takes --step N, the step to replay; the other commands take none"
+        )
+    if args.command == "replay" and "TF_CONFIG" in os.environ:
+        raise SystemExit("replay runs on one device, in one process: unset TF_CONFIG")
 
 
 if __name__ == "__main__":
@@ -674,42 +710,86 @@ def train(args, run):
             run.save(global_step)
     run.finish(global_step)
 
+    # --- Export -----------------------------------------------------------------------
+    # Every worker exports (reading the variables may take all workers), but only the chief's
+    # copy is kept: the others write into their scratch directory and delete it.
+    export_dir = os.path.join(args.output_dir if chief else run.scratch, "export")
+    export(model, export_dir)
+    if not chief:
+        shutil.rmtree(export_dir)
+
+
+def export(model, directory):
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs as the training batches give
+      them.
+
+    Both SavedModels load without this script's classes."""
+    with written_whole(directory) as partial:
+        # The LoRA adapters merged into the kernels they adapt: the exported network computes one
+        # projection where training computed two, with the same function.
+        with lora_merged(model):
+            served = keras.export.ExportArchive()
+            served.track(model)
+            served.track(preprocessor())  # its vocabulary's tables
+            served.add_endpoint("serving_default", serving_function(model))
+            served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+            model.export(os.path.join(partial, "network"), verbose=False)
+
+
+@contextlib.contextmanager
+def lora_merged(model):
+    """The model with its LoRA adapters merged into their kernels, W + (alpha / rank) A B (the
+    kernel Keras computes for an adapted layer), and the adapters off; as it was afterwards, so
+    that the checkpoints and a later export see the unmerged model. Keras keeps the layer's own
+    kernel as `_kernel` and offers no public merge."""
+    adapted = [
+        layer
+        for layer in model._flatten_layers()
+        if getattr(layer, "lora_enabled", False)
+    ]
+    kernels = [layer._kernel.numpy() for layer in adapted]
+    for layer in adapted:
+        layer._kernel.assign(layer.kernel)
+        layer.lora_enabled = False
+    try:
+        yield model
+    finally:
+        for layer, kernel in zip(adapted, kernels):
+            layer._kernel.assign(kernel)
+            layer.lora_enabled = True
+
+
+def serving_function(model):
+    """The exported model's serving_default: a batch of prompts (tf.string), each answered by
+    greedy decoding (KerasHub's GreedySampler through the model's generate_step) until the
+    end token or SEQUENCE_LENGTH tokens in all. Named outputs: "completions", the text
+    generated after each prompt."""
+    # The most likely token each time: the export answers a prompt the same way every time.
+    model.sampler = keras_hub.samplers.GreedySampler()
+    end_token = preprocessor().tokenizer.end_token_id
+
+    @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name="prompts")])
+    def serve(prompts):
+        inputs = preprocessor().generate_preprocess(prompts)
+        outputs = model.generate_step(inputs, stop_token_ids=[end_token])
+        # The generated tokens: those the prompt did not hold, up to the end token.
+        generated = tf.logical_and(
+            outputs["padding_mask"], tf.logical_not(inputs["padding_mask"])
+        )
+        generated = tf.logical_and(generated, outputs["token_ids"] != end_token)
+        tokens = tf.ragged.boolean_mask(outputs["token_ids"], generated)
+        return {"completions": preprocessor().tokenizer.detokenize(tokens)}
+
+    return serve
+
 
 # --- Debugging ------------------------------------------------------------------------
-
-
-def check_debugging_flags(args):
-    """The debugging flags' mistakes stop the script before it does anything; --profile's
-    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
-    """
-    # Counts of steps or batches.
-    for flag in ["--fast-dev-run", "--step"]:
-        name = flag[2:].replace("-", "_")
-        count = getattr(args, name)
-        if count is not None and not (count.isdigit() and int(count) >= 1):
-            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
-        setattr(args, name, count and int(count))
-    if args.check_numerics and args.dump_debug_info:
-        raise SystemExit(
-            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
-            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
-        )
-    if args.profile:
-        start, _, stop = args.profile.partition(":")
-        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
-            raise SystemExit(
-                f"--profile {args.profile}: give the first and last step to trace, "
-                "START:STOP with 1 <= START <= STOP (3:5, say)"
-            )
-        args.profile = int(start), int(stop)
-    if args.command != "train" and (args.fast_dev_run or args.profile):
-        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
-    if (args.command == "replay") != (args.step is not None):
-        raise SystemExit(
-            "replay takes --step N, the step to replay; the other commands take none"
-        )
-    if args.command == "replay" and "TF_CONFIG" in os.environ:
-        raise SystemExit("replay runs on one device, in one process: unset TF_CONFIG")
 
 
 def execution_modes(args):
@@ -805,11 +885,15 @@ def fast_dev_run(args):
 
     n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
     stages = [
-        ({"max_steps": n}, f"train {n} steps, validate {n} batches, save a checkpoint"),
+        (
+            {"max_steps": n},
+            f"train {n} steps, validate {n} batches, save a checkpoint, export",
+        ),
         ({"max_steps": 2 * n}, f"resume from the checkpoint, train {n} more"),
         ({"command": "evaluate"}, "evaluate the checkpoint"),
     ]
     try:
+        examples = load_examples()[0]
         for changes, stage in stages:
             # The scratch directory is this process's alone: no lock to take again each stage.
             staged = argparse.Namespace(
@@ -823,6 +907,10 @@ def fast_dev_run(args):
                     run.end(error)
                     raise
                 run.end()
+            # The later stages build the same networks: one summary of them is enough.
+            keras.Model.summary = lambda *args, **kwargs: None
+        with dev_stage("serve the export"):
+            serve_once(os.path.join(scratch, "export"), examples, n)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
@@ -839,6 +927,25 @@ def dev_stage(stage):
         print(f"--fast-dev-run: {stage}: FAILED")
         raise
     print(f"--fast-dev-run: {stage}: OK ({time.perf_counter() - started:.1f} s)")
+
+
+def serve_once(directory, examples, count):
+    """--fast-dev-run: the exported network, loaded as a server loads it, answers `count`
+    training examples."""
+    network = tf.saved_model.load(os.path.join(directory, "network"))
+    batch = next(
+        iter(
+            training_batches(
+                examples, start_step=0, context=tf.distribute.InputContext()
+            )
+        )
+    )
+    inputs = tf.nest.map_structure(lambda part: part[:count], batch[0])
+    outputs = network.serve(inputs)
+    if not all(np.isfinite(output).all() for output in tf.nest.flatten(outputs)):
+        raise SystemExit(
+            f"--fast-dev-run: the network in {directory} answers NaN or Inf"
+        )
 
 
 @contextlib.contextmanager
@@ -911,6 +1018,7 @@ def replay(args):
                 "command": "train",
                 "output_dir": scratch,
                 "max_steps": args.step,
+                "replay_of": args.output_dir,
             }
         )
         train(replaying, RunDirectory(replaying))
@@ -919,22 +1027,20 @@ def replay(args):
 
 
 @contextlib.contextmanager
-def replayed(step, networks, optimizers, train_values):
+def replayed(step, networks, optimizers, train_values, logged=True):
     """replay: the train_loop call of step `step` alone (run.bound ends the calls around it),
     run eagerly with every op checked. Then prints what it computed: its loss (and the epoch's
-    running values, as the run logs them), each layer's weight norm, gradient norm and
-    update, and where a NaN or Inf first appeared; and the replay ends there."""
+    running values, as the run logs them, `logged` at this step), each layer's weight norm
+    after it, gradient norm and update, and where a NaN or Inf first appeared; and the replay
+    ends there."""
     tf.config.run_functions_eagerly(True)
     tf.debugging.enable_check_numerics()
     # Whole tracebacks: the innermost Keras layer in one names the layer that made a NaN.
     keras.config.disable_traceback_filtering()
     tf.debugging.disable_traceback_filtering()
-    means = [value for value in train_values if isinstance(value, keras.metrics.Mean)]
-    sums_before = [[float(v.numpy()) for v in mean.variables] for mean in means]
+    sums_before = running_sums(train_values)
     weights_before = {
-        id(w): tf.identity(w)
-        for net in networks.values()
-        for w in net.trainable_weights
+        id(w): w.numpy() for net in networks.values() for w in net.trainable_weights
     }
     failure = None
     # TensorFlow also logs a failing op's report, with its inputs' values, below Python on
@@ -944,16 +1050,25 @@ def replayed(step, networks, optimizers, train_values):
             yield
         except tf.errors.InvalidArgumentError as error:
             failure = error
+    # What follows is the replay's own arithmetic, not the step's: unchecked, and in float64
+    # NumPy (the squares of the weights of a diverged run overflow float32).
+    tf.debugging.disable_check_numerics()
     print(f"\nStep {step}, eagerly, every op checked:")
-    for mean, (total, count) in zip(means, sums_before):
-        new_total, new_count = (float(v.numpy()) for v in mean.variables)
-        if new_count > count:
-            print(f"  {mean.name}: {(new_total - total) / (new_count - count):.9g}")
-    if failure is None:
-        logged = results(train_values)
+    for name, value in step_values(sums_before, running_sums(train_values)).items():
+        print(f"  {name}: {value:.9g}")
+    if failure is not None:
+        print(
+            "  (its loss not counted: the step stopped at its first NaN or Inf, below)"
+        )
+    elif logged:
         print(
             "  as logged (the epoch's running values): "
-            + "  ".join(f"{k}: {v:.9g}" for k, v in logged.items())
+            + "  ".join(f"{k}: {v:.9g}" for k, v in results(train_values).items())
+        )
+    else:
+        print(
+            "  the epoch's running values (this step was not logged): "
+            + "  ".join(f"{k}: {v:.9g}" for k, v in results(train_values).items())
         )
     print(
         f"  {'layer':<32} {'weight norm':>12} {'gradient norm':>14} {'update / weight':>16}"
@@ -963,21 +1078,18 @@ def replayed(step, networks, optimizers, train_values):
             weights = layer.trainable_weights
             if not weights:
                 continue
-            before = tf.linalg.global_norm([weights_before[id(w)] for w in weights])
-            update = tf.linalg.global_norm([w - weights_before[id(w)] for w in weights])
+            before = [weights_before[id(w)] for w in weights]
+            after = [w.numpy() for w in weights]
             grads = [gradients[id(w)] for w in weights if id(w) in gradients]
-            gradient = (
-                f"{float(tf.linalg.global_norm(grads)):14.6g}"
-                if grads
-                else f"{'-':>14}"
-            )
-            ratio = (
-                f"{float(update / before):16.3g}"
-                if failure is None and before > 0
-                else f"{'-':>16}"
-            )
+            gradient = f"{global_norm64(grads):14.6g}" if grads else f"{'-':>14}"
+            size = global_norm64(before)
+            # ||after - before|| / ||before||, as logging.inspect's update_ratio.
+            if failure is None and size > 0:
+                ratio = f"{global_norm64(after, minus=before) / size:16.3g}"
+            else:
+                ratio = f"{'-':>16}"
             print(
-                f"  {name + '/' + layer.name:<32} {float(before):12.6g} {gradient} {ratio}"
+                f"  {name + '/' + layer.name:<32} {global_norm64(after):12.6g} {gradient} {ratio}"
             )
     if failure is None:
         print("Every op's outputs were finite.")
@@ -988,6 +1100,51 @@ def replayed(step, networks, optimizers, train_values):
     )
     print(f"The first NaN or Inf: {where}{nonfinite_op(failure)}")
     raise SystemExit(1)
+
+
+def global_norm64(arrays, minus=None):
+    """replay: the global norm of tensors (dense or sparse) or arrays (less `minus`'s), in
+    float64: no overflow for weights up to 1e150, inf or nan where they are, never an error.
+    """
+    with np.errstate(all="ignore"):
+        arrays = [np.asarray(tf.convert_to_tensor(a), np.float64) for a in arrays]
+        if minus is not None:
+            arrays = [a - b for a, b in zip(arrays, minus)]
+        return float(np.sqrt(sum(np.sum(np.square(a)) for a in arrays)))
+
+
+def running_sums(train_values):
+    """replay: each running mean's total and count, to tell one step's value from the mean."""
+    return {
+        value.name: [float(v.numpy()) for v in value.variables]
+        for value in train_values
+        if isinstance(value, keras.metrics.Mean)
+    }
+
+
+def was_logged(directory, step):
+    """replay: whether the run in `directory` logged its training values at `step`
+    (metrics.jsonl; True where it keeps none)."""
+    path = os.path.join(directory, "metrics.jsonl")
+    if not os.path.exists(path):
+        return True
+    with open(path) as f:
+        for line in f:
+            with contextlib.suppress(ValueError):  # a line a kill cut short
+                record = json.loads(line)
+                # Training's values (a validation's or an inspection's have no speed).
+                if record.get("step") == step and "steps_per_second" in record:
+                    return True
+    return False
+
+
+def step_values(before, after):
+    """replay: each mean's value over the steps between two running_sums()."""
+    return {
+        name: (after[name][0] - before[name][0]) / (after[name][1] - before[name][1])
+        for name in after
+        if after[name][1] > before[name][1]
+    }
 
 
 @contextlib.contextmanager
@@ -1028,7 +1185,7 @@ def innermost_layer(error):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "sums_sft",
-    "spec_sha256": "7290322760fd1c0b",
+    "spec_sha256": "3718d25fce308900",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
@@ -1102,9 +1259,9 @@ class RunDirectory:
         made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
-            return print(
-                f"Not locking {self.path} (--no-lock): no other run may use it."
-            )
+            if not self.args.fast_dev_run:  # whose scratch directory is its own
+                print(f"Not locking {self.path} (--no-lock): no other run may use it.")
+            return
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
             # evaluate and replay read: any number of them at once, but not while a run trains.
@@ -1147,6 +1304,8 @@ class RunDirectory:
                 if made:
                     os.rmdir(self.path)
             raise
+        # What a run killed mid-export left.
+        settle_whole(os.path.join(self.path, "export"))
 
     def restore(self, checkpoint, examples, **networks):
         """Resumes from the newest checkpoint that restores (a damaged one is reported and the
@@ -1249,12 +1408,16 @@ class RunDirectory:
             before, now = recorded["files"].get(path), self.data["files"].get(path)
             if before == now:
                 continue
-            # Copied again (a new time)? The same data if its contents' sha256 is the same.
-            if now and path in digests and digests[path] == file_digest(path):
-                copied.append(path)
-                continue
+            # Copied again (a new time)? The same data if its contents' sha256 is the same;
+            # another sha256 is said first: equal sizes must not read as a new time alone.
+            contents = ""
+            if path in digests and os.path.exists(path):
+                if digests[path] == file_digest(path):
+                    copied.append(path)
+                    continue
+                contents = "its contents changed (another sha256); "
             differences.append(
-                f"  {path}: {before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
+                f"  {path}: {contents}{before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
             )
         if not differences:
             if copied:  # setup.json takes their new times
@@ -1329,6 +1492,7 @@ class RunDirectory:
         reached = [r.get("nan_step", r.get("step", 0)) for r in ends] + saved
         flags = {
             name: starts[-1]["flags"][name]
+            # An --overfit-batches run trains on its batches alone: so does its replay.
             for name in ("epochs", "deterministic")
             if name in starts[-1]["flags"]
         }
@@ -1455,7 +1619,8 @@ class RunDirectory:
         self.train_values = metrics  # replay prints them
         for metric in metrics:
             metric.reset_state()
-        print(f"Epoch {epoch + 1}/{epochs}")
+        # A replay stops at its step: the run's own epochs are what it counts up to.
+        print(f"Epoch {epoch + 1}/{self.args.epochs if self.args.step else epochs}")
         # The logged values are running means already: all shown as they are, none averaged.
         steps = end_step - first_step
         self.progbar = keras.utils.Progbar(
@@ -1486,9 +1651,11 @@ class RunDirectory:
 
     def bound(self, step):
         """The first step after `step` that ends a train_loop call for the debugging flags:
-        --profile's first and last; with --check-numerics, each (a NaN then names its step).
-        """
-        if self.args.check_numerics:
+        --profile's first and last; each with --check-numerics (a NaN then names its step), in a
+        replay (each one's loss printed) and while --profile traces (the profiler counts
+        a call as a step)."""
+        first, last = self.args.profile or (0, 0)
+        if self.args.check_numerics or self.args.step or first - 1 <= step < last:
             return step + 1
         return min((bound for bound in self.bounds if bound > step), default=math.inf)
 
@@ -1501,9 +1668,20 @@ class RunDirectory:
         if self.args.step == first_step + 1:  # replay: step N, alone (see bound)
             networks = {"model": self.checkpoint.model}
             optimizers = [self.checkpoint.optimizer]
-            with replayed(self.args.step, networks, optimizers, self.train_values):
+            logged = was_logged(self.args.replay_of, self.args.step)
+            with replayed(
+                self.args.step, networks, optimizers, self.train_values, logged
+            ):
                 yield
             return
+        if self.args.step:  # replay: a step before N, alone, and its loss
+            sums = running_sums(self.train_values)
+            yield
+            values = step_values(sums, running_sums(self.train_values)).items()
+            return print(
+                f"\nStep {first_step + 1}: "
+                + "  ".join(f"{k}: {v:.9g}" for k, v in values)
+            )
         first, last = self.args.profile or (0, 0)
         if first_step + 1 == first:
             tf.profiler.experimental.start(os.path.join(self.path, "logs", "profile"))
@@ -1512,6 +1690,7 @@ class RunDirectory:
             yield
         if first_step + num_steps == last:
             tf.profiler.experimental.stop()
+            print()  # after the progress bar's line
             print(
                 f"--profile: steps {first} to {last} traced into {os.path.join(self.path, 'logs', 'profile')}"
             )
@@ -1590,8 +1769,8 @@ class RunDirectory:
     def end(self, error=None):
         """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
         A run killed outright leaves a start record without an end."""
-        if self.run is None:
-            return  # never started: refused, or stopped before training
+        if self.run is None:  # never started: refused, or stopped before training
+            return self.undo() if isinstance(error, SystemExit) else None
         record = {
             "event": "end",
             "run": self.run,
@@ -1651,10 +1830,41 @@ class RunDirectory:
                 f"Dropped from {path} its {dropped} records after step {step}: logged again"
             )
 
+    def undo(self):
+        """A run refused before it started (a --profile range, another setup's checkpoints, ...)
+        leaves the directory as it was: the setup.json it wrote and the directory it made go
+        again, and run.lock says what it said. What cannot be undone stays."""
+        with contextlib.suppress(OSError):
+            self.remove_what_it_made()
+
+    def remove_what_it_made(self):
+        if getattr(self, "wrote_setup", False):
+            os.remove(os.path.join(self.checkpoints, "setup.json"))
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.checkpoints)
+        lock_text = getattr(self, "lock_text", False)
+        if lock_text is None:
+            os.remove(self.lock_file.name)
+        elif lock_text:
+            with open(self.lock_file.name, "w") as f:
+                f.write(lock_text)
+        if getattr(self, "made", False):
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.path)
+
     def append(self, name, record):
         """Appends a JSON line, whole or not at all (a full disk would leave part of it), on a
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
+        # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
+        # null, and "nonfinite" says which it was.
+        nonfinite = {
+            k: json.dumps(v)
+            for k, v in record.items()
+            if isinstance(v, float) and not np.isfinite(v)
+        }
+        if nonfinite:
+            record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}
         line = (json.dumps(record) + "\n").encode()
         # Unbuffered: a buffered file's truncate() flushes first, and fails again on a full disk.
         with open(os.path.join(self.path, name), "ab+", buffering=0) as f:
@@ -1745,6 +1955,61 @@ def script_checksums():
     if found:
         text = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
     return found and found.group(1), hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def written_whole(directory):
+    """A directory written whole or not at all: the files go into <directory>.partial, which
+    replaces `directory` once all are written (a full disk leaves no half export behind). The
+    two are exchanged in one step where the system can (a server polling `directory` never
+    finds it missing), else in two renames, the old one aside to <directory>.old and the new
+    one into place (a kill between them leaves <directory>.old: settle_whole() puts it back).
+    Then the old one is removed."""
+    partial, old = directory + ".partial", directory + ".old"
+    settle_whole(directory)
+    try:
+        with writing(partial):
+            os.makedirs(partial)  # a .keras file alone (no SavedModel) needs it made
+            yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
+        os.rename(directory, old)
+    os.rename(partial, directory)
+    shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left
+
+
+def exchange(a, b):
+    """Swaps paths `a` and `b` in one step (Linux's renameat2 with RENAME_EXCHANGE); False
+    where the system or its file system cannot, an OSError where it fails otherwise."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_cwd, rename_exchange = -100, 2  # paths relative to the working directory
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(error, os.strerror(error), a, None, b)
+
+
+def settle_whole(directory):
+    """Undoes what a kill in written_whole() left: a <directory>.partial (never finished, or
+    the old one exchanged out of place), and a <directory>.old, which is put back if the kill
+    came before the new one was in place."""
+    partial, old = directory + ".partial", directory + ".old"
+    if os.path.exists(old) and not os.path.exists(directory):
+        os.rename(old, directory)
+        print(f"Put back {directory}: a replacement of it was cut short")
+    for leftover in (partial, old):
+        if os.path.exists(leftover):
+            shutil.rmtree(leftover)
+            print(f"Removed {leftover}: left by an interrupted export")
 
 
 def checkpoint_paths(directory, repair=True):
@@ -1930,8 +2195,7 @@ def main(argv=None):
     """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
     a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
     lines: the traceback is in runs.jsonl."""
-    args = parse_args(argv)
-    check_debugging_flags(args)
+    args = parse_args(argv)  # the debugging flags checked too
     if args.fast_dev_run:
         return fast_dev_run(args)
     if args.command == "replay":

@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative with BERT fine-tuned by LoRA.
 
 Written by loopgen 0.1.0 from examples/reviews_bert_lora.py
-(spec sha256 f1acfbf36be1631e, script sha256 8237b4465624503a).
+(spec sha256 f1acfbf36be1631e, script sha256 1d20be54b37bca2b).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -123,7 +123,36 @@ def parse_args(argv=None):
         parser.error(
             "predict takes the paths of its inputs; train and evaluate take none"
         )
+    check_debugging_flags(args)
     return args
+
+
+def check_debugging_flags(args):
+    """The debugging flags' mistakes stop the script before TensorFlow loads; --profile's
+    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
+    """
+    # Counts of steps or batches.
+    for flag in ["--fast-dev-run"]:
+        name = flag[2:].replace("-", "_")
+        count = getattr(args, name)
+        if count is not None and not (count.isdigit() and int(count) >= 1):
+            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
+        setattr(args, name, count and int(count))
+    if args.check_numerics and args.dump_debug_info:
+        raise SystemExit(
+            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
+            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
+        )
+    if args.profile:
+        start, _, stop = args.profile.partition(":")
+        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
+            raise SystemExit(
+                f"--profile {args.profile}: give the first and last step to trace, "
+                "START:STOP with 1 <= START <= STOP (3:5, say)"
+            )
+        args.profile = int(start), int(stop)
+    if args.command != "train" and (args.fast_dev_run or args.profile):
+        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
 
 
 if __name__ == "__main__":
@@ -618,6 +647,7 @@ def export(model, directory, classes):
         with lora_merged(model):
             served = keras.export.ExportArchive()
             served.track(model)
+            served.track(preprocessor())  # its vocabulary's tables
             served.add_endpoint("serving_default", serving_function(model, classes))
             served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
             model.export(os.path.join(partial, "network"), verbose=False)
@@ -767,34 +797,6 @@ def predict(serve, args):
 # --- Debugging ------------------------------------------------------------------------
 
 
-def check_debugging_flags(args):
-    """The debugging flags' mistakes stop the script before it does anything; --profile's
-    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
-    """
-    # Counts of steps or batches.
-    for flag in ["--fast-dev-run"]:
-        name = flag[2:].replace("-", "_")
-        count = getattr(args, name)
-        if count is not None and not (count.isdigit() and int(count) >= 1):
-            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
-        setattr(args, name, count and int(count))
-    if args.check_numerics and args.dump_debug_info:
-        raise SystemExit(
-            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
-            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
-        )
-    if args.profile:
-        start, _, stop = args.profile.partition(":")
-        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
-            raise SystemExit(
-                f"--profile {args.profile}: give the first and last step to trace, "
-                "START:STOP with 1 <= START <= STOP (3:5, say)"
-            )
-        args.profile = int(start), int(stop)
-    if args.command != "train" and (args.fast_dev_run or args.profile):
-        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
-
-
 def execution_modes(args):
     """How TensorFlow runs this process's ops, set before anything is traced: --deterministic
     and the debugging flags. Returns whether the steps may compile with XLA, which cannot run
@@ -913,6 +915,8 @@ def fast_dev_run(args):
                     run.end(error)
                     raise
                 run.end()
+            # The later stages build the same networks: one summary of them is enough.
+            keras.Model.summary = lambda *args, **kwargs: None
         with dev_stage("serve the export"):
             serve_once(os.path.join(scratch, "export"), examples, n)
     finally:
@@ -1028,10 +1032,13 @@ class RunDirectory:
             )
         made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
+        # undo() removes it again if the run is refused before it starts.
+        self.made = made
         if self.args.no_lock:
-            return print(
-                f"Not locking {self.path} (--no-lock): no other run may use it."
-            )
+            if not self.args.fast_dev_run:  # whose scratch directory is its own
+                print(f"Not locking {self.path} (--no-lock): no other run may use it.")
+            return
+        existed = os.path.exists(os.path.join(self.path, "run.lock"))
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
             # evaluate and predict read: any number of them at once, but not while a run trains.
@@ -1058,6 +1065,9 @@ class RunDirectory:
             ) from None
         if reader:
             return
+        # What it said before this run (None: no file), for undo().
+        self.lock_file.seek(0)
+        self.lock_text = self.lock_file.read() if existed else None
         # Often the first write of a run: the one a full disk fails.
         try:
             with writing(self.lock_file.name):
@@ -1100,6 +1110,7 @@ class RunDirectory:
             if self.args.init_from:
                 self.init_from = load_weights(self.args.init_from, **networks)
             os.makedirs(self.checkpoints, exist_ok=True)
+            self.wrote_setup = True  # undo() removes it again if the run is refused
             with open(setup_path, "w") as f:
                 return json.dump(
                     {**setup, "data": with_digests(self.data)}, f, indent=2
@@ -1170,12 +1181,16 @@ class RunDirectory:
             before, now = recorded["files"].get(path), self.data["files"].get(path)
             if before == now:
                 continue
-            # Copied again (a new time)? The same data if its contents' sha256 is the same.
-            if now and path in digests and digests[path] == file_digest(path):
-                copied.append(path)
-                continue
+            # Copied again (a new time)? The same data if its contents' sha256 is the same;
+            # another sha256 is said first: equal sizes must not read as a new time alone.
+            contents = ""
+            if path in digests and os.path.exists(path):
+                if digests[path] == file_digest(path):
+                    copied.append(path)
+                    continue
+                contents = "its contents changed (another sha256); "
             differences.append(
-                f"  {path}: {before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
+                f"  {path}: {contents}{before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
             )
         if not differences:
             if copied:  # setup.json takes their new times
@@ -1314,9 +1329,10 @@ class RunDirectory:
 
     def bound(self, step):
         """The first step after `step` that ends a train_loop call for the debugging flags:
-        --profile's first and last; with --check-numerics, each (a NaN then names its step).
-        """
-        if self.args.check_numerics:
+        --profile's first and last; each with --check-numerics (a NaN then names its step) and while --profile traces (the profiler counts
+        a call as a step)."""
+        first, last = self.args.profile or (0, 0)
+        if self.args.check_numerics or first - 1 <= step < last:
             return step + 1
         return min((bound for bound in self.bounds if bound > step), default=math.inf)
 
@@ -1334,6 +1350,7 @@ class RunDirectory:
             yield
         if first_step + num_steps == last:
             tf.profiler.experimental.stop()
+            print()  # after the progress bar's line
             print(
                 f"--profile: steps {first} to {last} traced into {os.path.join(self.path, 'logs', 'profile')}"
             )
@@ -1407,8 +1424,8 @@ class RunDirectory:
     def end(self, error=None):
         """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
         A run killed outright leaves a start record without an end."""
-        if self.run is None:
-            return  # never started: refused, or stopped before training
+        if self.run is None:  # never started: refused, or stopped before training
+            return self.undo() if isinstance(error, SystemExit) else None
         record = {
             "event": "end",
             "run": self.run,
@@ -1466,10 +1483,41 @@ class RunDirectory:
                 f"Dropped from {path} its {dropped} records after step {step}: logged again"
             )
 
+    def undo(self):
+        """A run refused before it started (a --profile range, another setup's checkpoints, ...)
+        leaves the directory as it was: the setup.json it wrote and the directory it made go
+        again, and run.lock says what it said. What cannot be undone stays."""
+        with contextlib.suppress(OSError):
+            self.remove_what_it_made()
+
+    def remove_what_it_made(self):
+        if getattr(self, "wrote_setup", False):
+            os.remove(os.path.join(self.checkpoints, "setup.json"))
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.checkpoints)
+        lock_text = getattr(self, "lock_text", False)
+        if lock_text is None:
+            os.remove(self.lock_file.name)
+        elif lock_text:
+            with open(self.lock_file.name, "w") as f:
+                f.write(lock_text)
+        if getattr(self, "made", False):
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.path)
+
     def append(self, name, record):
         """Appends a JSON line, whole or not at all (a full disk would leave part of it), on a
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
+        # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
+        # null, and "nonfinite" says which it was.
+        nonfinite = {
+            k: json.dumps(v)
+            for k, v in record.items()
+            if isinstance(v, float) and not np.isfinite(v)
+        }
+        if nonfinite:
+            record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}
         line = (json.dumps(record) + "\n").encode()
         # Unbuffered: a buffered file's truncate() flushes first, and fails again on a full disk.
         with open(os.path.join(self.path, name), "ab+", buffering=0) as f:
@@ -1790,8 +1838,7 @@ def main(argv=None):
     """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
     a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
     lines: the traceback is in runs.jsonl."""
-    args = parse_args(argv)
-    check_debugging_flags(args)
+    args = parse_args(argv)  # the debugging flags checked too
     if args.fast_dev_run:
         return fast_dev_run(args)
     run = RunDirectory(args)

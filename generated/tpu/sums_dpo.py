@@ -1,7 +1,7 @@
 """Prefer right answers to sums over wrong ones, by DPO with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_dpo.py
-(spec sha256 a166bca62684ee21, script sha256 17801b352b401b2b).
+(spec sha256 214fa68b3ca151df, script sha256 f554b46ba3d6244d).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -13,6 +13,7 @@ Run it again to resume from the latest checkpoint (written by any variant).
 import argparse
 import contextlib
 import csv
+import ctypes
 import errno
 import fcntl
 import functools
@@ -118,7 +119,36 @@ def parse_args(argv=None):
         help="every stage on N steps",
     )
     args = parser.parse_args(argv)
+    check_debugging_flags(args)
     return args
+
+
+def check_debugging_flags(args):
+    """The debugging flags' mistakes stop the script before TensorFlow loads; --profile's
+    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
+    """
+    # Counts of steps or batches.
+    for flag in ["--fast-dev-run"]:
+        name = flag[2:].replace("-", "_")
+        count = getattr(args, name)
+        if count is not None and not (count.isdigit() and int(count) >= 1):
+            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
+        setattr(args, name, count and int(count))
+    if args.check_numerics and args.dump_debug_info:
+        raise SystemExit(
+            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
+            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
+        )
+    if args.profile:
+        start, _, stop = args.profile.partition(":")
+        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
+            raise SystemExit(
+                f"--profile {args.profile}: give the first and last step to trace, "
+                "START:STOP with 1 <= START <= STOP (3:5, say)"
+            )
+        args.profile = int(start), int(stop)
+    if args.command != "train" and (args.fast_dev_run or args.profile):
+        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
 
 
 if __name__ == "__main__":
@@ -686,36 +716,81 @@ def train(args, run):
             run.save(global_step)
     run.finish(global_step)
 
+    # --- Export -----------------------------------------------------------------------
+    export(model, os.path.join(args.output_dir, "export"))
+
+
+def export(model, directory):
+    """The trained network, written whole into `directory`:
+
+    - saved_model/1/: the SavedModel to serve, version 1 of the model (TF Serving serves the
+      highest numbered directory under saved_model/; a new export replaces this one). Its
+      serving_default signature takes raw examples and prepares them as the training
+      examples were (serving_function).
+    - network/: the bare network (model.export), for inputs as the training batches give
+      them.
+
+    Both SavedModels load without this script's classes."""
+    with written_whole(directory) as partial:
+        # The LoRA adapters merged into the kernels they adapt: the exported network computes one
+        # projection where training computed two, with the same function.
+        with lora_merged(model):
+            served = keras.export.ExportArchive()
+            served.track(model)
+            served.track(preprocessor())  # its vocabulary's tables
+            served.add_endpoint("serving_default", serving_function(model))
+            served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+            model.export(os.path.join(partial, "network"), verbose=False)
+
+
+@contextlib.contextmanager
+def lora_merged(model):
+    """The model with its LoRA adapters merged into their kernels, W + (alpha / rank) A B (the
+    kernel Keras computes for an adapted layer), and the adapters off; as it was afterwards, so
+    that the checkpoints and a later export see the unmerged model. Keras keeps the layer's own
+    kernel as `_kernel` and offers no public merge."""
+    adapted = [
+        layer
+        for layer in model._flatten_layers()
+        if getattr(layer, "lora_enabled", False)
+    ]
+    kernels = [layer._kernel.numpy() for layer in adapted]
+    for layer in adapted:
+        layer._kernel.assign(layer.kernel)
+        layer.lora_enabled = False
+    try:
+        yield model
+    finally:
+        for layer, kernel in zip(adapted, kernels):
+            layer._kernel.assign(kernel)
+            layer.lora_enabled = True
+
+
+def serving_function(model):
+    """The exported model's serving_default: a batch of prompts (tf.string), each answered by
+    greedy decoding (KerasHub's GreedySampler through the model's generate_step) until the
+    end token or SEQUENCE_LENGTH tokens in all. Named outputs: "completions", the text
+    generated after each prompt."""
+    # The most likely token each time: the export answers a prompt the same way every time.
+    model.sampler = keras_hub.samplers.GreedySampler()
+    end_token = preprocessor().tokenizer.end_token_id
+
+    @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name="prompts")])
+    def serve(prompts):
+        inputs = preprocessor().generate_preprocess(prompts)
+        outputs = model.generate_step(inputs, stop_token_ids=[end_token])
+        # The generated tokens: those the prompt did not hold, up to the end token.
+        generated = tf.logical_and(
+            outputs["padding_mask"], tf.logical_not(inputs["padding_mask"])
+        )
+        generated = tf.logical_and(generated, outputs["token_ids"] != end_token)
+        tokens = tf.ragged.boolean_mask(outputs["token_ids"], generated)
+        return {"completions": preprocessor().tokenizer.detokenize(tokens)}
+
+    return serve
+
 
 # --- Debugging ------------------------------------------------------------------------
-
-
-def check_debugging_flags(args):
-    """The debugging flags' mistakes stop the script before it does anything; --profile's
-    range becomes a pair of steps, and --overfit-batches's run gets a directory of its own.
-    """
-    # Counts of steps or batches.
-    for flag in ["--fast-dev-run"]:
-        name = flag[2:].replace("-", "_")
-        count = getattr(args, name)
-        if count is not None and not (count.isdigit() and int(count) >= 1):
-            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
-        setattr(args, name, count and int(count))
-    if args.check_numerics and args.dump_debug_info:
-        raise SystemExit(
-            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
-            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
-        )
-    if args.profile:
-        start, _, stop = args.profile.partition(":")
-        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
-            raise SystemExit(
-                f"--profile {args.profile}: give the first and last step to trace, "
-                "START:STOP with 1 <= START <= STOP (3:5, say)"
-            )
-        args.profile = int(start), int(stop)
-    if args.command != "train" and (args.fast_dev_run or args.profile):
-        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
 
 
 def execution_modes(args):
@@ -811,11 +886,15 @@ def fast_dev_run(args):
 
     n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
     stages = [
-        ({"max_steps": n}, f"train {n} steps, validate {n} batches, save a checkpoint"),
+        (
+            {"max_steps": n},
+            f"train {n} steps, validate {n} batches, save a checkpoint, export",
+        ),
         ({"max_steps": 2 * n}, f"resume from the checkpoint, train {n} more"),
         ({"command": "evaluate"}, "evaluate the checkpoint"),
     ]
     try:
+        examples = load_examples()[0]
         for changes, stage in stages:
             # The scratch directory is this process's alone: no lock to take again each stage.
             staged = argparse.Namespace(
@@ -829,6 +908,10 @@ def fast_dev_run(args):
                     run.end(error)
                     raise
                 run.end()
+            # The later stages build the same networks: one summary of them is enough.
+            keras.Model.summary = lambda *args, **kwargs: None
+        with dev_stage("serve the export"):
+            serve_once(os.path.join(scratch, "export"), examples, n)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
@@ -847,11 +930,30 @@ def dev_stage(stage):
     print(f"--fast-dev-run: {stage}: OK ({time.perf_counter() - started:.1f} s)")
 
 
+def serve_once(directory, examples, count):
+    """--fast-dev-run: the exported network, loaded as a server loads it, answers `count`
+    training examples."""
+    network = tf.saved_model.load(os.path.join(directory, "network"))
+    batch = next(
+        iter(
+            training_batches(
+                examples, start_step=0, context=tf.distribute.InputContext()
+            )
+        )
+    )
+    inputs = tf.nest.map_structure(lambda part: part[:count], batch[0])
+    outputs = network.serve(inputs)
+    if not all(np.isfinite(output).all() for output in tf.nest.flatten(outputs)):
+        raise SystemExit(
+            f"--fast-dev-run: the network in {directory} answers NaN or Inf"
+        )
+
+
 # --- The run directory ------------------------------------------------------------------
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "sums_dpo",
-    "spec_sha256": "a166bca62684ee21",
+    "spec_sha256": "214fa68b3ca151df",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
@@ -918,10 +1020,13 @@ class RunDirectory:
             )
         made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
+        # undo() removes it again if the run is refused before it starts.
+        self.made = made
         if self.args.no_lock:
-            return print(
-                f"Not locking {self.path} (--no-lock): no other run may use it."
-            )
+            if not self.args.fast_dev_run:  # whose scratch directory is its own
+                print(f"Not locking {self.path} (--no-lock): no other run may use it.")
+            return
+        existed = os.path.exists(os.path.join(self.path, "run.lock"))
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
             # evaluate reads: any number of them at once, but not while a run trains.
@@ -948,6 +1053,9 @@ class RunDirectory:
             ) from None
         if reader:
             return
+        # What it said before this run (None: no file), for undo().
+        self.lock_file.seek(0)
+        self.lock_text = self.lock_file.read() if existed else None
         # Often the first write of a run: the one a full disk fails.
         try:
             with writing(self.lock_file.name):
@@ -964,6 +1072,8 @@ class RunDirectory:
                 if made:
                     os.rmdir(self.path)
             raise
+        # What a run killed mid-export left.
+        settle_whole(os.path.join(self.path, "export"))
 
     def restore(self, checkpoint, examples, **networks):
         """Resumes from the newest checkpoint that restores (a damaged one is reported and the
@@ -988,6 +1098,7 @@ class RunDirectory:
             if self.args.init_from:
                 self.init_from = load_weights(self.args.init_from, **networks)
             os.makedirs(self.checkpoints, exist_ok=True)
+            self.wrote_setup = True  # undo() removes it again if the run is refused
             with open(setup_path, "w") as f:
                 return json.dump(
                     {**setup, "data": with_digests(self.data)}, f, indent=2
@@ -1058,12 +1169,16 @@ class RunDirectory:
             before, now = recorded["files"].get(path), self.data["files"].get(path)
             if before == now:
                 continue
-            # Copied again (a new time)? The same data if its contents' sha256 is the same.
-            if now and path in digests and digests[path] == file_digest(path):
-                copied.append(path)
-                continue
+            # Copied again (a new time)? The same data if its contents' sha256 is the same;
+            # another sha256 is said first: equal sizes must not read as a new time alone.
+            contents = ""
+            if path in digests and os.path.exists(path):
+                if digests[path] == file_digest(path):
+                    copied.append(path)
+                    continue
+                contents = "its contents changed (another sha256); "
             differences.append(
-                f"  {path}: {before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
+                f"  {path}: {contents}{before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
             )
         if not differences:
             if copied:  # setup.json takes their new times
@@ -1202,9 +1317,10 @@ class RunDirectory:
 
     def bound(self, step):
         """The first step after `step` that ends a train_loop call for the debugging flags:
-        --profile's first and last; with --check-numerics, each (a NaN then names its step).
-        """
-        if self.args.check_numerics:
+        --profile's first and last; each with --check-numerics (a NaN then names its step) and while --profile traces (the profiler counts
+        a call as a step)."""
+        first, last = self.args.profile or (0, 0)
+        if self.args.check_numerics or first - 1 <= step < last:
             return step + 1
         return min((bound for bound in self.bounds if bound > step), default=math.inf)
 
@@ -1222,6 +1338,7 @@ class RunDirectory:
             yield
         if first_step + num_steps == last:
             tf.profiler.experimental.stop()
+            print()  # after the progress bar's line
             print(
                 f"--profile: steps {first} to {last} traced into {os.path.join(self.path, 'logs', 'profile')}"
             )
@@ -1295,8 +1412,8 @@ class RunDirectory:
     def end(self, error=None):
         """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
         A run killed outright leaves a start record without an end."""
-        if self.run is None:
-            return  # never started: refused, or stopped before training
+        if self.run is None:  # never started: refused, or stopped before training
+            return self.undo() if isinstance(error, SystemExit) else None
         record = {
             "event": "end",
             "run": self.run,
@@ -1354,10 +1471,41 @@ class RunDirectory:
                 f"Dropped from {path} its {dropped} records after step {step}: logged again"
             )
 
+    def undo(self):
+        """A run refused before it started (a --profile range, another setup's checkpoints, ...)
+        leaves the directory as it was: the setup.json it wrote and the directory it made go
+        again, and run.lock says what it said. What cannot be undone stays."""
+        with contextlib.suppress(OSError):
+            self.remove_what_it_made()
+
+    def remove_what_it_made(self):
+        if getattr(self, "wrote_setup", False):
+            os.remove(os.path.join(self.checkpoints, "setup.json"))
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.checkpoints)
+        lock_text = getattr(self, "lock_text", False)
+        if lock_text is None:
+            os.remove(self.lock_file.name)
+        elif lock_text:
+            with open(self.lock_file.name, "w") as f:
+                f.write(lock_text)
+        if getattr(self, "made", False):
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.path)
+
     def append(self, name, record):
         """Appends a JSON line, whole or not at all (a full disk would leave part of it), on a
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
+        # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
+        # null, and "nonfinite" says which it was.
+        nonfinite = {
+            k: json.dumps(v)
+            for k, v in record.items()
+            if isinstance(v, float) and not np.isfinite(v)
+        }
+        if nonfinite:
+            record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}
         line = (json.dumps(record) + "\n").encode()
         # Unbuffered: a buffered file's truncate() flushes first, and fails again on a full disk.
         with open(os.path.join(self.path, name), "ab+", buffering=0) as f:
@@ -1448,6 +1596,61 @@ def script_checksums():
     if found:
         text = text[: found.start(1)] + "0" * 16 + text[found.end(1) :]
     return found and found.group(1), hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def written_whole(directory):
+    """A directory written whole or not at all: the files go into <directory>.partial, which
+    replaces `directory` once all are written (a full disk leaves no half export behind). The
+    two are exchanged in one step where the system can (a server polling `directory` never
+    finds it missing), else in two renames, the old one aside to <directory>.old and the new
+    one into place (a kill between them leaves <directory>.old: settle_whole() puts it back).
+    Then the old one is removed."""
+    partial, old = directory + ".partial", directory + ".old"
+    settle_whole(directory)
+    try:
+        with writing(partial):
+            os.makedirs(partial)  # a .keras file alone (no SavedModel) needs it made
+            yield partial
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if os.path.exists(directory):
+        if exchange(partial, directory):
+            shutil.rmtree(partial, ignore_errors=True)  # the old one, now
+            return
+        os.rename(directory, old)
+    os.rename(partial, directory)
+    shutil.rmtree(old, ignore_errors=True)  # settle_whole() removes what is left
+
+
+def exchange(a, b):
+    """Swaps paths `a` and `b` in one step (Linux's renameat2 with RENAME_EXCHANGE); False
+    where the system or its file system cannot, an OSError where it fails otherwise."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_cwd, rename_exchange = -100, 2  # paths relative to the working directory
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(error, os.strerror(error), a, None, b)
+
+
+def settle_whole(directory):
+    """Undoes what a kill in written_whole() left: a <directory>.partial (never finished, or
+    the old one exchanged out of place), and a <directory>.old, which is put back if the kill
+    came before the new one was in place."""
+    partial, old = directory + ".partial", directory + ".old"
+    if os.path.exists(old) and not os.path.exists(directory):
+        os.rename(old, directory)
+        print(f"Put back {directory}: a replacement of it was cut short")
+    for leftover in (partial, old):
+        if os.path.exists(leftover):
+            shutil.rmtree(leftover)
+            print(f"Removed {leftover}: left by an interrupted export")
 
 
 def checkpoint_paths(directory, repair=True):
@@ -1623,8 +1826,7 @@ def main(argv=None):
     """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
     a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
     lines: the traceback is in runs.jsonl."""
-    args = parse_args(argv)
-    check_debugging_flags(args)
+    args = parse_args(argv)  # the debugging flags checked too
     if args.fast_dev_run:
         return fast_dev_run(args)
     run = RunDirectory(args)
