@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import __version__
 from ..dsl.base import Var
+from ..dsl.hub import is_local
 from ..dsl.layers import Custom, CustomLayerClass
 from ..dsl.loader import spec_hash
 from ..dsl.model import OPAQUE, Imported
@@ -272,9 +273,9 @@ def comet_parameters(spec: Spec, batch_size: str) -> str:
 
 
 def downloads(spec: Spec) -> set[str]:
-    """What the script downloads: `keras_dataset` and `tfds` sources, and `imagenet` for a
-    Backbone's named weights (a path is a local file). A KerasHub preset, when there is one,
-    belongs here too (its load wrapped in the script's downloading())."""
+    """What the script downloads: `keras_dataset` and `tfds` sources, `imagenet` for a
+    Backbone's named weights (a path is a local file), and `keras_hub` for a KerasHub preset
+    named by its name or a handle (a local preset directory is read from disk)."""
     kinds = {spec.data.train.kind, spec.data.validation.kind if spec.data.validation else None}
     found = kinds & {"keras_dataset", "tfds"}
     if any(
@@ -282,6 +283,10 @@ def downloads(spec: Spec) -> set[str]:
         for _, layer in spec.layers_with_paths()
     ):
         found.add("imagenet")
+    hub = spec.model if spec.model is not None and spec.model.kind == "keras_hub" else None
+    ref = getattr(spec.training, "ref_model", None)
+    if any(preset and not is_local(preset) for preset in (hub and hub.preset, ref)):
+        found.add("keras_hub")  # a preset's name or handle: KerasHub downloads it
     return found
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data import classification_npz, image_directory, pattern_npz, runnable
+from data import classification_npz, image_directory, pattern_npz, runnable, small_data_overrides
 from helpers import npz, run_preloaded
 
 pytestmark = pytest.mark.slow
@@ -149,7 +149,7 @@ def test_the_same_data_copied_again_resumes_and_other_data_of_the_same_size_does
             "--new-data", lines=4)  # fmt: skip
 
 
-@pytest.mark.parametrize("source", ["keras_datasets", "backbone_weights"])
+@pytest.mark.parametrize("source", ["keras_datasets", "backbone_weights", "keras_hub_preset"])
 def test_a_failed_download_is_one_message_and_leaves_the_directory_as_it_was(
     render, tmp_path, source
 ):
@@ -162,6 +162,13 @@ def test_a_failed_download_is_one_message_and_leaves_the_directory_as_it_was(
         out = tmp_path / "runs" / "first"
         words = ["Cannot download mnist (keras.datasets.mnist.load_data()): URL fetch failure",
                  "Name or service not known", "data.train=Npz(path=...)"]  # fmt: skip
+    elif source == "keras_hub_preset":  # a KerasHub preset by its name (Kaggle, via kagglehub)
+        script = render(
+            "reviews_bert_lora", *small_data_overrides("reviews_bert_lora", tmp_path)[:1]
+        )
+        out = tmp_path / "runs" / "bert"
+        words = ["Cannot download the KerasHub preset 'bert_tiny_en_uncased'",
+                 "Name or service not known", "save_to_preset"]  # fmt: skip
     else:  # MobileNetV2's imagenet weights
         data = npz(classification_npz(tmp_path / "train.npz", 8, (160, 160, 3), classes=5))
         script = render("flowers_finetune", f"data.train={data}", "data.validation=null",
@@ -178,7 +185,7 @@ def test_a_failed_download_is_one_message_and_leaves_the_directory_as_it_was(
     message = refused(run(launcher, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path),
                       *words)  # fmt: skip
     assert message.startswith("Cannot download"), message
-    if source == "keras_datasets":
+    if source in ("keras_datasets", "keras_hub_preset"):
         assert not (tmp_path / "runs").exists()
     else:
         assert sorted(p.name for p in out.iterdir()) == ["run.lock"]
