@@ -414,9 +414,13 @@ RESUME_RUNS = {
 ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations", "dict_dqn", "sac",
                 "td3", "pixel_dqn"}  # fmt: skip
 """The cases that act: their length is in environment steps (--max-steps)."""
-ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations", "dict_dqn", "pixel_dqn"}
+ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations", "dict_dqn", "pixel_dqn", "keras_hub",
+                     "sft", "dpo"}  # fmt: skip
 """Their replicas run the code of ppo_continuous's (PPO's partial, A2C's with it); a Dict's
-parts shared out by the replicas: test_distributed's mirrored_equals_single_device."""
+parts shared out by the replicas: test_distributed's mirrored_equals_single_device. The
+KerasHub cases' replicas run the supervised cases' step and checkpoint (resumed on two
+replicas there); what is their own on replicas (SFT's token count, DPO's pairs, LoRA's frozen
+backbone) is mirrored_equals_single_device's."""
 RESUME_CASES = [
     (source, variant)
     for source in sorted(RESUME_RUNS)
