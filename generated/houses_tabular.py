@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 6da4d8c168cf4b54, script sha256 3129dd3fd7dcf870).
+(spec sha256 6da4d8c168cf4b54, script sha256 4b712903ef48f8df).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -1459,16 +1459,12 @@ class RunDirectory:
             before, now = recorded["files"].get(path), self.data["files"].get(path)
             if before == now:
                 continue
-            # Copied again (a new time)? The same data if its contents' sha256 is the same;
-            # another sha256 is said first: equal sizes must not read as a new time alone.
-            contents = ""
-            if path in digests and os.path.exists(path):
-                if digests[path] == file_digest(path):
-                    copied.append(path)
-                    continue
-                contents = "its contents changed (another sha256); "
+            # Copied again (a new time)? The same data if its contents' sha256 is the same.
+            if now and path in digests and digests[path] == file_digest(path):
+                copied.append(path)
+                continue
             differences.append(
-                f"  {path}: {contents}{before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
+                f"  {path}: {before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
             )
         if not differences:
             if copied:  # setup.json takes their new times
@@ -1918,11 +1914,11 @@ class RunDirectory:
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
         # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
-        # null, and "nonfinite" says which it was.
+        # null, and "nonfinite" says which it was (a NaN is not less than inf either).
         nonfinite = {
             k: json.dumps(v)
             for k, v in record.items()
-            if isinstance(v, float) and not np.isfinite(v)
+            if isinstance(v, float) and not abs(v) < float("inf")
         }
         if nonfinite:
             record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}

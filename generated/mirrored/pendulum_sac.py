@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with SAC.
 
 Written by loopgen 0.1.0 from examples/pendulum_sac.py
-(spec sha256 0b674dd1eb9cfca4, script sha256 519231e4fbee9694).
+(spec sha256 0b674dd1eb9cfca4, script sha256 888c84a9a29fa8a7).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1717,11 +1717,11 @@ class RunDirectory:
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
         # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
-        # null, and "nonfinite" says which it was.
+        # null, and "nonfinite" says which it was (a NaN is not less than inf either).
         nonfinite = {
             k: json.dumps(v)
             for k, v in record.items()
-            if isinstance(v, float) and not np.isfinite(v)
+            if isinstance(v, float) and not abs(v) < float("inf")
         }
         if nonfinite:
             record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}

@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 c76988e61604850f, script sha256 1bfc3c6dd97b1175).
+(spec sha256 c76988e61604850f, script sha256 7bdb943941c32217).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1524,11 +1524,11 @@ class RunDirectory:
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
         # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
-        # null, and "nonfinite" says which it was.
+        # null, and "nonfinite" says which it was (a NaN is not less than inf either).
         nonfinite = {
             k: json.dumps(v)
             for k, v in record.items()
-            if isinstance(v, float) and not np.isfinite(v)
+            if isinstance(v, float) and not abs(v) < float("inf")
         }
         if nonfinite:
             record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 98ef260b6fd967a7, script sha256 87671e91791c0f5d).
+(spec sha256 98ef260b6fd967a7, script sha256 082548011f7b730a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1570,11 +1570,11 @@ class RunDirectory:
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
         # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
-        # null, and "nonfinite" says which it was.
+        # null, and "nonfinite" says which it was (a NaN is not less than inf either).
         nonfinite = {
             k: json.dumps(v)
             for k, v in record.items()
-            if isinstance(v, float) and not np.isfinite(v)
+            if isinstance(v, float) and not abs(v) < float("inf")
         }
         if nonfinite:
             record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}

@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 1318f46f3835d75a, script sha256 f37dd8b05e0b7523).
+(spec sha256 1318f46f3835d75a, script sha256 4e3281e49cbc8f33).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1579,11 +1579,11 @@ class RunDirectory:
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
         # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
-        # null, and "nonfinite" says which it was.
+        # null, and "nonfinite" says which it was (a NaN is not less than inf either).
         nonfinite = {
             k: json.dumps(v)
             for k, v in record.items()
-            if isinstance(v, float) and not np.isfinite(v)
+            if isinstance(v, float) and not abs(v) < float("inf")
         }
         if nonfinite:
             record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}
