@@ -1,7 +1,10 @@
 """The RL part of the bench: each generated script against Stable-Baselines3 on PyTorch
 (rl_peer.py) with the same hyperparameters, environments and budget, in the same invocation,
 alternating which runs first each round: environment steps per second over training (updates
-included) and the greedy policy's return over 100 evaluation episodes.
+included), per second of wall-clock time and per CPU-second (every thread's), and the greedy
+policy's return over 100 evaluation episodes. Both train for the budget as their whole run
+(loopgen's script is rendered with loop.steps set to it), so that exploration schedules and
+learning-rate annealing span the same steps.
 
 - PPO: examples/cartpole_ppo.py (CleanRL's ppo.py settings) on CartPole-v1.
 - DQN: examples/cartpole_dqn.py with CleanRL's dqn.py settings on CartPole-v1: its double DQN
@@ -12,6 +15,7 @@ included) and the greedy policy's return over 100 evaluation episodes.
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import time
 from pathlib import Path
@@ -33,15 +37,21 @@ NAMES = {"ppo": "PPO", "dqn": "DQN", "sac": "SAC"}
 
 def ours(python: str, algorithm: str, steps: int, folder: Path, env: dict) -> dict:
     example = ALGORITHMS[algorithm][0]
-    script = folder / f"{example}.py"
+    script = folder / f"{example}-{steps}.py"
     if not script.exists():
-        sets = [word for value in OVERRIDES.get(algorithm, []) for word in ("--set", value)]
+        overrides = [*OVERRIDES.get(algorithm, []), f"loop.steps={steps}"]
+        sets = [word for value in overrides for word in ("--set", value)]
         subprocess.run([str(Path(python).with_name("loopgen")), "render",
                         str(ROOT / "examples" / f"{example}.py"), *sets, "-o", str(script)],
                        check=True, capture_output=True)  # fmt: skip
     out = folder / f"run-{time.monotonic_ns()}"
+    # CPU-seconds of training: the run's, less those of a run that starts, builds, saves and
+    # exports but takes no step (as the peer's count only its learn()).
+    idle = _cpu_seconds([python, str(script), "--max-steps", "0", "--output-dir", f"{out}-0"],
+                        folder, env)  # fmt: skip
     start = time.perf_counter()
-    _run([python, str(script), "--max-steps", str(steps), "--output-dir", str(out)], folder, env)
+    cpu = _cpu_seconds([python, str(script), "--max-steps", str(steps), "--output-dir", str(out)],
+                       folder, env)  # fmt: skip
     seconds = time.perf_counter() - start
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     done = records[-1]["step"]
@@ -56,6 +66,7 @@ def ours(python: str, algorithm: str, steps: int, folder: Path, env: dict) -> di
     evaluation = json.loads((out / "evaluations.jsonl").read_text().splitlines()[-1])
     return {
         "steps_per_second": done / trained,
+        "steps_per_cpu_second": done / (cpu - idle),
         "process_seconds": seconds,
         "return_mean": evaluation["return_mean"],
         "return_std": evaluation["return_std"],
@@ -92,6 +103,7 @@ def rl_rows(python: str, peer_python: str | None, algorithms: list[str], steps: 
                     )
             print(f"  {name} round {round_ + 1}: "
                   + ", ".join(f"{who} {r[-1]['steps_per_second']:,.0f}/s "
+                              f"{r[-1].get('steps_per_cpu_second', 0):,.0f}/CPU-s "
                               f"{r[-1]['return_mean']:.0f}" for who, r in runs.items() if r),
                   flush=True)  # fmt: skip
         found[algorithm] = {
@@ -102,6 +114,7 @@ def rl_rows(python: str, peer_python: str | None, algorithms: list[str], steps: 
                 who: {
                     "steps_per_second": median([r["steps_per_second"] for r in done]),
                     "rates": [r["steps_per_second"] for r in done],
+                    "cpu_rates": [r.get("steps_per_cpu_second") for r in done],
                     "return_mean": median([r["return_mean"] for r in done]),
                     "returns": [r["return_mean"] for r in done],
                 }
@@ -127,8 +140,9 @@ def rl_table(rl: dict) -> str:
     algorithms = algorithms_of(rl)
     lines = [
         "| | environment, steps, rounds | env steps/s (median; each round) "
+        "| env steps per CPU-second (median; each round) "
         f"| greedy return over {rl['episodes']} episodes (median; each round) |",
-        "|---|---|---|---|",
+        "|---|---|---|---|---|",
     ]
     for found in algorithms.values():
         rounds = found.get("rounds", rl["rounds"])
@@ -136,12 +150,24 @@ def rl_table(rl: dict) -> str:
             # Each round's rate: results written before they were kept have none.
             rates = ", ".join(f"{r:,.0f}" for r in row.get("rates", []))
             each = ", ".join(f"{r:.0f}" for r in row["returns"])
+            # Per CPU-second: results written before the bench measured it have none.
+            cpu = [r for r in row.get("cpu_rates", []) if r]
+            per_cpu = (f"{median(cpu):,.0f} ({', '.join(f'{r:,.0f}' for r in cpu)})"
+                       if cpu else "not measured")  # fmt: skip
             lines.append(
                 f"| {name} | {found['environment']}, {found['steps']:,}, {rounds} "
                 f"| {row['steps_per_second']:,.0f}{f' ({rates})' if rates else ''} "
-                f"| {row['return_mean']:.0f} ({each}) |"
+                f"| {per_cpu} | {row['return_mean']:.0f} ({each}) |"
             )
     return "\n".join(lines)
+
+
+def _cpu_seconds(command: list[str], cwd: Path, env: dict) -> float:
+    """Runs `command`; the CPU-seconds (user and system, every thread's) it took."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _run(command, cwd, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _run(command: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess[str]:

@@ -80,6 +80,9 @@ LAST_OBSERVATION = (
     "tests/test_rl.py::"
     "test_the_observation_reached_at_a_cut_is_the_episodes_last_not_the_next_ones_first"
 )
+MAX_GRAD_NORM = (
+    "tests/test_offpolicy.py::test_max_grad_norm_clips_each_gradient_step_by_its_global_norm"
+)
 SCHEDULED = (
     "tests/test_offpolicy.py::test_a_learning_rate_schedule_reaches_the_off_policy_optimizers"
 )
@@ -588,6 +591,26 @@ MUTANTS: list[Mutant] = [
         "",
         [f"{MIRRORED}[cartpole_ppo]"],
         "replicas' clipping: each replica clips its own share of the gradient",
+    ),
+    mutant(
+        "off_policy_gradients_unclipped",
+        DQN,
+        "# Scaled down together, to a global norm of MAX_GRAD_NORM at most.\n"
+        "{{ name }}, _ = tf.clip_by_global_norm({{ name }}, MAX_GRAD_NORM)\n",
+        "{{ name }}, _ = {{ name }}, MAX_GRAD_NORM\n",
+        [
+            f"{MAX_GRAD_NORM}[cartpole_dqn-single_device]",
+            f"{MAX_GRAD_NORM}[pendulum_sac-single_device]",
+        ],
+        "issue 55: DQN's, SAC's and TD3's max_grad_norm rendered but never applied",
+    ),
+    mutant(
+        "off_policy_replicas_clip_their_own_share",
+        DQN,
+        "{{ name }} = context.all_reduce(tf.distribute.ReduceOp.SUM, {{ name }})\n",
+        "",
+        [f"{MAX_GRAD_NORM}[cartpole_dqn-mirrored]", f"{MAX_GRAD_NORM}[pendulum_sac-mirrored]"],
+        "issue 55: on replicas, each clips its own share of DQN's, SAC's or TD3's gradient",
     ),
     mutant(
         "dqn_replicas_take_the_whole_batch",

@@ -576,6 +576,25 @@ def optimizer_steps(output_dir: str) -> dict:
             for key in reader.get_variable_to_shape_map() if key.endswith(suffix)}  # fmt: skip
 
 
+def update_norms(output_dir: str, first: str, last: str) -> dict:
+    """How far each optimizer moved its variables at each step from `first` to `last`: the
+    global norm of the change between ckpt-(step - 1) and ckpt-step, by the optimizer's name
+    in the checkpoint (a variable is saved under the first optimizer that holds it)."""
+    norms: dict[str, list[float]] = {}
+    for step in range(int(first), int(last) + 1):
+        before, after = (tf.train.load_checkpoint(f"{output_dir}/checkpoints/ckpt-{s}")
+                         for s in (step - 1, step))  # fmt: skip
+        squares: dict[str, float] = {}
+        for name in before.get_variable_to_shape_map():
+            if "/_trainable_variables/" in name:
+                change = after.get_tensor(name).astype(np.float64) - before.get_tensor(name)
+                owner = name.split("/_trainable_variables/")[0]
+                squares[owner] = squares.get(owner, 0.0) + float(np.sum(change**2))
+        for owner, square in squares.items():
+            norms.setdefault(owner, []).append(square**0.5)
+    return norms
+
+
 def scripted_steps(first: int, envs: int) -> list[list[tuple]]:
     """The steps scripted_env took since STEPS[first], a list of its NUM_ENVS copies' steps
     (copy, episode, step after it, reward, terminated) per vector step, by copy."""

@@ -10,7 +10,16 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, records, render_into, run_cli, run_preloaded, run_python, tf_check
+from helpers import (
+    ROOT,
+    TWO_CPUS,
+    records,
+    render_into,
+    run_cli,
+    run_preloaded,
+    run_python,
+    tf_check,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -350,3 +359,35 @@ def test_a_learning_rate_schedule_reaches_the_off_policy_optimizers(example, tmp
     assert stood["max_diff"] <= 1e-9, stood
     learned = tf_check("networks_diff", out[32], out[44], prefixes, cwd=tmp_path)
     assert learned["max_diff"] > 1e-4, learned
+
+
+DQN_SMALL = [
+    # LINEAR's settings less its networks: a small Q-network, a gradient step every step.
+    *(o for o in LINEAR if not o.startswith(("model.", "training.critic"))),
+    'model.layers=[{"kind": "dense", "units": 16, "activation": "relu"}, '
+    '{"kind": "dense", "units": 2}]',
+    "training.train_every=1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", [None, "mirrored"], ids=["single_device", "mirrored"])
+@pytest.mark.parametrize("example", ["cartpole_dqn", "pendulum_sac", "pendulum_td3"])
+def test_max_grad_norm_clips_each_gradient_step_by_its_global_norm(example, variant, tmp_path):
+    """training.max_grad_norm=0.01, far below the gradients' norms: each gradient step of
+    plain SGD then moves a network's weights, all of them together, exactly rate x 0.01 (the
+    Q-network and the policy at 0.05; SAC's and TD3's two critics at 0.1, by one norm over
+    both; TD3's policy only at its delayed steps). Without the clip they move as far as their
+    gradients say; clipping each tensor by the norm would move them up to sqrt(tensors) times
+    as far, and on two replicas clipping each replica's share up to twice as far."""
+    overrides = DQN_SMALL if example == "cartpole_dqn" else linear(example)
+    script = render_into(tmp_path / "train.py", example, *overrides,
+                         *([TWO_CPUS] if variant else []), "training.max_grad_norm=0.01",
+                         variant=variant)  # fmt: skip
+    assert "MAX_GRAD_NORM = 0.01" in script.read_text()
+    # Gradient steps at steps 33 and 34 (learning_starts=32).
+    run_python(script, "--max-steps", "34", "--output-dir", "out", cwd=tmp_path)
+    norms = rl_check("update_norms", str(tmp_path / "out"), "33", "34", cwd=tmp_path)
+    policy = [0.0, 0.05 * 0.01] if example == "pendulum_td3" else [0.05 * 0.01] * 2
+    assert norms["optimizer"] == pytest.approx(policy, rel=2e-3, abs=1e-9), norms
+    if example != "cartpole_dqn":
+        assert norms["critic_optimizer"] == pytest.approx([0.1 * 0.01] * 2, rel=2e-3), norms

@@ -414,3 +414,26 @@ def test_the_module_docstring_goes_around_black_only_where_black_keeps_it(
     lifted = blackcache._lift_docstring(source)[1] is not None
     assert lifted == (docstring in (DOCSTRINGS[0], DOCSTRINGS[3], DOCSTRINGS[6]))
     assert any(docstring in piece for piece in given) != lifted
+
+
+def test_dqn_acts_on_one_tensorflow_thread_through_the_traces_own_call():
+    """DQN on one device (issue 55): TensorFlow set to one thread before any op runs (its other
+    threads spun between the Q-network's small calls, twice the CPU), and the greedy action
+    from the trace's own call (the concrete function's matching of arguments cost more than
+    the network). Not on replicas, whose collectives take threads of their own."""
+    spec = load_spec(EXAMPLES / "cartpole_dqn.py")
+    source = render_script(spec, spec_file="examples/cartpole_dqn.py")
+    train = next(
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef) and node.name == "train"
+    )
+    calls = [ast.unparse(s) for s in train.body[1:] if isinstance(s, ast.Expr)][:3]
+    assert calls == [
+        "tf.config.threading.set_inter_op_parallelism_threads(1)",
+        "tf.config.threading.set_intra_op_parallelism_threads(1)",
+        "keras.utils.set_random_seed(SEED)",
+    ], calls
+    assert "greedy_flat(tf.constant(observations), *greedy_variables)" in source
+    mirrored = (ROOT / "generated" / "mirrored" / "cartpole_dqn.py").read_text()
+    assert "parallelism_threads" not in mirrored and "greedy_flat" not in mirrored

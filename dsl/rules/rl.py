@@ -66,15 +66,15 @@ def check_sections(spec: Spec) -> None:
     if spec.optimizer is None:
         raise ValueError(f"optimizer is not set: {kind} needs one, e.g. Adam(learning_rate=3e-4)")
     check_strategy(spec)
-    if spec.gradients.accumulate_steps > 1 or spec.gradients.clipped:
+    if spec.gradients.clipped:
         raise ValueError(
-            f"gradients is set, but training is {kind}: "
-            + (
-                "clip with training.max_grad_norm"
-                if spec.training.kind in ON_POLICY
-                else f"{kind} takes plain gradient steps on its minibatches"
-            )
-            + "; remove gradients"
+            f"gradients is set, but training is {kind}: clip with training.max_grad_norm (the "
+            "global norm of each gradient step's gradient); remove gradients"
+        )
+    if spec.gradients.accumulate_steps > 1:
+        raise ValueError(
+            f"gradients.accumulate_steps: training is {kind}, which takes one gradient step on "
+            "each of its minibatches; remove gradients"
         )
     if spec.logging.inspect:
         raise ValueError(

@@ -165,6 +165,9 @@ class DQN(StrictModel):
     """Double DQN: the online network chooses the next action, the target network values it."""
     loss: Literal["huber", "mse"] = "huber"
     """Huber (smooth L1, the paper's clipped error) or squared error of the TD error."""
+    max_grad_norm: PositiveFloat | None = None
+    """Clip each gradient step's gradient by this global norm (Stable-Baselines3's DQN and the
+    RL Zoo's settings: 10); None: no clipping (CleanRL's)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -273,6 +276,9 @@ class _OffPolicyActorCritic(StrictModel):
     """Train every this many vector steps (Stable-Baselines3's `train_freq`)."""
     gradient_steps: PositiveInt = 1
     """Gradient steps each time it trains, each on a batch of its own."""
+    max_grad_norm: PositiveFloat | None = None
+    """Clip the critics' gradient and the policy's, each by this global norm, at every gradient
+    step (alpha's, one number, is not); None: no clipping (Stable-Baselines3's and CleanRL's)."""
 
     @model_validator(mode="before")
     @classmethod

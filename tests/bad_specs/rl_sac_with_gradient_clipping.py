@@ -1,4 +1,4 @@
-# Mistake: gradient clipping set for SAC, which takes plain gradient steps
+# Mistake: gradient clipping set for SAC in `gradients`, where training.max_grad_norm clips it
 from loopgen.dsl import Adam, Dense, Environment, Gradients, Loop, SAC, Sequential, Spec
 
 spec = Spec(
