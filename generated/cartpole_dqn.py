@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 dc05ba4da0ac1608, script sha256 e5ae60cd2564e571).
+(spec sha256 dc05ba4da0ac1608, script sha256 d5f466f60d7506aa).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -114,7 +114,41 @@ def parse_args(argv=None):
         help="every stage on N updates",
     )
     parser.add_argument("--step", metavar="N", help="replay: the update to replay")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    check_debugging_flags(args)
+    return args
+
+
+def check_debugging_flags(args):
+    """The debugging flags' mistakes stop the script before TensorFlow loads; --profile's
+    range becomes a pair of updates, and --overfit-batches's run gets a directory of its own.
+    """
+    # Counts of updates or batches.
+    for flag in ["--fast-dev-run", "--step"]:
+        name = flag[2:].replace("-", "_")
+        count = getattr(args, name)
+        if count is not None and not (count.isdigit() and int(count) >= 1):
+            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
+        setattr(args, name, count and int(count))
+    if args.check_numerics and args.dump_debug_info:
+        raise SystemExit(
+            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
+            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
+        )
+    if args.profile:
+        start, _, stop = args.profile.partition(":")
+        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
+            raise SystemExit(
+                f"--profile {args.profile}: give the first and last update to trace, "
+                "START:STOP with 1 <= START <= STOP (3:5, say)"
+            )
+        args.profile = int(start), int(stop)
+    if args.command != "train" and (args.fast_dev_run or args.profile):
+        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
+    if (args.command == "replay") != (args.step is not None):
+        raise SystemExit(
+            "replay takes --step N, the update to replay; the other commands take none"
+        )
 
 
 if __name__ == "__main__":
@@ -587,38 +621,6 @@ def export(model, directory):
 # --- Debugging ------------------------------------------------------------------------
 
 
-def check_debugging_flags(args):
-    """The debugging flags' mistakes stop the script before it does anything; --profile's
-    range becomes a pair of updates, and --overfit-batches's run gets a directory of its own.
-    """
-    # Counts of updates or batches.
-    for flag in ["--fast-dev-run", "--step"]:
-        name = flag[2:].replace("-", "_")
-        count = getattr(args, name)
-        if count is not None and not (count.isdigit() and int(count) >= 1):
-            raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
-        setattr(args, name, count and int(count))
-    if args.check_numerics and args.dump_debug_info:
-        raise SystemExit(
-            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
-            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
-        )
-    if args.profile:
-        start, _, stop = args.profile.partition(":")
-        if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
-            raise SystemExit(
-                f"--profile {args.profile}: give the first and last update to trace, "
-                "START:STOP with 1 <= START <= STOP (3:5, say)"
-            )
-        args.profile = int(start), int(stop)
-    if args.command != "train" and (args.fast_dev_run or args.profile):
-        raise SystemExit(f"--fast-dev-run, --profile: for training, not {args.command}")
-    if (args.command == "replay") != (args.step is not None):
-        raise SystemExit(
-            "replay takes --step N, the update to replay; the other commands take none"
-        )
-
-
 def execution_modes(args):
     """How TensorFlow runs this process's ops, set before anything is traced: --deterministic
     and the debugging flags. Returns whether the steps may compile with XLA, which cannot run
@@ -739,6 +741,8 @@ def fast_dev_run(args):
                     run.end(error)
                     raise
                 run.end()
+            # The later stages build the same networks: one summary of them is enough.
+            keras.Model.summary = lambda *args, **kwargs: None
         with dev_stage("serve the export"):
             serve_once(os.path.join(scratch, "export"))
     finally:
@@ -862,6 +866,7 @@ def replay(args):
                 "command": "train",
                 "output_dir": scratch,
                 "max_steps": end,
+                "replay_of": args.output_dir,
             }
         )
         train(replaying, RunDirectory(replaying))
@@ -870,22 +875,20 @@ def replay(args):
 
 
 @contextlib.contextmanager
-def replayed(step, networks, optimizers, train_values):
+def replayed(step, networks, optimizers, train_values, logged=True):
     """replay: the train_loop call of step `step` alone (run.bound ends the calls around it),
     run eagerly with every op checked. Then prints what it computed: its loss (and the epoch's
-    running values, as the run logs them), each layer's weight norm, gradient norm and
-    update, and where a NaN or Inf first appeared; and the replay ends there."""
+    running values, as the run logs them, `logged` at this step), each layer's weight norm
+    after it, gradient norm and update, and where a NaN or Inf first appeared; and the replay
+    ends there."""
     tf.config.run_functions_eagerly(True)
     tf.debugging.enable_check_numerics()
     # Whole tracebacks: the innermost Keras layer in one names the layer that made a NaN.
     keras.config.disable_traceback_filtering()
     tf.debugging.disable_traceback_filtering()
-    means = [value for value in train_values if isinstance(value, keras.metrics.Mean)]
-    sums_before = [[float(v.numpy()) for v in mean.variables] for mean in means]
+    sums_before = running_sums(train_values)
     weights_before = {
-        id(w): tf.identity(w)
-        for net in networks.values()
-        for w in net.trainable_weights
+        id(w): w.numpy() for net in networks.values() for w in net.trainable_weights
     }
     failure = None
     # TensorFlow also logs a failing op's report, with its inputs' values, below Python on
@@ -895,16 +898,25 @@ def replayed(step, networks, optimizers, train_values):
             yield
         except tf.errors.InvalidArgumentError as error:
             failure = error
+    # What follows is the replay's own arithmetic, not the step's: unchecked, and in float64
+    # NumPy (the squares of the weights of a diverged run overflow float32).
+    tf.debugging.disable_check_numerics()
     print(f"\nUpdate {step}, eagerly, every op checked:")
-    for mean, (total, count) in zip(means, sums_before):
-        new_total, new_count = (float(v.numpy()) for v in mean.variables)
-        if new_count > count:
-            print(f"  {mean.name}: {(new_total - total) / (new_count - count):.9g}")
-    if failure is None:
-        logged = results(train_values)
+    for name, value in step_values(sums_before, running_sums(train_values)).items():
+        print(f"  {name}: {value:.9g}")
+    if failure is not None:
+        print(
+            "  (its loss not counted: the update stopped at its first NaN or Inf, below)"
+        )
+    elif logged:
         print(
             "  as logged (the means since the last log): "
-            + "  ".join(f"{k}: {v:.9g}" for k, v in logged.items())
+            + "  ".join(f"{k}: {v:.9g}" for k, v in results(train_values).items())
+        )
+    else:
+        print(
+            "  the epoch's running values (this update was not logged): "
+            + "  ".join(f"{k}: {v:.9g}" for k, v in results(train_values).items())
         )
     print(
         f"  {'layer':<32} {'weight norm':>12} {'gradient norm':>14} {'update / weight':>16}"
@@ -914,21 +926,18 @@ def replayed(step, networks, optimizers, train_values):
             weights = layer.trainable_weights
             if not weights:
                 continue
-            before = tf.linalg.global_norm([weights_before[id(w)] for w in weights])
-            update = tf.linalg.global_norm([w - weights_before[id(w)] for w in weights])
+            before = [weights_before[id(w)] for w in weights]
+            after = [w.numpy() for w in weights]
             grads = [gradients[id(w)] for w in weights if id(w) in gradients]
-            gradient = (
-                f"{float(tf.linalg.global_norm(grads)):14.6g}"
-                if grads
-                else f"{'-':>14}"
-            )
-            ratio = (
-                f"{float(update / before):16.3g}"
-                if failure is None and before > 0
-                else f"{'-':>16}"
-            )
+            gradient = f"{global_norm64(grads):14.6g}" if grads else f"{'-':>14}"
+            size = global_norm64(before)
+            # ||after - before|| / ||before||, as logging.inspect's update_ratio.
+            if failure is None and size > 0:
+                ratio = f"{global_norm64(after, minus=before) / size:16.3g}"
+            else:
+                ratio = f"{'-':>16}"
             print(
-                f"  {name + '/' + layer.name:<32} {float(before):12.6g} {gradient} {ratio}"
+                f"  {name + '/' + layer.name:<32} {global_norm64(after):12.6g} {gradient} {ratio}"
             )
     if failure is None:
         print("Every op's outputs were finite.")
@@ -939,6 +948,35 @@ def replayed(step, networks, optimizers, train_values):
     )
     print(f"The first NaN or Inf: {where}{nonfinite_op(failure)}")
     raise SystemExit(1)
+
+
+def global_norm64(arrays, minus=None):
+    """replay: the global norm of tensors (dense or sparse) or arrays (less `minus`'s), in
+    float64: no overflow for weights up to 1e150, inf or nan where they are, never an error.
+    """
+    with np.errstate(all="ignore"):
+        arrays = [np.asarray(tf.convert_to_tensor(a), np.float64) for a in arrays]
+        if minus is not None:
+            arrays = [a - b for a, b in zip(arrays, minus)]
+        return float(np.sqrt(sum(np.sum(np.square(a)) for a in arrays)))
+
+
+def running_sums(train_values):
+    """replay: each running mean's total and count, to tell one update's value from the mean."""
+    return {
+        value.name: [float(v.numpy()) for v in value.variables]
+        for value in train_values
+        if isinstance(value, keras.metrics.Mean)
+    }
+
+
+def step_values(before, after):
+    """replay: each mean's value over the updates between two running_sums()."""
+    return {
+        name: (after[name][0] - before[name][0]) / (after[name][1] - before[name][1])
+        for name in after
+        if after[name][1] > before[name][1]
+    }
 
 
 @contextlib.contextmanager
@@ -1043,10 +1081,13 @@ class RunDirectory:
             )
         made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
+        # undo() removes it again if the run is refused before it starts.
+        self.made = made
         if self.args.no_lock:
-            return print(
-                f"Not locking {self.path} (--no-lock): no other run may use it."
-            )
+            if not self.args.fast_dev_run:  # whose scratch directory is its own
+                print(f"Not locking {self.path} (--no-lock): no other run may use it.")
+            return
+        existed = os.path.exists(os.path.join(self.path, "run.lock"))
         self.lock_file = open(os.path.join(self.path, "run.lock"), "a+")
         try:
             # evaluate and replay read: any number of them at once, but not while a run trains.
@@ -1073,6 +1114,9 @@ class RunDirectory:
             ) from None
         if reader:
             return
+        # What it said before this run (None: no file), for undo().
+        self.lock_file.seek(0)
+        self.lock_text = self.lock_file.read() if existed else None
         # Often the first write of a run: the one a full disk fails.
         try:
             with writing(self.lock_file.name):
@@ -1116,6 +1160,7 @@ class RunDirectory:
             if self.args.init_from:
                 self.init_from = load_weights(self.args.init_from, **networks)
             os.makedirs(self.checkpoints, exist_ok=True)
+            self.wrote_setup = True  # undo() removes it again if the run is refused
             with open(setup_path, "w") as f:
                 return json.dump({**setup, "data": self.data}, f, indent=2)
         if self.args.init_from:
@@ -1351,6 +1396,7 @@ class RunDirectory:
             yield
         if first_step + num_steps == last:
             tf.profiler.experimental.stop()
+            print()  # after the progress bar's line
             print(
                 f"--profile: updates {first} to {last} traced into {os.path.join(self.path, 'logs', 'profile')}"
             )
@@ -1441,8 +1487,8 @@ class RunDirectory:
     def end(self, error=None):
         """Writes the run's end record: finished, sigterm, nan, or error (with its traceback).
         A run killed outright leaves a start record without an end."""
-        if self.run is None:
-            return  # never started: refused, or stopped before training
+        if self.run is None:  # never started: refused, or stopped before training
+            return self.undo() if isinstance(error, SystemExit) else None
         record = {
             "event": "end",
             "run": self.run,
@@ -1502,10 +1548,41 @@ class RunDirectory:
                 f"Dropped from {path} its {dropped} records after step {step}: logged again"
             )
 
+    def undo(self):
+        """A run refused before it started (a --profile range, another setup's checkpoints, ...)
+        leaves the directory as it was: the setup.json it wrote and the directory it made go
+        again, and run.lock says what it said. What cannot be undone stays."""
+        with contextlib.suppress(OSError):
+            self.remove_what_it_made()
+
+    def remove_what_it_made(self):
+        if getattr(self, "wrote_setup", False):
+            os.remove(os.path.join(self.checkpoints, "setup.json"))
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.checkpoints)
+        lock_text = getattr(self, "lock_text", False)
+        if lock_text is None:
+            os.remove(self.lock_file.name)
+        elif lock_text:
+            with open(self.lock_file.name, "w") as f:
+                f.write(lock_text)
+        if getattr(self, "made", False):
+            with contextlib.suppress(OSError):  # only if it is empty now
+                os.rmdir(self.path)
+
     def append(self, name, record):
         """Appends a JSON line, whole or not at all (a full disk would leave part of it), on a
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
+        # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
+        # null, and "nonfinite" says which it was (a NaN is not less than inf either).
+        nonfinite = {
+            k: json.dumps(v)
+            for k, v in record.items()
+            if isinstance(v, float) and not abs(v) < float("inf")
+        }
+        if nonfinite:
+            record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}
         line = (json.dumps(record) + "\n").encode()
         # Unbuffered: a buffered file's truncate() flushes first, and fails again on a full disk.
         with open(os.path.join(self.path, name), "ab+", buffering=0) as f:
@@ -1755,8 +1832,7 @@ def main(argv=None):
     """Trains (or evaluates), and records in runs.jsonl how the run ended: finished, stopped
     by SIGTERM or a NaN loss, or an error. When the machine failed it (a full disk, ...), says
     so in a few lines: the traceback is in runs.jsonl."""
-    args = parse_args(argv)
-    check_debugging_flags(args)
+    args = parse_args(argv)  # the debugging flags checked too
     if args.fast_dev_run:
         return fast_dev_run(args)
     if args.command == "replay":

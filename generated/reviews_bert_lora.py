@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative with BERT fine-tuned by LoRA.
 
 Written by loopgen 0.1.0 from examples/reviews_bert_lora.py
-(spec sha256 387a86aa9218e3a8, script sha256 d0a2431d3b917bf2).
+(spec sha256 387a86aa9218e3a8, script sha256 ab8f6dd5fab8413b).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -264,7 +264,7 @@ def preprocessor():
     """KerasHub's preprocessor of the preset (its tokenizer), made once."""
     # Made outside any trace, even when a tf.data function or the serving signature asks
     # first: its vocabulary tables are resources that those functions capture.
-    with tf.init_scope():
+    with tf.init_scope(), downloading(*preset_download(PRESET)):
         return keras_hub.models.TextClassifierPreprocessor.from_preset(
             PRESET, sequence_length=SEQUENCE_LENGTH
         )
@@ -356,11 +356,12 @@ def validation_batches(examples):
 def build_model():
     """KerasHub's text_classifier of the preset, its weights as pretrained, with a new head
     of 2 logits; the preprocessor runs in the input pipeline (preprocessor())."""
-    model = keras_hub.models.TextClassifier.from_preset(
-        PRESET,
-        num_classes=2,
-        preprocessor=None,
-    )
+    with downloading(*preset_download(PRESET)):
+        model = keras_hub.models.TextClassifier.from_preset(
+            PRESET,
+            num_classes=2,
+            preprocessor=None,
+        )
     # LoRA: the backbone's weights freeze, and adapters W + A·B (B starts at zero, so the
     # model starts as loaded) train on its attention's query and value projections; the head
     # trains in full. Only the adapters and the head are in model.trainable_variables.
@@ -1202,6 +1203,11 @@ class RunDirectory:
                 f"--overfit-batches: {self.path} holds a run already; remove it to overfit again "
                 "(an overfitting run starts from the initial weights)"
             )
+        # The directories this run makes, the deepest first: a failed download removes them.
+        self.made_folders, folder = [], os.path.abspath(self.path)
+        while not os.path.exists(folder):
+            self.made_folders.append(folder)
+            folder = os.path.dirname(folder)
         made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
         # undo() removes it again if the run is refused before it starts.
@@ -1237,6 +1243,10 @@ class RunDirectory:
             ) from None
         if reader:
             return
+        # What run.lock said before this run: a run that stops before it wrote anything else
+        # (a failed download) puts it back.
+        self.lock_file.seek(0)
+        self.found = self.lock_file.read()
         # What it said before this run (None: no file), for undo().
         self.lock_file.seek(0)
         self.lock_text = self.lock_file.read() if existed else None
@@ -1258,6 +1268,30 @@ class RunDirectory:
             raise
         # What a run killed mid-export left.
         settle_whole(os.path.join(self.path, "export"))
+
+    def unlock(self):
+        """Leaves the directory as this run found it, when the run stopped before it wrote
+        anything there but run.lock (a download failed): run.lock holds what it held (or is
+        removed, with the directories this run made if nothing else is in them), and the lock
+        is released."""
+        text = getattr(self, "found", None)
+        if text is None:
+            return  # not locked by this run (--no-lock, another run's, a reader's)
+        if text:
+            self.lock_file.truncate(0)
+            self.lock_file.write(text)
+            self.lock_file.flush()
+        else:  # (end() may have removed it already: undo())
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.lock_file.name)
+        self.lock_file.close()  # the flock goes with it
+        self.found = None
+        for folder in self.made_folders:
+            if not os.path.isdir(folder):
+                continue  # removed by undo() already
+            if os.listdir(folder):
+                break
+            os.rmdir(folder)
 
     def restore(self, checkpoint, examples, **networks):
         """Resumes from the newest checkpoint that restores (a damaged one is reported and the
@@ -1808,11 +1842,11 @@ class RunDirectory:
         line of its own: a line an earlier run left cut short stays apart, and readers skip it
         (jq -R 'fromjson?')."""
         # Strict JSON has no NaN or Infinity (jq and JavaScript refuse them): such a value is
-        # null, and "nonfinite" says which it was.
+        # null, and "nonfinite" says which it was (a NaN is not less than inf either).
         nonfinite = {
             k: json.dumps(v)
             for k, v in record.items()
-            if isinstance(v, float) and not np.isfinite(v)
+            if isinstance(v, float) and not abs(v) < float("inf")
         }
         if nonfinite:
             record = {**record, **dict.fromkeys(nonfinite), "nonfinite": nonfinite}
@@ -2132,6 +2166,62 @@ def load_weights(source, **networks):
     return path
 
 
+class DownloadFailed(SystemExit):
+    """A download the run needs failed: one message, and main() leaves the output directory
+    as it found it (nothing of the run was written yet)."""
+
+
+@contextlib.contextmanager
+def downloading(what, instead):
+    """Where the script downloads (keras.datasets, TFDS, keras.applications' weights): a
+    failed download (offline, say) stops the run with one message naming `what` failed and
+    the local alternative, `instead`. Other errors pass through as they are."""
+    try:
+        yield
+    except Exception as error:
+        if not download_failure(error):
+            raise
+        reason = (
+            str(error).strip().splitlines()[0][:300]
+            if str(error).strip()
+            else type(error).__name__
+        )
+        raise DownloadFailed(f"Cannot download {what}: {reason}. {instead}") from None
+
+
+def download_failure(error):
+    """Whether `error`, or one it was raised from, is a failed download: a URL that could not
+    be fetched (urllib's URLError, behind keras.utils.get_file's "URL fetch failure"), a host
+    name that did not resolve, a connection refused or timed out (requests' and TFDS's own
+    errors too)."""
+    failures = (
+        "URLError",
+        "HTTPError",
+        "ConnectionError",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "DownloadError",
+    )
+    while error is not None:
+        if (
+            isinstance(error, (ConnectionError, TimeoutError, socket.gaierror))
+            or type(error).__name__ in failures
+        ):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def preset_download(preset):
+    """What downloading() says of a KerasHub preset: what, and the alternative."""
+    return (
+        f"the KerasHub preset {preset!r}",
+        "Offline? Give a local preset directory instead: the folder that save_to_preset writes "
+        "(model.preset='path/to/preset'); or run once online: KerasHub keeps what it downloads "
+        "in its cache.",
+    )
+
+
 def main(argv=None):
     """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
     a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
@@ -2146,6 +2236,8 @@ def main(argv=None):
         train(args, run)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
         run.end(error)
+        if isinstance(error, DownloadFailed):
+            run.unlock()  # nothing of the run was written: the directory is as it was
         message = run.fault(error) or run.nonfinite(error)
         if message is None:
             raise

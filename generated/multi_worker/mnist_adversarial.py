@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 080fa1c07af88c91, script sha256 eb692e2ff77ae870).
+(spec sha256 080fa1c07af88c91, script sha256 a365b9fcb028a41a).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -181,7 +181,13 @@ def load_examples():
     """Training and validation examples: (images, labels) arrays held in
     memory, from which the batches pick theirs by index."""
     # Downloads once into ~/.keras/datasets, then loads from there.
-    (x_train, y_train), (x_test, y_test) = keras.datasets.mnist.load_data()
+    with downloading(
+        "mnist (keras.datasets.mnist.load_data())",
+        "Offline? Give the arrays as a local file instead: data.train=Npz(path=...), an .npz "
+        "of x and y as load_data() returns them; or run once online: load_data() keeps its "
+        "download in ~/.keras/datasets.",
+    ):
+        (x_train, y_train), (x_test, y_test) = keras.datasets.mnist.load_data()
     train_examples = (x_train, y_train)
     validation_examples = (x_test, y_test)
     return train_examples, validation_examples
@@ -1365,6 +1371,11 @@ class RunDirectory:
             raise SystemExit(
                 f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
             )
+        # The directories this run makes, the deepest first: a failed download removes them.
+        self.made_folders, folder = [], os.path.abspath(self.path)
+        while not os.path.exists(folder):
+            self.made_folders.append(folder)
+            folder = os.path.dirname(folder)
         made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
@@ -1397,6 +1408,10 @@ class RunDirectory:
             )
         if reader:
             return
+        # What run.lock said before this run: a run that stops before it wrote anything else
+        # (a failed download) puts it back.
+        self.lock_file.seek(0)
+        self.found = self.lock_file.read()
         # Often the first write of a run: the one a full disk fails.
         try:
             with writing(self.lock_file.name):
@@ -1415,6 +1430,30 @@ class RunDirectory:
             raise
         # What a run killed mid-export left.
         settle_whole(os.path.join(self.path, "export"))
+
+    def unlock(self):
+        """Leaves the directory as this run found it, when the run stopped before it wrote
+        anything there but run.lock (a download failed): run.lock holds what it held (or is
+        removed, with the directories this run made if nothing else is in them), and the lock
+        is released."""
+        text = getattr(self, "found", None)
+        if text is None:
+            return  # not locked by this run (--no-lock, another run's, a reader's)
+        if text:
+            self.lock_file.truncate(0)
+            self.lock_file.write(text)
+            self.lock_file.flush()
+        else:  # (end() may have removed it already: undo())
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.lock_file.name)
+        self.lock_file.close()  # the flock goes with it
+        self.found = None
+        for folder in self.made_folders:
+            if not os.path.isdir(folder):
+                continue  # removed by undo() already
+            if os.listdir(folder):
+                break
+            os.rmdir(folder)
 
     def restore(self, checkpoint, examples, **networks):
         """Resumes from the newest checkpoint that restores (a damaged one is reported and the
@@ -2243,6 +2282,52 @@ def is_chief(cluster_resolver):
     return task_type == "worker" and task_id == 0 and not has_chief
 
 
+class DownloadFailed(SystemExit):
+    """A download the run needs failed: one message, and main() leaves the output directory
+    as it found it (nothing of the run was written yet)."""
+
+
+@contextlib.contextmanager
+def downloading(what, instead):
+    """Where the script downloads (keras.datasets, TFDS, keras.applications' weights): a
+    failed download (offline, say) stops the run with one message naming `what` failed and
+    the local alternative, `instead`. Other errors pass through as they are."""
+    try:
+        yield
+    except Exception as error:
+        if not download_failure(error):
+            raise
+        reason = (
+            str(error).strip().splitlines()[0][:300]
+            if str(error).strip()
+            else type(error).__name__
+        )
+        raise DownloadFailed(f"Cannot download {what}: {reason}. {instead}") from None
+
+
+def download_failure(error):
+    """Whether `error`, or one it was raised from, is a failed download: a URL that could not
+    be fetched (urllib's URLError, behind keras.utils.get_file's "URL fetch failure"), a host
+    name that did not resolve, a connection refused or timed out (requests' and TFDS's own
+    errors too)."""
+    failures = (
+        "URLError",
+        "HTTPError",
+        "ConnectionError",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "DownloadError",
+    )
+    while error is not None:
+        if (
+            isinstance(error, (ConnectionError, TimeoutError, socket.gaierror))
+            or type(error).__name__ in failures
+        ):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def main(argv=None):
     """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
     a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
@@ -2257,6 +2342,8 @@ def main(argv=None):
         train(args, run)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
         run.end(error)
+        if isinstance(error, DownloadFailed):
+            run.unlock()  # nothing of the run was written: the directory is as it was
         message = run.fault(error) or run.nonfinite(error)
         if message is None:
             raise

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 bb0ac63327810325, script sha256 522e6393f1c18255).
+(spec sha256 bb0ac63327810325, script sha256 2e28e7059d6b1568).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -173,9 +173,15 @@ def load_examples(data=None):
     """Training and validation examples: streams of records, read epoch by epoch as the
     batches need them."""
     # TFDS streams its records: the split in its file order, shuffled per epoch later.
-    train_examples = tfds.load(
-        "oxford_iiit_pet:4.*.*", split="train", shuffle_files=False
-    )
+    with downloading(
+        "the TFDS dataset oxford_iiit_pet:4.*.* (tfds.load)",
+        "Offline? Prepare it where there is a network (tfds.load downloads and prepares it into "
+        "~/tensorflow_datasets), copy that folder here and set data.train.data_dir to it; "
+        "or give the data as local files (data.train=Npz(...), ImageDirectory(...), TFRecord(...)).",
+    ):
+        train_examples = tfds.load(
+            "oxford_iiit_pet:4.*.*", split="train", shuffle_files=False
+        )
     # Images differ in size: resize them before batching (masks with nearest neighbour,
     # so they stay class ids).
     train_examples = train_examples.map(
@@ -186,13 +192,19 @@ def load_examples(data=None):
         )
     )
     # TFDS streams its records: the split in its file order, shuffled per epoch later.
-    try:
-        validation_examples = tfds.load(
-            "oxford_iiit_pet:4.*.*", split=data or "test", shuffle_files=False
-        )
-    except ValueError as error:  # a split the dataset does not have
-        field = "--data" if data else "data.validation.split"
-        raise SystemExit(f"{field}: {error}") from None
+    with downloading(
+        "the TFDS dataset oxford_iiit_pet:4.*.* (tfds.load)",
+        "Offline? Prepare it where there is a network (tfds.load downloads and prepares it into "
+        "~/tensorflow_datasets), copy that folder here and set data.validation.data_dir to it; "
+        "or give the data as local files (data.validation=Npz(...), ImageDirectory(...), TFRecord(...)).",
+    ):
+        try:
+            validation_examples = tfds.load(
+                "oxford_iiit_pet:4.*.*", split=data or "test", shuffle_files=False
+            )
+        except ValueError as error:  # a split the dataset does not have
+            field = "--data" if data else "data.validation.split"
+            raise SystemExit(f"{field}: {error}") from None
     # Images differ in size: resize them before batching (masks with nearest neighbour,
     # so they stay class ids).
     validation_examples = validation_examples.map(
@@ -1111,6 +1123,11 @@ class RunDirectory:
             raise SystemExit(
                 f"Nothing to {self.args.command}: {self.path} holds no checkpoints."
             )
+        # The directories this run makes, the deepest first: a failed download removes them.
+        self.made_folders, folder = [], os.path.abspath(self.path)
+        while not os.path.exists(folder):
+            self.made_folders.append(folder)
+            folder = os.path.dirname(folder)
         made = not os.path.isdir(self.path)
         os.makedirs(self.path, exist_ok=True)
         if self.args.no_lock:
@@ -1143,6 +1160,10 @@ class RunDirectory:
             )
         if reader:
             return
+        # What run.lock said before this run: a run that stops before it wrote anything else
+        # (a failed download) puts it back.
+        self.lock_file.seek(0)
+        self.found = self.lock_file.read()
         # Often the first write of a run: the one a full disk fails.
         try:
             with writing(self.lock_file.name):
@@ -1161,6 +1182,30 @@ class RunDirectory:
             raise
         # What a run killed mid-export left.
         settle_whole(os.path.join(self.path, "export"))
+
+    def unlock(self):
+        """Leaves the directory as this run found it, when the run stopped before it wrote
+        anything there but run.lock (a download failed): run.lock holds what it held (or is
+        removed, with the directories this run made if nothing else is in them), and the lock
+        is released."""
+        text = getattr(self, "found", None)
+        if text is None:
+            return  # not locked by this run (--no-lock, another run's, a reader's)
+        if text:
+            self.lock_file.truncate(0)
+            self.lock_file.write(text)
+            self.lock_file.flush()
+        else:  # (end() may have removed it already: undo())
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.lock_file.name)
+        self.lock_file.close()  # the flock goes with it
+        self.found = None
+        for folder in self.made_folders:
+            if not os.path.isdir(folder):
+                continue  # removed by undo() already
+            if os.listdir(folder):
+                break
+            os.rmdir(folder)
 
     def restore(self, checkpoint, examples, **networks):
         """Resumes from the newest checkpoint that restores (a damaged one is reported and the
@@ -1960,6 +2005,52 @@ def is_chief(cluster_resolver):
     return task_type == "worker" and task_id == 0 and not has_chief
 
 
+class DownloadFailed(SystemExit):
+    """A download the run needs failed: one message, and main() leaves the output directory
+    as it found it (nothing of the run was written yet)."""
+
+
+@contextlib.contextmanager
+def downloading(what, instead):
+    """Where the script downloads (keras.datasets, TFDS, keras.applications' weights): a
+    failed download (offline, say) stops the run with one message naming `what` failed and
+    the local alternative, `instead`. Other errors pass through as they are."""
+    try:
+        yield
+    except Exception as error:
+        if not download_failure(error):
+            raise
+        reason = (
+            str(error).strip().splitlines()[0][:300]
+            if str(error).strip()
+            else type(error).__name__
+        )
+        raise DownloadFailed(f"Cannot download {what}: {reason}. {instead}") from None
+
+
+def download_failure(error):
+    """Whether `error`, or one it was raised from, is a failed download: a URL that could not
+    be fetched (urllib's URLError, behind keras.utils.get_file's "URL fetch failure"), a host
+    name that did not resolve, a connection refused or timed out (requests' and TFDS's own
+    errors too)."""
+    failures = (
+        "URLError",
+        "HTTPError",
+        "ConnectionError",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "DownloadError",
+    )
+    while error is not None:
+        if (
+            isinstance(error, (ConnectionError, TimeoutError, socket.gaierror))
+            or type(error).__name__ in failures
+        ):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def main(argv=None):
     """Trains, and records in runs.jsonl how the run ended: finished, stopped by SIGTERM or
     a NaN loss, or an error. When the machine failed it (a full disk, ...), says so in a few
@@ -1974,6 +2065,8 @@ def main(argv=None):
         train(args, run)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too
         run.end(error)
+        if isinstance(error, DownloadFailed):
+            run.unlock()  # nothing of the run was written: the directory is as it was
         message = run.fault(error) or run.nonfinite(error)
         if message is None:
             raise

@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative from their text.
 
 Written by loopgen 0.1.0 from examples/reviews_text.py
-(spec sha256 19ce263853920159, script sha256 f6f3f8c6802e31cb).
+(spec sha256 19ce263853920159, script sha256 fe64c2fc2d70cbe9).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1405,12 +1405,16 @@ class RunDirectory:
             before, now = recorded["files"].get(path), self.data["files"].get(path)
             if before == now:
                 continue
-            # Copied again (a new time)? The same data if its contents' sha256 is the same.
-            if now and path in digests and digests[path] == file_digest(path):
-                copied.append(path)
-                continue
+            # Copied again (a new time)? The same data if its contents' sha256 is the same;
+            # another sha256 is said first: equal sizes must not read as a new time alone.
+            contents = ""
+            if path in digests and os.path.exists(path):
+                if digests[path] == file_digest(path):
+                    copied.append(path)
+                    continue
+                contents = "its contents changed (another sha256); "
             differences.append(
-                f"  {path}: {before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
+                f"  {path}: {contents}{before or 'absent'} in the checkpoints, {now or 'absent'} in this run"
             )
         if not differences:
             if copied:  # setup.json takes their new times
