@@ -1081,8 +1081,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "overfit_batches_takes_twice_as_many",
         DEBUGGING,
-        "return batches.take(args.overfit_batches).cache().repeat()",
-        "return batches.take(2 * args.overfit_batches).cache().repeat()",
+        "first = training_batches(examples, start_step=0).take(args.overfit_batches)",
+        "first = training_batches(examples, start_step=0).take(2 * args.overfit_batches)",
         [OVERFIT],
         "#13: --overfit-batches N repeats 2N batches",
     ),
