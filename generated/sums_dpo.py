@@ -1,7 +1,7 @@
 """Prefer right answers to sums over wrong ones, by DPO with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_dpo.py
-(spec sha256 e5a72742de7bf895, script sha256 8e222e2450e43ee6).
+(spec sha256 e5a72742de7bf895, script sha256 437efc94b57a5cdb).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -878,7 +878,12 @@ def serve_once(directory, examples, count):
     training examples."""
     network = tf.saved_model.load(os.path.join(directory, "network"))
     batch = next(iter(training_batches(examples, start_step=0)))
-    inputs = tf.nest.map_structure(lambda part: part[:count], batch[0])
+    # In the dtypes of the signature: KerasHub's backbones take their padding mask as int32,
+    # the preprocessor gives booleans (the model casts them; a SavedModel's signature does not).
+    (signature,), _ = network.serve.concrete_functions[0].structured_input_signature
+    inputs = tf.nest.map_structure(
+        lambda part, spec: tf.cast(part[:count], spec.dtype), batch[0], signature
+    )
     outputs = network.serve(inputs)
     if not all(np.isfinite(output).all() for output in tf.nest.flatten(outputs)):
         raise SystemExit(

@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 625492df64dc2a28, script sha256 3f32e123230cac69).
+(spec sha256 625492df64dc2a28, script sha256 9b9cf62065961e16).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -832,7 +832,12 @@ def serve_once(directory, examples, count):
     training examples."""
     network = tf.saved_model.load(os.path.join(directory, "network"))
     batch = next(iter(training_batches(examples, start_step=0)))
-    inputs = tf.nest.map_structure(lambda part: part[:count], batch[0])
+    # In the dtypes of the signature: KerasHub's backbones take their padding mask as int32,
+    # the preprocessor gives booleans (the model casts them; a SavedModel's signature does not).
+    (signature,), _ = network.serve.concrete_functions[0].structured_input_signature
+    inputs = tf.nest.map_structure(
+        lambda part, spec: tf.cast(part[:count], spec.dtype), batch[0], signature
+    )
     outputs = network.serve(inputs)
     if not all(np.isfinite(output).all() for output in tf.nest.flatten(outputs)):
         raise SystemExit(

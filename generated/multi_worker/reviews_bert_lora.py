@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative with BERT fine-tuned by LoRA.
 
 Written by loopgen 0.1.0 from examples/reviews_bert_lora.py
-(spec sha256 41eea4704fa30f19, script sha256 82b4e607971cb763).
+(spec sha256 41eea4704fa30f19, script sha256 ce05c4ac23e48a7d).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -993,7 +993,12 @@ def serve_once(directory, examples, count):
             )
         )
     )
-    inputs = tf.nest.map_structure(lambda part: part[:count], batch[0])
+    # In the dtypes of the signature: KerasHub's backbones take their padding mask as int32,
+    # the preprocessor gives booleans (the model casts them; a SavedModel's signature does not).
+    (signature,), _ = network.serve.concrete_functions[0].structured_input_signature
+    inputs = tf.nest.map_structure(
+        lambda part, spec: tf.cast(part[:count], spec.dtype), batch[0], signature
+    )
     outputs = network.serve(inputs)
     if not all(np.isfinite(output).all() for output in tf.nest.flatten(outputs)):
         raise SystemExit(

@@ -1,7 +1,7 @@
 """Prefer right answers to sums over wrong ones, by DPO with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_dpo.py
-(spec sha256 214fa68b3ca151df, script sha256 898fb3f872eb426d).
+(spec sha256 214fa68b3ca151df, script sha256 505e54e6cc54a3b1).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -943,7 +943,12 @@ def serve_once(directory, examples, count):
             )
         )
     )
-    inputs = tf.nest.map_structure(lambda part: part[:count], batch[0])
+    # In the dtypes of the signature: KerasHub's backbones take their padding mask as int32,
+    # the preprocessor gives booleans (the model casts them; a SavedModel's signature does not).
+    (signature,), _ = network.serve.concrete_functions[0].structured_input_signature
+    inputs = tf.nest.map_structure(
+        lambda part, spec: tf.cast(part[:count], spec.dtype), batch[0], signature
+    )
     outputs = network.serve(inputs)
     if not all(np.isfinite(output).all() for output in tf.nest.flatten(outputs)):
         raise SystemExit(
