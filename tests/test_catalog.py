@@ -67,3 +67,17 @@ def test_exclusions_say_why():
 def test_the_catalog_file_is_deterministic_json():
     text = catalog.PATH.read_text()
     assert text == json.dumps(json.loads(text), indent=1, sort_keys=True) + "\n"
+
+
+@pytest.mark.slow
+def test_keras_hub_catalog_matches_the_installed_keras_hub():
+    """Regenerates KerasHub's presets and task classes from the installed keras-hub (imports
+    it: seconds) and compares them with dsl/catalog/keras_hub.json, which rendering reads."""
+    code = (
+        "import json, sys\n"
+        "from loopgen.dsl.catalog import hub\n"
+        "sys.exit(hub.generate() != json.loads(hub.PATH.read_text()))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert proc.returncode == 0, "stale: python -m loopgen.dsl.catalog.hub\n" + proc.stderr[-3000:]
