@@ -297,9 +297,10 @@ def test_a_flag_added_to_a_script_or_to_loopgen_is_in_the_cli_reference(monkeypa
 
     def with_a_new_flag(example: str, strategy: str) -> str:
         return rendered(example, strategy).replace(
-            "    return parser.parse_args(argv)",
+            "    parser.add_argument(",
             '    parser.add_argument("--brand-new-flag", help="added by the test")\n'
-            "    return parser.parse_args(argv)",
+            "    parser.add_argument(",
+            1,
         )
 
     monkeypatch.setattr(cli, "script_source", with_a_new_flag)
