@@ -55,7 +55,9 @@ def test_example_trains_end_to_end(example, shared, tmp_path):
     gan = "gan" in example
     exported = saved_models(out / "export", script)
     assert all((saved / "saved_model.pb").is_file() for saved in exported), exported
-    if "def serving_function(" in script.read_text():
+    source = script.read_text()
+    # A causal LM's export answers prompts with text: test_hub checks it against generate().
+    if "def serving_function(" in source and 'name="prompts"' not in source:
         assert_serves_raw_examples(script, out, tmp_path)
 
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 3718d25fce308900, script sha256 98cc350aa9e88625).
+(spec sha256 3718d25fce308900, script sha256 5f389328ba04fcd3).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -560,9 +560,6 @@ def train(args, run):
         # The size of this global batch: the last batch of an epoch is smaller than
         # GLOBAL_BATCH_SIZE, and a replica's slice may even be empty.
         batch_size = tf.shape(labels["weights"])[0]
-        global_batch_size = tf.distribute.get_replica_context().all_reduce(
-            tf.distribute.ReduceOp.SUM, batch_size
-        )
         with tf.GradientTape() as tape:
             logits = model(features, training=True)
             # Each position's logits predict the next token: its loss there, counted where
