@@ -69,6 +69,7 @@ from .ways import (
     DQN,
     FGSM,
     GAN,
+    GRPO,
     MAML,
     PGD,
     PPO,
@@ -93,6 +94,7 @@ from .ways import (
 
 __all__ = [
     "DPO",
+    "GRPO",
     "DQN",
     "SFT",
     "ActorCritic",

@@ -16,7 +16,7 @@ from .model import OPAQUE, Model
 from .performance import Performance
 from .training import Loss, Metric, Optimizer
 from .ways import GAN, LM_KINDS, RL_KINDS, Supervised, Task, Training
-from .ways.lm import DPO_LOGGED
+from .ways.lm import DPO_LOGGED, grpo_logged
 
 
 class Loop(StrictModel):
@@ -367,6 +367,8 @@ class Spec(StrictModel):
             return ["loss", "mean_token_accuracy", "perplexity"]
         if self.training.kind == "dpo":
             return ["loss", *DPO_LOGGED]
+        if self.training.kind == "grpo":
+            return ["loss", *grpo_logged(self.training)]
         if self.training.kind == "own_step":
             parts = self.training.losses if len(self.training.losses) > 1 else []
             extras = self.training.extras

@@ -46,12 +46,14 @@ def companions(name: str) -> dict[str, str]:
     e.g. `envs.corridor:make`, shipped as a folder next to the examples), by path relative
     to the spec, with their text: `loopgen init` writes them beside the new spec."""
     tree = ast.parse((EXAMPLES / f"{name}.py").read_text())
-    targets = {
-        node.value.value
+    # `target=` (an environment, a model, ...) and GRPO's `reward_funcs=[...]`.
+    values = [
+        value
         for node in ast.walk(tree)
-        if isinstance(node, ast.keyword) and node.arg == "target"
-        and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-    }  # fmt: skip
+        if isinstance(node, ast.keyword) and node.arg in ("target", "reward_funcs")
+        for value in (node.value.elts if isinstance(node.value, ast.List) else [node.value])
+    ]
+    targets = {v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)}
     found = {}
     for package in sorted({target.split(":")[0].split(".")[0] for target in targets}):
         folder = EXAMPLES / package

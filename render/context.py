@@ -18,7 +18,7 @@ from ..dsl.schedules import Warmup
 from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
 from ..dsl.ways import LM_KINDS
-from ..dsl.ways.lm import DPO_LOGGED
+from ..dsl.ways.lm import DPO_LOGGED, grpo_logged
 from . import code, fingerprint, graph, stamp, tracking
 from .data import data_context, partial_readers
 from .predict import prediction_context
@@ -131,6 +131,7 @@ def build_context(
             if node.adapt
         ],
         "dpo_logged": DPO_LOGGED,
+        "grpo_logged": grpo_logged(spec.training) if spec.training.kind == "grpo" else None,
         # A pretrained KerasHub model (model.kind="keras_hub"), or None.
         "hub": spec.model if spec.model is not None and spec.model.kind == "keras_hub" else None,
         "position_embedding": any(
@@ -285,6 +286,8 @@ def downloads(spec: Spec) -> set[str]:
         found.add("imagenet")
     hub = spec.model if spec.model is not None and spec.model.kind == "keras_hub" else None
     ref = getattr(spec.training, "ref_model", None)
+    if getattr(spec.training, "beta", None) == 0 and spec.training.kind == "grpo":
+        ref = None  # GRPO without its KL term loads no reference
     if any(preset and not is_local(preset) for preset in (hub and hub.preset, ref)):
         found.add("keras_hub")  # a preset's name or handle: KerasHub downloads it
     return found
@@ -346,6 +349,7 @@ def imports(spec: Spec) -> dict[str, list[str]]:
         objectives += [task.loss, *task.metrics]
     user += [f"import {o.module}" for o in objectives if o is not None and o.kind == "import"]
     user += [f"import {spec.training.module}"] if spec.training.kind == "own_step" else []
+    user += [f"import {m}" for m in spec.training.modules] if spec.training.kind == "grpo" else []
     user += [
         f"import {s.module}"
         for s in (spec.data.train, spec.data.validation)

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from ..dsl.spec import Spec
+from ..dsl.ways import LM_KINDS
 from . import code
 from .data import input_dtypes
 
@@ -42,7 +43,7 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
     train = spec.data.train
     if not spec.export.saved_model or spec.gan or train.kind not in SERVED_INPUTS:
         return None
-    if spec.training.kind in ("sft", "dpo"):
+    if spec.training.kind in LM_KINDS:
         # A causal LM serves prompts and answers them with text.
         return {
             "inputs": "prompts",

@@ -412,6 +412,15 @@ def small_data_overrides(example: str, tmp: Path, backbone: bool = True) -> list
             f"model.preset={gpt2_preset(tmp / 'gpt2_preset')}",
             "model.sequence_length=12",
         ]
+    if example == "sums_grpo":
+        companions(example, tmp)  # its reward functions, rewards/sums.py
+        return [
+            f"data.train.path={sums_jsonl(tmp / 'sums.jsonl', 64)}",
+            f"model.preset={gpt2_preset(tmp / 'gpt2_preset')}",
+            "model.sequence_length=12",
+            "training.num_generations=4",
+            "training.max_completion_length=4",
+        ]
     if example == "reviews_bert_lora":
         return [
             f"data.train.path={reviews_tsv(tmp / 'reviews.tsv', 120)}",

@@ -75,6 +75,9 @@ SCHEDULES = "templates/partials/schedules.jinja"
 PREPROCESS = "templates/partials/data/preprocess.jinja"
 SFT_LOSS = "tests/test_hub.py::test_sft_loss_is_the_mean_over_the_response_tokens_of_the_batch"
 DPO_VALUES = "tests/test_hub.py::test_dpo_logs_trls_values_computed_as_the_formulas_say"
+GRPO = "templates/partials/ways/grpo.jinja"
+GRPO_VALUES = "tests/test_grpo.py::test_grpo_logs_trls_values_computed_as_the_formulas_say"
+GRPO_FORMULAS = "tests/test_grpo.py::test_grpo_advantages_and_clipped_objective_equal_numpy"
 MIRRORED_EQUALS = "tests/test_distributed.py::test_mirrored_equals_single_device"
 LAST_OBSERVATION = (
     "tests/test_rl.py::"
@@ -1145,6 +1148,39 @@ MUTANTS: list[Mutant] = [
         "reference = model",
         [DPO_VALUES],
         "DPO's reference trained along with the policy: the rewards stay 0, the loss log 2",
+    ),
+    # --- GRPO's pitfalls
+    mutant(
+        "grpo_advantages_over_the_batch",
+        GRPO,
+        "groups = tf.reshape(rewards, [-1, NUM_GENERATIONS])",
+        "groups = tf.reshape(rewards, [1, -1])",
+        [GRPO_VALUES, GRPO_FORMULAS],
+        "GRPO's advantages normalized over the whole batch, not within each prompt's group",
+    ),
+    mutant(
+        "grpo_kl_against_the_policy",
+        GRPO,
+        "log_ratio = ref_logps - logps",
+        "log_ratio = old_logps - logps",
+        [GRPO_VALUES],
+        "GRPO's KL penalty measured against the policy itself (0 at one update), not the reference",
+    ),
+    mutant(
+        "grpo_ratio_unclipped",
+        GRPO,
+        "losses = -tf.minimum(ratio * advantages, clipped * advantages)",
+        "losses = -ratio * advantages",
+        [GRPO_FORMULAS],
+        "GRPO's ratio unclipped: an update may push a completion's probability without bound",
+    ),
+    mutant(
+        "grpo_std_of_the_population",
+        GRPO,
+        "/ (NUM_GENERATIONS - 1)",
+        "/ NUM_GENERATIONS",
+        [GRPO_FORMULAS],
+        "GRPO's group std without Bessel's correction: advantages differ from TRL's",
     ),
 ]
 

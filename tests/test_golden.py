@@ -116,9 +116,11 @@ def test_script_imports_only_what_it_needs(golden):
     # --fast-dev-run's and replay's scratch directories (tempfile).
     allowed |= {"atexit", "linecache", "tempfile", "warnings"}
     allowed.add("functools")  # a reader mapped as a partial (AutoGraph parses a lambda's file)
-    if name in ("reviews_bert_lora", "sums_sft", "sums_dpo"):  # a KerasHub preset
+    if name in ("reviews_bert_lora", "sums_sft", "sums_dpo", "sums_grpo"):  # a KerasHub preset
         allowed.add("keras_hub")
-    if name in ("sums_sft", "sums_dpo"):  # TextRecords: CSV, or Parquet and datasets (Arrow)
+    if name == "sums_grpo":  # the spec's reward functions, from the user's module
+        allowed.add("rewards")
+    if name in ("sums_sft", "sums_dpo", "sums_grpo"):  # TextRecords: CSV, or Parquet and datasets (Arrow)
         allowed |= {"csv", "pyarrow"}
     if name == "pets_unet":  # the spec asks for a TFDS dataset
         allowed.add("tensorflow_datasets")

@@ -45,10 +45,10 @@ def check_keras_hub(spec: Spec) -> None:
     if model is None or model.kind != "keras_hub":
         return
     if model.task == "causal_lm":
-        if spec.training.kind not in ("sft", "dpo"):
+        if spec.training.kind not in ("sft", "dpo", "grpo"):
             raise ValueError(
                 f"model.task='causal_lm' with training.kind={spec.training.kind!r}: a causal "
-                "language model trains by training=SFT() or DPO()"
+                "language model trains by training=SFT(), DPO() or GRPO()"
             )
         return  # the way's own rules (rules/objective.py) check the rest
     if spec.training.kind not in ("supervised",):

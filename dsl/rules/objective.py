@@ -3,6 +3,9 @@ logits against `from_logits`, thresholds of metrics on logits."""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import RuleError
@@ -59,6 +62,65 @@ def check_language_model(spec: Spec) -> None:
             f"gradients.accumulate_steps={spec.gradients.accumulate_steps} with training "
             f"{way}: its loss is a mean over the batch's tokens, which micro-batches would "
             "each take over their own; raise data.batch_size or remove accumulate_steps"
+        )
+    if spec.training.kind == "grpo":
+        check_grpo(spec)
+
+
+def check_grpo(spec: Spec) -> None:
+    """GRPO's completions fit in the sequence, it trains on prompts alone, and each reward
+    function is found (its module beside the spec or on the path, the function defined in it)
+    without running your code."""
+    grpo, length = spec.training, spec.model.sequence_length
+    if grpo.max_completion_length is not None and grpo.max_completion_length >= length:
+        raise ValueError(
+            f"training.max_completion_length={grpo.max_completion_length} leaves no room for a "
+            f"prompt in model.sequence_length={length} tokens (prompt and completion): raise "
+            "model.sequence_length or lower max_completion_length"
+        )
+    if spec.data.validation is not None:
+        raise ValueError(
+            "data.validation is set, and training is GRPO, which has no validation pass (its "
+            "rewards are logged on the training prompts): remove data.validation"
+        )
+    if spec.performance.xla == "on":
+        raise ValueError(
+            "performance.xla='on' with training GRPO: its step samples with a while loop and "
+            "calls your reward functions in Python, which XLA cannot compile; set 'auto'"
+        )
+    for index, target in enumerate(grpo.reward_funcs):
+        check_reward_function(f"training.reward_funcs[{index}]", target)
+
+
+def check_reward_function(field: str, target: str) -> None:
+    module, function = target.split(":")
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError) as error:
+        found, reason = None, f" ({error})"
+    else:
+        reason = ""
+    if found is None:
+        raise ValueError(
+            f"{field}={target!r}: no module {module!r} beside the spec or on Python's path"
+            f"{reason}; put {module.replace('.', '/')}.py beside the spec, or fix the name"
+        )
+    if found.origin is None or not found.origin.endswith(".py"):
+        return  # a compiled or namespace module: the script's import checks it
+    tree = ast.parse(Path(found.origin).read_text(encoding="utf-8"), found.origin)
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    if function not in names:
+        defined = sorted(n.name for n in tree.body if isinstance(n, ast.FunctionDef))
+        raise ValueError(
+            f"{field}={target!r}: {found.origin} defines no {function!r} (its functions: "
+            f"{', '.join(defined) or 'none'}); fix the name"
         )
 
 

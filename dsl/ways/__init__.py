@@ -10,7 +10,7 @@ from .adversarial import FGSM, PGD, Adversarial
 from .contrastive import Contrastive
 from .distillation import Distillation, ExportedModel, KerasFile, TrainedModel
 from .gan import GAN, R1, GradientPenalty
-from .lm import DPO, LM_KINDS, SFT
+from .lm import DPO, GRPO, LM_KINDS, SFT
 from .meta import MAML, Reptile
 from .own_step import OwnStep
 from .rl import DQN, PPO, SAC, TD3, ActorCritic
@@ -28,6 +28,7 @@ Training = Annotated[
     | OwnStep
     | SFT
     | DPO
+    | GRPO
     | PPO
     | ActorCritic
     | DQN
@@ -45,6 +46,7 @@ __all__ = [
     "DQN",
     "FGSM",
     "GAN",
+    "GRPO",
     "LM_KINDS",
     "MAML",
     "PGD",

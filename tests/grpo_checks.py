@@ -1,0 +1,134 @@
+"""Checks of GRPO runs that the tests run in a process of their own: `python grpo_checks.py
+CHECK ...`. Each prints one JSON object on its last line of stdout. The references are NumPy
+computations of GRPO's formulas from the models' own logits (the policy from the run's
+checkpoints, the reference the preset loaded anew), not the script's code."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+from tf_checks import load_script, training_examples
+
+
+def script_module(script: str):
+    """The script as a module, its folder on the path (the reward functions are beside it)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    return load_script(script)
+
+
+def log_softmax_picked(model, sequences) -> np.ndarray:
+    """log pi(token t + 1 | tokens <= t) for every position t, in float64 NumPy from the
+    model's logits."""
+    logits = model(sequences, training=False).numpy().astype(np.float64)[:, :-1]
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    targets = sequences["token_ids"].numpy()[:, 1:]
+    return np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
+
+
+def grpo_two_steps(script: str, out: str) -> dict:
+    """What the run logged at step 2 (the means over its first two steps) against GRPO's
+    formulas in NumPy. Each step's completions are sampled again by the script's own sampler
+    with the step's weights (the preset's for step 1, checkpoint 1's for step 2) and checked
+    against the texts the run's reward function recorded; then the advantages (per group,
+    sample std), the KL (k3) to the reference loaded anew, and the loss (dapo: the mean over
+    the completion tokens; one update per step, so the ratio is 1) are NumPy's."""
+    import keras_hub
+
+    module = script_module(script)
+    folder = os.path.dirname(os.path.abspath(script))
+    recorded = [json.loads(line) for line in open(os.path.join(folder, "completions.jsonl"))]
+    recorded = recorded[1:]  # the first: score()'s check of the functions before training
+    policy = module.build_model()
+    policy.sampler = module.GroupSampler(temperature=module.TEMPERATURE)
+    reference = keras_hub.models.CausalLM.from_preset(module.PRESET, preprocessor=None)
+    examples = training_examples(module)
+    order = module.epoch_order(tf.constant(0, tf.int64), module.num_examples(examples)).numpy()
+    size, groups = module.BATCH_SIZE, module.NUM_GENERATIONS
+    steps, same = [], []
+    for step in (1, 2):
+        if step == 2:
+            path = f"{out}/checkpoints/ckpt-1"
+            tf.train.Checkpoint(model=policy).restore(path).expect_partial()
+        prompts = np.asarray(examples[0])[order[(step - 1) * size : step * size]]
+        inputs = module.preprocessor().generate_preprocess(tf.constant(prompts))
+        keys = module.completion_keys(tf.constant(step - 1, tf.int64), 0, size * groups)
+        sequences, completion = module.sample_completions(policy, inputs, keys)
+        texts = module.completion_texts(sequences, completion)
+        texts = [t.decode() if isinstance(t, bytes) else t for t in np.asarray(texts).tolist()]
+        same.append(texts == recorded[step - 1]["completions"])
+        rewards = np.asarray(recorded[step - 1]["rewards"], np.float64).reshape(-1, groups)
+        std = rewards.std(axis=1, ddof=1)
+        advantages = (rewards - rewards.mean(1, keepdims=True)) / (std[:, None] + 1e-4)
+        mask = completion.numpy()[:, 1:].astype(np.float64)
+        logps = log_softmax_picked(policy, sequences)
+        ref = log_softmax_picked(reference, sequences)
+        kl = np.exp(ref - logps) - (ref - logps) - 1
+        # ratio 1: min(ratio A, clip(ratio) A) is A.
+        token_losses = -advantages.reshape(-1)[:, None] + module.BETA * kl
+        steps.append({
+            "loss": (token_losses * mask).sum() / mask.sum(),
+            "rewards": rewards.reshape(-1), "std": std, "mask": mask, "kl": kl,
+        })  # fmt: skip
+    masks = np.concatenate([s["mask"] for s in steps])
+    expected = {
+        "loss": np.mean([s["loss"] for s in steps]),
+        "reward": np.concatenate([s["rewards"] for s in steps]).mean(),
+        "reward_std": np.concatenate([s["std"] for s in steps]).mean(),
+        "frac_reward_zero_std": (np.concatenate([s["std"] for s in steps]) == 0).mean(),
+        "completions/mean_length": masks.sum(1).mean(),
+        "kl": (np.concatenate([s["kl"] for s in steps]) * masks).sum() / masks.sum(),
+        "clip_ratio/region_mean": 0.0,
+    }
+    logged = [json.loads(line) for line in open(f"{out}/metrics.jsonl")]
+    step2 = next(r for r in logged if r.get("step") == 2 and "loss" in r)
+    return {
+        "same_completions": same,
+        "logged": {key: step2[key] for key in expected},
+        "expected": {key: float(value) for key, value in expected.items()},
+        "second_kl": float((steps[1]["kl"] * steps[1]["mask"]).sum() / steps[1]["mask"].sum()),
+    }
+
+
+def formulas(script: str) -> dict:
+    """The script's group_advantages() and grpo_token_losses() on made-up values against
+    NumPy: rewards with groups of other means and spreads (one group all equal), and ratios on
+    both sides of the clipping range with advantages of both signs."""
+    module = script_module(script)
+    rng = np.random.default_rng(0)
+    groups = module.NUM_GENERATIONS
+    rewards = rng.normal(size=(3, groups)) * np.array([[1.0], [5.0], [0.0]]) + [[0], [3], [2]]
+    advantages, std = module.group_advantages(tf.constant(rewards.reshape(-1), tf.float32))
+    expected_std = rewards.std(axis=1, ddof=1)
+    expected = (rewards - rewards.mean(1, keepdims=True)) / (expected_std[:, None] + 1e-4)
+    rows, length = 6, 5
+    logps = rng.normal(size=(rows, length)) - 2
+    old = logps + rng.normal(scale=0.4, size=(rows, length))  # ratios of 0.5 to 2
+    ref = logps + rng.normal(scale=0.3, size=(rows, length))
+    signs = rng.normal(size=rows)
+    losses, logged = module.grpo_token_losses(
+        *(tf.constant(v, tf.float32) for v in (logps, old, ref, signs))
+    )
+    ratio = np.exp(logps - old)
+    low, high = 1 - module.EPSILON_LOW, 1 + module.EPSILON_HIGH
+    a = signs[:, None]
+    reference = -np.minimum(ratio * a, np.clip(ratio, low, high) * a)
+    reference += module.BETA * (np.exp(ref - logps) - (ref - logps) - 1)
+    clipped = ((ratio < low) & (a < 0)) | ((ratio > high) & (a > 0))
+    return {
+        "advantages_diff": float(np.abs(advantages.numpy() - expected.reshape(-1)).max()),
+        "std_diff": float(np.abs(std.numpy() - expected_std).max()),
+        "losses_diff": float(np.abs(losses.numpy() - reference).max()),
+        "clipped_same": bool((logged["clip_ratio/region_mean"].numpy() == clipped).all()),
+        "clipped_share": float(clipped.mean()),
+        "outside_share": float(((ratio < low) | (ratio > high)).mean()),
+    }
+
+
+if __name__ == "__main__":
+    check, *args = sys.argv[1:]
+    print(json.dumps(globals()[check](*args)))

