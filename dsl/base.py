@@ -192,6 +192,10 @@ MODULE_NAMES = frozenset({
     "lora_merged", "read_records", "class_ids", "response_targets", "Perplexity", "BETA",
     "LABEL_SMOOTHING", "REFERENCE_PRESET", "DPO_LOGGED", "sequence_logps", "dpo_losses",
     "pair_logps",
+    # GRPO's (ways/grpo.jinja); your reward functions' package beside the spec.
+    "EPSILON_HIGH", "EPSILON_LOW", "GRPO_LOGGED", "GroupSampler", "MAX_COMPLETION_LENGTH",
+    "NUM_GENERATIONS", "NUM_ITERATIONS", "REWARD_WEIGHTS", "completion_keys", "completion_texts",
+    "group_advantages", "grpo_token_losses", "sample_completions", "score", "token_logps",
     # SAC's and TD3's, and DQN's exploration (templates/partials/ways/offpolicy.jinja, dqn.jinja).
     "DRAW_STEPS", "EXPLORATION_NOISE", "Exploration", "GRADIENT_STEPS", "INITIAL_ALPHA", "LOGGED",
     "LOG_STD_MAX", "LOG_STD_MIN", "POLICY_DELAY", "TARGET_ENTROPY", "TARGET_NOISE",

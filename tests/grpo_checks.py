@@ -129,6 +129,15 @@ def formulas(script: str) -> dict:
     }
 
 
+def served_completions(script: str, out: str, prompts: str) -> dict:
+    """hub_checks' served_completions (the export against KerasHub's generate() from the
+    checkpoint) of a script that imports reward functions from beside it."""
+    from hub_checks import served_completions as served
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    return served(script, out, prompts)
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

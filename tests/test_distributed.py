@@ -185,7 +185,8 @@ def assert_trained_on_two_replicas(
     gan = "gan" in example  # a GAN has two losses
     loss = "generator_loss" if gan else "loss"
     losses = [r[loss] for r in records(out) if loss in r]
-    low = -100 if "wgan" in example else 0  # a Wasserstein generator's loss is -its score
+    # A Wasserstein generator's loss is -its score; GRPO's, minus the advantages' mean.
+    low = -100 if "wgan" in example or "grpo" in example else 0
     assert losses and all(low < loss < 100 for loss in losses), losses
 
 
@@ -195,7 +196,7 @@ def assert_trained_on_two_replicas(
 # networks train on two replicas here.
 EQUALS_ONE_DEVICE = ("mnist_own_step", "mnist_distillation", "mnist_adversarial", "shapes_wgan_gp",
                      "shapes_simclr", "mnist_reptile", "mnist_maml",
-                     "reviews_bert_lora", "sums_sft", "sums_dpo")  # fmt: skip
+                     "reviews_bert_lora", "sums_sft", "sums_dpo", "sums_grpo")  # fmt: skip
 # Their exports are written and served on one device by test_runs. An export from two replicas
 # differs from one device's only in the strategy's scope the model is saved from, alike for
 # every network: shown here on the other examples' (pets_unet's synchronized BatchNormalization
@@ -625,12 +626,15 @@ SYNCHRONIZED = [
         # the replicas); DPO: each pair kept whole on a replica.
         ("sums_sft", [], 6, 1e-5),
         ("sums_dpo", [], 6, 1e-5),
+        # GRPO: each completion sampled from its row in the global batch, whichever replica
+        # holds it; the groups kept whole; the loss's token count summed over the replicas.
+        ("sums_grpo", [], 4, 1e-5),
     ],
     ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation",
          "mnist_adversarial", "shapes_wgan_gp", "shapes_simclr", "mnist_reptile", "mnist_maml",
          "cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo", "corridor_ppo",
          "corridor_dqn", "pendulum_sac", "pendulum_td3", "reviews_bert_lora", "sums_sft",
-         "sums_dpo"],
+         "sums_dpo", "sums_grpo"],
 )  # fmt: skip
 def test_mirrored_equals_single_device(example, overrides, steps, tolerance, render, tmp_path):
     acts = example in ACTING  # no dataset: environment steps, not epochs

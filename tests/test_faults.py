@@ -339,6 +339,8 @@ RESUME_RUNS = {
     # loaded again, not checkpointed).
     "sft": ("sums_sft", 2, ["data.validation=null"]),
     "dpo": ("sums_dpo", 2, ["data.validation=null"]),
+    # GRPO: completions sampled from (seed, step, row), with no sampler state to save.
+    "grpo": ("sums_grpo", 2, ["data.batch_size=8"]),
     "distillation": ("mnist_distillation", 3, ["data.validation=null"]),
     # PGD's random starts, drawn from (seed, step, position): the same after a resume.
     "adversarial": ("mnist_adversarial", 3, ["data.validation=null", "best_model=null"]),
@@ -415,12 +417,12 @@ ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations", "dic
                 "td3", "pixel_dqn"}  # fmt: skip
 """The cases that act: their length is in environment steps (--max-steps)."""
 ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations", "dict_dqn", "pixel_dqn", "keras_hub",
-                     "sft", "dpo"}  # fmt: skip
+                     "sft", "dpo", "grpo"}  # fmt: skip
 """Their replicas run the code of ppo_continuous's (PPO's partial, A2C's with it); a Dict's
 parts shared out by the replicas: test_distributed's mirrored_equals_single_device. The
 KerasHub cases' replicas run the supervised cases' step and checkpoint (resumed on two
 replicas there); what is their own on replicas (SFT's token count, DPO's pairs, LoRA's frozen
-backbone) is mirrored_equals_single_device's."""
+backbone, GRPO's completions sampled by row) is mirrored_equals_single_device's."""
 RESUME_CASES = [
     (source, variant)
     for source in sorted(RESUME_RUNS)

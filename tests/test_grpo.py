@@ -74,3 +74,59 @@ def test_grpo_advantages_and_clipped_objective_equal_numpy(tmp_path):
     # Ratios outside the range, some clipped (those where clipping changes the objective).
     assert result["outside_share"] > 0.2 and result["clipped_share"] > 0.05, result
     assert result["clipped_same"], result
+
+
+@pytest.fixture(scope="module")
+def grpo_run(tmp_path_factory):
+    """sums_grpo on the tiny GPT-2, all its weights (no LoRA), 3 epochs of 8 steps, with the
+    example's reward functions (the answer's digits, and whether it is the sum) and its
+    export."""
+    tmp = tmp_path_factory.mktemp("grpo")
+    script = render_into(tmp / "train.py", "sums_grpo",
+                         *data.small_data_overrides("sums_grpo", tmp), "data.batch_size=8",
+                         "model.lora_rank=null", "optimizer.learning_rate=0.01",
+                         "loop.log_every_steps=4", cwd=tmp)  # fmt: skip
+    out = tmp / "run"
+    run_python(script, "--epochs", "3", "--output-dir", str(out), cwd=tmp)
+    return script, out
+
+
+def test_grpo_raises_the_mean_reward_and_exports_a_model_that_answers_prompts(grpo_run):
+    script, out = grpo_run
+    logged = [json.loads(line) for line in open(out / "metrics.jsonl")]
+    rewards = [r["reward"] for r in logged if "reward" in r]
+    assert len(rewards) == 6, logged
+    # The first 4 steps' mean reward against the last 4's: the model learnt to write numbers.
+    assert rewards[-1] > rewards[0] + 0.1, rewards
+    assert all("kl" in r and r["kl"] >= 0 for r in logged if "reward" in r), logged
+    # Its export takes prompts and answers them as KerasHub's generate() does (greedy) from
+    # the checkpoint's weights.
+    prompts = ["3 + 4 =", "9 + 9 =", "0 + 2 ="]
+    result = grpo_check("served_completions", str(script), str(out), json.dumps(prompts),
+                        cwd=script.parent)  # fmt: skip
+    assert result["served"] == result["expected"], result
+
+
+WRONG_SHAPE = """def one_number(prompts, completions, **kwargs):
+    return sum(len(c) for c in completions)
+"""
+
+
+def test_a_reward_function_of_the_wrong_shape_is_named_before_training(tmp_path):
+    """A reward function that returns one number for the batch, not one per completion: one
+    message naming it and the fix, exit 1, before anything trains."""
+    (tmp_path / "wrong.py").write_text(WRONG_SHAPE)
+    script = render_into(tmp_path / "train.py", "sums_grpo",
+                         *data.small_data_overrides("sums_grpo", tmp_path),
+                         'training.reward_funcs=["wrong:one_number"]', cwd=tmp_path)  # fmt: skip
+    out = tmp_path / "run"
+    proc = run_preloaded(str(script), "--output-dir", str(out), cwd=tmp_path, check=False)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert (
+        "training.reward_funcs: wrong.one_number returned an array of shape () for 8 "
+        "completions: return one number per completion"
+    ) in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "run" / "checkpoints").exists() or not any(
+        (tmp_path / "run" / "checkpoints").glob("ckpt-*")
+    )

@@ -119,7 +119,8 @@ def check_reward_function(field: str, target: str) -> None:
     if function not in names:
         defined = sorted(n.name for n in tree.body if isinstance(n, ast.FunctionDef))
         raise ValueError(
-            f"{field}={target!r}: {found.origin} defines no {function!r} (its functions: "
+            f"{field}={target!r}: module {module} ({Path(found.origin).name}) defines no "
+            f"{function!r} (its functions: "
             f"{', '.join(defined) or 'none'}); fix the name"
         )
 

@@ -1,0 +1,1 @@
+"""Reward functions beside the bad GRPO specs."""
