@@ -357,8 +357,9 @@ functions, about 150 lines: the sampler seeded by row, the reward functions call
 checked, the group advantages, the clipped objective and its KL); then flowers_finetune's
 (about 670: TFRecord files read and parsed, a backbone to unfreeze, its imagenet weights'
 download in one line that says what to do offline) and houses_tabular's (662: CSV files
-read and parsed, a validation pass); the debugging flags (issue 46) added 20 lines to every script's flags, 600 before them, and their
-checks, which parse_args makes before TensorFlow loads (issue 55), 45 more."""
+read and parsed, a validation pass); the debugging flags (issue 46) added 20 lines to every
+script's flags, 600 before them, and their checks, which parse_args makes before TensorFlow
+loads (issue 55), 45 more."""
 MNIST_MLP_READING_PATH = 425
 """The plainest example's reading path (421 lines with a failed download's one message; 415
 with the debugging flags and their checks;
