@@ -400,12 +400,22 @@ def test_overfit_batches_n_trains_on_exactly_its_first_n_batches_again_and_again
 
 
 @pytest.fixture
-def finished_run(render, tmp_path) -> tuple[Path, Path]:
-    """A short finished run (4 steps, checkpoints at 2 and 4) to refuse things in."""
-    script = mnist(render, tmp_path, 'checkpoint={"every_steps": 2}')
-    out = tmp_path / "out"
-    run_python(script, "--max-steps", "4", "--output-dir", str(out), cwd=tmp_path)
-    return script, out
+def finished_run(shared, tmp_path) -> tuple[Path, Path]:
+    """A short finished run (4 steps, checkpoints at 2 and 4) to refuse things in, trained once
+    for the session: each test gets a copy of its output directory (and of its data, in its
+    own folder as before). The script stays in the shared folder, only ever run."""
+
+    def make(folder: Path) -> None:
+        def render(example: str, *overrides: str, name: str) -> Path:
+            return render_into(folder / name, example, *overrides)
+
+        script = mnist(render, folder, 'checkpoint={"every_steps": 2}')
+        run_python(script, "--max-steps", "4", "--output-dir", str(folder / "out"), cwd=folder)
+
+    folder = shared("finished-run", make)
+    shutil.copytree(folder / "out", tmp_path / "out")
+    shutil.copy2(folder / "train.npz", tmp_path)
+    return folder / "train.py", tmp_path / "out"
 
 
 BAD = [
@@ -491,7 +501,8 @@ def test_replay_refuses_a_directory_without_a_run_or_of_another_setup(
     proc = failing(script, "replay", "--step", "2", "--output-dir", str(empty), cwd=tmp_path)
     assert "Nothing to replay" in proc.stdout + proc.stderr
     assert not any(empty.iterdir())
-    other = mnist(render, tmp_path, 'checkpoint={"every_steps": 2}', "data.batch_size=32",
+    # The finished run's data file: only the batch size differs.
+    other = mnist(render, script.parent, 'checkpoint={"every_steps": 2}', "data.batch_size=32",
                   name="other.py")  # fmt: skip
     before = tree(out)
     proc = failing(other, "replay", "--step", "2", "--output-dir", str(out), cwd=tmp_path)
