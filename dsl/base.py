@@ -191,7 +191,7 @@ MODULE_NAMES = frozenset({
     "keras_hub", "pyarrow", "PRESET", "SEQUENCE_LENGTH", "LORA_RANK", "preprocessor",
     "lora_merged", "read_records", "class_ids", "response_targets", "Perplexity", "BETA",
     "LABEL_SMOOTHING", "REFERENCE_PRESET", "DPO_LOGGED", "sequence_logps", "dpo_losses",
-    "pair_logps",
+    "pair_logps", "pack_examples",
     # SAC's and TD3's, and DQN's exploration (templates/partials/ways/offpolicy.jinja, dqn.jinja).
     "DRAW_STEPS", "EXPLORATION_NOISE", "Exploration", "GRADIENT_STEPS", "INITIAL_ALPHA", "LOGGED",
     "LOG_STD_MAX", "LOG_STD_MIN", "POLICY_DELAY", "TARGET_ENTROPY", "TARGET_NOISE",

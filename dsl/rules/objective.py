@@ -60,6 +60,13 @@ def check_language_model(spec: Spec) -> None:
             f"{way}: its loss is a mean over the batch's tokens, which micro-batches would "
             "each take over their own; raise data.batch_size or remove accumulate_steps"
         )
+    if getattr(spec.training, "packing", False) and spec.distribute.kind == "tpu":
+        raise RuleError(
+            "training.packing=True with distribute=TPU(): a TPU compiles the step for fixed "
+            "shapes, and packing gives each batch its own count of rows (a compile each); "
+            "remove packing, or train with Mirrored() or MultiWorker()",
+            at="training",
+        )
 
 
 def check_objective(spec: Spec) -> None:
