@@ -49,8 +49,13 @@ def test_packed_sft_on_two_replicas_equals_one_device(tmp_path):
     """Each global batch is packed whole, then its rows shared out: two replicas train on the
     rows one device trains on, the loss the mean over the response tokens of the global batch
     (their count summed over replicas). Packed per replica, the rows would differ."""
-    overrides = [*data.small_data_overrides("sums_sft", tmp_path), *PACKED,
-                 "loop.log_every_steps=1", "data.batch_size=16", "export.saved_model=false"]
+    overrides = [
+        *data.small_data_overrides("sums_sft", tmp_path),
+        *PACKED,
+        "loop.log_every_steps=1",
+        "data.batch_size=16",
+        "export.saved_model=false",
+    ]
     single = render_into(tmp_path / "train.py", "sums_sft", *overrides)
     mirrored = render_into(tmp_path / "mirrored.py", "sums_sft", *overrides, TWO_CPUS,
                            variant="mirrored")  # fmt: skip
