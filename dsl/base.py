@@ -191,7 +191,7 @@ MODULE_NAMES = frozenset({
     "keras_hub", "pyarrow", "PRESET", "SEQUENCE_LENGTH", "LORA_RANK", "preprocessor",
     "lora_merged", "read_records", "class_ids", "response_targets", "Perplexity", "BETA",
     "LABEL_SMOOTHING", "REFERENCE_PRESET", "DPO_LOGGED", "sequence_logps", "dpo_losses",
-    "pair_logps",
+    "pair_logps", "pack_examples",
     # GRPO's (ways/grpo.jinja); your reward functions' package beside the spec.
     "EPSILON_HIGH", "EPSILON_LOW", "GRPO_LOGGED", "GroupSampler", "MAX_COMPLETION_LENGTH",
     "NUM_GENERATIONS", "NUM_ITERATIONS", "REWARD_WEIGHTS", "completion_keys", "completion_texts",

@@ -98,6 +98,8 @@ def data_context(spec: Spec) -> dict[str, Any]:
             else f"{x_name}[micro_batch]"
         ),
         "shapes_task": shapes[0].task if shapes else None,
+        # SFT's packing: each training batch's examples packed into rows (pack_examples).
+        "packing": spec.training.kind == "sft" and spec.training.packing,
     }
 
 

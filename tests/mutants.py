@@ -78,6 +78,11 @@ DPO_VALUES = "tests/test_hub.py::test_dpo_logs_trls_values_computed_as_the_formu
 GRPO = "templates/partials/ways/grpo.jinja"
 GRPO_VALUES = "tests/test_grpo.py::test_grpo_logs_trls_values_computed_as_the_formulas_say"
 GRPO_FORMULAS = "tests/test_grpo.py::test_grpo_advantages_and_clipped_objective_equal_numpy"
+PACKED_LOSS = (
+    "tests/test_packing.py::"
+    "test_packed_rows_loss_is_numpys_of_the_same_packing_and_validation_is_unpacked"
+)
+PACKED_REPLICAS = "tests/test_packing.py::test_packed_sft_on_two_replicas_equals_one_device"
 MIRRORED_EQUALS = "tests/test_distributed.py::test_mirrored_equals_single_device"
 LAST_OBSERVATION = (
     "tests/test_rl.py::"
@@ -1181,6 +1186,34 @@ MUTANTS: list[Mutant] = [
         "/ NUM_GENERATIONS",
         [GRPO_FORMULAS],
         "GRPO's group std without Bessel's correction: advantages differ from TRL's",
+    ),
+    mutant(
+        "packed_prompts_counted",
+        PREPROCESS,
+        "    return tf.nest.map_structure(packed, ({{ x_name }}, labels))",
+        '    labels = {**labels, "weights": tf.cast(mask, tf.float32)}\n'
+        "    return tf.nest.map_structure(packed, ({{ x_name }}, labels))",
+        [PACKED_LOSS],
+        "SFT's packing counting every token of a row (the padding mask's): each packed "
+        "example's prompt, and its end token's target, the next example's start",
+    ),
+    mutant(
+        "packed_tokens_shifted",
+        PREPROCESS,
+        "within = tf.gather_nd(tf.cumsum(tf.cast(mask, tf.int32), axis=1), tokens) - 1",
+        "within = tf.gather_nd(tf.cumsum(tf.cast(mask, tf.int32), axis=1), tokens)",
+        [PACKED_LOSS],
+        "SFT's packing placing each example a column past its start: its tokens, mask and "
+        "targets run across the boundary into the next example's place",
+    ),
+    mutant(
+        "packed_per_replica",
+        "templates/partials/data/batches.jinja",
+        "{% if distributed and not packing %}",
+        "{% if distributed %}",
+        [PACKED_REPLICAS],
+        "SFT's packing of each replica's slice of the examples, not of the global batch: two "
+        "replicas train on other rows than one device",
     ),
 ]
 

@@ -338,6 +338,13 @@ RESUME_RUNS = {
     # A KerasHub causal LM: SFT's masked targets, DPO's pairs and its reference (the preset,
     # loaded again, not checkpointed).
     "sft": ("sums_sft", 2, ["data.validation=null"]),
+    # SFT's packing: each batch's examples packed into rows anew after the resume, a
+    # function of the batch alone (4 sums to a row of 32 tokens).
+    "sft_packed": (
+        "sums_sft",
+        2,
+        ["data.validation=null", "training.packing=true", "model.sequence_length=32"],
+    ),
     "dpo": ("sums_dpo", 2, ["data.validation=null"]),
     # GRPO: completions sampled from (seed, step, row), with no sampler state to save.
     "grpo": ("sums_grpo", 2, ["data.batch_size=8"]),
@@ -417,12 +424,13 @@ ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations", "dic
                 "td3", "pixel_dqn"}  # fmt: skip
 """The cases that act: their length is in environment steps (--max-steps)."""
 ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations", "dict_dqn", "pixel_dqn", "keras_hub",
-                     "sft", "dpo", "grpo"}  # fmt: skip
+                     "sft", "sft_packed", "dpo", "grpo"}  # fmt: skip
 """Their replicas run the code of ppo_continuous's (PPO's partial, A2C's with it); a Dict's
 parts shared out by the replicas: test_distributed's mirrored_equals_single_device. The
 KerasHub cases' replicas run the supervised cases' step and checkpoint (resumed on two
 replicas there); what is their own on replicas (SFT's token count, DPO's pairs, LoRA's frozen
-backbone, GRPO's completions sampled by row) is mirrored_equals_single_device's."""
+backbone, GRPO's completions sampled by row) is mirrored_equals_single_device's (packed
+SFT's: test_packing's)."""
 RESUME_CASES = [
     (source, variant)
     for source in sorted(RESUME_RUNS)

@@ -63,6 +63,13 @@ def check_language_model(spec: Spec) -> None:
             f"{way}: its loss is a mean over the batch's tokens, which micro-batches would "
             "each take over their own; raise data.batch_size or remove accumulate_steps"
         )
+    if getattr(spec.training, "packing", False) and spec.distribute.kind == "tpu":
+        raise RuleError(
+            "training.packing=True with distribute=TPU(): a TPU compiles the step for fixed "
+            "shapes, and packing gives each batch its own count of rows (a compile each); "
+            "remove packing, or train with Mirrored() or MultiWorker()",
+            at="training",
+        )
     if spec.training.kind == "grpo":
         check_grpo(spec)
 
@@ -73,20 +80,23 @@ def check_grpo(spec: Spec) -> None:
     without running your code."""
     grpo, length = spec.training, spec.model.sequence_length
     if grpo.max_completion_length is not None and grpo.max_completion_length >= length:
-        raise ValueError(
+        raise RuleError(
             f"training.max_completion_length={grpo.max_completion_length} leaves no room for a "
             f"prompt in model.sequence_length={length} tokens (prompt and completion): raise "
-            "model.sequence_length or lower max_completion_length"
+            "model.sequence_length or lower max_completion_length",
+            at="training",
         )
     if spec.data.validation is not None:
-        raise ValueError(
+        raise RuleError(
             "data.validation is set, and training is GRPO, which has no validation pass (its "
-            "rewards are logged on the training prompts): remove data.validation"
+            "rewards are logged on the training prompts): remove data.validation",
+            at="data.validation",
         )
     if spec.performance.xla == "on":
-        raise ValueError(
+        raise RuleError(
             "performance.xla='on' with training GRPO: its step samples with a while loop and "
-            "calls your reward functions in Python, which XLA cannot compile; set 'auto'"
+            "calls your reward functions in Python, which XLA cannot compile; set 'auto'",
+            at="performance",
         )
     for index, target in enumerate(grpo.reward_funcs):
         check_reward_function(f"training.reward_funcs[{index}]", target)
@@ -101,9 +111,10 @@ def check_reward_function(field: str, target: str) -> None:
     else:
         reason = ""
     if found is None:
-        raise ValueError(
+        raise RuleError(
             f"{field}={target!r}: no module {module!r} beside the spec or on Python's path"
-            f"{reason}; put {module.replace('.', '/')}.py beside the spec, or fix the name"
+            f"{reason}; put {module.replace('.', '/')}.py beside the spec, or fix the name",
+            at="training",
         )
     if found.origin is None or not found.origin.endswith(".py"):
         return  # a compiled or namespace module: the script's import checks it
@@ -118,10 +129,11 @@ def check_reward_function(field: str, target: str) -> None:
             names |= {(a.asname or a.name).split(".")[0] for a in node.names}
     if function not in names:
         defined = sorted(n.name for n in tree.body if isinstance(n, ast.FunctionDef))
-        raise ValueError(
+        raise RuleError(
             f"{field}={target!r}: module {module} ({Path(found.origin).name}) defines no "
             f"{function!r} (its functions: "
-            f"{', '.join(defined) or 'none'}); fix the name"
+            f"{', '.join(defined) or 'none'}); fix the name",
+            at="training",
         )
 
 

@@ -4,7 +4,7 @@ supervised fine-tuning (SFT) on prompts and their responses, direct preference o
 the model samples, scored by your reward functions. The names are TRL's (SFTConfig, DPOConfig,
 GRPOConfig), so that a TRL user finds each one."""
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
@@ -25,9 +25,23 @@ class SFT(StrictModel):
     completion_only_loss: bool = True
     """The loss on the response tokens only (TRL's default for prompt-completion data); False:
     on every token, the prompt's too (plain language modeling of prompt + response)."""
+    packing: bool = False
+    """Pack each batch's examples into as few rows of model.sequence_length tokens as hold
+    them (TRL's `packing`), so that fewer of the tokens the model computes are padding: short
+    examples train in fewer, fuller rows. Each example stays whole, with its start and end
+    tokens, and keeps its targets: the loss still counts the response tokens alone (each
+    example's prompt masked), its mean over the batch's as without packing. The rows are
+    filled best-fit decreasing (TRL's `packing_strategy="bfd"`) within each batch of
+    data.batch_size examples, a function of the batch alone: a resume, replicas and
+    `replay` see the same rows. KerasHub's backbones take token ids and a padding mask, no
+    position or segment ids: a token attends to the examples before it in its row, and its
+    position counts from the row's start, as in TRL's `packing_strategy="wrapped"` (TRL's
+    bfd keeps examples apart by position ids, with FlashAttention). Validation is not
+    packed (TRL's `eval_packing=False`): its perplexity is of each example alone, as
+    generate() sees a prompt, comparable with an unpacked run's."""
 
     def describe(self, spec: object) -> str:
-        return "causal LM, SFT"
+        return "causal LM, SFT" + (", packed" if self.packing else "")
 
 
 class DPO(StrictModel):
@@ -52,6 +66,16 @@ class DPO(StrictModel):
     """The reference's preset (TRL's `ref_model`), when it is not the policy's own starting
     point: a built-in preset's name, a handle, or a local preset directory of the same
     tokenizer. None: model.preset as loaded."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_packing(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "packing" in data:
+            raise ValueError(
+                "packing is SFT's (training=SFT(packing=True)): DPO compares each prompt's "
+                "chosen and rejected responses, each pair in rows of its own; remove packing"
+            )
+        return data
 
     @field_validator("ref_model")
     @classmethod
