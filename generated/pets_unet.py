@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 94f5cdb55251b0a2, script sha256 dc99f8c8ef6d9b5e).
+(spec sha256 94f5cdb55251b0a2, script sha256 a606ec90c3dd3b00).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -1982,6 +1982,12 @@ def downloading(what, instead):
     the local alternative, `instead`. Other errors pass through as they are."""
     try:
         yield
+    except ModuleNotFoundError as error:
+        # TFDS prepares a dataset with importlib_resources, which it does not install (3.9+).
+        missing = f"the module {error.name} (pip install {error.name})"
+        raise DownloadFailed(
+            f"Cannot download {what}: it needs {missing}. {instead}"
+        ) from None
     except Exception as error:
         if not download_failure(error):
             raise

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 babcd06e6f76affc, script sha256 f19751a3c1728a27).
+(spec sha256 babcd06e6f76affc, script sha256 e10f0bf979a057d7).
 Rendered with: --variant single_device
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1937,6 +1937,12 @@ def downloading(what, instead):
     the local alternative, `instead`. Other errors pass through as they are."""
     try:
         yield
+    except ModuleNotFoundError as error:
+        # TFDS prepares a dataset with importlib_resources, which it does not install (3.9+).
+        missing = f"the module {error.name} (pip install {error.name})"
+        raise DownloadFailed(
+            f"Cannot download {what}: it needs {missing}. {instead}"
+        ) from None
     except Exception as error:
         if not download_failure(error):
             raise
