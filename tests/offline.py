@@ -1,19 +1,23 @@
 """A test double for a machine without a network, on the real download path: inside `served()`
 every host name fails to resolve, as offline ("Name or service not known"), and Keras' cache
-(~/.keras) is an empty folder, so a script's `keras.datasets.mnist.load_data()` or
-`keras.applications.MobileNetV2(weights="imagenet")` runs Keras' own code up to its download
-(`get_file`, urllib) and fails there, as it does for a user offline on a fresh machine.
-tests/data.py `runnable` runs scripts inside it (double="offline")."""
+(~/.keras) and TFDS's data folder (~/tensorflow_datasets) are empty folders, so a script's
+`keras.datasets.mnist.load_data()`, `keras.applications.MobileNetV2(weights="imagenet")` or
+`tfds.load("oxford_iiit_pet:4.*.*")` runs the library's own code up to its download (`get_file`,
+urllib; TFDS's download manager, requests) and fails there, as it does for a user offline on a
+fresh machine. Only the waits between retries are left out: TFDS retries each download 10
+times, over minutes. tests/data.py `runnable` runs scripts inside it (double="offline")."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import tempfile
 from collections.abc import Iterator
 from unittest import mock
 
 from keras.src.backend import config
+from urllib3.util.retry import Retry
 
 
 def no_network(*args, **kwargs):
@@ -22,8 +26,11 @@ def no_network(*args, **kwargs):
 
 @contextlib.contextmanager
 def served() -> Iterator[str]:
-    """Inside: no host resolves, and Keras caches in an empty folder (its path yielded)."""
-    with tempfile.TemporaryDirectory() as keras_home:
+    """Inside: no host resolves, Keras caches in an empty folder (its path yielded), TFDS
+    prepares into another (read when TFDS is imported, inside), and retries do not wait."""
+    with tempfile.TemporaryDirectory() as keras_home, tempfile.TemporaryDirectory() as tfds:
         with mock.patch.object(socket, "getaddrinfo", no_network):
             with mock.patch.object(config, "_KERAS_DIR", keras_home):
-                yield keras_home
+                with mock.patch.dict(os.environ, {"TFDS_DATA_DIR": tfds}):
+                    with mock.patch.object(Retry, "sleep", lambda self, response=None: None):
+                        yield keras_home

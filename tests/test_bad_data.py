@@ -149,19 +149,41 @@ def test_the_same_data_copied_again_resumes_and_other_data_of_the_same_size_does
             "--new-data", lines=4)  # fmt: skip
 
 
-@pytest.mark.parametrize("source", ["keras_datasets", "backbone_weights", "keras_hub_preset"])
+TFDS_DATASET = "the TFDS dataset oxford_iiit_pet:4.*.* (tfds.load)"
+
+
+DOWNLOADS = ["keras_datasets", "backbone_weights", "keras_hub_preset", "tfds", "tfds_no_module"]
+
+
+@pytest.mark.parametrize("source", DOWNLOADS)
 def test_a_failed_download_is_one_message_and_leaves_the_directory_as_it_was(
     render, tmp_path, source
 ):
-    """Offline (tests/offline.py: no host resolves, an empty ~/.keras), the script's real
-    download fails: one message naming what it downloads and the spec's local alternative,
-    exit 1, and the output directory as it was: none where there was none (nor its parent),
-    run.lock with what it held where there was one, and no lock held."""
+    """Offline (tests/offline.py: no host resolves, an empty ~/.keras and TFDS data folder),
+    the script's real download fails: one message naming what it downloads and the spec's local
+    alternative, exit 1, and the output directory as it was: none where there was none (nor
+    its parent), run.lock with what it held where there was one, and no lock held. TFDS
+    installed without importlib_resources, which it needs to prepare a dataset: one message
+    too, naming the module to install."""
+    double = "offline"
     if source == "keras_datasets":  # getting started's first spec, as it is
         script = render("mnist_mlp")
         out = tmp_path / "runs" / "first"
         words = ["Cannot download mnist (keras.datasets.mnist.load_data()): URL fetch failure",
                  "Name or service not known", "data.train=Npz(path=...)"]  # fmt: skip
+    elif source == "tfds":  # pets_unet's spec, as it is
+        script = render("pets_unet")
+        out = tmp_path / "runs" / "pets"
+        words = [f"Cannot download {TFDS_DATASET}: ", "Name or service not known",
+                 "set data.train.data_dir to it", "data.train=Npz(...)"]  # fmt: skip
+    elif source == "tfds_no_module":  # tensorflow-datasets installed alone
+        script = render("pets_unet")
+        out = tmp_path / "run"
+        out.mkdir()
+        (out / "run.lock").write_text("pid 4242 on host-a, started 2026-11-23T14:05:09+0100\n")
+        double = "offline_without_importlib_resources"
+        words = [f"Cannot download {TFDS_DATASET}: it needs the module importlib_resources "
+                 "(pip install importlib_resources)", "set data.train.data_dir to it"]  # fmt: skip
     elif source == "keras_hub_preset":  # a KerasHub preset by its name (Kaggle, via kagglehub)
         script = render(
             "reviews_bert_lora", *small_data_overrides("reviews_bert_lora", tmp_path)[:1]
@@ -181,11 +203,11 @@ def test_a_failed_download_is_one_message_and_leaves_the_directory_as_it_was(
             "Set weights=None on the Backbone of node 'features'",
             "weights='PATH'",
         ]
-    launcher = runnable(source, script, double="offline")
+    launcher = runnable(source, script, double=double)
     message = refused(run(launcher, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path),
                       *words)  # fmt: skip
     assert message.startswith("Cannot download"), message
-    if source in ("keras_datasets", "keras_hub_preset"):
+    if source in ("keras_datasets", "keras_hub_preset", "tfds"):
         assert not (tmp_path / "runs").exists()
     else:
         assert sorted(p.name for p in out.iterdir()) == ["run.lock"]

@@ -160,7 +160,9 @@ def test_replay_names_the_first_nonfinite_layer_of_a_diverged_step(render, tmp_p
     Each Dense is wrapped in a TimeDistributed, so the layer named is the innermost one, the
     Dense inside the wrapper being called (the outermost would name the wrapper). It reports,
     never crashes, though the weights (near 1e35) overflow float32 in any norm of theirs; it
-    prints the loss of each step before k (finite) and counts up to the run's 20 epochs.
+    prints the loss of each step before k (finite), step k's (not finite: the check stops the
+    step before its loss, which a run of it unchecked computes, NaN where the run's was NaN,
+    inf where inf), and counts up to the run's 20 epochs.
     metrics.jsonl stays strict JSON: the NaN loss is null, named in "nonfinite". The batch in
     debug/step-k is the one step k received: a run with a line in the step that saves each
     batch, eagerly, saved the same (the batches do not depend on the learning rate). An
@@ -194,7 +196,7 @@ def test_replay_names_the_first_nonfinite_layer_of_a_diverged_step(render, tmp_p
     )
     assert tree(out) == before  # replay only reads the run's directory
     assert f"Epoch {(k - 1) // 16 + 1}/20" in replayed.stdout, replayed.stdout[-3000:]
-    assert "its loss not counted" in replayed.stdout, replayed.stdout[-3000:]
+    assert same_nonfinite(checked_loss(replayed, k), last["nonfinite"]["loss"])
     # Each layer's weight norm, computed in float64 (float32 overflows): finite, near 1e35.
     norms = [float(n) for n in re.findall(r"^  model/\w+ +(\S+) ", replayed.stdout, re.M)]
     assert len(norms) == 3 and np.isfinite(norms).all(), replayed.stdout[-3000:]
@@ -226,7 +228,25 @@ def test_replay_names_the_first_nonfinite_layer_of_a_diverged_step(render, tmp_p
     losses = dict(re.findall(r"^Step (\d+): loss: (\S+)", replayed.stdout, re.M))
     assert sorted(map(int, losses)) == list(range(1, j)), losses
     assert np.isfinite([float(v) for v in losses.values()]).all(), losses
-    assert "its loss not counted" in replayed.stdout, replayed.stdout[-3000:]
+    logged = records(overfit)[-1]
+    assert logged["step"] == j, logged
+    assert same_nonfinite(checked_loss(replayed, j), logged["nonfinite"]["loss"])
+
+
+def checked_loss(proc, step: int) -> str:
+    """The loss replay printed for step `step`, the one it ran eagerly, every op checked."""
+    header = f"Step {step}, eagerly, every op checked:"
+    found = re.search(rf"^{header}\n  loss: (\S+)$", proc.stdout, re.M)
+    assert found, proc.stdout[-3000:]
+    return found[1]
+
+
+def same_nonfinite(printed: str, logged: str) -> bool:
+    """Whether a loss replay printed (nan, inf, -inf) is the non-finite value a run logged
+    (metrics.jsonl's "NaN", "Infinity", "-Infinity"; the epoch's mean is NaN where the step's
+    loss is, and an infinity of its sign where the step's is infinite)."""
+    assert not np.isfinite(float(printed)), printed
+    return str(float(printed)) == str(float(logged))
 
 
 def logged_loss(out: Path, step: int) -> float:

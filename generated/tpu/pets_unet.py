@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 6f75650cf70b6f60, script sha256 8f1f873fe1ff3069).
+(spec sha256 6f75650cf70b6f60, script sha256 9aedc59512c6a7bd).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1607,6 +1607,12 @@ def downloading(what, instead):
     the local alternative, `instead`. Other errors pass through as they are."""
     try:
         yield
+    except ModuleNotFoundError as error:
+        # TFDS prepares a dataset with importlib_resources, which it does not install (3.9+).
+        missing = f"the module {error.name} (pip install {error.name})"
+        raise DownloadFailed(
+            f"Cannot download {what}: it needs {missing}. {instead}"
+        ) from None
     except Exception as error:
         if not download_failure(error):
             raise
