@@ -1,7 +1,7 @@
 """Answer sums right, by GRPO with LoRA and a verifiable reward.
 
 Written by loopgen 0.1.0 from examples/sums_grpo.py
-(spec sha256 113ca94dd2125da9, script sha256 c5280f7e2d27a7b0).
+(spec sha256 113ca94dd2125da9, script sha256 662833f748abbeef).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -690,7 +690,7 @@ def train(args, run):
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:  # nothing left to train (run.start says so)
         first_epoch = epochs
-    run.start(step, nonfinite_step, total_steps)
+    run.start(step, nonfinite_step, total_steps, train_step)
     # One iterator for the whole run, from the current step on (--overfit-batches: overfit()).
     batches = training_batches(train_examples, start_step=global_step)
     train_iterator = iter(overfit(batches, args, train_examples, global_step))
@@ -1030,12 +1030,13 @@ def replay(args):
 
 
 @contextlib.contextmanager
-def replayed(step, networks, optimizers, train_values, logged=True):
+def replayed(step, networks, optimizers, train_values, logged=True, again=None):
     """replay: the train_loop call of step `step` alone (run.bound ends the calls around it),
     run eagerly with every op checked. Then prints what it computed: its loss (and the epoch's
     running values, as the run logs them, `logged` at this step), each layer's weight norm
     after it, gradient norm and update, and where a NaN or Inf first appeared; and the replay
-    ends there."""
+    ends there. A check stops the step at its first NaN or Inf, before its loss is counted:
+    `again` then runs it once more, unchecked, from the state before it: its loss."""
     tf.config.run_functions_eagerly(True)
     tf.debugging.enable_check_numerics()
     # Whole tracebacks: the innermost Keras layer in one names the layer that made a NaN.
@@ -1045,6 +1046,11 @@ def replayed(step, networks, optimizers, train_values, logged=True):
     weights_before = {
         id(w): w.numpy() for net in networks.values() for w in net.trainable_weights
     }
+    # What the step changes (weights, dropout's seeds, slots, means): `again` starts there.
+    state = [v for net in networks.values() for v in net.variables]
+    state += [v for optimizer in optimizers for v in optimizer.variables]
+    state += [v for value in train_values for v in value.variables]
+    state_before = [v.numpy() for v in state] if again else []
     failure = None
     # TensorFlow also logs a failing op's report, with its inputs' values, below Python on
     # stderr: kept off the console (the summary below names the op, its layer and line).
@@ -1056,12 +1062,28 @@ def replayed(step, networks, optimizers, train_values, logged=True):
     # What follows is the replay's own arithmetic, not the step's: unchecked, and in float64
     # NumPy (the squares of the weights of a diverged run overflow float32).
     tf.debugging.disable_check_numerics()
+    sums_after = running_sums(train_values)
+    if failure is not None and again:
+        checked = [v.numpy() for v in state]  # what the checked step left, shown below
+        for variable, value in zip(state, state_before):
+            variable.assign(value)
+        # Whatever it raises, the replay reports what the checked step found.
+        with contextlib.suppress(Exception), native_stderr_silenced():
+            again()
+        sums_after = running_sums(train_values)
+        for variable, value in zip(state, checked):
+            variable.assign(value)
     print(f"\nStep {step}, eagerly, every op checked:")
-    for name, value in step_values(sums_before, running_sums(train_values)).items():
+    values = step_values(sums_before, sums_after)
+    for name, value in values.items():
         print(f"  {name}: {value:.9g}")
-    if failure is not None:
+    if failure is not None and not values:
         print(
             "  (its loss not counted: the step stopped at its first NaN or Inf, below)"
+        )
+    elif failure is not None:
+        print(
+            "  (run again unchecked: checked, the step stopped at its first NaN or Inf, below)"
         )
     elif logged:
         print(
@@ -1569,11 +1591,7 @@ class RunDirectory:
         """debug/step-<step>/batch.npz: the batch step `step` trained on, as the step received
         it (a function of the step alone: read again). Returns the folder."""
         folder = os.path.join(self.path, "debug", f"step-{step}")
-        # --overfit-batches N: step k trained on batch (k - 1) % N + 1 of the first N.
-        if self.args.overfit_batches:
-            step = (step - 1) % self.args.overfit_batches + 1
-        batch = batch_of_step(self.examples, step)
-        parts = dict(zip(["features", "labels"], batch))
+        parts = dict(zip(["features", "labels"], self.batch_of(step)))
         arrays = {
             "/".join(map(str, path)): np.asarray(v)
             for path, v in keras.tree.flatten_with_path(parts)
@@ -1587,12 +1605,25 @@ class RunDirectory:
         os.replace(path + ".partial", path)
         return folder
 
-    def start(self, step, nonfinite_step, total_steps):
+    def batch_of(self, step):
+        """The batch step `step` trained on (a function of the step alone: read again)."""
+        # --overfit-batches N: step k trained on batch (k - 1) % N + 1 of the first N.
+        if self.args.overfit_batches:
+            step = (step - 1) % self.args.overfit_batches + 1
+        return batch_of_step(self.examples, step)
+
+    def train_again(self):
+        """replay: step N once more, unchecked, when its checked run stopped at a NaN or Inf:
+        the loss it makes."""
+        self.train_step(*self.batch_of(self.args.step))
+
+    def start(self, step, nonfinite_step, total_steps, train_step):
         """Writes the run's start record to runs.jsonl (main() writes its end record), once the
         steps it trains are known to hold those --profile names."""
         self.step, self.nonfinite_step = step, nonfinite_step
         # The steps a train_loop call must end at: --profile's first and last.
         self.bounds, self.call = (), None
+        self.train_step = train_step  # replay: runs a step stopped at a NaN again
         done = int(step.numpy())
         if done >= total_steps:
             print(f"Already at step {done} of {total_steps}: nothing left to train.")
@@ -1694,8 +1725,9 @@ class RunDirectory:
             networks = {"model": self.checkpoint.model}
             optimizers = [self.checkpoint.optimizer]
             logged = was_logged(self.args.replay_of, self.args.step)
+            values = self.train_values
             with replayed(
-                self.args.step, networks, optimizers, self.train_values, logged
+                self.args.step, networks, optimizers, values, logged, self.train_again
             ):
                 yield
             return
