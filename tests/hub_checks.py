@@ -207,6 +207,21 @@ def served_completions(script: str, out: str, prompts: str) -> dict:
     }
 
 
+def trainable_norms(script: str, checkpoint: str) -> dict:
+    """The norm of the model's trainable variables with the weights of `checkpoint`, in
+    float64, grouped by the layer of the backbone they are in (the first part of their path:
+    `transformer_layer_0/self_attention/query/lora_kernel_a` is transformer_layer_0's)."""
+    module = load_script(script)
+    model = module.build_model()
+    tf.train.Checkpoint(model=model).restore(checkpoint).expect_partial()
+    squares: dict[str, float] = {}
+    for variable in model.trainable_variables:
+        layer = variable.path.split("/")[0]
+        value = np.asarray(variable.numpy(), np.float64)
+        squares[layer] = squares.get(layer, 0.0) + float(np.sum(np.square(value)))
+    return {layer: float(np.sqrt(total)) for layer, total in squares.items()}
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

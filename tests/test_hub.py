@@ -1,18 +1,23 @@
 """Pretrained KerasHub models: a LoRA fine-tune of a text classifier, SFT and DPO of a causal
-LM, on tiny BERT and GPT-2 presets the tests save themselves (no network). Resume after SIGKILL
-and two replicas against one device are in the matrices of test_faults and test_distributed;
-the bad specs in tests/bad_specs/keras_hub_*."""
+LM, on tiny BERT and GPT-2 presets the tests save themselves (no network); and the guarantees
+of every loopgen script for SFT and DPO runs: `replay --step N` (a healthy step's values as
+logged, a diverged run to a report), --fast-dev-run, a sweep of their fields. Resume after
+SIGKILL and two replicas against one device are in the matrices of test_faults and
+test_distributed; the bad specs in tests/bad_specs/keras_hub_*."""
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import data
 import pytest
-from helpers import ROOT, render_into, run_preloaded, run_python
+from helpers import ROOT, records, render_into, run_preloaded, run_python, script_env, tree
 from test_runs import trained_example
-
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -27,6 +32,7 @@ def hub_check(check: str, *args: str, cwd) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_lora_trains_the_adapters_and_the_head_and_leaves_the_base_kernels_as_loaded(lora_run):
     script, out = lora_run
     result = hub_check("lora", str(script), str(out), cwd=script.parent)
@@ -45,6 +51,7 @@ def test_lora_trains_the_adapters_and_the_head_and_leaves_the_base_kernels_as_lo
     assert result["adapter_b_norm"] > 0, result
 
 
+@pytest.mark.slow
 def test_the_export_serves_strings_with_lora_merged_as_the_checkpoint_answers(lora_run):
     script, out = lora_run
     texts = ["the film was superb and moving", "a dull and tedious plot", "the story"]
@@ -57,6 +64,7 @@ def test_the_export_serves_strings_with_lora_merged_as_the_checkpoint_answers(lo
     assert result["lora_layers"] == 4, result
 
 
+@pytest.mark.slow
 def test_sft_loss_is_the_mean_over_the_response_tokens_of_the_batch(tmp_path):
     """The first step's logged loss, from the preset's weights, against the NumPy loss of the
     same batch from the model's logits: the prompts' tokens masked out, the mean taken over
@@ -72,6 +80,7 @@ def test_sft_loss_is_the_mean_over_the_response_tokens_of_the_batch(tmp_path):
     assert abs(result["unmasked"] - result["expected"]) > 1e-3, result
 
 
+@pytest.mark.slow
 def test_dpo_logs_trls_values_computed_as_the_formulas_say(tmp_path):
     """The loss, rewards, margins, accuracies and log-probabilities logged at step 2 (the mean
     of steps 1 and 2) against DPO's formulas in NumPy: the policy as loaded, then with the
@@ -93,6 +102,7 @@ def test_dpo_logs_trls_values_computed_as_the_formulas_say(tmp_path):
     assert abs(result["second"]["rewards/chosen"]) > 1e-4, result
 
 
+@pytest.mark.slow
 def test_a_causal_lms_export_answers_prompts_as_keras_hub_generates_from_the_checkpoint(tmp_path):
     """SFT trained 4 epochs on sums (all weights: enough to answer something): its export
     takes prompts and returns what KerasHub's generate() (greedy) writes after them with the
@@ -108,3 +118,251 @@ def test_a_causal_lms_export_answers_prompts_as_keras_hub_generates_from_the_che
                        cwd=tmp_path)  # fmt: skip
     assert result["served"] == result["expected"], result
     assert any(completion.strip() for completion in result["served"]), result
+
+
+WAYS = ["sums_sft", "sums_dpo"]
+
+LOGGED = {
+    "sums_sft": ["loss", "mean_token_accuracy"],
+    "sums_dpo": ["loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
+                 "rewards/margins", "logps/chosen", "logps/rejected"],
+}  # fmt: skip
+"""The training values each way logs (TRL's names)."""
+
+
+def lm_run(shared, example: str) -> tuple[Path, Path]:
+    """`example` (SFT or DPO, LoRA of rank 8) on its small data, 3 steps at a learning rate at
+    which the weights move (each step's values differ from the preset's), every step logged, a
+    checkpoint every 2; made once for the whole run. DPO without the export, whose code is
+    SFT's (a causal LM's, byte for byte)."""
+
+    def make(folder: Path) -> None:
+        overrides = [*data.small_data_overrides(example, folder), "loop.log_every_steps=1",
+                     'checkpoint={"every_steps": 2}', "optimizer.learning_rate=0.05"]  # fmt: skip
+        if example == "sums_dpo":
+            overrides.append("export.saved_model=false")
+        script = render_into(folder / "train.py", example, *overrides)
+        run_python(script, "--max-steps", "3", "--output-dir", str(folder / "run"), cwd=folder)
+
+    folder = shared(f"lm-{example}", make)
+    return folder / "train.py", folder / "run"
+
+
+def printed_values(text: str) -> dict[str, float]:
+    """`loss: 0.693  rewards/chosen: -1.2e-05` as {name: value}."""
+    return {name: float(value) for name, value in re.findall(r"(\S+): (\S+)", text)}
+
+
+def as_logged(proc) -> dict[str, float]:
+    found = re.search(r"^  as logged \([^)]*\): (.*)$", proc.stdout, re.M)
+    assert found, proc.stdout[-3000:]
+    return printed_values(found[1])
+
+
+def table(proc) -> list[tuple[str, float, str]]:
+    """replay's table: (layer, weight norm, gradient norm) of each row."""
+    rows = re.findall(r"^  (model/\S+) +(\S+) +(\S+) +\S+$", proc.stdout, re.M)
+    return [(layer, float(norm), gradient) for layer, norm, gradient in rows]
+
+
+def assert_values(printed: dict, logged: dict, names: list[str]) -> None:
+    assert set(names) <= printed.keys(), (printed, names)
+    for name in names:
+        assert printed[name] == pytest.approx(logged[name], rel=1e-6, abs=1e-7), (name, printed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", WAYS)
+def test_replay_of_an_lm_step_prints_the_values_the_run_logged(shared, example):
+    """replay --step 3 (from ckpt-2) and --step 2 (from the preset as loaded, LoRA's adapters
+    as the seed makes them; step 1 before it) print every training value the run logged at
+    that step within 1e-6 (the epoch's running means), and step 1's own. Its table has a row
+    for each backbone layer whose adapters train (the backbone's layers are frozen, their
+    adapters not), each weight norm the one after the step: for step 2, ckpt-2's, from the
+    model's own trainable variables. The run's directory is only read."""
+    script, out = lm_run(shared, example)
+    names = LOGGED[example]
+    logged = {r["step"]: r for r in records(out) if "steps_per_second" in r}
+    before = tree(out)
+
+    proc = run_python(script, "replay", "--step", "3", "--output-dir", str(out),
+                      cwd=script.parent)  # fmt: skip
+    assert f"Replaying step 3 of {out} from ckpt-2 (step 2)" in proc.stdout, proc.stdout[-3000:]
+    assert "Every op's outputs were finite." in proc.stdout
+    assert_values(as_logged(proc), logged[3], names)
+
+    proc = run_python(script, "replay", "--step", "2", "--output-dir", str(out),
+                      cwd=script.parent)  # fmt: skip
+    assert "from the initial weights" in proc.stdout, proc.stdout[-3000:]
+    assert_values(as_logged(proc), logged[2], names)
+    first = re.search(r"^Step 1: (.*)$", proc.stdout, re.M)
+    assert first, proc.stdout[-3000:]
+    assert_values(printed_values(first[1]), logged[1], names)  # the first of its epoch
+
+    rows = table(proc)
+    expected = hub_check("trainable_norms", str(script), str(out / "checkpoints" / "ckpt-2"),
+                         cwd=script.parent)  # fmt: skip
+    assert sorted(expected) == ["transformer_layer_0", "transformer_layer_1"], expected
+    assert [layer for layer, _, _ in rows] == [f"model/{layer}" for layer in expected], rows
+    for layer, norm, gradient in rows:
+        assert norm == pytest.approx(expected[layer.removeprefix("model/")], rel=1e-5), rows
+        assert float(gradient) > 0, rows
+    assert tree(out) == before
+
+
+def failing(script: Path, *args: str, cwd: Path):
+    """Runs a script that must stop with a message: exit 1, no traceback."""
+    proc = run_preloaded(str(script), *args, cwd=cwd, check=False)
+    assert proc.returncode == 1, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", WAYS)
+def test_a_diverged_lm_run_replays_to_a_report(tmp_path, example):
+    """Every weight trained (LoRA off: adapters at a learning rate of 1e30 left this model's
+    loss finite) at 1e30: the loss is NaN at some step k, the run stops naming the replay
+    command, and `replay --step k` reports, exit 1 and no traceback: the layer whose output
+    first was not finite, each layer's weight norm once (the causal LM's token embedding is
+    its backbone's: one row, not two), finite in float64. The run's directory is only
+    read."""
+    script = render_into(tmp_path / "train.py", example,
+                         *data.small_data_overrides(example, tmp_path), "data.validation=null",
+                         "loop.log_every_steps=1", 'checkpoint={"every_steps": 1}',
+                         "model.lora_rank=null", "optimizer.learning_rate=1e30",
+                         "export.saved_model=false")  # fmt: skip
+    out = tmp_path / "run"
+    proc = failing(script, "--max-steps", "6", "--output-dir", str(out), cwd=tmp_path)
+    end = json.loads((out / "runs.jsonl").read_text().splitlines()[-1])
+    assert end["exit"] == "nan", end
+    k = end["nan_step"]
+    assert f"replay --step {k} --output-dir {out}" in proc.stderr, proc.stderr[-2000:]
+    before = tree(out)
+
+    replayed = failing(script, "replay", "--step", str(k), "--output-dir", str(out),
+                       cwd=tmp_path)  # fmt: skip
+    assert re.search(r"^The first NaN or Inf: layer \w+ \(\w+\): ", replayed.stdout, re.M), (
+        replayed.stdout[-3000:]
+    )
+    assert "its loss not counted" in replayed.stdout, replayed.stdout[-3000:]
+    rows = table(replayed)
+    layers = [layer for layer, _, _ in rows]
+    assert "model/transformer_layer_0" in layers and layers.count("model/token_embedding") == 1
+    assert len(set(layers)) == len(layers), layers
+    assert all(1e20 < norm < float("inf") for _, norm, _ in rows), rows
+    assert tree(out) == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", WAYS)
+def test_fast_dev_run_of_an_lm_script_runs_every_stage_and_leaves_the_run_alone(
+    shared, tmp_path, example
+):
+    """--fast-dev-run of an SFT and a DPO script: each stage says OK (training, resuming,
+    evaluating; serving the export where the script exports), in a directory of its own
+    that it removes; it exits 0, and the run directory it was given (a copy of a real run's)
+    is byte for byte as it was."""
+    script, trained = lm_run(shared, example)
+    out = tmp_path / "run"
+    shutil.copytree(trained, out, ignore=shutil.ignore_patterns("replay-*"))
+    before = tree(out)
+    proc = run_python(script, "--fast-dev-run", "--output-dir", str(out), cwd=tmp_path)
+    stages = re.findall(r"^--fast-dev-run: (.+): OK \(", proc.stdout, re.M)
+    wanted = ["train 2 steps", "resume from the checkpoint", "evaluate the checkpoint"]
+    wanted += ["serve the export"] if example == "sums_sft" else []
+    for stage in wanted:
+        assert any(found.startswith(stage) for found in stages), (stage, stages)
+    assert tree(out) == before
+    scratch = re.search(r"every stage ran \(in (\S+), removed\)", proc.stdout)
+    assert scratch and not Path(scratch[1]).exists(), proc.stdout[-3000:]
+
+
+EXAMPLE_SWEEP = ROOT / "examples" / "sweeps" / "sums_dpo_beta.py"
+
+
+def test_the_lm_example_sweep_checks_and_renders_its_trials_offline(tmp_path):
+    """examples/sweeps/sums_dpo_beta.py is checked against sums_dpo (its Llama preset by the
+    catalog, no download) and its trials render, in a process that imports neither
+    TensorFlow nor KerasHub: each trial's script sets its beta, LoRA rank and learning
+    rate."""
+    code = f"""
+import json, sys
+from pathlib import Path
+from loopgen.render import render_script
+from loopgen.sweep.space import load_sweep
+
+loaded = load_sweep(Path({str(EXAMPLE_SWEEP)!r}))
+values = [*loaded.sweep.first, {{"training.beta": 0.5, "model.lora_rank": 16,
+                                  "optimizer.learning_rate": 1e-3}}]
+scripts = [render_script(loaded.trial_spec(v), spec_file="sums_dpo.py",
+                         overrides=loaded.overrides(v)) for v in values]
+print(json.dumps({{"objective": loaded.sweep.objective, "per_epoch": loaded.per_epoch,
+                  "values": values, "scripts": scripts,
+                  "imported": sorted({{"tensorflow", "keras_hub", "keras"}} & set(sys.modules))}}))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env=script_env(), timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["imported"] == [], result["imported"]
+    # Judged by a value beta does not scale, at each epoch's validation.
+    assert result["objective"] == "val_rewards/accuracies" and result["per_epoch"]
+    assert result["values"][0] == {
+        "training.beta": 0.1,
+        "model.lora_rank": 8,
+        "optimizer.learning_rate": 5e-5,
+    }  # the example's own
+    for values, script in zip(result["values"], result["scripts"], strict=True):
+        assert f"\nBETA = {values['training.beta']}\n" in script
+        assert f"\nLORA_RANK = {values['model.lora_rank']}\n" in script
+        assert f"Adam(learning_rate={values['optimizer.learning_rate']})" in script
+        assert 'PRESET = "llama3.2_instruct_1b"' in script
+
+
+@pytest.mark.slow
+def test_a_sweep_of_dpos_beta_lora_rank_and_learning_rate_runs_and_scores_each_trial(tmp_path):
+    """The example sweep (sums_dpo_beta) over sums_dpo on the tiny GPT-2 and 16 preference
+    pairs, 2 trials of one epoch (2 steps) each: each trial's script has its values, runs to
+    the end and scores the last val_rewards/accuracies its own metrics.jsonl logged; the
+    sweep says each trial's value and ends with the table and the best trial's spec."""
+    spec = data.small_data_overrides("sums_dpo", tmp_path)
+    spec[0] = f"data.train.path={data.sum_pairs_jsonl(tmp_path / 'pairs.jsonl', 16)}"
+    spec += ["loop.epochs=1", "export.saved_model=false"]
+    example = ROOT / "examples" / "sums_dpo.py"
+    (tmp_path / "sums_dpo.py").write_text(
+        "from loopgen.dsl.loader import load_spec\n\n"
+        f"spec = load_spec({str(example)!r}, 'spec', {spec!r})\n"
+    )
+    text = EXAMPLE_SWEEP.read_text()
+    for old, new in (('spec="../sums_dpo.py"', 'spec="sums_dpo.py"'), ("trials=8", "trials=2")):
+        assert old in text, old
+        text = text.replace(old, new)
+    (tmp_path / "sweep.py").write_text(text)
+    command = [sys.executable, "-m", "loopgen", "sweep", "sweep.py"]
+    proc = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1200,
+                          env=script_env())  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    journal = JournalFileBackend(str(tmp_path / "sweeps" / "sweep" / "study.journal"))
+    trials = optuna.load_study(study_name="sweep", storage=JournalStorage(journal)).get_trials()
+    assert [(t.number, t.state.name) for t in trials] == [(0, "COMPLETE"), (1, "COMPLETE")]
+    for trial in trials:
+        folder = tmp_path / "sweeps" / "sweep" / "trials" / f"{trial.number:03d}"
+        script = (folder / "train.py").read_text()
+        params = trial.params
+        assert f"\nBETA = {params['training.beta']}\n" in script
+        assert f"\nLORA_RANK = {params['model.lora_rank']}\n" in script
+        assert f"Adam(learning_rate={params['optimizer.learning_rate']})" in script
+        logged = [r for r in records(folder / "run") if "val_rewards/accuracies" in r]
+        assert logged and logged[-1]["epoch"] == 1, logged
+        assert trial.value == pytest.approx(logged[-1]["val_rewards/accuracies"])
+        said = f"trial {trial.number}: val_rewards/accuracies {trial.value:g} at epoch 1"
+        assert said in proc.stdout, proc.stdout[-3000:]
+    assert trials[0].params == {"training.beta": 0.1, "model.lora_rank": 8,
+                                "optimizer.learning_rate": 5e-5}  # fmt: skip
+    assert "Best: trial " in proc.stdout and (tmp_path / "sweeps/sweep/best_spec.py").exists()
