@@ -14,12 +14,6 @@ import tensorflow as tf
 from tf_checks import load_script, training_examples
 
 
-def script_module(script: str):
-    """The script as a module, its folder on the path (the reward functions are beside it)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    return load_script(script)
-
-
 def log_softmax_picked(model, sequences) -> np.ndarray:
     """log pi(token t + 1 | tokens <= t) for every position t, in float64 NumPy from the
     model's logits."""
@@ -39,7 +33,7 @@ def grpo_two_steps(script: str, out: str) -> dict:
     the completion tokens; one update per step, so the ratio is 1) are NumPy's."""
     import keras_hub
 
-    module = script_module(script)
+    module = load_script(script)
     folder = os.path.dirname(os.path.abspath(script))
     recorded = [json.loads(line) for line in open(os.path.join(folder, "completions.jsonl"))]
     recorded = recorded[1:]  # the first: score()'s check of the functions before training
@@ -98,7 +92,7 @@ def formulas(script: str) -> dict:
     """The script's group_advantages() and grpo_token_losses() on made-up values against
     NumPy: rewards with groups of other means and spreads (one group all equal), and ratios on
     both sides of the clipping range with advantages of both signs."""
-    module = script_module(script)
+    module = load_script(script)
     rng = np.random.default_rng(0)
     groups = module.NUM_GENERATIONS
     rewards = rng.normal(size=(3, groups)) * np.array([[1.0], [5.0], [0.0]]) + [[0], [3], [2]]
@@ -127,15 +121,6 @@ def formulas(script: str) -> dict:
         "clipped_share": float(clipped.mean()),
         "outside_share": float(((ratio < low) | (ratio > high)).mean()),
     }
-
-
-def served_completions(script: str, out: str, prompts: str) -> dict:
-    """hub_checks' served_completions (the export against KerasHub's generate() from the
-    checkpoint) of a script that imports reward functions from beside it."""
-    from hub_checks import served_completions as served
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    return served(script, out, prompts)
 
 
 if __name__ == "__main__":

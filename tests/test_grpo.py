@@ -102,8 +102,9 @@ def test_grpo_raises_the_mean_reward_and_exports_a_model_that_answers_prompts(gr
     # Its export takes prompts and answers them as KerasHub's generate() does (greedy) from
     # the checkpoint's weights.
     prompts = ["3 + 4 =", "9 + 9 =", "0 + 2 ="]
-    result = grpo_check("served_completions", str(script), str(out), json.dumps(prompts),
-                        cwd=script.parent)  # fmt: skip
+    proc = run_preloaded(str(ROOT / "tests" / "hub_checks.py"), "served_completions",
+                         str(script), str(out), json.dumps(prompts), cwd=script.parent)  # fmt: skip
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["served"] == result["expected"], result
 
 

@@ -19,7 +19,9 @@ import tensorflow as tf
 
 
 def load_script(path: str):
-    """Imports a generated script as a module (its main() does not run)."""
+    """Imports a generated script as a module (its main() does not run), its folder on the
+    path as `python train.py` has it (a module of yours beside it, e.g. reward functions)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     spec = importlib.util.spec_from_file_location("generated_script", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
