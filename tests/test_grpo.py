@@ -7,10 +7,11 @@ its pitfalls' mutants in tests/mutants.py."""
 from __future__ import annotations
 
 import json
+import re
 
 import data
 import pytest
-from helpers import ROOT, render_into, run_preloaded, run_python
+from helpers import ROOT, render_into, run_cli, run_preloaded, run_python
 
 pytestmark = pytest.mark.slow
 
@@ -18,6 +19,7 @@ RECORDER = '''"""The example's rewards (the answer's digits, and whether it is t
 recording what they scored for the test's NumPy reference."""
 
 import json
+import re
 
 from rewards.sums import correct, digits
 
@@ -131,3 +133,17 @@ def test_a_reward_function_of_the_wrong_shape_is_named_before_training(tmp_path)
     assert not (tmp_path / "run" / "checkpoints").exists() or not any(
         (tmp_path / "run" / "checkpoints").glob("ckpt-*")
     )
+
+
+def test_a_reward_module_that_does_not_parse_is_a_message_at_its_line(tmp_path):
+    """validate reads the reward functions' module without running it: one that does not
+    parse is named with its error, at the spec's training line, exit 1, no traceback."""
+    (tmp_path / "spec.py").write_text((ROOT / "examples" / "sums_grpo.py").read_text())
+    (tmp_path / "rewards").mkdir()
+    (tmp_path / "rewards" / "__init__.py").write_text("")
+    (tmp_path / "rewards" / "sums.py").write_text("def digits(prompts, completions:\n    pass\n")
+    proc = run_cli("validate", "spec.py", cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    wanted = "training.reward_funcs[0]='rewards.sums:digits': module rewards.sums (sums.py) does"
+    assert f"{wanted} not parse" in proc.stderr, proc.stderr
+    assert re.search(r"^error: spec\.py:\d+: ", proc.stderr), proc.stderr

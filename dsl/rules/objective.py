@@ -118,7 +118,14 @@ def check_reward_function(field: str, target: str) -> None:
         )
     if found.origin is None or not found.origin.endswith(".py"):
         return  # a compiled or namespace module: the script's import checks it
-    tree = ast.parse(Path(found.origin).read_text(encoding="utf-8"), found.origin)
+    try:
+        tree = ast.parse(Path(found.origin).read_text(encoding="utf-8"), found.origin)
+    except (SyntaxError, ValueError, UnicodeDecodeError) as error:
+        raise RuleError(
+            f"{field}={target!r}: module {module} ({Path(found.origin).name}) does not parse "
+            f"({error}); fix it",
+            at="training",
+        ) from None
     names = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
