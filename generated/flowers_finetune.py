@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 19ae95d9fa0ff21e, script sha256 231fabd12d561a97).
+(spec sha256 19ae95d9fa0ff21e, script sha256 b79cd09092d87b35).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -1127,11 +1127,15 @@ def replayed(step, networks, optimizers, train_values, logged=True, again=None):
     print(
         f"  {'layer':<32} {'weight norm':>12} {'gradient norm':>14} {'update / weight':>16}"
     )
+    shown = set()  # a layer two models share (tied embeddings): one row
     for name, net in networks.items():
         for layer in layers_of(net):
-            weights = layer.trainable_weights
-            if not weights:
+            # The network's trainable weights in the layer, also where the layer itself is
+            # frozen and parts of it train (LoRA's adapters in a backbone it froze).
+            weights = [w for w in layer.weights if id(w) in weights_before]
+            if not weights or id(layer) in shown:
                 continue
+            shown.add(id(layer))
             before = [weights_before[id(w)] for w in weights]
             after = [w.numpy() for w in weights]
             grads = [gradients[id(w)] for w in weights if id(w) in gradients]

@@ -1,7 +1,7 @@
 """Classify MNIST digits; one-cycle learning rate, accumulated gradients, Comet.
 
 Written by loopgen 0.1.0 from examples/mnist_onecycle.py
-(spec sha256 cc0410bf4a0a7c99, script sha256 3ee08c59769aeeef).
+(spec sha256 cc0410bf4a0a7c99, script sha256 8a0d0c9c2f218933).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -1053,11 +1053,15 @@ def replayed(step, networks, optimizers, train_values, logged=True, again=None):
     print(
         f"  {'layer':<32} {'weight norm':>12} {'gradient norm':>14} {'update / weight':>16}"
     )
+    shown = set()  # a layer two models share (tied embeddings): one row
     for name, net in networks.items():
         for layer in layers_of(net):
-            weights = layer.trainable_weights
-            if not weights:
+            # The network's trainable weights in the layer, also where the layer itself is
+            # frozen and parts of it train (LoRA's adapters in a backbone it froze).
+            weights = [w for w in layer.weights if id(w) in weights_before]
+            if not weights or id(layer) in shown:
                 continue
+            shown.add(id(layer))
             before = [weights_before[id(w)] for w in weights]
             after = [w.numpy() for w in weights]
             grads = [gradients[id(w)] for w in weights if id(w) in gradients]

@@ -123,6 +123,10 @@ def test_a_causal_lms_export_answers_prompts_as_keras_hub_generates_from_the_che
 WAYS = ["sums_sft", "sums_dpo"]
 SAMPLING = [*WAYS, "sums_grpo"]
 """With GRPO, whose replayed step samples its completions again from its step and rows."""
+RUN_STAGES = ["sums_sft", "sums_grpo"]
+"""--fast-dev-run's stages are the script's own machinery, whatever the way's step: SFT's
+(with validation and the export served) and GRPO's (its step samples). DPO's step is
+replay's and the matrices'."""
 
 LOGGED = {
     "sums_sft": ["loss", "mean_token_accuracy"],
@@ -223,7 +227,7 @@ def failing(script: Path, *args: str, cwd: Path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", WAYS)
+@pytest.mark.parametrize("example", ["sums_sft"])  # DPO's step diverges alike (its table too)
 def test_a_diverged_lm_run_replays_to_a_report(tmp_path, example):
     """Every weight trained (LoRA off: adapters at a learning rate of 1e30 left this model's
     loss finite) at 1e30: the loss is NaN at some step k, the run stops naming the replay
@@ -259,7 +263,7 @@ def test_a_diverged_lm_run_replays_to_a_report(tmp_path, example):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", SAMPLING)
+@pytest.mark.parametrize("example", RUN_STAGES)
 def test_fast_dev_run_of_an_lm_script_runs_every_stage_and_leaves_the_run_alone(
     shared, tmp_path, example
 ):
@@ -275,7 +279,7 @@ def test_fast_dev_run_of_an_lm_script_runs_every_stage_and_leaves_the_run_alone(
     stages = re.findall(r"^--fast-dev-run: (.+): OK \(", proc.stdout, re.M)
     wanted = ["train 2 steps", "resume from the checkpoint"]
     wanted += [] if example == "sums_grpo" else ["evaluate the checkpoint"]  # no validation
-    wanted += [] if example == "sums_dpo" else ["serve the export"]
+    wanted += ["serve the export"]
     for stage in wanted:
         assert any(found.startswith(stage) for found in stages), (stage, stages)
     assert tree(out) == before

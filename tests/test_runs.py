@@ -64,8 +64,9 @@ def test_example_trains_end_to_end(example, shared, tmp_path):
     loss = "generator_loss" if gan else "loss"
     steps = [r["step"] for r in records if loss in r]
     assert steps == sorted(steps) and steps[-1] == 2 * steps_per_epoch(records, loss)
-    # A Wasserstein generator's loss is minus the critic's score of its images: any sign.
-    low = -math.inf if "wgan" in example else 0
+    # A Wasserstein generator's loss is minus the critic's score of its images, GRPO's minus
+    # the advantages' mean (its groups' rewards against their means): any sign.
+    low = -math.inf if "wgan" in example or "grpo" in example else 0
     assert all(r[loss] == r[loss] and r[loss] > low for r in records if loss in r)
 
     train_logs, validation_logs = str(out / "logs" / "train"), str(out / "logs" / "validation")

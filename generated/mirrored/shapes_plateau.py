@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 c70e78ebd27d24a3, script sha256 758eaa11652a8478).
+(spec sha256 c70e78ebd27d24a3, script sha256 8777f6d853fee615).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -1141,11 +1141,15 @@ def replayed(step, networks, optimizers, train_values, logged=True, again=None):
     print(
         f"  {'layer':<32} {'weight norm':>12} {'gradient norm':>14} {'update / weight':>16}"
     )
+    shown = set()  # a layer two models share (tied embeddings): one row
     for name, net in networks.items():
         for layer in layers_of(net):
-            weights = layer.trainable_weights
-            if not weights:
+            # The network's trainable weights in the layer, also where the layer itself is
+            # frozen and parts of it train (LoRA's adapters in a backbone it froze).
+            weights = [w for w in layer.weights if id(w) in weights_before]
+            if not weights or id(layer) in shown:
                 continue
+            shown.add(id(layer))
             before = [weights_before[id(w)] for w in weights]
             after = [w.numpy() for w in weights]
             grads = [gradients[id(w)] for w in weights if id(w) in gradients]
