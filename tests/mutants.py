@@ -1148,7 +1148,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "dpo_reference_trained",
-        "templates/partials/ways/dpo.jinja",
+        "templates/partials/ways/tape.jinja",
         "reference.trainable = False",
         "reference = model",
         [DPO_VALUES],
