@@ -1,7 +1,7 @@
 """Prefer right answers to sums over wrong ones, by DPO with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_dpo.py
-(spec sha256 e5a72742de7bf895, script sha256 ff3ea8ea5e871289).
+(spec sha256 e5a72742de7bf895, script sha256 d8ce04cd7d86c5b0).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -310,6 +310,9 @@ def preprocessor():
         )
 
 
+# A tf.function: the validation pipeline calls the graph traced for the training pipeline,
+# where each would trace its own (KerasHub's tokenizer takes seconds to trace).
+@tf.function
 def preprocess(prompts, responses):
     """A batch of (prompt, {chosen, rejected}) as the model trains on it: each prompt with its
     chosen and with its rejected response, tokenized together by the preset's preprocessor
@@ -323,11 +326,15 @@ def preprocess(prompts, responses):
         ],
         axis=1,
     )
-    features, next_tokens, weights = preprocessor()(tf.reshape(texts, [-1]))
-    weights = response_targets(tf.repeat(prompts, 2), weights)
+    texts = tf.reshape(texts, [-1])
+    count = tf.shape(texts)[0]
+    # The prompts alone after the texts, in the same call (each string is tokenized on its
+    # own): KerasHub's tokenizer, a graph of byte-pair merges, is traced once, not twice.
+    features, next_tokens, weights = preprocessor()(tf.concat([texts, prompts], axis=0))
+    weights = response_targets(weights[:count], tf.repeat(weights[count:], 2, axis=0))
 
     def pairs(tensor):
-        return tf.reshape(tensor, [-1, 2, SEQUENCE_LENGTH])
+        return tf.reshape(tensor[:count], [-1, 2, SEQUENCE_LENGTH])
 
     features = {name: pairs(tensor) for name, tensor in features.items()}
     return features, {
@@ -336,18 +343,19 @@ def preprocess(prompts, responses):
     }
 
 
-def response_targets(prompts, weights):
+def response_targets(weights, prompt_weights):
     """The targets of the response's tokens alone: the prompt's are masked out of `weights`
-    (the preprocessor's, which mark every target but padding). The prompt alone tokenizes to
-    its start token and its own tokens, n of them; target t is token t + 1, so the
-    response's first token is the target at n - 1. Summed with the prompt's, each response's log-ratio to the reference would carry the prompt's: a pair's margin cancels it, each logged reward would not.
+    (the preprocessor's, which mark every target but padding). `prompt_weights` are the
+    prompt's own, tokenized alone: a target for each of its tokens after the first, and the
+    end token's. Target t is token t + 1, so the response's first target comes right after
+    the prompt's own: as many targets in as the prompt's weights count, less the end
+    token's. Summed with the prompt's, each response's log-ratio to the reference would carry the prompt's: a pair's margin cancels it, each logged reward would not.
     """
-    prompt_mask = preprocessor().generate_preprocess(prompts)["padding_mask"]
-    prompt_length = tf.reduce_sum(
-        tf.cast(prompt_mask, tf.int32), axis=-1, keepdims=True
-    )
+    first = tf.reduce_sum(tf.cast(prompt_weights, tf.int32), axis=-1, keepdims=True)
+    if preprocessor().add_end_token:
+        first -= 1
     positions = tf.range(tf.shape(weights)[1])[tf.newaxis, :]
-    return tf.logical_and(weights, positions >= prompt_length - 1)
+    return tf.logical_and(weights, positions >= first)
 
 
 def epoch_order(epoch, num_examples):

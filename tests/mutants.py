@@ -1123,10 +1123,18 @@ MUTANTS: list[Mutant] = [
     mutant(
         "sft_prompt_unmasked",
         PREPROCESS,
-        "{% if masked %}\n    weights = response_targets(prompts, weights)\n{% endif %}",
-        "",
+        "    weights = response_targets(weights[:count], weights[count:])\n",
+        "    weights = weights[:count]\n",
         [SFT_LOSS],
         "SFT's loss counting the prompts' tokens: the model learns to write prompts",
+    ),
+    mutant(
+        "sft_first_response_target_masked",
+        PREPROCESS,
+        "    if preprocessor().add_end_token:\n        first -= 1\n",
+        "",
+        [SFT_LOSS],
+        "SFT's mask one target late: the response's first token, the answer's start, not learnt",
     ),
     mutant(
         "sft_tokens_counted_per_replica",
@@ -1141,8 +1149,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "dpo_logps_over_prompt_tokens",
         PREPROCESS,
-        "    weights = response_targets(tf.repeat(prompts, 2), weights)\n",
-        "",
+        "    weights = response_targets(weights[:count], tf.repeat(weights[count:], 2, axis=0))\n",
+        "    weights = weights[:count]\n",
         [DPO_VALUES],
         "DPO's log-probabilities summed over the prompt's tokens too: each reward carries them",
     ),

@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 9822602e8969abee, script sha256 3d1b5671fc3e750d).
+(spec sha256 9822602e8969abee, script sha256 b8e919fe82a87e8e).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -281,33 +281,40 @@ def preprocessor():
         )
 
 
+# A tf.function: the validation pipeline calls the graph traced for the training pipeline,
+# where each would trace its own (KerasHub's tokenizer takes seconds to trace).
+@tf.function
 def preprocess(prompts, responses):
     """A batch of (prompt, response) pairs as the model trains on them: prompt and response
     tokenized together by the preset's preprocessor (start and end tokens, padding and
     truncation to SEQUENCE_LENGTH), the next token of each position (its target), and the
     weights of the targets the loss counts."""
-    features, next_tokens, weights = preprocessor()(
-        tf.strings.join([prompts, responses])
-    )
-    weights = response_targets(prompts, weights)
+    texts = tf.strings.join([prompts, responses])
+    count = tf.shape(texts)[0]
+    # The prompts alone after the texts, in the same call (each string is tokenized on its
+    # own): KerasHub's tokenizer, a graph of byte-pair merges, is traced once, not twice.
+    features, next_tokens, weights = preprocessor()(tf.concat([texts, prompts], axis=0))
+    weights = response_targets(weights[:count], weights[count:])
+    features = {name: tensor[:count] for name, tensor in features.items()}
+    next_tokens = next_tokens[:count]
     return features, {
         "next_tokens": next_tokens,
         "weights": tf.cast(weights, tf.float32),
     }
 
 
-def response_targets(prompts, weights):
+def response_targets(weights, prompt_weights):
     """The targets of the response's tokens alone: the prompt's are masked out of `weights`
-    (the preprocessor's, which mark every target but padding). The prompt alone tokenizes to
-    its start token and its own tokens, n of them; target t is token t + 1, so the
-    response's first token is the target at n - 1. Counted, the prompt's tokens would teach the model to write prompts.
-    """
-    prompt_mask = preprocessor().generate_preprocess(prompts)["padding_mask"]
-    prompt_length = tf.reduce_sum(
-        tf.cast(prompt_mask, tf.int32), axis=-1, keepdims=True
-    )
+    (the preprocessor's, which mark every target but padding). `prompt_weights` are the
+    prompt's own, tokenized alone: a target for each of its tokens after the first, and the
+    end token's. Target t is token t + 1, so the response's first target comes right after
+    the prompt's own: as many targets in as the prompt's weights count, less the end
+    token's. Counted, the prompt's tokens would teach the model to write prompts."""
+    first = tf.reduce_sum(tf.cast(prompt_weights, tf.int32), axis=-1, keepdims=True)
+    if preprocessor().add_end_token:
+        first -= 1
     positions = tf.range(tf.shape(weights)[1])[tf.newaxis, :]
-    return tf.logical_and(weights, positions >= prompt_length - 1)
+    return tf.logical_and(weights, positions >= first)
 
 
 def epoch_order(epoch, num_examples):
