@@ -108,6 +108,7 @@ def test_grpo_raises_the_mean_reward_and_exports_a_model_that_answers_prompts(gr
                          str(script), str(out), json.dumps(prompts), cwd=script.parent)  # fmt: skip
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["served"] == result["expected"], result
+    assert any(completion.strip() for completion in result["served"]), result
 
 
 WRONG_SHAPE = """def one_number(prompts, completions, **kwargs):

@@ -102,24 +102,6 @@ def test_dpo_logs_trls_values_computed_as_the_formulas_say(tmp_path):
     assert abs(result["second"]["rewards/chosen"]) > 1e-4, result
 
 
-@pytest.mark.slow
-def test_a_causal_lms_export_answers_prompts_as_keras_hub_generates_from_the_checkpoint(tmp_path):
-    """SFT trained 4 epochs on sums (all weights: enough to answer something): its export
-    takes prompts and returns what KerasHub's generate() (greedy) writes after them with the
-    checkpoint's weights."""
-    script = render_into(tmp_path / "train.py", "sums_sft",
-                         *data.small_data_overrides("sums_sft", tmp_path),
-                         "data.validation=null", "optimizer.learning_rate=0.01",
-                         "model.lora_rank=null", "export.saved_model=true")  # fmt: skip
-    out = tmp_path / "run"
-    run_python(script, "--epochs", "4", "--output-dir", str(out), cwd=tmp_path)
-    prompts = ["3 + 4 =", "9 + 9 =", "0 + 2 ="]
-    result = hub_check("served_completions", str(script), str(out), json.dumps(prompts),
-                       cwd=tmp_path)  # fmt: skip
-    assert result["served"] == result["expected"], result
-    assert any(completion.strip() for completion in result["served"]), result
-
-
 WAYS = ["sums_sft", "sums_dpo"]
 SAMPLING = [*WAYS, "sums_grpo"]
 """With GRPO, whose replayed step samples its completions again from its step and rows."""
@@ -139,21 +121,10 @@ LOGGED = {
 
 
 def lm_run(shared, example: str) -> tuple[Path, Path]:
-    """`example` (SFT or DPO, LoRA of rank 8) on its small data, 3 steps at a learning rate at
-    which the weights move (each step's values differ from the preset's), every step logged, a
-    checkpoint every 2; made once for the whole run. DPO without the export, whose code is
-    SFT's (a causal LM's, byte for byte)."""
-
-    def make(folder: Path) -> None:
-        overrides = [*data.small_data_overrides(example, folder), "loop.log_every_steps=1",
-                     'checkpoint={"every_steps": 2}', "optimizer.learning_rate=0.05"]  # fmt: skip
-        if example == "sums_dpo":
-            overrides.append("export.saved_model=false")
-        script = render_into(folder / "train.py", example, *overrides)
-        run_python(script, "--max-steps", "3", "--output-dir", str(folder / "run"), cwd=folder)
-
-    folder = shared(f"lm-{example}", make)
-    return folder / "train.py", folder / "run"
+    """`example` (LoRA of rank 8) trained 2 epochs on its small data, every step logged, a
+    checkpoint every 2 steps: test_runs' run of it, made once for the whole run."""
+    script, out, _ = trained_example(shared, example)
+    return script, out
 
 
 def printed_values(text: str) -> dict[str, float]:
@@ -285,6 +256,20 @@ def test_fast_dev_run_of_an_lm_script_runs_every_stage_and_leaves_the_run_alone(
     assert tree(out) == before
     scratch = re.search(r"every stage ran \(in (\S+), removed\)", proc.stdout)
     assert scratch and not Path(scratch[1]).exists(), proc.stdout[-3000:]
+
+
+def test_sft_dpo_and_grpo_render_one_export():
+    """A causal LM's export is one code whatever its way: test_grpo's run proves the export
+    answers as generate() does for SFT and DPO too only while they render it alike."""
+
+    def export_code(example: str) -> str:
+        source = (ROOT / "generated" / f"{example}.py").read_text()
+        start = source.index("\ndef export(")
+        return source[start : source.index("\n# --- ", start)]
+
+    codes = {example: export_code(example) for example in SAMPLING}
+    assert "def serving_function(" in codes["sums_grpo"] and "generate_step" in codes["sums_grpo"]
+    assert len(set(codes.values())) == 1, [len(code) for code in codes.values()]
 
 
 EXAMPLE_SWEEP = ROOT / "examples" / "sweeps" / "sums_dpo_beta.py"

@@ -28,12 +28,23 @@ pytestmark = pytest.mark.slow
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if p.stem not in ACTING)
 
 
+STEP_BY_STEP = {"sums_sft", "sums_dpo", "sums_grpo"}
+"""Runs test_hub replays step by step (and runs --fast-dev-run on): every step logged, a
+checkpoint every 2 steps, all kept, at a learning rate at which LoRA's adapters move the
+weights each step (each step's values differ from the preset's)."""
+STEP_BY_STEP_OVERRIDES = ["loop.log_every_steps=1", 'checkpoint={"every_steps": 2, "keep": 50}',
+                          "optimizer.learning_rate=0.05"]  # fmt: skip
+
+
 def trained_example(shared, example: str) -> tuple[Path, Path, str]:
     """The example rendered on its small data and trained 2 epochs, once for the whole run
-    (test_controls reads the same runs): its script, output directory and stdout."""
+    (test_controls and test_hub read the same runs): its script, output directory and
+    stdout."""
 
     def make(folder: Path) -> None:
-        script = render_into(folder / "train.py", example, *small_data_overrides(example, folder))
+        overrides = small_data_overrides(example, folder)
+        overrides += STEP_BY_STEP_OVERRIDES if example in STEP_BY_STEP else []
+        script = render_into(folder / "train.py", example, *overrides)
         # One in a new interpreter, as users run it; the others, as the other tests do,
         # forked from one that has imported TensorFlow (3 s sooner).
         run = run_fresh if example == "mnist_mlp" else run_python
@@ -56,7 +67,7 @@ def test_example_trains_end_to_end(example, shared, tmp_path):
     exported = saved_models(out / "export", script)
     assert all((saved / "saved_model.pb").is_file() for saved in exported), exported
     source = script.read_text()
-    # A causal LM's export answers prompts with text: test_hub checks it against generate().
+    # A causal LM's export answers prompts with text: test_grpo checks it against generate().
     if "def serving_function(" in source and 'name="prompts"' not in source:
         assert_serves_raw_examples(script, out, tmp_path)
 
