@@ -71,7 +71,8 @@ def test_sft_loss_is_the_mean_over_the_response_tokens_of_the_batch(tmp_path):
     the response tokens of the whole batch (TRL's)."""
     script = render_into(tmp_path / "train.py", "sums_sft",
                          *data.small_data_overrides("sums_sft", tmp_path),
-                         "loop.log_every_steps=1", "data.validation=null")  # fmt: skip
+                         "loop.log_every_steps=1", "data.validation=null",
+                         "export.saved_model=false")  # fmt: skip
     out = tmp_path / "run"
     run_python(script, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path)
     result = hub_check("sft_first_loss", str(script), str(out), cwd=tmp_path)
@@ -90,7 +91,7 @@ def test_dpo_logs_trls_values_computed_as_the_formulas_say(tmp_path):
                          *data.small_data_overrides("sums_dpo", tmp_path),
                          "loop.log_every_steps=1", "data.validation=null",
                          'checkpoint={"every_steps": 1}', "optimizer.learning_rate=0.05",
-                         "training.label_smoothing=0.1")  # fmt: skip
+                         "training.label_smoothing=0.1", "export.saved_model=false")  # fmt: skip
     out = tmp_path / "run"
     run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
     result = hub_check("dpo_two_steps", str(script), str(out), cwd=tmp_path)
@@ -258,12 +259,15 @@ def test_fast_dev_run_of_an_lm_script_runs_every_stage_and_leaves_the_run_alone(
     assert scratch and not Path(scratch[1]).exists(), proc.stdout[-3000:]
 
 
-def test_sft_dpo_and_grpo_render_one_export():
-    """A causal LM's export is one code whatever its way: test_grpo's run proves the export
-    answers as generate() does for SFT and DPO too only while they render it alike."""
+@pytest.mark.parametrize("variant", ["", "mirrored", "multi_worker", "tpu"])
+def test_sft_dpo_and_grpo_render_one_export(variant):
+    """A causal LM's export is one code whatever its way, in each strategy's script: test_grpo's
+    run proves that the export answers as generate() does, and test_distributed's SFT twin
+    that it is written from two replicas, for SFT and DPO too only while they render it
+    alike."""
 
     def export_code(example: str) -> str:
-        source = (ROOT / "generated" / f"{example}.py").read_text()
+        source = (ROOT / "generated" / variant / f"{example}.py").read_text()
         start = source.index("\ndef export(")
         return source[start : source.index("\n# --- ", start)]
 

@@ -33,7 +33,7 @@ def test_packed_rows_loss_is_numpys_of_the_same_packing_and_validation_is_unpack
     checkpoint's weights, and its perplexity the exp of that."""
     script = render_into(tmp_path / "train.py", "sums_sft",
                          *data.small_data_overrides("sums_sft", tmp_path), *PACKED,
-                         "loop.log_every_steps=1")  # fmt: skip
+                         "loop.log_every_steps=1", "export.saved_model=false")  # fmt: skip
     out = tmp_path / "run"
     run_python(script, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path)
     result = packing_check("packed_first_loss", str(script), str(out), cwd=tmp_path)
