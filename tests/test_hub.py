@@ -154,12 +154,14 @@ def assert_values(printed: dict, logged: dict, names: list[str]) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("example", SAMPLING)
 def test_replay_of_an_lm_step_prints_the_values_the_run_logged(shared, example):
-    """replay --step 3 (from ckpt-2) and --step 2 (from the preset as loaded, LoRA's adapters
-    as the seed makes them; step 1 before it) print every training value the run logged at
-    that step within 1e-6 (the epoch's running means), and step 1's own. Its table has a row
-    for each backbone layer whose adapters train (the backbone's layers are frozen, their
-    adapters not), each weight norm the one after the step: for step 2, ckpt-2's, from the
-    model's own trainable variables. The run's directory is only read."""
+    """replay --step 3 (from ckpt-2) prints every training value the run logged at that step
+    within 1e-6 (the epoch's running means). SFT's also --step 2 (from the preset as loaded,
+    LoRA's adapters as the seed makes them; step 1 before it), and step 1's own values; its
+    table has a row for each backbone layer whose adapters train (the backbone's layers are
+    frozen, their adapters not), each weight norm the one after the step: for step 2, ckpt-2's,
+    from the model's own trainable variables. (The start from the preset and the table are
+    one code for the three ways, LoRA on the same causal LM: DPO's and GRPO's step differ, and
+    --step 3 replays it.) The run's directory is only read."""
     script, out = lm_run(shared, example)
     names = LOGGED[example]
     logged = {r["step"]: r for r in records(out) if "steps_per_second" in r}
@@ -170,6 +172,9 @@ def test_replay_of_an_lm_step_prints_the_values_the_run_logged(shared, example):
     assert f"Replaying step 3 of {out} from ckpt-2 (step 2)" in proc.stdout, proc.stdout[-3000:]
     assert "Every op's outputs were finite." in proc.stdout
     assert_values(as_logged(proc), logged[3], names)
+    if example != "sums_sft":
+        assert tree(out) == before
+        return
 
     proc = run_python(script, "replay", "--step", "2", "--output-dir", str(out),
                       cwd=script.parent)  # fmt: skip
