@@ -34,6 +34,7 @@ from helpers import (
     workers_running,
 )
 from regen_generated import golden_files
+from test_runs import UNEXPORTED
 
 DISTRIBUTED = ("mirrored", "multi_worker", "tpu")
 
@@ -647,9 +648,9 @@ def test_mirrored_equals_single_device(example, overrides, steps, tolerance, ren
     # Only the mirrored twin of a dataset's script is asked for its export, and of the ways
     # that act pendulum_ppo's, the one with statistics to serve (test_runs and test_rl serve
     # the examples' on one device); of the causal LM's ways SFT's, whose export DPO and GRPO
-    # render byte for byte (test_hub).
+    # render byte for byte (test_hub: test_runs' UNEXPORTED).
     no_export = "export.saved_model=false"
-    exports = (not acts and example not in ("sums_dpo", "sums_grpo")) or example == "pendulum_ppo"
+    exports = (not acts and example not in UNEXPORTED) or example == "pendulum_ppo"
     single = data.runnable(example, render(example, *common, no_export))
     script = render(example, *common, *([] if exports else [no_export]), TWO_CPUS,
                     variant="mirrored", name="mirrored.py")  # fmt: skip
