@@ -134,6 +134,9 @@ def build_context(
         "grpo_logged": grpo_logged(spec.training) if spec.training.kind == "grpo" else None,
         # A pretrained KerasHub model (model.kind="keras_hub"), or None.
         "hub": spec.model if spec.model is not None and spec.model.kind == "keras_hub" else None,
+        # SFT's and DPO's preprocess() is a tf.function when two pipelines call it.
+        "traced_preprocess": spec.training.kind in ("sft", "dpo")
+        and spec.data.validation is not None,
         "position_embedding": any(
             getattr(layer, "kind", None) == "position_embedding"
             for _, layer in spec.layers_with_paths()

@@ -104,6 +104,8 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         }.get(way.kind, ["optimizer"]),
         "evaluable": False,
         "has_validation": False,
+        "hub": None,
+        "traced_preprocess": False,
         "other_data": False,
         "preemptible": True,
         "gan": False,

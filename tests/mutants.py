@@ -148,8 +148,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "overfit_replay_on_all_the_data",
         RUN_DIR,
-        """, "deterministic"{{ ', "overfit_batches"' if overfittable }})""",
-        """, "deterministic")""",
+        """,{{ ' "overfit_batches"' if overfittable }})""",
+        """,)""",
         [
             "tests/test_debugging.py::"
             "test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own"

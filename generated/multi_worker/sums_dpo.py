@@ -1,7 +1,7 @@
 """Prefer right answers to sums over wrong ones, by DPO with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_dpo.py
-(spec sha256 e33e711f9e57684e, script sha256 cad7136a197fa688).
+(spec sha256 e33e711f9e57684e, script sha256 2ee2415e940e9917).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -939,6 +939,8 @@ def fast_dev_run(args):
     (in a validation, a checkpoint, the export) shows in seconds."""
     import tempfile
 
+    global preprocess
+
     n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
     stages = [
         (
@@ -965,6 +967,11 @@ def fast_dev_run(args):
                 run.end()
             # The later stages build the same networks: one summary of them is enough.
             keras.Model.summary = lambda *args, **kwargs: None
+            # The next stage seeds TensorFlow again, which deletes the kernels this one ran: a
+            # SentencePiece tokenizer's model (Gemma's, Llama 2's) is one's own. It makes the
+            # preprocessor anew, and traces preprocess() anew.
+            preprocessor.cache_clear()
+            preprocess = tf.function(preprocess.python_function)
         with dev_stage("serve the export"):
             serve_once(os.path.join(scratch, "export"), examples, n)
     finally:
@@ -1613,9 +1620,12 @@ class RunDirectory:
         flags = {
             name: starts[-1]["flags"][name]
             # An --overfit-batches run trains on its batches alone: so does its replay.
-            for name in ("epochs", "deterministic")
+            for name in ("epochs",)
             if name in starts[-1]["flags"]
         }
+        # Not the run's --deterministic: TensorFlow's deterministic sparse cross-entropy makes a
+        # NaN for each label out of range, kept for those alone, and the replayed step's check
+        # would stop at it. Its values without it are the run's within rounding.
         flags["init_from"] = starts[0]["flags"].get("init_from")
         return max([*reached, 0]), flags
 

@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative with BERT fine-tuned by LoRA.
 
 Written by loopgen 0.1.0 from examples/reviews_bert_lora.py
-(spec sha256 f1acfbf36be1631e, script sha256 5ba4ba0877fc223b).
+(spec sha256 f1acfbf36be1631e, script sha256 c838865945afcdf1).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -918,6 +918,10 @@ def fast_dev_run(args):
                 run.end()
             # The later stages build the same networks: one summary of them is enough.
             keras.Model.summary = lambda *args, **kwargs: None
+            # The next stage seeds TensorFlow again, which deletes the kernels this one ran: a
+            # SentencePiece tokenizer's model (Gemma's, Llama 2's) is one's own. It makes the
+            # preprocessor anew.
+            preprocessor.cache_clear()
         with dev_stage("serve the export"):
             serve_once(os.path.join(scratch, "export"), examples, n)
     finally:

@@ -1,7 +1,7 @@
 """Prefer right answers to sums over wrong ones, by DPO with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_dpo.py
-(spec sha256 214fa68b3ca151df, script sha256 9545203899b47cdb).
+(spec sha256 214fa68b3ca151df, script sha256 92aabc01571f6469).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -894,6 +894,8 @@ def fast_dev_run(args):
     (in a validation, a checkpoint, the export) shows in seconds."""
     import tempfile
 
+    global preprocess
+
     n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
     stages = [
         (
@@ -920,6 +922,11 @@ def fast_dev_run(args):
                 run.end()
             # The later stages build the same networks: one summary of them is enough.
             keras.Model.summary = lambda *args, **kwargs: None
+            # The next stage seeds TensorFlow again, which deletes the kernels this one ran: a
+            # SentencePiece tokenizer's model (Gemma's, Llama 2's) is one's own. It makes the
+            # preprocessor anew, and traces preprocess() anew.
+            preprocessor.cache_clear()
+            preprocess = tf.function(preprocess.python_function)
         with dev_stage("serve the export"):
             serve_once(os.path.join(scratch, "export"), examples, n)
     finally:

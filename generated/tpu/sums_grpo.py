@@ -1,7 +1,7 @@
 """Answer sums right, by GRPO with LoRA and a verifiable reward.
 
 Written by loopgen 0.1.0 from examples/sums_grpo.py
-(spec sha256 2a95569f0b284c67, script sha256 d31392ec4e7aac64).
+(spec sha256 2a95569f0b284c67, script sha256 37591edc80f3dad7).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -949,6 +949,10 @@ def fast_dev_run(args):
                 run.end()
             # The later stages build the same networks: one summary of them is enough.
             keras.Model.summary = lambda *args, **kwargs: None
+            # The next stage seeds TensorFlow again, which deletes the kernels this one ran: a
+            # SentencePiece tokenizer's model (Gemma's, Llama 2's) is one's own. It makes the
+            # preprocessor anew.
+            preprocessor.cache_clear()
         with dev_stage("serve the export"):
             serve_once(os.path.join(scratch, "export"), examples, n)
     finally:
