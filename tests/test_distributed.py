@@ -34,7 +34,7 @@ from helpers import (
     workers_running,
 )
 from regen_generated import golden_files
-from test_runs import UNEXPORTED
+from test_runs import LM_RUNS, UNEXPORTED, trained_example, trained_overrides
 
 DISTRIBUTED = ("mirrored", "multi_worker", "tpu")
 
@@ -637,7 +637,9 @@ SYNCHRONIZED = [
          "corridor_dqn", "pendulum_sac", "pendulum_td3", "reviews_bert_lora", "sums_sft",
          "sums_dpo", "sums_grpo"],
 )  # fmt: skip
-def test_mirrored_equals_single_device(example, overrides, steps, tolerance, render, tmp_path):
+def test_mirrored_equals_single_device(
+    example, overrides, steps, tolerance, render, shared, tmp_path
+):
     acts = example in ACTING  # no dataset: environment steps, not epochs
     common = ["loop.log_every_steps=1", *overrides]
     if not acts:
@@ -648,16 +650,25 @@ def test_mirrored_equals_single_device(example, overrides, steps, tolerance, ren
     # Only the mirrored twin of a dataset's script is asked for its export, and of the ways
     # that act pendulum_ppo's, the one with statistics to serve (test_runs and test_rl serve
     # the examples' on one device); of the causal LM's ways SFT's, whose export DPO and GRPO
-    # render byte for byte (test_hub: test_runs' UNEXPORTED).
+    # render byte for byte (test_hub).
     no_export = "export.saved_model=false"
-    exports = (not acts and example not in UNEXPORTED) or example == "pendulum_ppo"
-    single = data.runnable(example, render(example, *common, no_export))
-    script = render(example, *common, *([] if exports else [no_export]), TWO_CPUS,
-                    variant="mirrored", name="mirrored.py")  # fmt: skip
-    mirrored = data.runnable(example, script)
-    straight, twin = tmp_path / "single", tmp_path / "mirrored"
+    exports = (not acts and example not in UNEXPORTED) or example in ("pendulum_ppo", "sums_sft")
     flags = [*([] if acts else ["--epochs", "3"]), "--max-steps", str(steps), "--deterministic"]
-    run_python(single, *flags, "--output-dir", str(straight), cwd=tmp_path)
+    twin = tmp_path / "mirrored"
+    if example in LM_RUNS:
+        # One device's run is test_runs' (the LM tests share it: its data, preset and overrides,
+        # --deterministic), checkpointed every 2 steps: the twin is compared at its step.
+        common = trained_overrides(shared, example)
+        _, straight, _ = trained_example(shared, example)
+        at_step = straight / "checkpoints" / f"ckpt-{steps}"
+    else:
+        single = data.runnable(example, render(example, *common, no_export))
+        straight = tmp_path / "single"
+        at_step = straight / "checkpoints"
+        run_python(single, *flags, "--output-dir", str(straight), cwd=tmp_path)
+    script = render(example, *common, no_export if not exports else "export.saved_model=true",
+                    TWO_CPUS, variant="mirrored", name="mirrored.py")  # fmt: skip
+    mirrored = data.runnable(example, script)
     proc = run_python(mirrored, *flags, "--output-dir", str(twin), cwd=tmp_path)
     # Equal weights prove nothing of a twin that ran on one replica.
     assert "2 replica(s) on this machine" in proc.stdout
@@ -668,7 +679,7 @@ def test_mirrored_equals_single_device(example, overrides, steps, tolerance, ren
     if example == "mnist_adversarial":
         best = saved_models(twin / "export" / "best", script)
         assert all((saved / "saved_model.pb").is_file() for saved in best)
-    result = compare(straight, twin, tmp_path)
+    result = tf_check("compare_checkpoints", str(at_step), str(twin / "checkpoints"), cwd=tmp_path)
     assert result["same_keys"] and result["step"] == steps, result
     assert result["max_scaled_diff"] <= tolerance, result
     # One policy acted alike: the environments (and DQN's buffer) end alike. Not so for
@@ -687,6 +698,7 @@ def test_mirrored_equals_single_device(example, overrides, steps, tolerance, ren
         assert served["normalized"] and served["mean_diff"] <= 1e-5, served
         assert served["values_diff"] <= 1e-5, served
     expected, logged = logged_losses(straight), logged_losses(twin)
+    expected = {step: loss for step, loss in expected.items() if step <= steps}
     assert sorted(logged) == sorted(expected)
     assert (
         max(abs(expected[s] - logged[s]) / max(1, abs(expected[s])) for s in expected) <= tolerance

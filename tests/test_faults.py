@@ -28,6 +28,7 @@ from helpers import (
     wait_for_step,
     workers_running,
 )
+from test_runs import trained_example
 
 pytestmark = pytest.mark.slow
 
@@ -336,18 +337,14 @@ RESUME_RUNS = {
     # state; the preset's tokenizer in the pipeline.
     "keras_hub": ("reviews_bert_lora", 2, ["data.validation=null"]),
     # A KerasHub causal LM: SFT's masked targets, DPO's pairs and its reference (the preset,
-    # loaded again, not checkpointed).
-    "sft": ("sums_sft", 2, ["data.validation=null"]),
+    # loaded again, not checkpointed). test_runs' runs (SHARED_RUNS): their overrides there.
+    "sft": ("sums_sft", 2, []),
     # SFT's packing: each batch's examples packed into rows anew after the resume, a
     # function of the batch alone (4 sums to a row of 32 tokens).
-    "sft_packed": (
-        "sums_sft",
-        2,
-        ["data.validation=null", "training.packing=true", "model.sequence_length=32"],
-    ),
-    "dpo": ("sums_dpo", 2, ["data.validation=null"]),
+    "sft_packed": ("sums_sft_packed", 2, []),
+    "dpo": ("sums_dpo", 2, []),
     # GRPO: completions sampled from (seed, step, row), with no sampler state to save.
-    "grpo": ("sums_grpo", 2, ["data.batch_size=8"]),
+    "grpo": ("sums_grpo", 2, []),
     "distillation": ("mnist_distillation", 3, ["data.validation=null"]),
     # PGD's random starts, drawn from (seed, step, position): the same after a resume.
     "adversarial": ("mnist_adversarial", 3, ["data.validation=null", "best_model=null"]),
@@ -420,6 +417,9 @@ RESUME_RUNS = {
     # TD3: the target policy too, and the policy delay, counted by the critics' optimizer.
     "td3": ("pendulum_td3", 64, [*data.small_off_policy("pendulum_td3")]),
 }
+SHARED_RUNS = {"sft", "sft_packed", "dpo", "grpo"}
+"""The causal LM ways: their uninterrupted run is test_runs' (LM_RUNS), with validation (SFT's,
+DPO's) and a checkpoint every 2 steps, all kept."""
 ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations", "dict_dqn", "sac",
                 "td3", "pixel_dqn"}  # fmt: skip
 """The cases that act: their length is in environment steps (--max-steps)."""
@@ -440,24 +440,33 @@ RESUME_CASES = [
 
 
 @pytest.mark.parametrize(("source", "variant"), RESUME_CASES)
-def test_sigkill_then_resume_is_exact_for_every_source_and_way(source, variant, render, tmp_path):
+def test_sigkill_then_resume_is_exact_for_every_source_and_way(
+    source, variant, render, shared, tmp_path
+):
     """The data position is a function of the step for every source (index-shuffled arrays and
     files, streamed records, a generator, TFDS), and every way of training checkpoints all its
     state: a run killed at a random step and resumed ends with exactly the weights of one that
     never stopped, on one device and on two replicas."""
     example, epochs, extra = RESUME_RUNS[source]
-    # No export: what is compared is the checkpoints (test_runs exports every example).
-    overrides = [*data.small_data_overrides(example, tmp_path, backbone=False), *extra,
-                 "loop.log_every_steps=1", 'checkpoint={"every_steps": 2, "keep": 3}',
-                 "export.saved_model=false"]  # fmt: skip
-    if variant == "mirrored":
-        overrides.append(TWO_CPUS)
-    script = render(example, *overrides, variant=None if variant == "single_device" else variant)
-    script = data.runnable(example, script)
     length = ["--max-steps" if source in ACTING_CASES else "--epochs", str(epochs)]
     flags = [*length, "--deterministic"]
-    straight, killed = tmp_path / "straight", tmp_path / "killed"
-    run_python(script, *flags, "--output-dir", str(straight), cwd=tmp_path)
+    killed = tmp_path / "killed"
+    if source in SHARED_RUNS:
+        # The uninterrupted run is test_runs' (2 epochs, --deterministic): its script is killed
+        # and resumed here, in a directory of this test's.
+        script, straight, _ = trained_example(shared, example)
+    else:
+        # No export: what is compared is the checkpoints (test_runs exports every example).
+        overrides = [*data.small_data_overrides(example, tmp_path, backbone=False), *extra,
+                     "loop.log_every_steps=1", 'checkpoint={"every_steps": 2, "keep": 3}',
+                     "export.saved_model=false"]  # fmt: skip
+        if variant == "mirrored":
+            overrides.append(TWO_CPUS)
+        script = render(example, *overrides,
+                        variant=None if variant == "single_device" else variant)  # fmt: skip
+        script = data.runnable(example, script)
+        straight = tmp_path / "straight"
+        run_python(script, *flags, "--output-dir", str(straight), cwd=tmp_path)
     steps = max(r["step"] for r in records(straight))
     # A log line a step; reinforcement learning logs a line an update (PPO) or vector step.
     lines = len(records(straight)) if source in ACTING_CASES else steps

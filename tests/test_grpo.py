@@ -1,4 +1,4 @@
-"""GRPO of a causal LM (training=GRPO()) on the tiny GPT-2 preset the tests save themselves
+"""GRPO of a causal LM (training=GRPO()) on the tiny Llama preset the tests save themselves
 and sums as prompts: its formulas against NumPy, its completions sampled again from the step
 and the place in the batch, its reward rising, and bad reward functions. Resume after SIGKILL
 and two replicas against one device are in the matrices of test_faults and test_distributed;
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import data
 import pytest
@@ -40,9 +41,13 @@ def grpo_check(check: str, *args: str, cwd) -> dict:
 
 @pytest.fixture
 def grpo_run(shared):
-    """sums_grpo on the tiny GPT-2, all its weights (no LoRA), 3 epochs of 8 steps, with the
+    return exported_grpo_run(shared)
+
+
+def exported_grpo_run(shared) -> tuple[Path, Path]:
+    """sums_grpo on the tiny Llama, all its weights (no LoRA), 3 epochs of 8 steps, with the
     example's reward functions (recorded), every step logged and checkpointed, and its
-    export; trained once for the whole run."""
+    export; trained once for the whole run (test_hub's --fast-dev-run serves its export)."""
 
     def make(folder):
         (folder / "recorder.py").write_text(RECORDER)

@@ -1,5 +1,5 @@
 """Pretrained KerasHub models: a LoRA fine-tune of a text classifier, SFT and DPO of a causal
-LM, on tiny BERT and GPT-2 presets the tests save themselves (no network); and the guarantees
+LM, on tiny BERT and Llama presets the tests save themselves (no network); and the guarantees
 of every loopgen script for SFT and DPO runs: `replay --step N` (a healthy step's values as
 logged, a diverged run to a report), --fast-dev-run, a sweep of their fields. Resume after
 SIGKILL and two replicas against one device are in the matrices of test_faults and
@@ -17,7 +17,8 @@ from pathlib import Path
 import data
 import pytest
 from helpers import ROOT, records, render_into, run_preloaded, run_python, script_env, tree
-from test_runs import UNEXPORTED, trained_example
+from test_grpo import exported_grpo_run
+from test_runs import trained_example
 
 
 @pytest.fixture
@@ -65,36 +66,25 @@ def test_the_export_serves_strings_with_lora_merged_as_the_checkpoint_answers(lo
 
 
 @pytest.mark.slow
-def test_sft_loss_is_the_mean_over_the_response_tokens_of_the_batch(tmp_path):
+def test_sft_loss_is_the_mean_over_the_response_tokens_of_the_batch(shared):
     """The first step's logged loss, from the preset's weights, against the NumPy loss of the
     same batch from the model's logits: the prompts' tokens masked out, the mean taken over
-    the response tokens of the whole batch (TRL's)."""
-    script = render_into(tmp_path / "train.py", "sums_sft",
-                         *data.small_data_overrides("sums_sft", tmp_path),
-                         "loop.log_every_steps=1", "data.validation=null",
-                         "export.saved_model=false")  # fmt: skip
-    out = tmp_path / "run"
-    run_python(script, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path)
-    result = hub_check("sft_first_loss", str(script), str(out), cwd=tmp_path)
+    the response tokens of the whole batch (TRL's). (test_runs' SFT run.)"""
+    script, out = lm_run(shared, "sums_sft")
+    result = hub_check("sft_first_loss", str(script), str(out), cwd=script.parent)
     assert abs(result["logged"] - result["expected"]) <= 1e-5 * result["expected"], result
     # The prompts' tokens would change it: the check tells masked from unmasked.
     assert abs(result["unmasked"] - result["expected"]) > 1e-3, result
 
 
 @pytest.mark.slow
-def test_dpo_logs_trls_values_computed_as_the_formulas_say(tmp_path):
+def test_dpo_logs_trls_values_computed_as_the_formulas_say(shared):
     """The loss, rewards, margins, accuracies and log-probabilities logged at step 2 (the mean
     of steps 1 and 2) against DPO's formulas in NumPy: the policy as loaded, then with the
     weights after step 1; the reference the preset as loaded; each response's log-probability
-    summed over its own tokens."""
-    script = render_into(tmp_path / "train.py", "sums_dpo",
-                         *data.small_data_overrides("sums_dpo", tmp_path),
-                         "loop.log_every_steps=1", "data.validation=null",
-                         'checkpoint={"every_steps": 1}', "optimizer.learning_rate=0.05",
-                         "training.label_smoothing=0.1", "export.saved_model=false")  # fmt: skip
-    out = tmp_path / "run"
-    run_python(script, "--max-steps", "2", "--output-dir", str(out), cwd=tmp_path)
-    result = hub_check("dpo_two_steps", str(script), str(out), cwd=tmp_path)
+    summed over its own tokens; label smoothing 0.1. (test_runs' DPO run.)"""
+    script, out = lm_run(shared, "sums_dpo")
+    result = hub_check("dpo_two_steps", str(script), str(out), cwd=script.parent)
     logged, expected = result["logged"], result["expected"]
     for key, value in expected.items():
         assert abs(logged[key] - value) <= 1e-5 * max(1.0, abs(value)), (key, result)
@@ -108,8 +98,8 @@ SAMPLING = [*WAYS, "sums_grpo"]
 """With GRPO, whose replayed step samples its completions again from its step and rows."""
 RUN_STAGES = ["sums_sft", "sums_grpo"]
 """--fast-dev-run's stages are the script's own machinery, whatever the way's step: SFT's
-(with validation and the export served) and GRPO's (its step samples; its export is SFT's).
-DPO's step is replay's and the matrices'."""
+(with validation; test_runs' run) and GRPO's (its step samples; test_grpo's run, whose export,
+SFT's and DPO's code, is served). DPO's step is replay's and the matrices'."""
 
 LOGGED = {
     "sums_sft": ["loss", "mean_token_accuracy"],
@@ -230,7 +220,10 @@ def test_a_diverged_lm_run_replays_to_a_report(tmp_path, example):
     assert re.search(r"^The first NaN or Inf: layer \w+ \(\w+\): ", replayed.stdout, re.M), (
         replayed.stdout[-3000:]
     )
-    assert "its loss not counted" in replayed.stdout, replayed.stdout[-3000:]
+    # Run again unchecked from the state before it, the step's loss is printed: NaN.
+    assert re.search(r"^  loss: nan\n(.*\n)*  \(run again unchecked: ", replayed.stdout, re.M), (
+        replayed.stdout[-3000:]
+    )
     rows = table(replayed)
     layers = [layer for layer, _, _ in rows]
     assert "model/transformer_layer_0" in layers and layers.count("model/token_embedding") == 1
@@ -246,17 +239,17 @@ def test_fast_dev_run_of_an_lm_script_runs_every_stage_and_leaves_the_run_alone(
 ):
     """--fast-dev-run of an SFT and a GRPO script: each stage says OK (training, resuming;
     evaluating where the script validates, SFT's; serving the export where the script
-    exports, SFT's), in a directory of its own that it removes; it exits 0, and the run
+    exports, GRPO's), in a directory of its own that it removes; it exits 0, and the run
     directory it was given (a copy of a real run's) is byte for byte as it was."""
-    script, trained = lm_run(shared, example)
+    grpo = example == "sums_grpo"
+    script, trained = exported_grpo_run(shared) if grpo else lm_run(shared, example)
     out = tmp_path / "run"
     shutil.copytree(trained, out, ignore=shutil.ignore_patterns("replay-*"))
     before = tree(out)
     proc = run_python(script, "--fast-dev-run", "--output-dir", str(out), cwd=tmp_path)
     stages = re.findall(r"^--fast-dev-run: (.+): OK \(", proc.stdout, re.M)
     wanted = ["train 2 steps", "resume from the checkpoint"]
-    wanted += [] if example == "sums_grpo" else ["evaluate the checkpoint"]  # no validation
-    wanted += [] if example in UNEXPORTED else ["serve the export"]
+    wanted += ["serve the export"] if grpo else ["evaluate the checkpoint"]  # no validation
     for stage in wanted:
         assert any(found.startswith(stage) for found in stages), (stage, stages)
     assert tree(out) == before
@@ -325,7 +318,7 @@ print(json.dumps({{"objective": loaded.sweep.objective, "per_epoch": loaded.per_
 
 @pytest.mark.slow
 def test_a_sweep_of_dpos_beta_lora_rank_and_learning_rate_runs_and_scores_each_trial(tmp_path):
-    """The example sweep (sums_dpo_beta) over sums_dpo on the tiny GPT-2 and 16 preference
+    """The example sweep (sums_dpo_beta) over sums_dpo on the tiny Llama and 16 preference
     pairs, 2 trials of one epoch (2 steps) each: each trial's script has its values, runs to
     the end and scores the last val_rewards/accuracies its own metrics.jsonl logged; the
     sweep says each trial's value and ends with the table and the best trial's spec."""

@@ -1,4 +1,4 @@
-"""SFT's packing (training=SFT(packing=True)), on the tiny GPT-2 preset the tests save
+"""SFT's packing (training=SFT(packing=True)), on the tiny Llama preset the tests save
 themselves: the packed rows' loss against the same packing done again in NumPy, validation
 left unpacked, and two replicas against one device. Resume after SIGKILL is in test_faults'
 matrix (`sft_packed`); the bad specs in tests/bad_specs/sft_packing_*, dpo_with_packing."""
@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import json
 
-import data
 import pytest
-from helpers import ROOT, TWO_CPUS, render_into, run_preloaded, run_python
-from test_distributed import compare, logged_losses
+from helpers import ROOT, TWO_CPUS, render_into, run_preloaded, run_python, tf_check
+from test_distributed import logged_losses
+from test_runs import trained_example, trained_overrides
 
 pytestmark = pytest.mark.slow
-
-PACKED = ["training.packing=true", "model.sequence_length=32"]
-"""Rows of 32 tokens: 4 sums (7 or 8 tokens each, start and end included) to a row, where
-the examples' 12 would hold one."""
 
 
 def packing_check(check: str, *args: str, cwd) -> dict:
@@ -24,19 +20,15 @@ def packing_check(check: str, *args: str, cwd) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_packed_rows_loss_is_numpys_of_the_same_packing_and_validation_is_unpacked(tmp_path):
+def test_packed_rows_loss_is_numpys_of_the_same_packing_and_validation_is_unpacked(shared):
     """The first step's logged loss, from the preset's weights, against the NumPy loss of the
     first batch packed anew (best-fit decreasing, each example whole, its prompt masked): the
     mean over the response tokens of the batch. The same batch unpacked gives another loss
     (a token sees the examples before it in its row), so the check tells packed rows from
     unpacked ones. Validation is not packed: its loss is each example's alone, on the
-    checkpoint's weights, and its perplexity the exp of that."""
-    script = render_into(tmp_path / "train.py", "sums_sft",
-                         *data.small_data_overrides("sums_sft", tmp_path), *PACKED,
-                         "loop.log_every_steps=1", "export.saved_model=false")  # fmt: skip
-    out = tmp_path / "run"
-    run_python(script, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path)
-    result = packing_check("packed_first_loss", str(script), str(out), cwd=tmp_path)
+    checkpoint's weights, and its perplexity the exp of that. (test_runs' packed run.)"""
+    script, out, _ = trained_example(shared, "sums_sft_packed")
+    result = packing_check("packed_first_loss", str(script), str(out), cwd=script.parent)
     # 16 examples of 7 or 8 tokens: 4 rows of 32, where unpacked 16 rows would be 3/4 padding.
     assert result["rows"] < result["examples"] / 3 and result["padding"] < 0.15, result
     assert abs(result["logged"] - result["expected"]) <= 1e-5 * result["expected"], result
@@ -45,28 +37,24 @@ def test_packed_rows_loss_is_numpys_of_the_same_packing_and_validation_is_unpack
     assert abs(result["val_perplexity"] - result["val_exp"]) <= 1e-4 * result["val_exp"]
 
 
-def test_packed_sft_on_two_replicas_equals_one_device(tmp_path):
+def test_packed_sft_on_two_replicas_equals_one_device(shared, tmp_path):
     """Each global batch is packed whole, then its rows shared out: two replicas train on the
     rows one device trains on, the loss the mean over the response tokens of the global batch
-    (their count summed over replicas). Packed per replica, the rows would differ."""
-    overrides = [
-        *data.small_data_overrides("sums_sft", tmp_path),
-        *PACKED,
-        "loop.log_every_steps=1",
-        "data.batch_size=16",
-        "export.saved_model=false",
-    ]
-    single = render_into(tmp_path / "train.py", "sums_sft", *overrides)
-    mirrored = render_into(tmp_path / "mirrored.py", "sums_sft", *overrides, TWO_CPUS,
+    (their count summed over replicas). Packed per replica, the rows would differ. One
+    device's run is test_runs' packed run, compared at its checkpoint of step 6."""
+    _, straight, _ = trained_example(shared, "sums_sft_packed")
+    mirrored = render_into(tmp_path / "mirrored.py", "sums_sft",
+                           *trained_overrides(shared, "sums_sft_packed"), TWO_CPUS,
                            variant="mirrored")  # fmt: skip
-    straight, twin = tmp_path / "single", tmp_path / "mirrored"
-    flags = ["--epochs", "3", "--max-steps", "6", "--deterministic"]
-    run_python(single, *flags, "--output-dir", str(straight), cwd=tmp_path)
+    twin = tmp_path / "mirrored"
+    flags = ["--epochs", "2", "--max-steps", "6", "--deterministic"]
     proc = run_python(mirrored, *flags, "--output-dir", str(twin), cwd=tmp_path)
     assert "2 replica(s) on this machine" in proc.stdout
-    result = compare(straight, twin, tmp_path)
+    result = tf_check("compare_checkpoints", str(straight / "checkpoints" / "ckpt-6"),
+                      str(twin / "checkpoints"), cwd=tmp_path)  # fmt: skip
     assert result["same_keys"] and result["step"] == 6, result
     assert result["max_scaled_diff"] <= 1e-5, result
     expected, logged = logged_losses(straight), logged_losses(twin)
+    expected = {step: loss for step, loss in expected.items() if step <= 6}
     assert sorted(logged) == sorted(expected)
     assert max(abs(expected[s] - logged[s]) / max(1, abs(expected[s])) for s in expected) <= 1e-5

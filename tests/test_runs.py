@@ -28,36 +28,67 @@ pytestmark = pytest.mark.slow
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if p.stem not in ACTING)
 
 
-STEP_BY_STEP = {"sums_sft", "sums_dpo", "sums_grpo"}
-"""Runs test_hub replays step by step (and runs --fast-dev-run on): every step logged, a
-checkpoint every 2 steps, all kept, at a learning rate at which LoRA's adapters move the
-weights each step (each step's values differ from the preset's)."""
-STEP_BY_STEP_OVERRIDES = ["loop.log_every_steps=1", 'checkpoint={"every_steps": 2, "keep": 50}',
-                          "optimizer.learning_rate=0.05"]  # fmt: skip
-UNEXPORTED = {"sums_dpo", "sums_grpo"}
-"""Their export is SFT's byte for byte (test_hub): sums_sft's run exports it, --fast-dev-run
-serves that, and test_grpo's run serves GRPO's against KerasHub's generate()."""
+PACKED = ["training.packing=true", "model.sequence_length=32"]
+"""SFT's packing in rows of 32 tokens: 4 sums (7 or 8 tokens each, start and end included) to
+a row, where the examples' 12 would hold one."""
+LM_RUNS = {
+    "sums_sft": ("sums_sft", ["data.batch_size=16"]),
+    "sums_sft_packed": ("sums_sft", ["data.batch_size=16", *PACKED]),
+    # A checkpoint every step and label smoothing: test_hub's formulas of its first two steps.
+    "sums_dpo": (
+        "sums_dpo",
+        [
+            "data.batch_size=16",
+            'checkpoint={"every_steps": 1, "keep": 50}',
+            "training.label_smoothing=0.1",
+        ],
+    ),
+    "sums_grpo": ("sums_grpo", ["data.batch_size=8"]),
+}
+"""The causal LM ways' runs (their example, and what they set beyond its small data), which
+the LM tests share: test_hub replays them step by step and runs --fast-dev-run on SFT's,
+test_faults kills and resumes their scripts and compares with them, the twins on two replicas
+(test_distributed's, test_packing's) compare with their checkpoints, test_packing computes the
+packed run's first loss. Every step logged, a checkpoint every 2 steps, all kept, at a
+learning rate at which LoRA's adapters move the weights each step (each step's values differ
+from the preset's), 6 to 8 steps an epoch; --deterministic, as the matrices run. No export:
+SFT's, DPO's and GRPO's are one code (test_hub); test_grpo's run serves GRPO's against
+KerasHub's generate() (and --fast-dev-run serves it), test_distributed's SFT twin exports it
+from two replicas."""
+LM_RUN_OVERRIDES = ["loop.log_every_steps=1", 'checkpoint={"every_steps": 2, "keep": 50}',
+                    "optimizer.learning_rate=0.05", "export.saved_model=false"]  # fmt: skip
+UNEXPORTED = {"sums_sft", "sums_dpo", "sums_grpo"}
 
 
-def trained_example(shared, example: str) -> tuple[Path, Path, str]:
-    """The example rendered on its small data and trained 2 epochs, once for the whole run
-    (test_controls and test_hub read the same runs): its script, output directory and
-    stdout."""
+def trained_example(shared, name: str) -> tuple[Path, Path, str]:
+    """The example (or LM_RUNS' run of that name) rendered on its small data and trained 2
+    epochs, once for the whole run (test_controls, test_hub, test_faults, test_distributed and
+    test_packing read the same runs): its script, output directory and stdout."""
+    example, lm = LM_RUNS.get(name, (name, None))
 
     def make(folder: Path) -> None:
         overrides = small_data_overrides(example, folder)
-        overrides += STEP_BY_STEP_OVERRIDES if example in STEP_BY_STEP else []
-        overrides += ["export.saved_model=false"] if example in UNEXPORTED else []
+        if lm is not None:
+            overrides += [*LM_RUN_OVERRIDES, *lm]
+        (folder / "overrides.json").write_text(json.dumps(overrides))
         script = render_into(folder / "train.py", example, *overrides)
         # One in a new interpreter, as users run it; the others, as the other tests do,
         # forked from one that has imported TensorFlow (3 s sooner).
         run = run_fresh if example == "mnist_mlp" else run_python
-        proc = run(runnable(example, script), "--epochs", "2", "--output-dir",
-                   str(folder / "run"), cwd=folder)  # fmt: skip
+        flags = ["--epochs", "2", *(["--deterministic"] if lm is not None else [])]
+        proc = run(runnable(example, script), *flags, "--output-dir", str(folder / "run"),
+                   cwd=folder)  # fmt: skip
         (folder / "stdout.txt").write_text(proc.stdout)
 
-    folder = shared(f"trained-{example}", make)
+    folder = shared(f"trained-{name}", make)
     return folder / "train.py", folder / "run", (folder / "stdout.txt").read_text()
+
+
+def trained_overrides(shared, name: str) -> list[str]:
+    """The --set overrides trained_example's script was rendered with (its data and preset in
+    its shared folder, which a twin reads too)."""
+    script, _, _ = trained_example(shared, name)
+    return json.loads((script.parent / "overrides.json").read_text())
 
 
 @pytest.mark.parametrize("example", EXAMPLES)

@@ -67,7 +67,10 @@ def epoch_labels(script: str, epochs: str, start_step: str = "0") -> dict:
 
 
 def checkpoint_values(directory: str) -> dict[str, np.ndarray]:
-    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(directory))
+    """The values of a directory's newest checkpoint, or of the checkpoint `directory` names
+    (.../ckpt-6)."""
+    named = os.path.exists(f"{directory}.index")
+    reader = tf.train.load_checkpoint(directory if named else tf.train.latest_checkpoint(directory))
     dtypes = reader.get_variable_to_dtype_map()
     return {
         name: reader.get_tensor(name)
