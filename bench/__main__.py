@@ -241,6 +241,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--peer-python", help="rl: a Python with stable-baselines3 and torch")
     parser.add_argument("--lm-records", type=int, default=2048, help="lm: sums records")
     parser.add_argument("--lm-rounds", type=int, default=3, help="lm: rounds of both runs")
+    parser.add_argument(
+        "--lm-preset",
+        help="lm: a causal LM's preset to train (a directory, a name or a handle) instead of the "
+        "small GPT-2 the bench saves",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
     parser.add_argument(
         "--docs",
@@ -312,7 +317,9 @@ def main(argv: list[str] | None = None) -> None:
             print(rl_table(results["rl"]), flush=True)
         if "lm" in args.parts:
             print("lm ...", flush=True)
-            lm = lm_rows(PYTHON, args.lm_records, args.epochs, args.lm_rounds, Path(tmp), ENV)
+            lm = lm_rows(
+                PYTHON, args.lm_records, args.epochs, args.lm_rounds, Path(tmp), ENV, args.lm_preset
+            )
             results["lm"] = {"date": today, "cpus": os.cpu_count(), **lm}
             print(lm_table(results["lm"]), flush=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")

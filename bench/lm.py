@@ -68,12 +68,12 @@ def sums_jsonl(path: Path, count: int, seed: int = 0) -> Path:
     return path
 
 
-def overrides(preset: Path, records: Path) -> list[str]:
+def overrides(preset: Path | str, records: Path) -> list[str]:
     """What the bench sets in examples/sums_sft.py: the local preset and records, no LoRA (the
     peer trains every weight), no validation, checkpoints, export or TensorBoard, for
     throughput alone (metrics.jsonl stays: its steps_per_second is the loop's timing)."""
     return [
-        f"model.preset={preset.as_posix()}",
+        f"model.preset={preset}",
         f"model.sequence_length={SEQUENCE_LENGTH}",
         "model.lora_rank=null",
         f"data.train.path={records.as_posix()}",
@@ -105,13 +105,16 @@ def peer_run(python: str, preset: Path, records: Path, epochs: int, seed: int, r
     return json.loads(out.read_text())["epoch_seconds"]
 
 
-def lm_rows(python: str, records: int, epochs: int, rounds: int, folder: Path, env: dict) -> dict:
+def lm_rows(python: str, records: int, epochs: int, rounds: int, folder: Path, env: dict,
+            preset: Path | str | None = None) -> dict:  # fmt: skip
     """Both runs each round, alternating which goes first: their epoch times, tokens/s and the
-    rounds' ratios."""
+    rounds' ratios. On `preset` (a causal LM's preset: a local directory, a name or a handle)
+    if given, else on a GPT-2 of CONFIG saved here."""
     folder = folder / "lm"
     folder.mkdir()
-    preset = folder / "gpt2_preset"
-    _run([python, "-c", PRESET, str(preset), json.dumps(CONFIG)], folder, env)
+    if preset is None:
+        preset = folder / "gpt2_preset"
+        _run([python, "-c", PRESET, str(preset), json.dumps(CONFIG)], folder, env)
     data = sums_jsonl(folder / "sums.jsonl", records)
     script = folder / "train.py"
     sets = [word for value in overrides(preset, data) for word in ("--set", value)]
@@ -151,7 +154,8 @@ def lm_rows(python: str, records: int, epochs: int, rounds: int, folder: Path, e
         for peer in ("fit", "fit_repeat")
     }
     return {
-        "config": CONFIG,
+        "config": CONFIG if preset == folder / "gpt2_preset" else None,
+        "preset": str(preset),
         "sequence_length": SEQUENCE_LENGTH,
         "batch_size": BATCH_SIZE,
         "records": records,
@@ -177,10 +181,15 @@ def lm_table(lm: dict) -> str:
         each = ", ".join(f"{r:.2f}" for r in lm["ratios"][peer])
         return f"| {name} (median of the rounds' ratios) | **{lm['ratio'][peer]:.2f}** ({each}) |"
 
+    model = (
+        f"a GPT-2 of {config['num_layers']} layers, {config['hidden_dim']} wide "
+        f"({config['num_heads']} heads, MLP {config['intermediate_dim']})"
+        if config
+        else f"the preset {lm['preset']}"
+    )
     return "\n".join([
-        f"Measured {lm['date']} by `python -m bench --parts lm` on {lm['cpus']} CPUs: a GPT-2 of "
-        f"{config['num_layers']} layers, {config['hidden_dim']} wide ({config['num_heads']} "
-        f"heads, MLP {config['intermediate_dim']}), every weight trained, batch "
+        f"Measured {lm['date']} by `python -m bench --parts lm` on {lm['cpus']} CPUs: {model}, "
+        "every weight trained, batch "
         f"{lm['batch_size']} x {lm['sequence_length']} tokens, {lm['records']:,} records "
         f"({lm['steps_per_epoch']} steps an epoch). Tokens/s = steps x batch x sequence length "
         f"over the median of {lm['epochs'] - 1} epochs after a warm-up epoch, in each of "

@@ -13,7 +13,7 @@ import sys
 import data
 import numpy as np
 import pytest
-from helpers import ROOT, npz, records, run_cli, run_python, tf_check
+from helpers import ROOT, npz, records, run_cli, run_preloaded, run_python, tf_check
 
 # --- What the spec renders -----------------------------------------------------------------
 
@@ -347,21 +347,41 @@ def test_bench_measures_mlflow_tracking_and_a_sweeps_overhead_per_trial(tmp_path
     assert "| trials forked (the default) |" in proc.stdout
 
 
+SAVE_BENCH_GPT2 = """
+import json
+import sys
+
+sys.path.insert(0, sys.argv[1])
+from bench.lm import CONFIG, PRESET
+
+sys.argv = ["-c", sys.argv[2], json.dumps(CONFIG)]
+exec(PRESET)
+"""
+
+
 @pytest.mark.slow
 def test_bench_measures_the_sft_loop_against_keras_hubs_fit_in_tokens_per_second(tmp_path):
-    """The harness's lm part, small (2 steps an epoch, 1 round): the rendered sums_sft loop and
-    KerasHub's CausalLM.fit, as usually called and with one iterator, each timed over its
-    epochs; tokens/s is the epoch's tokens (records x sequence length) over the median of the
-    epochs after the first, and each ratio pairs the round's loop with the round's fit."""
+    """The harness's lm part, small (2 steps an epoch, 1 round) on the tests' tiny Llama
+    (--lm-preset): the rendered sums_sft loop and KerasHub's CausalLM.fit, as usually called
+    and with one iterator, each timed over its epochs; tokens/s is the epoch's tokens (records x
+    sequence length) over the median of the epochs after the first, and each ratio pairs the
+    round's loop with the round's fit. Without --lm-preset, it saves a GPT-2 (here too)."""
+    gpt2 = tmp_path / "gpt2"
+    run_preloaded("-c", SAVE_BENCH_GPT2, str(ROOT), str(gpt2), cwd=tmp_path)
+    saved = json.loads((gpt2 / "config.json").read_text())
+    assert saved["class_name"] == "GPT2Backbone", saved
+    assert saved["config"]["hidden_dim"] == 128 and saved["config"]["num_layers"] == 2, saved
+    preset = data.llama_preset(tmp_path / "llama")
     out = tmp_path / "results.json"
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--parts", "lm", "--lm-records", "32", "--lm-rounds", "1",
-         "--out", str(out)],
+         "--lm-preset", preset, "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     lm = json.loads(out.read_text())["lm"]
     assert lm["steps_per_epoch"] == 2 and lm["sequence_length"] == 32
+    assert lm["preset"] == preset and f"CPUs: the preset {preset}, every weight" in proc.stdout
     runs = lm["runs"]
     assert set(runs) == {"loop", "fit", "fit_repeat"}
     for run in runs.values():
