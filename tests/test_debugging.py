@@ -484,6 +484,8 @@ EARLY = [
     (["replay", "--step", "0"], "--step 0: give a whole number, 1 or more"),
     (["replay"], "replay takes --step N"),
     (["--check-numerics", "--dump-debug-info"], "do not combine"),
+    # Combined, the check stopped every sparse cross-entropy's first step at a NaN of TensorFlow's.
+    (["--check-numerics", "--deterministic"], "--check-numerics and --deterministic do not"),
 ]
 
 

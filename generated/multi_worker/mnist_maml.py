@@ -1,7 +1,7 @@
 """Learn 5-way 1-shot MNIST digit tasks by MAML.
 
 Written by loopgen 0.1.0 from examples/mnist_maml.py
-(spec sha256 baf39f04d19b85f7, script sha256 81bf6406fe9f5e7f).
+(spec sha256 baf39f04d19b85f7, script sha256 383d528acf7e4ede).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -145,11 +145,12 @@ def check_debugging_flags(args):
         if count is not None and not (count.isdigit() and int(count) >= 1):
             raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
         setattr(args, name, count and int(count))
-    if args.check_numerics and args.dump_debug_info:
-        raise SystemExit(
-            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
-            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
-        )
+    for flag, why in [
+        ("--dump-debug-info", "TensorFlow 2.21 then fails with a RecursionError"),
+        ("--deterministic", "its deterministic cross-entropy makes a NaN it drops"),
+    ]:
+        if args.check_numerics and getattr(args, flag[2:].replace("-", "_")):
+            raise SystemExit(f"--check-numerics and {flag} do not combine ({why})")
     if args.profile:
         start, _, stop = args.profile.partition(":")
         if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 6f75650cf70b6f60, script sha256 9aedc59512c6a7bd).
+(spec sha256 6f75650cf70b6f60, script sha256 b6d256a02e728f9d).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -121,11 +121,12 @@ def check_debugging_flags(args):
         if count is not None and not (count.isdigit() and int(count) >= 1):
             raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
         setattr(args, name, count and int(count))
-    if args.check_numerics and args.dump_debug_info:
-        raise SystemExit(
-            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
-            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
-        )
+    for flag, why in [
+        ("--dump-debug-info", "TensorFlow 2.21 then fails with a RecursionError"),
+        ("--deterministic", "its deterministic cross-entropy makes a NaN it drops"),
+    ]:
+        if args.check_numerics and getattr(args, flag[2:].replace("-", "_")):
+            raise SystemExit(f"--check-numerics and {flag} do not combine ({why})")
     if args.profile:
         start, _, stop = args.profile.partition(":")
         if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):

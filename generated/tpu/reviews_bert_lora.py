@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative with BERT fine-tuned by LoRA.
 
 Written by loopgen 0.1.0 from examples/reviews_bert_lora.py
-(spec sha256 f1acfbf36be1631e, script sha256 c838865945afcdf1).
+(spec sha256 f1acfbf36be1631e, script sha256 7a1703f82fcb0920).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -138,11 +138,12 @@ def check_debugging_flags(args):
         if count is not None and not (count.isdigit() and int(count) >= 1):
             raise SystemExit(f"{flag} {count}: give a whole number, 1 or more")
         setattr(args, name, count and int(count))
-    if args.check_numerics and args.dump_debug_info:
-        raise SystemExit(
-            "--check-numerics and --dump-debug-info do not combine (TensorFlow 2.21 fails "
-            "with a RecursionError at the first NaN): pass one; the dump records NaNs too"
-        )
+    for flag, why in [
+        ("--dump-debug-info", "TensorFlow 2.21 then fails with a RecursionError"),
+        ("--deterministic", "its deterministic cross-entropy makes a NaN it drops"),
+    ]:
+        if args.check_numerics and getattr(args, flag[2:].replace("-", "_")):
+            raise SystemExit(f"--check-numerics and {flag} do not combine ({why})")
     if args.profile:
         start, _, stop = args.profile.partition(":")
         if not (start.isdigit() and stop.isdigit() and 0 < int(start) <= int(stop)):
