@@ -259,6 +259,14 @@ def mnist_overrides(tmp_path: Path) -> list[str]:
     ]
 
 
+def compared_at(checkpoint: Path, straight: Path, twin: Path, steps: int, cwd: Path):
+    """The twin's newest checkpoint against `checkpoint` (a directory's newest, or one by its
+    path), and the losses each run logged up to step `steps`."""
+    result = tf_check("compare_checkpoints", str(checkpoint), str(twin / "checkpoints"), cwd=cwd)
+    expected = {step: loss for step, loss in logged_losses(straight).items() if step <= steps}
+    return result, expected, logged_losses(twin)
+
+
 def compare(a: Path, b: Path, cwd: Path) -> dict:
     return tf_check("compare_checkpoints", str(a / "checkpoints"), str(b / "checkpoints"), cwd=cwd)
 
@@ -679,7 +687,7 @@ def test_mirrored_equals_single_device(
     if example == "mnist_adversarial":
         best = saved_models(twin / "export" / "best", script)
         assert all((saved / "saved_model.pb").is_file() for saved in best)
-    result = tf_check("compare_checkpoints", str(at_step), str(twin / "checkpoints"), cwd=tmp_path)
+    result, expected, logged = compared_at(at_step, straight, twin, steps, tmp_path)
     assert result["same_keys"] and result["step"] == steps, result
     assert result["max_scaled_diff"] <= tolerance, result
     # One policy acted alike: the environments (and DQN's buffer) end alike. Not so for
@@ -697,8 +705,6 @@ def test_mirrored_equals_single_device(
         served = json.loads(proc.stdout.strip().splitlines()[-1])
         assert served["normalized"] and served["mean_diff"] <= 1e-5, served
         assert served["values_diff"] <= 1e-5, served
-    expected, logged = logged_losses(straight), logged_losses(twin)
-    expected = {step: loss for step, loss in expected.items() if step <= steps}
     assert sorted(logged) == sorted(expected)
     assert (
         max(abs(expected[s] - logged[s]) / max(1, abs(expected[s])) for s in expected) <= tolerance

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import ROOT, TWO_CPUS, render_into, run_preloaded, run_python, tf_check
-from test_distributed import logged_losses
+from helpers import ROOT, TWO_CPUS, render_into, run_preloaded, run_python
+from test_distributed import compared_at
 from test_runs import trained_example, trained_overrides
 
 pytestmark = pytest.mark.slow
@@ -50,11 +50,9 @@ def test_packed_sft_on_two_replicas_equals_one_device(shared, tmp_path):
     flags = ["--epochs", "2", "--max-steps", "6", "--deterministic"]
     proc = run_python(mirrored, *flags, "--output-dir", str(twin), cwd=tmp_path)
     assert "2 replica(s) on this machine" in proc.stdout
-    result = tf_check("compare_checkpoints", str(straight / "checkpoints" / "ckpt-6"),
-                      str(twin / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    result, expected, logged = compared_at(straight / "checkpoints" / "ckpt-6", straight, twin, 6,
+                                           tmp_path)  # fmt: skip
     assert result["same_keys"] and result["step"] == 6, result
     assert result["max_scaled_diff"] <= 1e-5, result
-    expected, logged = logged_losses(straight), logged_losses(twin)
-    expected = {step: loss for step, loss in expected.items() if step <= 6}
     assert sorted(logged) == sorted(expected)
     assert max(abs(expected[s] - logged[s]) / max(1, abs(expected[s])) for s in expected) <= 1e-5
