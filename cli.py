@@ -127,20 +127,24 @@ def render(
 ) -> None:
     """Render SPEC_FILE into a training script. If the script exists and was edited by hand,
     the new render is merged into the edits (three-way, like git)."""
-    from .output import write_script
+    from .output import stale_siblings, write_rendered
+    from .render import render_runtime
 
     try:
         source, flags = _render(spec_file, name, overrides, variant)
         if output is None:
             typer.echo(source, nl=False)
             return
-        update = write_script(output, source, force=force)
+        runtime, update = write_rendered(output, source, render_runtime(), force=force)
     except LoopgenError as error:
         raise _fail(error) from None
+    _report(runtime, "", stale_siblings(output, runtime.text))
     _report(update, _command("loopgen", "render", spec_file, "-o", output, *flags))
 
 
-def _report(update, command: str) -> None:
+def _report(update, command: str, stale=()) -> None:
+    """Says what a render did to a file (`stale`: the scripts beside a runtime it updated that
+    need a render of their own)."""
     from .output import Outcome, sidecar
 
     path, backup = update.path, sidecar.backup_path(update.path)
@@ -164,6 +168,17 @@ def _report(update, command: str) -> None:
         Outcome.UNCHANGED: f"{path} is up to date: nothing to change",
         Outcome.MERGED: f"merged the new render into your edits in {path}{kept}",
     }
+    if update.path.name == "loopgen_runtime.py":  # the run's machinery, beside the script
+        if update.outcome is Outcome.UNCHANGED:
+            return
+        if update.outcome is not Outcome.CREATED:
+            messages[update.outcome] += " (the run's machinery the script imports: this loopgen's)"
+        if stale:
+            names = ", ".join(str(p) for p in stale)
+            messages[update.outcome] += (
+                f"; the scripts beside it rendered for its old version stop at their start "
+                f"until each is rendered again with this loopgen: {names}"
+            )
     typer.secho(messages[update.outcome], err=True)
 
 

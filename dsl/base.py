@@ -185,7 +185,10 @@ RESERVED_NAMES = frozenset(dir(builtins)) | {
 
 
 MODULE_NAMES = frozenset({
-    # A failed download's one message (templates/partials/run_dir.jinja).
+    # The runtime beside the script (runtime/loopgen_runtime.py), what the script imports of it.
+    "RUNTIME", "loopgen_runtime", "add_debugging_flags", "checksums", "fast_dev_stages",
+    "run_and_record",
+    # A failed download's one message (runtime/loopgen_runtime.py).
     "DownloadFailed", "download_failure", "downloading", "imagenet_weights", "preset_download",
     # KerasHub models, TextRecords, SFT and DPO (model.jinja, data/, ways/sft.jinja, dpo.jinja).
     "keras_hub", "pyarrow", "PRESET", "SEQUENCE_LENGTH", "LORA_RANK", "preprocessor",
@@ -237,7 +240,7 @@ MODULE_NAMES = frozenset({
     "tflite", "tfrecord_files", "tfrecord_stream", "time", "traceback", "train", "training_batches",
     "training_inputs", "utc", "validation_batches", "weights_fingerprint", "with_digests",
     "write_export", "write_gif", "writing", "written_whole", "your_step", "zipfile",
-    # The debugging flags and replay (templates/partials/debugging.jinja).
+    # The debugging flags and replay (runtime/loopgen_runtime.py, partials/debugging.jinja).
     "atexit", "batch_of_step", "check_debugging_flags", "dev_inputs", "dev_stage",
     "execution_modes", "fast_dev_run", "gradients_applied", "innermost_layer", "layers_of",
     "linecache", "native_stderr_silenced", "nonfinite_op", "overfit", "replay",
@@ -246,7 +249,7 @@ MODULE_NAMES = frozenset({
     "global_norm64", "running_sums", "step_values", "was_logged",
     # Reward normalization (templates/partials/ways/ppo.jinja).
     "REWARD_CLIP", "RewardScale",
-    # The training data's directory listing (templates/partials/run_dir.jinja).
+    # The training data's directory listing (runtime/loopgen_runtime.py).
     "directory_files",
     # MLflow's process, started before TensorFlow loads (templates/partials/mlflow_process.jinja).
     "early", "mlflow_process", "start_mlflow_process",

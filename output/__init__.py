@@ -14,6 +14,7 @@ atomically, backups first."""
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,9 @@ from .merge import Conflict, formatted, marker_lines, merge
 
 MARKER = "Written by loopgen"
 """Every generated script carries this in its header."""
+
+RUNTIME_FILE = "loopgen_runtime.py"
+"""The runtime's name beside the scripts (the module they import)."""
 
 
 class Outcome(enum.Enum):
@@ -152,3 +156,34 @@ def write_script(path: Path, render: str, *, force: bool = False) -> Update:
     update = plan(path, render, force=force)
     apply(update)
     return update
+
+
+def runtime_path(script: Path) -> Path:
+    """Where a script's runtime goes: loopgen_runtime.py beside it."""
+    return script.parent / RUNTIME_FILE
+
+
+def write_rendered(path: Path, script: str, runtime: str, *, force: bool = False) -> list[Update]:
+    """Renders a script to `path` and its runtime beside it, each merged into its hand edits as
+    plan() decides: both planned before either is written (a file that cannot be merged stops
+    the render with nothing written), then the runtime, then the script."""
+    make_parent(path)  # a failure names the script asked for
+    updates = [plan(runtime_path(path), runtime, force=force), plan(path, script, force=force)]
+    for update in updates:
+        apply(update)
+    return updates
+
+
+def stale_siblings(script: Path, runtime: str) -> list[Path]:
+    """The other scripts beside `script` that loopgen rendered for another runtime than
+    `runtime`: they stop at their start until they are rendered again."""
+    wanted = re.search(r'\nRUNTIME = "([^"]+)"', runtime)
+    stale = []
+    for other in sorted(script.parent.glob("*.py")):
+        if other.name in (script.name, RUNTIME_FILE) or not other.is_file():
+            continue
+        head = read_text(other)[:6000]
+        found = re.search(r'\nRUNTIME = "([^"]+)"', head)
+        if MARKER in head and found and wanted and found[1] != wanted[1]:
+            stale.append(other)
+    return stale

@@ -9,7 +9,7 @@ import jinja2
 
 from ..dsl import cache as disk_cache
 from ..dsl.spec import Spec
-from . import code, stamp
+from . import code, runtime, stamp
 from .blackcache import format_source
 from .context import build_context
 from .rl import rl_context
@@ -47,6 +47,7 @@ def environment() -> jinja2.Environment:
         ratio=code.ratio,
         kwargs=lambda mapping: code.arguments(list(mapping.items())),
         repeat_header=code.repeat_header,
+        tuple=tuple,
     )
     return env
 
@@ -79,9 +80,15 @@ def render_script(
         source = environment().get_template("script.py.jinja").render(context)
     kind = spec.distribute.kind
     try:
-        formatted = format_source(source, f"<{kind}.py>")
+        formatted = runtime.link(format_source(source, f"<{kind}.py>"))
     except SyntaxError as error:  # invalid Python: a loopgen bug
         raise code.TemplateBug(
             f"the {kind} script template produced invalid Python: {error}"
         ) from error
     return stamp.stamp(formatted)
+
+
+def render_runtime() -> str:
+    """The runtime every script of this loopgen imports, as written beside it
+    (loopgen_runtime.py): the same for every spec."""
+    return runtime.render_runtime()

@@ -19,7 +19,7 @@ from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
 from ..dsl.ways import LM_KINDS
 from ..dsl.ways.lm import DPO_LOGGED, grpo_logged
-from . import code, fingerprint, graph, stamp, tracking
+from . import code, fingerprint, graph, runtime, stamp, tracking
 from .data import data_context, partial_readers
 from .predict import prediction_context
 from .serving import serving_context
@@ -85,6 +85,8 @@ def build_context(
         and spec.distribute.kind in ("single_device", "mirrored"),
         "batch_size": batch_size,
         "version": __version__,
+        # What the script checks that loopgen_runtime.py beside it is.
+        "runtime_identity": runtime.identity(),
         "spec_file": PurePath(spec_file).as_posix(),
         "spec_hash": spec_hash(spec),
         "script_placeholder": stamp.PLACEHOLDER,

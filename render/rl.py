@@ -12,7 +12,7 @@ from ..dsl.loader import spec_hash
 from ..dsl.rules.rl import SHARED_BATCH
 from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
-from . import fingerprint, graph, stamp, tracking
+from . import fingerprint, graph, runtime, stamp, tracking
 from .context import net_has, optimizer_expression
 
 STDLIB = [
@@ -60,6 +60,8 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "downloads": set(),  # an environment, made by its own code
         "means_checkpointed": False,  # an epoch's: the way's own are in its checkpoint
         "version": __version__,
+        # What the script checks that loopgen_runtime.py beside it is.
+        "runtime_identity": runtime.identity(),
         "spec_file": PurePath(spec_file).as_posix(),
         "spec_hash": spec_hash(spec),
         "script_placeholder": stamp.PLACEHOLDER,

@@ -10,14 +10,16 @@ from dataclasses import dataclass
 PLACEHOLDER = "0" * 16
 """Stands in the header while the checksum is computed."""
 
-_STAMP = re.compile(r"script sha256 ([0-9a-f]{16})\b")
+_STAMP = re.compile(r"(?:script|runtime) sha256 ([0-9a-f]{16})\b")
+"""The field: `script sha256` in a script's header, `runtime sha256` in the runtime's."""
 
 
-def stamp(source: str) -> str:
-    """Fills the header's `script sha256` with the checksum of the script around it."""
+def stamp(source: str, field: str = "script") -> str:
+    """Fills the header's `script sha256` (or `runtime sha256`) with the checksum of the file
+    around it."""
     if _STAMP.search(source) is None:
-        raise ValueError("the rendered script has no `script sha256` field in its header")
-    return source.replace(f"script sha256 {PLACEHOLDER}", f"script sha256 {digest(source)}", 1)
+        raise ValueError(f"the rendered file has no `{field} sha256` field in its header")
+    return source.replace(f"{field} sha256 {PLACEHOLDER}", f"{field} sha256 {digest(source)}", 1)
 
 
 def is_unedited(text: str) -> bool:

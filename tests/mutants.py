@@ -62,7 +62,7 @@ PPO = "templates/partials/ways/ppo.jinja"
 DQN = "templates/partials/ways/dqn.jinja"
 ENVIRONMENT = "templates/partials/rl/environment.jinja"
 TAPE = "templates/partials/ways/tape.jinja"
-RUN_DIR = "templates/partials/run_dir.jinja"
+RUNTIME = "runtime/loopgen_runtime.py"
 CLIP_VALUE = (
     "tests/test_controls.py::"
     "test_clipping_by_value_bounds_each_element_of_the_whole_batchs_gradient"
@@ -139,7 +139,7 @@ MUTANTS: list[Mutant] = [
     # --- Debugging: replay, the flags and the run directory (issue 55, items 1-8)
     mutant(
         "replay_norms_in_float32",
-        "templates/partials/debugging.jinja",
+        RUNTIME,
         "arrays = [np.asarray(tf.convert_to_tensor(a), np.float64) for a in arrays]",
         "arrays = [np.asarray(tf.convert_to_tensor(a), np.float32) for a in arrays]",
         ["tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step"],
@@ -147,9 +147,9 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "overfit_replay_on_all_the_data",
-        RUN_DIR,
-        """,{{ ' "overfit_batches"' if overfittable }})""",
-        """,)""",
+        RUNTIME,
+        'for name in ("epochs", "steps", "overfit_batches")',
+        'for name in ("epochs", "steps")',
         [
             "tests/test_debugging.py::"
             "test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own"
@@ -158,7 +158,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "overfit_debug_batch_of_the_full_data",
-        RUN_DIR,
+        RUNTIME,
         "            step = (step - 1) % self.args.overfit_batches + 1\n",
         "            pass\n",
         ["tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step"],
@@ -166,9 +166,9 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "replay_runs_the_steps_before_n_in_one_call",
-        RUN_DIR,
-        """if self.args.check_numerics{{ " or self.args.step" if replayable }} or""",
-        "if self.args.check_numerics or",
+        RUNTIME,
+        'or getattr(self.args, "step", None) or first',
+        'or first',
         [
             "tests/test_debugging.py::"
             "test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own"
@@ -178,8 +178,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "debugging_flags_checked_after_tensorflow_loads",
         "templates/partials/args.jinja",
-        "    check_debugging_flags(args)\n    return args\n",
-        "    return args\n",
+        '{{ debugging.checks() }}    return args\n',
+        '    return args\n',
         [
             "tests/test_debugging.py::"
             "test_a_mistaken_debugging_flag_is_refused_before_tensorflow_loads"
@@ -189,7 +189,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "refused_run_leaves_its_files",
-        RUN_DIR,
+        RUNTIME,
         "return self.undo() if isinstance(error, SystemExit) else None",
         "return None",
         ["tests/test_debugging.py::test_a_refused_run_leaves_nothing_in_a_new_directory"],
@@ -197,7 +197,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "profile_marks_a_call_of_several_steps",
-        RUN_DIR,
+        RUNTIME,
         " or first - 1 <= step < last:",
         ":",
         ["tests/test_debugging.py::test_profile_traces_the_steps_it_names"],
@@ -205,17 +205,17 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "profile_line_glued_to_the_progress_bar",
-        RUN_DIR,
-        "            print()  # after the progress bar's line\n            print(f\"--profile:",
-        '            print(f"--profile:',
+        RUNTIME,
+        '            print()  # after the progress bar\'s line\n            profile = os.path.join(self.path, "logs", "profile")\n',
+        '            profile = os.path.join(self.path, "logs", "profile")\n',
         ["tests/test_debugging.py::test_profile_traces_the_steps_it_names"],
         "#7: the profile's closing line glued to the progress bar",
     ),
     mutant(
         "replay_counts_the_epochs_it_replays",
-        RUN_DIR,
-        "self.args.epochs if self.args.step else epochs}",
-        "epochs}",
+        RUNTIME,
+        '{self.args.epochs if replaying else epochs}',
+        '{epochs}',
         [
             "tests/test_debugging.py::"
             "test_replay_of_a_healthy_step_prints_the_loss_the_run_logged[single_device]"
@@ -224,9 +224,9 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "replay_says_as_logged_of_a_step_never_logged",
-        RUN_DIR,
-        "logged = was_logged(self.args.replay_of, self.args.step)",
-        "logged = True",
+        RUNTIME,
+        'logged = was_logged(self.args.replay_of, step)',
+        'logged = True',
         [
             "tests/test_debugging.py::"
             "test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own"
@@ -235,7 +235,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "replay_weight_norm_before_the_step",
-        "templates/partials/debugging.jinja",
+        RUNTIME,
         "{global_norm64(after):12.6g}",
         "{global_norm64(before):12.6g}",
         [
@@ -246,9 +246,9 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "fast_dev_run_summaries_at_each_stage",
-        "templates/partials/debugging.jinja",
-        "            keras.Model.summary = lambda *args, **kwargs: None\n",
-        "",
+        RUNTIME,
+        '        keras.Model.summary = lambda *args, **kwargs: None\n',
+        '',
         [
             "tests/test_debugging.py::"
             "test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone[mnist_mlp]"
@@ -257,7 +257,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "fast_dev_run_says_not_locking",
-        RUN_DIR,
+        RUNTIME,
         "            if not self.args.fast_dev_run:  # whose scratch directory is its own\n",
         "            if True:\n",
         [
@@ -268,7 +268,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "metrics_jsonl_writes_a_bare_nan",
-        RUN_DIR,
+        RUNTIME,
         "        if nonfinite:\n",
         "        if False:\n",
         ["tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step"],
@@ -404,7 +404,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "setup_compares_only_the_number_of_examples",
-        RUN_DIR,
+        RUNTIME,
         # The files' comparison, which both the digested (data files) and the plain check
         # make: the plain check's `recorded == self.data` is only reached without files.
         '        files = {**recorded["files"], **self.data["files"]}\n',
@@ -414,15 +414,15 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "setup_records_no_data_file",
-        RUN_DIR,
-        '"files": {path: file_record(path) for path in paths}}',
-        '"files": {}}',
+        RUNTIME,
+        '"files": {path: file_record(path) for path in paths},',
+        '"files": {},',
         [OTHER_DATA],
         "#14: setup.json records no file's size and time",
     ),
     mutant(
         "no_nan_check_before_a_save",
-        RUN_DIR,
+        RUNTIME,
         '''        checkpoint on disk always restores."""
         self.stop_if_diverged()
 ''',
@@ -467,7 +467,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "state_file_rebuilt_in_place",
-        RUN_DIR,
+        RUNTIME,
         """        with open(state_file + ".tmp", "w") as f:
             f.write("\\n".join(lines) + "\\n")
         os.replace(state_file + ".tmp", state_file)""",
@@ -951,15 +951,15 @@ MUTANTS: list[Mutant] = [
     # --- The run directory: lock, setup, faults
     mutant(
         "a_training_run_takes_a_shared_lock",
-        RUN_DIR,
-        "fcntl.flock(self.lock_file, (fcntl.LOCK_SH if reader else fcntl.LOCK_EX) | fcntl.LOCK_NB)",
-        "fcntl.flock(self.lock_file, fcntl.LOCK_SH | fcntl.LOCK_NB)",
+        RUNTIME,
+        'shared = fcntl.LOCK_SH if reader else fcntl.LOCK_EX',
+        'shared = fcntl.LOCK_SH',
         ["tests/test_rundir.py::test_a_second_run_on_a_locked_directory_stops_at_once"],
         "the run lock: two training runs on one directory",
     ),
     mutant(
         "the_setup_is_not_compared",
-        RUN_DIR,
+        RUNTIME,
         'if key != "data" and saved.get(key) != setup.get(key)',
         'if key not in ("data", "data.batch_size") and saved.get(key) != setup.get(key)',
         [
@@ -969,9 +969,9 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "a_hand_edited_network_is_not_noticed",
-        RUN_DIR,
-        'setup = {**SETUP, "weights": weights_fingerprint(*networks.values())}',
-        "setup = {**SETUP}",
+        RUNTIME,
+        'setup = {**self.setup, "weights": weights_fingerprint(*networks.values())}',
+        'setup = {**self.setup}',
         [
             "tests/test_rundir.py::test_checkpoints_of_another_setup_are_refused_unless_branched_with_init_from"
         ],
@@ -979,7 +979,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "logged_steps_past_the_checkpoint_kept",
-        RUN_DIR,
+        RUNTIME,
         "if (found := re.match(pattern, line)) and int(found[1]) <= step",
         "if (found := re.match(pattern, line))",
         [
@@ -1080,7 +1080,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "nonfinite_layer_named_outermost",
-        DEBUGGING,
+        RUNTIME,
         "            layer = candidate\n",
         "            layer = candidate if layer is None else layer\n",
         ["tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step"],
@@ -1096,7 +1096,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "directory_digest_without_file_names",
-        RUN_DIR,
+        RUNTIME,
         'digest.update(name.encode() + b"\\0")',
         'digest.update(b"\\0")',
         [f"{COPIED_AGAIN}[image_directory]"],

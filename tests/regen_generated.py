@@ -1,5 +1,7 @@
 """Re-renders every example into generated/ through the real CLI: `generated/<example>.py` is
-the spec as written, `generated/<variant>/<example>.py` its twin for each other strategy.
+the spec as written, `generated/<variant>/<example>.py` its twin for each other strategy, and
+`generated/loopgen_runtime.py` the runtime they all import (the same bytes for every script,
+so kept once: a render writes it beside each script).
 
 Usage: python tests/regen_generated.py"""
 
@@ -37,13 +39,18 @@ def golden_files() -> list[tuple[Path, str | None, Path]]:
 def main() -> None:
     # Golden files are outputs only (git keeps their history): replace them outright.
     for old in (ROOT / "generated").rglob("*.py"):
-        old.unlink()
+        old.unlink()  # (a variant's link to the runtime too)
     for spec, variant, out in golden_files():
         (ROOT / out).parent.mkdir(parents=True, exist_ok=True)
         args = ["render", str(spec), "-o", str(out)]
         if variant:
             args += ["--variant", variant]
         subprocess.run([sys.executable, "-m", "loopgen", *args], cwd=ROOT, check=True)
+    # The runtime once, beside the scripts as written; each variant's folder links to it, so
+    # that its scripts run where they are.
+    for runtime in (ROOT / "generated").glob("*/loopgen_runtime.py"):
+        runtime.unlink()
+        runtime.symlink_to(Path("..") / runtime.name)
     # Nobody edits golden files, so they need no merge base (see output/sidecar.py).
     for state in (ROOT / "generated").rglob(".loopgen"):
         shutil.rmtree(state)

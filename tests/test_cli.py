@@ -129,9 +129,15 @@ def test_render_to_file(tmp_path):
     assert proc.stdout == ""
     assert f"wrote {out}" in proc.stderr
     assert out.read_text() == run_cli("render", str(MNIST)).stdout
-    # The script and its merge base, no temporary files left.
-    assert list(tree(tmp_path)) == [".loopgen/.gitignore", ".loopgen/train.py.base", "train.py"]
+    # The script and its runtime beside it, their merge bases, no temporary files left.
+    assert list(tree(tmp_path)) == [
+        ".loopgen/.gitignore", ".loopgen/loopgen_runtime.py.base", ".loopgen/train.py.base",
+        "loopgen_runtime.py", "train.py",
+    ]  # fmt: skip
     assert tree(tmp_path)[".loopgen/train.py.base"] == out.read_bytes()
+    runtime = tmp_path / "loopgen_runtime.py"
+    assert f"wrote {runtime}" in proc.stderr
+    assert tree(tmp_path)[".loopgen/loopgen_runtime.py.base"] == runtime.read_bytes()
 
 
 def test_render_into_a_new_directory(tmp_path):
@@ -476,7 +482,10 @@ def test_overwrites_a_rendered_file(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "BATCH_SIZE = 32" in out.read_text()
     assert out.stat().st_mode & 0o777 == 0o755  # the mode is kept
-    assert list(tree(tmp_path)) == [".loopgen/.gitignore", ".loopgen/train.py.base", "train.py"]
+    assert list(tree(tmp_path)) == [
+        ".loopgen/.gitignore", ".loopgen/loopgen_runtime.py.base", ".loopgen/train.py.base",
+        "loopgen_runtime.py", "train.py",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -603,7 +612,7 @@ def test_rendering_does_not_import_tensorflow(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "rendered without tensorflow" in proc.stdout
-    assert len(list(tmp_path.glob("*.py"))) == len(EXAMPLE_FILES)
+    assert len(list(tmp_path.glob("*.py"))) == len(EXAMPLE_FILES) + 1  # and loopgen_runtime.py
 
 
 # --- pydantic plugins --------------------------------------------------------------------------

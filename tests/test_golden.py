@@ -18,6 +18,7 @@ from loopgen.render.blackcache import TARGET_VERSIONS
 from regen_generated import golden_files
 
 GENERATED = ROOT / "generated"
+RUNTIME = "loopgen_runtime.py"
 REGEN = "python tests/regen_generated.py"
 NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py"))
 GOLDEN = {str(out.relative_to("generated").with_suffix("")): (spec, variant)
@@ -28,8 +29,21 @@ ACTING = sorted(name for name in NAMES if load_spec(EXAMPLES / f"{name}.py").act
 
 
 def test_every_example_has_a_golden_file_per_variant_and_nothing_else():
-    on_disk = sorted(str(p.relative_to(GENERATED).with_suffix("")) for p in GENERATED.rglob("*.py"))
+    on_disk = sorted(str(p.relative_to(GENERATED).with_suffix("")) for p in GENERATED.rglob("*.py")
+                     if p.name != RUNTIME)  # fmt: skip
     assert on_disk == sorted(GOLDEN), f"run: {REGEN}"
+    # The runtime once: each variant's folder links to it.
+    assert not (GENERATED / RUNTIME).is_symlink()
+    for folder in {p.parent for p in GENERATED.rglob("*.py")} - {GENERATED}:
+        assert (folder / RUNTIME).is_symlink(), f"run: {REGEN}"
+        assert (folder / RUNTIME).resolve() == (GENERATED / RUNTIME).resolve()
+
+
+def test_the_runtime_of_generated_is_a_fresh_render():
+    """generated/loopgen_runtime.py is what a render writes beside every script."""
+    from loopgen.render import render_runtime
+
+    assert (GENERATED / RUNTIME).read_text() == render_runtime(), f"run: {REGEN}"
     # Reinforcement learning has no TPU variant; normalized observations (pendulum_ppo's) and
     # pixels (breakout_dqn's, breakout_ppo's) no multi-worker one.
     workers = ["cartpole_a2c", "cartpole_dqn", "cartpole_ppo", "corridor_ppo"]
@@ -130,6 +144,7 @@ def test_script_imports_only_what_it_needs(golden):
     # shutil, contextlib: checkpoints and exports written whole or removed; ctypes: an export
     # exchanged with the old one in one step.
     allowed = {"argparse", "json", "math", "os", "time", "keras", "numpy", "tensorflow"}
+    allowed.add("loopgen_runtime")  # the run's machinery, beside the script
     allowed |= {"fcntl", "hashlib", "re", "socket", "sys", "traceback", "errno"}
     allowed |= {"glob", "shutil", "contextlib", "ctypes"}
     allowed.add("signal")  # a checkpoint on SIGTERM (preemption)
@@ -252,9 +267,7 @@ def test_sections_come_in_reading_order(golden):
         *(["\ndef serving_function("] if "\ndef serving_function(" in source else []),
         *(["\ndef predict("] if "\ndef predict(" in source else []),
         "\n# --- The run directory",
-        "\nclass RunDirectory:",
-        "keras.utils.Progbar(",
-        "tf.summary.scalar(",
+        "\nclass RunDirectory(loopgen_runtime.RunDirectory):",
         "\ndef main(",  # around train(): how the run ended, in runs.jsonl
     ]
     _check_order(source, order)
@@ -288,9 +301,7 @@ ACTING_ORDER = [
     "\ndef evaluate(",
     "\ndef export(",
     "\n# --- The run directory",
-    "\nclass RunDirectory:",
-    "keras.utils.Progbar(",
-    "tf.summary.scalar(",
+    "\nclass RunDirectory(loopgen_runtime.RunDirectory):",
     "\ndef main(",
 ]
 """The reading order of a script that acts (reinforcement learning)."""
@@ -407,6 +418,7 @@ def test_every_name_a_script_defines_at_module_level_is_one_a_spec_may_not_take(
     (options no example uses too; a few of those end up indented, in a function) and every
     module a render may import."""
     from loopgen.dsl.base import MODULE_NAMES, RESERVED_NAMES
+    from loopgen.render import runtime
 
     missing, owned = {}, {}
     for golden, (spec_file, _) in sorted(GOLDEN.items()):
@@ -417,7 +429,10 @@ def test_every_name_a_script_defines_at_module_level_is_one_a_spec_may_not_take(
                 block.name for net in nets for block in getattr(net, "blocks", [])
             }
         own = owned[spec_file]
-        for node in ast.parse((GENERATED / f"{golden}.py").read_text()).body:
+        tree = ast.parse((GENERATED / f"{golden}.py").read_text())
+        # What the script imports of its runtime, in the try that checks it is there.
+        tried = [n for node in tree.body if isinstance(node, ast.Try) for n in node.body]
+        for node in tree.body + tried:
             names = [_defined(node)]
             if isinstance(node, ast.Import):  # the user's own modules are the spec's
                 names = [(alias.asname or alias.name).split(".")[0] for alias in node.names
@@ -433,6 +448,9 @@ def test_every_name_a_script_defines_at_module_level_is_one_a_spec_may_not_take(
             name = name[0] or name[1]
             if name not in RESERVED_NAMES | MODULE_NAMES:
                 missing.setdefault(name, str(template.relative_to(ROOT)))
+    for name in runtime.public_names():  # what a script may import of its runtime
+        if name not in RESERVED_NAMES | MODULE_NAMES:
+            missing.setdefault(name, "runtime/loopgen_runtime.py")
     for module in (ROOT / "render").glob("*.py"):  # the imports a render picks
         text = module.read_text()
         for package, alias in re.findall(r'"import ([\w.]+)(?: as (\w+))?"', text):

@@ -71,7 +71,8 @@ def test_untouched_script_is_replaced_by_the_new_render(tmp_path):
     assert "EPOCHS = 5" in out.read_text()
     # Nothing of the user's to back up; the new render is the next merge base.
     assert list(tree(tmp_path)) == [
-        ".loopgen/.gitignore", ".loopgen/train.py.base", "spec.py", "train.py"
+        ".loopgen/.gitignore", ".loopgen/loopgen_runtime.py.base", ".loopgen/train.py.base",
+        "loopgen_runtime.py", "spec.py", "train.py"
     ]  # fmt: skip
     assert (tmp_path / ".loopgen" / "train.py.base").read_text() == out.read_text()
 

@@ -1,0 +1,1 @@
+../loopgen_runtime.py
