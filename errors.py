@@ -150,9 +150,7 @@ def _unknown_field(root: Any, owner: Any, parts: list[Any], value: Any) -> str:
         at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts[:-1])
         number = isinstance(value, int | float) and not isinstance(value, bool)
         return moved.format(at=f"{at[1:]}." if at else "", value=value if number else "...")
-    from .dsl.catalog import closest
-
-    hint = closest(name, list(owner.model_fields))
+    hint = _meant(owner, name)
     if hint is not None:
         return f"did you mean {hint!r}?"
     field = root.model_fields.get(name) if owner is not root else None
@@ -160,6 +158,18 @@ def _unknown_field(root: Any, owner: Any, parts: list[Any], value: Any) -> str:
         top, here = root.__name__, owner.__name__
         return f"it is {top}.{name}, not a field of {here}: move it into {top}({name}=...)"
     return fix
+
+
+def _meant(owner: Any, name: Any) -> str | None:
+    """The field of `owner` (a model class) that the unknown field `name` was most likely
+    meant to be, a misspelling's (None for a field it lists as living elsewhere)."""
+    if not (isinstance(name, str) and isinstance(owner, type) and issubclass(owner, BaseModel)):
+        return None
+    if name in getattr(owner, "elsewhere", {}):
+        return None
+    from .dsl.catalog import closest
+
+    return closest(name, list(owner.model_fields))
 
 
 def _holds_models(tp: Any) -> bool:
@@ -170,16 +180,22 @@ def _holds_models(tp: Any) -> bool:
     return any(_holds_models(arg) for arg in get_args(tp))
 
 
-def unknown_fields(error: ValidationError, model: type[BaseModel]) -> list[list[Any]] | None:
+def unknown_fields(
+    error: ValidationError, model: type[BaseModel]
+) -> list[tuple[list[Any], str | None]] | None:
     """Where each problem of `error` is, when every one is a field (or a Keras argument) that
-    does not exist, a misspelling: without them the data says all it meant. None when any
-    problem is of another kind (a value that does not validate)."""
+    does not exist, a misspelling: without them, or with each renamed to the field it was
+    likely meant to be (the one its message suggests, else None), the data says all it meant.
+    None when any problem is of another kind (a value that does not validate)."""
     found = []
     for item in error.errors(include_url=False):
-        unknown = item["type"] == "extra_forbidden" or item.get("ctx", {}).get("unknown")
+        ctx = item.get("ctx", {})
+        unknown = item["type"] == "extra_forbidden" or ctx.get("unknown")
         if not unknown or not item["loc"]:
             return None
-        found.append(_user_loc(model, item["loc"])[0])
+        parts, _, owner = _user_loc(model, item["loc"])
+        meant = ctx.get("meant") if ctx.get("unknown") else _meant(owner, parts[-1])
+        found.append((parts, meant))
     return found
 
 
