@@ -260,7 +260,9 @@ def diff(
     variant: VariantOpt = None,
 ) -> None:
     """Show what `loopgen render SPEC_FILE -o SCRIPT` would change in SCRIPT, as a unified
-    diff (hand edits merged), without writing anything."""
+    diff (hand edits merged), without writing anything. Exits 1 when it shows a difference and
+    0 when a re-render would change nothing, as `git diff --exit-code` does (an error exits 1
+    too, with its message on stderr)."""
     import difflib
 
     from .output import Outcome, plan
@@ -287,6 +289,8 @@ def diff(
             fg=typer.colors.YELLOW,
             err=True,
         )
+    if update.text != update.old:
+        raise typer.Exit(code=1)  # a difference, as `git diff --exit-code` says one
 
 
 @command

@@ -81,7 +81,9 @@ def located_problems(
     complain; a RuleError's `at` is in the error's `ctx`)."""
     problems = []  # (path, message, union group or None, is a mere type mismatch, parts)
     for item in error.errors(include_url=False):
-        parts, union_at = _user_loc(model, item["loc"]) if model else (list(item["loc"]), None)
+        parts, union_at, owner = (
+            _user_loc(model, item["loc"]) if model else (list(item["loc"]), None, None)
+        )
         path = root
         for part in parts:
             if isinstance(part, int):
@@ -90,7 +92,7 @@ def located_problems(
                 path += f"[{str(part)!r}]" if keys and isinstance(part, _Key) else f".{part}"
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
-            message = "unknown field; remove it or check its spelling"
+            message = "unknown field; " + _unknown_field(model, owner, parts, item.get("input"))
         elif item["type"] == "finite_number":
             message = "NaN and ±inf are not allowed here; give a finite number"
         elif item["type"] == "missing":
@@ -134,16 +136,66 @@ def located_problems(
     return lines
 
 
-def unknown_fields(error: ValidationError, model: type[BaseModel]) -> list[list[Any]] | None:
+def _unknown_field(root: Any, owner: Any, parts: list[Any], value: Any) -> str:
+    """The fix of a field that `owner` (a model class, None when unknown) does not have: where
+    the field lives, when it is one of Keras' (`owner.elsewhere`) or a section of the `root`
+    model's that was put inside another (`Loop(early_stopping=...)`), else the field it was
+    most likely meant to be (a misspelling, as of a Keras argument: catalog.closest)."""
+    fix = "remove it or check its spelling"
+    name = parts[-1] if parts else None
+    if not (isinstance(name, str) and isinstance(owner, type) and issubclass(owner, BaseModel)):
+        return fix
+    moved = getattr(owner, "elsewhere", {}).get(name)
+    if moved is not None:
+        at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts[:-1])
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return moved.format(at=f"{at[1:]}." if at else "", value=value if number else "...")
+    hint = _meant(owner, name)
+    if hint is not None:
+        return f"did you mean {hint!r}?"
+    field = root.model_fields.get(name) if owner is not root else None
+    if field is not None and _holds_models(field.annotation):
+        top, here = root.__name__, owner.__name__
+        return f"it is {top}.{name}, not a field of {here}: move it into {top}({name}=...)"
+    return fix
+
+
+def _meant(owner: Any, name: Any) -> str | None:
+    """The field of `owner` (a model class) that the unknown field `name` was most likely
+    meant to be, a misspelling's (None for a field it lists as living elsewhere)."""
+    if not (isinstance(name, str) and isinstance(owner, type) and issubclass(owner, BaseModel)):
+        return None
+    if name in getattr(owner, "elsewhere", {}):
+        return None
+    from .dsl.catalog import closest
+
+    return closest(name, list(owner.model_fields))
+
+
+def _holds_models(tp: Any) -> bool:
+    """Whether a field's values are (or hold) spec models: a section, not a name or a number."""
+    tp, _ = _strip(tp, False)
+    if isinstance(tp, type):
+        return issubclass(tp, BaseModel)
+    return any(_holds_models(arg) for arg in get_args(tp))
+
+
+def unknown_fields(
+    error: ValidationError, model: type[BaseModel]
+) -> list[tuple[list[Any], str | None]] | None:
     """Where each problem of `error` is, when every one is a field (or a Keras argument) that
-    does not exist, a misspelling: without them the data says all it meant. None when any
-    problem is of another kind (a value that does not validate)."""
+    does not exist, a misspelling: without them, or with each renamed to the field it was
+    likely meant to be (the one its message suggests, else None), the data says all it meant.
+    None when any problem is of another kind (a value that does not validate)."""
     found = []
     for item in error.errors(include_url=False):
-        unknown = item["type"] == "extra_forbidden" or item.get("ctx", {}).get("unknown")
+        ctx = item.get("ctx", {})
+        unknown = item["type"] == "extra_forbidden" or ctx.get("unknown")
         if not unknown or not item["loc"]:
             return None
-        found.append(_user_loc(model, item["loc"])[0])
+        parts, _, owner = _user_loc(model, item["loc"])
+        meant = ctx.get("meant") if ctx.get("unknown") else _meant(owner, parts[-1])
+        found.append((parts, meant))
     return found
 
 
@@ -156,12 +208,14 @@ class _Key(str):
     """A dict's key in an error's location (not a field's name)."""
 
 
-def _user_loc(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[list[Any], int | None]:
-    """The parts of a pydantic error location that are fields, list indices or dict keys, and
-    the index in `loc` of the last smart-union label (None if the error passed through none)."""
+def _user_loc(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[list[Any], int | None, Any]:
+    """The parts of a pydantic error location that are fields, list indices or dict keys, the
+    index in `loc` of the last smart-union label (None if the error passed through none), and
+    the type that has the last part (the model of a field; None when unknown)."""
     kept: list[Any] = []
     union_at = None
     tp: Any = model
+    owner: Any = None
     discriminated = False
     for index, part in enumerate(loc):
         tp, discriminated = _strip(tp, discriminated)
@@ -175,8 +229,9 @@ def _user_loc(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[list[Any], 
             continue
         dict_key = get_origin(tp) is dict and isinstance(part, str)
         kept.append(_Key(part) if dict_key else part)
+        owner = tp
         tp, discriminated = _child(tp, part)
-    return kept, union_at
+    return kept, union_at, owner
 
 
 def _strip(tp: Any, discriminated: bool) -> tuple[Any, bool]:

@@ -34,6 +34,11 @@ class StrictModel(BaseModel):
         regex_engine="python-re",
     )
 
+    elsewhere: ClassVar[dict[str, str]] = {}
+    """Fields a user may write here that live elsewhere in a spec (Keras' names, mostly), each
+    with where: its unknown-field error says so (errors.py; `{at}` is this model's path, as
+    `data.`, and `{value}` the number given, else `...`)."""
+
     def __new__(cls, /, *args: Any, **kwargs: Any) -> Any:
         model = super().__new__(cls)
         if _DEFERRED.get() is None:

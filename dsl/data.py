@@ -1,6 +1,6 @@
 """The `data` section: where examples come from and how they are batched."""
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -180,6 +180,11 @@ ValidationSource = Annotated[
 
 class Data(StrictModel):
     """The input pipeline: sources, preprocessing, shuffling and batching."""
+
+    elsewhere: ClassVar[dict[str, str]] = {
+        "validation_split": "Keras' validation_split is {at}validation=Split(fraction={value}) "
+        "in a spec",
+    }
 
     train: Source
     """Training examples."""

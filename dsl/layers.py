@@ -220,6 +220,7 @@ def check_arguments(entry: catalog.Entry, given: dict[str, Any], what: str) -> N
                 f"{what} has no argument {name!r}; "
                 + (f"did you mean {hint!r}?" if hint else f"its arguments: {sorted(known)}"),
                 unknown=True,
+                meant=hint,
             )
         if _contains_var(value):
             continue  # checked where the loop or the class gives it a value
@@ -235,12 +236,18 @@ def check_arguments(entry: catalog.Entry, given: dict[str, Any], what: str) -> N
 
 
 def argument_error(
-    what: str, name: str, value: Any, message: str, unknown: bool = False
+    what: str,
+    name: str,
+    value: Any,
+    message: str,
+    unknown: bool = False,
+    meant: str | None = None,
 ) -> ValidationError:
     """An error at the argument's own path (`model.layers[3].filters`), raised from a model
     validator: pydantic places it below the model's path. `unknown`: an argument the class
-    does not take (a misspelling; the loader checks the cross-field rules without it)."""
-    ctx = {"error": message, "unknown": unknown}
+    does not take (a misspelling; the loader checks the cross-field rules without it, or with
+    it renamed to the argument it was `meant` to be, the one the message suggests)."""
+    ctx = {"error": message, "unknown": unknown, "meant": meant}
     line = {"type": "value_error", "loc": (name,), "input": value, "ctx": ctx}
     return ValidationError.from_exception_data(what, [line])  # type: ignore[list-item]
 

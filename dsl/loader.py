@@ -142,8 +142,9 @@ def _validate(
     """The spec, or a SpecError naming each problem by its path (`where` the file and line,
     and `line` its text, of the construction that did not validate in a spec file). Fields that
     do not exist (misspelt) do not hide the cross-field rules: those are checked on the data
-    without them, and what they find is reported with the rest. With the `origins` of a spec
-    file's parts, each problem is shown at the line that built its part."""
+    with them renamed as suggested, or else without them (_rules_without), and what they find
+    is reported with the rest. With the `origins` of a spec file's parts, each problem is
+    shown at the line that built its part."""
     try:
         return Spec.model_validate(data)
     except ValidationError as error:
@@ -162,40 +163,51 @@ def _validate(
 
 def _rules_without(error: ValidationError, data: Any) -> list[tuple[tuple[Any, ...], str]]:
     """What the cross-field rules say of the data without the fields `error` finds unknown
-    (pydantic checks them only once every field validates): nothing when `error` has a
-    problem of another kind, whose value the rules would need."""
+    (pydantic checks them only once every field validates): first with each misspelt field
+    renamed to the one its message suggests (`Conv2D(filter=16)` as `filters=16`, a required
+    argument the rules cannot do without), then, if that does not validate but for the rules,
+    with them left out. Nothing when `error` has a problem of another kind, whose value the
+    rules would need."""
     unknown = unknown_fields(error, Spec)
     if not unknown:
         return []
-    for parts in unknown:
-        data = _without(data, parts)
-        if data is None:
-            return []
-    try:
-        Spec.model_validate(data)
-    except ValidationError as rules:
-        if all(not item["loc"] for item in rules.errors(include_url=False)):
-            return located_problems(rules, model=Spec)
+    renamed = any(meant for _, meant in unknown)
+    for rename in (True, False) if renamed else (False,):
+        fixed = data
+        for parts, meant in unknown:
+            fixed = _without(fixed, parts, meant if rename else None)
+            if fixed is None:
+                break
+        else:
+            try:
+                Spec.model_validate(fixed)
+                return []
+            except ValidationError as rules:
+                if all(not item["loc"] for item in rules.errors(include_url=False)):
+                    return located_problems(rules, model=Spec)
     return []
 
 
-def _without(data: Any, parts: list[Any]) -> Any:
-    """`data` without the field at `parts` (the containers on its way copied), None when it is
-    not there in plain dicts and lists."""
+def _without(data: Any, parts: list[Any], meant: str | None = None) -> Any:
+    """`data` without the field at `parts` (the containers on its way copied), its value under
+    the name `meant` instead if given (and not given already); None when it is not there in
+    plain dicts and lists."""
     if not parts:
         return None
     head, rest = parts[0], parts[1:]
     if isinstance(data, dict) and head in data:
         copy = dict(data)
         if rest:
-            copy[head] = _without(data[head], rest)
+            copy[head] = _without(data[head], rest, meant)
             if copy[head] is None:
                 return None
         else:
-            del copy[head]
+            value = copy.pop(head)
+            if meant is not None and meant not in copy:
+                copy[meant] = value
         return copy
     if isinstance(data, list | tuple) and isinstance(head, int) and -len(data) <= head < len(data):
-        child = _without(data[head], rest)
+        child = _without(data[head], rest, meant)
         if child is None:
             return None
         items = list(data)

@@ -448,6 +448,16 @@ def test_validate_shows_field_errors_and_cross_field_rules_at_once_each_at_its_l
     stderr = failed(run_cli("validate", str(spec_file(tmp_path, typo))), "the spec has 2 errors")
     assert "has no argument 'activaton'" in stderr and "from_logits=True but" in stderr
 
+    # Misspelt, the rules see it under the name suggested (a required one, filters, they need),
+    # or, where that value does not validate either, without it.
+    typo = source.replace("epoch=3", "").replace("units=64", "unit=64", 1)
+    stderr = failed(run_cli("validate", str(spec_file(tmp_path, typo))), "the spec has 2 errors")
+    assert "has no argument 'unit'; did you mean 'units'?" in stderr, stderr
+    assert "from_logits=True but" in stderr, stderr
+    typo = source.replace("epoch=3", "").replace('activation="relu"', "activaton=5", 1)
+    stderr = failed(run_cli("validate", str(spec_file(tmp_path, typo))), "the spec has 2 errors")
+    assert "has no argument 'activaton'" in stderr and "from_logits=True but" in stderr
+
     # A value that does not validate: the rules are not guessed without it.
     wrong = source.replace("epoch=3", "").replace("units=64", "units=0", 1)
     stderr = failed(run_cli("validate", str(spec_file(tmp_path, wrong))), "the spec has 1 error")

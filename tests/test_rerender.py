@@ -337,7 +337,7 @@ def test_diff_shows_what_a_render_would_change_and_writes_nothing(tmp_path):
 
     before = tree(tmp_path)
     proc = run_cli("diff", str(spec), str(out))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # a difference, as `git diff --exit-code` says it
     assert tree(tmp_path) == before
     assert "\n-EPOCHS = 2\n+EPOCHS = 5\n" in proc.stdout
     assert "clip" not in proc.stdout  # the edit is kept, so not part of the change
@@ -364,11 +364,13 @@ def test_diff_warns_of_conflicts_and_of_a_foreign_file(tmp_path):
     spec = write_spec(tmp_path, ("epochs=2", "epochs=5"))
     before = tree(tmp_path)
     proc = run_cli("diff", str(spec), str(out))
-    assert proc.returncode == 0 and "+<<<<<<< train.py (your edits)" in proc.stdout
+    assert proc.returncode == 1 and "+<<<<<<< train.py (your edits)" in proc.stdout
     assert "1 conflict(s)" in proc.stderr
     assert tree(tmp_path) == before
     out.write_text("print('mine')\n")
-    failed(run_cli("diff", str(spec), str(out)), "not written by loopgen")
+    proc = run_cli("diff", str(spec), str(out))
+    failed(proc, "not written by loopgen")
+    assert proc.returncode == 1  # an error keeps its code
 
 
 # --- the workflow, run -------------------------------------------------------------------------

@@ -134,18 +134,27 @@ def test_constraint_inside_a_union_field_is_reported_alone(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("section", "typo", "path"),
+    ("section", "typo", "path", "fix"),
     [
-        ("data", "bach_size", "spec.data.bach_size"),
-        (None, "naem", "spec.naem"),
-        ("loop", "epoch", "spec.loop.epoch"),
+        ("data", "bach_size", "spec.data.bach_size", "did you mean 'batch_size'?"),
+        (None, "naem", "spec.naem", "did you mean 'name'?"),
+        ("loop", "epoch", "spec.loop.epoch", "did you mean 'epochs'?"),
+        ("loop", "colour", "spec.loop.colour", "remove it or check its spelling"),
+        # A field that lives elsewhere: Keras' name, or a section of the Spec given to another.
+        ("data", "validation_split", "spec.data.validation_split",
+         "Keras' validation_split is data.validation=Split(fraction=0.2) in a spec"),
+        ("loop", "early_stopping", "spec.loop.early_stopping",
+         "it is Spec.early_stopping, not a field of Loop: move it into Spec(early_stopping=...)"),
+        ("loop", "seed", "spec.loop.seed", "remove it or check its spelling"),  # not a section
     ],
-)
-def test_unknown_field(tmp_path, section, typo, path):
+)  # fmt: skip
+def test_unknown_field(tmp_path, section, typo, path, fix):
+    """An unknown field's message names the field it was likely meant to be (as a Keras
+    argument's does), or where it lives."""
     data = dumped("mnist_mlp")
-    (data[section] if section else data)[typo] = 64
+    (data[section] if section else data)[typo] = 0.2
     line = line_for(reject(tmp_path, data), path)
-    assert "unknown field" in line and "spelling" in line
+    assert f"{path}: unknown field; {fix}" in line, line
 
 
 def test_unknown_field_in_a_layer(tmp_path):
