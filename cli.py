@@ -239,14 +239,18 @@ def check(
     overrides: SetOpt = None,
     variant: VariantOpt = None,
 ) -> None:
-    """Fail when SCRIPT is out of date with SPEC_FILE (a re-render would change it). Hand edits
-    do not count: only what the spec, the flags and loopgen put in the script."""
+    """Fail when SCRIPT, or the loopgen_runtime.py beside it, is out of date with SPEC_FILE (a
+    re-render would change it). Hand edits do not count: only what the spec, the flags and
+    loopgen put in them."""
+    from .output import runtime_path
     from .output.check import check_script
+    from .render import render_runtime
 
     try:
         source, flags = _render(spec_file, name, overrides, variant)
         fix = _command("loopgen", "render", spec_file, "-o", script, *flags)
         typer.echo(check_script(script, spec_file, source, fix))
+        typer.echo(check_script(runtime_path(script), spec_file, render_runtime(), fix))
     except LoopgenError as error:
         raise _fail(error) from None
 
@@ -265,31 +269,35 @@ def diff(
     too, with its message on stderr)."""
     import difflib
 
-    from .output import Outcome, plan
+    from .output import Outcome, plan, runtime_path
+    from .render import render_runtime
 
     try:
         source, _ = _render(spec_file, name, overrides, variant)
-        update = plan(script, source)
+        # The script, and the runtime beside it: a render writes both.
+        updates = [plan(script, source), plan(runtime_path(script), render_runtime())]
     except LoopgenError as error:
         raise _fail(error) from None
-    lines = difflib.unified_diff(
-        (update.old or "").splitlines(keepends=True),
-        update.text.splitlines(keepends=True),
-        fromfile=f"{script}",
-        tofile=f"{script} (re-rendered)",
-    )
-    typer.echo("".join(lines), nl=False)
-    if update.text == update.old:
-        typer.secho(f"a re-render would not change {script}", err=True)
-    if update.outcome is Outcome.CONFLICTS:
-        where = ", ".join(f"{c.start}-{c.end}" for c in update.conflicts)
-        typer.secho(
-            f"note: a re-render would leave {len(update.conflicts)} conflict(s) with your "
-            f"edits in {script} (lines {where})",
-            fg=typer.colors.YELLOW,
-            err=True,
+    for update in updates:
+        path = update.path
+        lines = difflib.unified_diff(
+            (update.old or "").splitlines(keepends=True),
+            update.text.splitlines(keepends=True),
+            fromfile=f"{path}",
+            tofile=f"{path} (re-rendered)",
         )
-    if update.text != update.old:
+        typer.echo("".join(lines), nl=False)
+        if update.text == update.old:
+            typer.secho(f"a re-render would not change {path}", err=True)
+        if update.outcome is Outcome.CONFLICTS:
+            where = ", ".join(f"{c.start}-{c.end}" for c in update.conflicts)
+            typer.secho(
+                f"note: a re-render would leave {len(update.conflicts)} conflict(s) with your "
+                f"edits in {path} (lines {where})",
+                fg=typer.colors.YELLOW,
+                err=True,
+            )
+    if any(update.text != update.old for update in updates):
         raise typer.Exit(code=1)  # a difference, as `git diff --exit-code` says one
 
 

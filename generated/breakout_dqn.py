@@ -1,7 +1,7 @@
 """Play Breakout from its pixels with DQN.
 
 Written by loopgen 0.1.0 from examples/breakout_dqn.py
-(spec sha256 e602ad8ea9f9a07c, script sha256 ff61f281dee255eb).
+(spec sha256 e602ad8ea9f9a07c, script sha256 4df0b63f60e126cf).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -31,7 +31,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -468,7 +468,7 @@ def train(args, run):
     )
     total_steps -= total_steps % NUM_ENVS
     global_step = int(step.numpy())
-    run.start(step, nonfinite_step, total_steps, [train_loss, q_value])
+    run.start(step, nonfinite_step, total_steps, values=[train_loss, q_value])
     while global_step < total_steps and not run.preempted:
         observations = environments.observations.astype(np.uint8)
         actions = act(observations, global_step)
@@ -603,6 +603,9 @@ def export(model, directory):
         served.track(model)
         served.add_endpoint("serving_default", serve)
         served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 cb164aa93ecbc0b8, script sha256 5047149d2f7297a4).
+(spec sha256 cb164aa93ecbc0b8, script sha256 5f0154d0a74e1276).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -34,7 +34,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -673,6 +673,9 @@ def predict(serve, args, examples):
             os.remove(partial)
         raise
     print(f"{len(lines)} predictions written to {destination}")
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

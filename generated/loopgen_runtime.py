@@ -5,7 +5,7 @@ decides, as the class attributes of its RunDirectory; this file never imports th
 the same file serves every script of a folder. It is yours to read and edit too: `loopgen
 render` merges your edits here as in the script.
 
-Written by loopgen 0.1.0 (runtime sha256 02a5ba08010f6722).
+Written by loopgen 0.1.0 (runtime sha256 74eb18973d22f984).
 """
 
 import argparse
@@ -30,7 +30,7 @@ import time
 import traceback
 
 # What a script checks that it was rendered with: loopgen's version and this file's sha256.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 
 
 class _Module:
@@ -738,7 +738,7 @@ class RunDirectory:
 
     # --- The run's start and its logs ---------------------------------------------------
 
-    def start(self, step, nonfinite_step, total_steps, values=(), strategy=None, train_step=None):
+    def start(self, step, nonfinite_step, total_steps, strategy=None, train_step=None, values=()):
         """Writes the run's start record to runs.jsonl (main() writes its end record), once the
         steps it trains are known to hold those --profile names; a script that acts also
         starts its progress bar (`values`: the means the run logs, which replay prints)."""

@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 c9afe42d534ac682, script sha256 db1e15955527a8eb).
+(spec sha256 c9afe42d534ac682, script sha256 6f76fa1ec9f93484).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -34,7 +34,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -732,6 +732,9 @@ def predict(serve, args, examples):
             os.remove(partial)
         raise
     print(f"{len(lines)} predictions written to {destination}")
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

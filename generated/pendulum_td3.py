@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with TD3.
 
 Written by loopgen 0.1.0 from examples/pendulum_td3.py
-(spec sha256 e3b6b5d4dd6e80a4, script sha256 04dd4e3f907161ad).
+(spec sha256 e3b6b5d4dd6e80a4, script sha256 4b5bfc5a7a2363cb).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -31,7 +31,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -509,7 +509,7 @@ def train(args, run):
     )
     total_steps -= total_steps % NUM_ENVS
     global_step = int(step.numpy())
-    run.start(step, nonfinite_step, total_steps, list(logged.values()))
+    run.start(step, nonfinite_step, total_steps, values=list(logged.values()))
     while global_step < total_steps and not run.preempted:
         observations = environments.observations.astype(np.float32)
         actions = act(observations, global_step)  # in [-1, 1], as the buffer keeps them
@@ -645,6 +645,9 @@ def export(model, directory):
         served.track(model)
         served.add_endpoint("serving_default", serve)
         served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

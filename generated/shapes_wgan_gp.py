@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 f92129b954f93234, script sha256 39cbe7fda10d98cd).
+(spec sha256 f92129b954f93234, script sha256 8a8b743a6cb082f7).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -32,7 +32,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -485,6 +485,9 @@ def export(generator, directory):
     out. A SavedModel, which loads without this script's classes."""
     with written_whole(directory) as partial:
         generator.export(os.path.join(partial, "generator"), verbose=False)
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 625492df64dc2a28, script sha256 8334b0dafa39508c).
+(spec sha256 625492df64dc2a28, script sha256 d986837bae1f39e1).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -37,7 +37,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -653,6 +653,9 @@ def serving_function(model):
         return {"completions": preprocessor().tokenizer.detokenize(tokens)}
 
     return serve
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

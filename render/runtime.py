@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+import types
 from functools import cache
 from pathlib import Path
 
@@ -45,9 +46,20 @@ def render_runtime() -> str:
 
 @cache
 def public_names() -> frozenset[str]:
-    """The runtime's top-level functions, classes and constants a script may import."""
-    names = re.findall(r"^(?:def|class) ([A-Za-z]\w*)|^([A-Z][A-Z_0-9]*) = ", source(), re.M)
-    return frozenset(a or b for a, b in names) - NOT_IMPORTED
+    """The runtime's top-level functions, classes and constants a script may import (the
+    module itself imports only the standard library: no TensorFlow)."""
+    from ..runtime import loopgen_runtime
+
+    return (
+        frozenset(
+            name
+            for name, value in vars(loopgen_runtime).items()
+            if not name.startswith("_")
+            and not isinstance(value, types.ModuleType)
+            and (getattr(value, "__module__", None) == loopgen_runtime.__name__ or name.isupper())
+        )
+        - NOT_IMPORTED
+    )
 
 
 def link(script: str) -> str:

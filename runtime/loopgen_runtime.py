@@ -738,7 +738,7 @@ class RunDirectory:
 
     # --- The run's start and its logs ---------------------------------------------------
 
-    def start(self, step, nonfinite_step, total_steps, values=(), strategy=None, train_step=None):
+    def start(self, step, nonfinite_step, total_steps, strategy=None, train_step=None, values=()):
         """Writes the run's start record to runs.jsonl (main() writes its end record), once the
         steps it trains are known to hold those --profile names; a script that acts also
         starts its progress bar (`values`: the means the run logs, which replay prints)."""

@@ -168,7 +168,7 @@ MUTANTS: list[Mutant] = [
         "replay_runs_the_steps_before_n_in_one_call",
         RUNTIME,
         'or getattr(self.args, "step", None) or first',
-        'or first',
+        "or first",
         [
             "tests/test_debugging.py::"
             "test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own"
@@ -178,8 +178,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "debugging_flags_checked_after_tensorflow_loads",
         "templates/partials/args.jinja",
-        '{{ debugging.checks() }}    return args\n',
-        '    return args\n',
+        "{{ debugging.checks() }}    return args\n",
+        "    return args\n",
         [
             "tests/test_debugging.py::"
             "test_a_mistaken_debugging_flag_is_refused_before_tensorflow_loads"
@@ -206,7 +206,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "profile_line_glued_to_the_progress_bar",
         RUNTIME,
-        '            print()  # after the progress bar\'s line\n            profile = os.path.join(self.path, "logs", "profile")\n',
+        "            print()  # after the progress bar's line\n"
+        '            profile = os.path.join(self.path, "logs", "profile")\n',
         '            profile = os.path.join(self.path, "logs", "profile")\n',
         ["tests/test_debugging.py::test_profile_traces_the_steps_it_names"],
         "#7: the profile's closing line glued to the progress bar",
@@ -214,8 +215,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "replay_counts_the_epochs_it_replays",
         RUNTIME,
-        '{self.args.epochs if replaying else epochs}',
-        '{epochs}',
+        "{self.args.epochs if replaying else epochs}",
+        "{epochs}",
         [
             "tests/test_debugging.py::"
             "test_replay_of_a_healthy_step_prints_the_loss_the_run_logged[single_device]"
@@ -225,8 +226,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "replay_says_as_logged_of_a_step_never_logged",
         RUNTIME,
-        'logged = was_logged(self.args.replay_of, step)',
-        'logged = True',
+        "logged = was_logged(self.args.replay_of, step)",
+        "logged = True",
         [
             "tests/test_debugging.py::"
             "test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own"
@@ -247,8 +248,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "fast_dev_run_summaries_at_each_stage",
         RUNTIME,
-        '        keras.Model.summary = lambda *args, **kwargs: None\n',
-        '',
+        "        keras.Model.summary = lambda *args, **kwargs: None\n",
+        "",
         [
             "tests/test_debugging.py::"
             "test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone[mnist_mlp]"
@@ -952,8 +953,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "a_training_run_takes_a_shared_lock",
         RUNTIME,
-        'shared = fcntl.LOCK_SH if reader else fcntl.LOCK_EX',
-        'shared = fcntl.LOCK_SH',
+        "shared = fcntl.LOCK_SH if reader else fcntl.LOCK_EX",
+        "shared = fcntl.LOCK_SH",
         ["tests/test_rundir.py::test_a_second_run_on_a_locked_directory_stops_at_once"],
         "the run lock: two training runs on one directory",
     ),
@@ -971,7 +972,7 @@ MUTANTS: list[Mutant] = [
         "a_hand_edited_network_is_not_noticed",
         RUNTIME,
         'setup = {**self.setup, "weights": weights_fingerprint(*networks.values())}',
-        'setup = {**self.setup}',
+        "setup = {**self.setup}",
         [
             "tests/test_rundir.py::test_checkpoints_of_another_setup_are_refused_unless_branched_with_init_from"
         ],

@@ -116,6 +116,7 @@ def test_the_docs_claims_that_a_test_can_check():
     # other CSV files too; cartpole_ppo's by playing episodes).
     names = ("mnist_mlp", "shapes_plateau", "houses_tabular", "cartpole_ppo")
     script = "".join((ROOT / "generated" / f"{name}.py").read_text() for name in names)
+    script += (ROOT / "generated" / "loopgen_runtime.py").read_text()  # the debugging flags
     sources = "".join(
         (ROOT / name).read_text()
         for name in (
@@ -129,6 +130,7 @@ def test_the_docs_claims_that_a_test_can_check():
     tools = {"--logdir", "--nodes", "--ntasks-per-node", "--help"}
     tools |= {"--dir", "--all", "--rest", "--model"}  # saved_model_cli, tensorflow_model_server
     tools |= {"--strict", "--durations", "--junitxml", "--snapshot-update"}  # mkdocs, pytest
+    tools.add("--exit-code")  # git diff's, which loopgen diff's exit status follows
     typer = {"--install-completion", "--show-completion"}
     for flag in sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", docs)) - tools - typer):
         assert f'"{flag}"' in script + sources, f"the docs name {flag}"

@@ -127,10 +127,10 @@ def test_json_spec_renders_the_same_script(example, tmp_path):
     def body(script: str) -> str:  # all but the header, which names the spec file
         return script[script.index("\nimport ") :]
 
-    # An MLflow run uploads its spec file (SPEC_FILE), which the script names too.
-    json_body = body(from_json.stdout).replace(f'SPEC_FILE = "{path}"', "SPEC_FILE = ...")
+    # An MLflow run uploads its spec file (its "spec_file"), which the script names too.
+    json_body = body(from_json.stdout).replace(f'"spec_file": "{path}"', '"spec_file": ...')
     python_body = body(from_python.stdout).replace(
-        f'SPEC_FILE = "examples/{example.name}"', "SPEC_FILE = ..."
+        f'"spec_file": "examples/{example.name}"', '"spec_file": ...'
     )
     assert json_body == python_body
 

@@ -125,9 +125,17 @@ def script_parser(source: str) -> argparse.ArgumentParser:
     above the script's first `if` (the `if __name__ == "__main__": parse_args()` that answers
     `--help` before TensorFlow loads) are run, then `parse_args()` is called with a parser that
     hands itself back instead of parsing."""
+    from loopgen.runtime import loopgen_runtime
+
     tree = ast.parse(source)
     head = []
     for node in tree.body:
+        # The import of the runtime beside the script, and the check that it is its render's:
+        # the runtime's names come from loopgen's own copy (below).
+        if isinstance(node, ast.Try) or (
+            isinstance(node, ast.If) and "RUNTIME" in ast.unparse(node.test)
+        ):
+            continue
         if isinstance(node, ast.If):
             break
         if not isinstance(
@@ -135,7 +143,11 @@ def script_parser(source: str) -> argparse.ArgumentParser:
         ):
             raise ValueError(f"unexpected statement above parse_args(): {ast.unparse(node)[:80]}")
         head.append(node)
-    namespace: dict[str, Any] = {"__name__": "script", "__doc__": ast.get_docstring(tree, False)}
+    namespace: dict[str, Any] = {
+        **vars(loopgen_runtime),
+        "__name__": "script",
+        "__doc__": ast.get_docstring(tree, False),
+    }
     exec(compile(ast.Module(body=head, type_ignores=[]), "<script>", "exec"), namespace)
     namespace["argparse"] = types.SimpleNamespace(
         **{**vars(argparse), "ArgumentParser": _Capturing}

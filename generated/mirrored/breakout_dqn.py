@@ -1,7 +1,7 @@
 """Play Breakout from its pixels with DQN.
 
 Written by loopgen 0.1.0 from examples/breakout_dqn.py
-(spec sha256 1cfec923f98bb0ee, script sha256 fa95ff0b2643b1d5).
+(spec sha256 1cfec923f98bb0ee, script sha256 7fd1e397a0e72f5a).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -512,9 +512,7 @@ def train(args, run):
     )
     total_steps -= total_steps % NUM_ENVS
     global_step = int(step.numpy())
-    run.start(
-        step, nonfinite_step, total_steps, [train_loss, q_value], strategy=strategy
-    )
+    run.start(step, nonfinite_step, total_steps, strategy, values=[train_loss, q_value])
     while global_step < total_steps and not run.preempted:
         observations = environments.observations.astype(np.uint8)
         actions = act(observations, global_step)
@@ -649,6 +647,9 @@ def export(model, directory):
         served.track(model)
         served.add_endpoint("serving_default", serve)
         served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

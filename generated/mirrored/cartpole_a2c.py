@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with A2C.
 
 Written by loopgen 0.1.0 from examples/cartpole_a2c.py
-(spec sha256 24d0f85df9bb1421, script sha256 cb62ffee96dcb51a).
+(spec sha256 24d0f85df9bb1421, script sha256 fb91478860d85c21).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -487,7 +487,7 @@ def train(args, run):
     )
     total_steps -= total_steps % ROLLOUT_SIZE
     global_step = int(step.numpy())
-    run.start(step, nonfinite_step, total_steps, losses, strategy=strategy)
+    run.start(step, nonfinite_step, total_steps, strategy, values=losses)
     while global_step < total_steps and not run.preempted:
         rollout = collect(environments, act, rollout_values, value_of, global_step)
         with run.debugged(
@@ -620,6 +620,9 @@ def export(model, value_network, directory):
         served.track(value_network)
         served.add_endpoint("serving_default", serve)
         served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

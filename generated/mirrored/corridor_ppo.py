@@ -1,7 +1,7 @@
 """Walk to a goal in a corridor, an environment of your own, with PPO.
 
 Written by loopgen 0.1.0 from examples/corridor_ppo.py
-(spec sha256 e2e623afed81f496, script sha256 2f991b24756c45ba).
+(spec sha256 e2e623afed81f496, script sha256 02c21dd1a4c58ce1).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -569,7 +569,7 @@ def train(args, run):
     )
     total_steps -= total_steps % ROLLOUT_SIZE
     global_step = int(step.numpy())
-    run.start(step, nonfinite_step, total_steps, losses, strategy=strategy)
+    run.start(step, nonfinite_step, total_steps, strategy, values=losses)
     while global_step < total_steps and not run.preempted:
         optimizer.learning_rate = LEARNING_RATE * (1 - global_step / TOTAL_STEPS)
         rollout = collect(
@@ -709,6 +709,9 @@ def export(model, value_network, directory):
         served.track(value_network)
         served.add_endpoint("serving_default", serve)
         served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with PPO's Gaussian policy.
 
 Written by loopgen 0.1.0 from examples/pendulum_ppo.py
-(spec sha256 3221a920c9a1d164, script sha256 0a86a0a35cd7e79a).
+(spec sha256 3221a920c9a1d164, script sha256 274675cee3adb5c7).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -591,7 +591,7 @@ def train(args, run):
     )
     total_steps -= total_steps % ROLLOUT_SIZE
     global_step = int(step.numpy())
-    run.start(step, nonfinite_step, total_steps, losses, strategy=strategy)
+    run.start(step, nonfinite_step, total_steps, strategy, values=losses)
     while global_step < total_steps and not run.preempted:
         optimizer.learning_rate = LEARNING_RATE * (1 - global_step / TOTAL_STEPS)
         rollout = collect(
@@ -734,6 +734,9 @@ def export(model, value_network, log_std, statistics, directory):
         served.statistics = statistics
         served.add_endpoint("serving_default", serve)
         served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

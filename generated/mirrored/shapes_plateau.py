@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 c70e78ebd27d24a3, script sha256 494458e74f61e8ff).
+(spec sha256 c70e78ebd27d24a3, script sha256 baa8a35163d926ad).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -35,7 +35,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -570,9 +570,7 @@ def train(args, run):
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:  # nothing left to train (run.start says so)
         first_epoch = epochs
-    run.start(
-        step, nonfinite_step, total_steps, strategy=strategy, train_step=train_step
-    )
+    run.start(step, nonfinite_step, total_steps, strategy, train_step)
     if early_stopping.waited >= EARLY_STOPPING_PATIENCE:
         print("This run already stopped early: a new --output-dir starts over.")
         first_epoch = epochs
@@ -797,6 +795,9 @@ def predict(serve, args, examples):
             os.remove(partial)
         raise
     print(f"{len(lines)} predictions written to {destination}")
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

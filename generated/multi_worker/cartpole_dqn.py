@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 387afbb2ac1cad9a, script sha256 e0ac302ec7ae0396).
+(spec sha256 387afbb2ac1cad9a, script sha256 6b6dc61e9a806f97).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -37,7 +37,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -649,9 +649,7 @@ def train(args, run):
     )
     total_steps -= total_steps % NUM_ENVS
     global_step = int(step.numpy())
-    run.start(
-        step, nonfinite_step, total_steps, [train_loss, q_value], strategy=strategy
-    )
+    run.start(step, nonfinite_step, total_steps, strategy, values=[train_loss, q_value])
     while global_step < total_steps and not run.preempted:
         observations = environments.observations.astype(np.float32)
         actions = act(observations, global_step)
@@ -798,6 +796,9 @@ def export(model, directory):
         served.track(model)
         served.add_endpoint("serving_default", serve)
         served.write_out(os.path.join(partial, "saved_model", "1"), verbose=False)
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 9cea712766d8c0f7, script sha256 f994a56fcc1f97ab).
+(spec sha256 9cea712766d8c0f7, script sha256 89dc4bb1339d55eb).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -38,7 +38,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -670,9 +670,7 @@ def train(args, run):
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:  # nothing left to train (run.start says so)
         first_epoch = epochs
-    run.start(
-        step, nonfinite_step, total_steps, strategy=strategy, train_step=train_step
-    )
+    run.start(step, nonfinite_step, total_steps, strategy, train_step)
     # One iterator for the whole run, from the current step on. Each input pipeline (one per
     # worker) reads only the slices of each global batch that its replicas train on.
     train_iterator = iter(
@@ -872,6 +870,9 @@ def predict(serve, args, examples):
             os.remove(partial)
         raise
     print(f"{len(lines)} predictions written to {destination}")
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

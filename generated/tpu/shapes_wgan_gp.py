@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 3ded78973361e1ce, script sha256 62f846ec09206a79).
+(spec sha256 3ded78973361e1ce, script sha256 5b0967e239aa618c).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -529,7 +529,7 @@ def train(args, run):
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:  # nothing left to train (run.start says so)
         first_epoch = epochs
-    run.start(step, nonfinite_step, total_steps, strategy=strategy)
+    run.start(step, nonfinite_step, total_steps, strategy)
     # One iterator for the whole run, from the current step on. Each input pipeline (one per
     # worker) reads only the slices of each global batch that its replicas train on.
     train_iterator = iter(
@@ -573,6 +573,9 @@ def export(generator, directory):
     out. A SavedModel, which loads without this script's classes."""
     with written_whole(directory) as partial:
         generator.export(os.path.join(partial, "generator"), verbose=False)
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

@@ -1,7 +1,7 @@
 """Spot events in windows of a signal yielded by a Python generator.
 
 Written by loopgen 0.1.0 from examples/signals_generator.py
-(spec sha256 026eb7f3387b5118, script sha256 c5e64c5eab302b29).
+(spec sha256 026eb7f3387b5118, script sha256 0b96d85cbff42e99).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -32,7 +32,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -439,7 +439,7 @@ def train(args, run):
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:  # nothing left to train (run.start says so)
         first_epoch = epochs
-    run.start(step, nonfinite_step, total_steps, strategy=strategy)
+    run.start(step, nonfinite_step, total_steps, strategy)
     # One iterator for the whole run, from the current step on. Each input pipeline (one per
     # worker) reads only the slices of each global batch that its replicas train on.
     train_iterator = iter(
@@ -479,6 +479,9 @@ def export(model, directory):
     and takes inputs prepared as the training batches are (preprocess())."""
     with written_whole(directory) as partial:
         model.export(os.path.join(partial, "network"), verbose=False)
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):

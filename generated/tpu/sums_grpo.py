@@ -1,7 +1,7 @@
 """Answer sums right, by GRPO with LoRA and a verifiable reward.
 
 Written by loopgen 0.1.0 from examples/sums_grpo.py
-(spec sha256 2a95569f0b284c67, script sha256 8003ef9166879308).
+(spec sha256 2a95569f0b284c67, script sha256 f01c6a5b1b564a6a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -38,7 +38,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime d8d6fa6873bfd04f"
+RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = (
         getattr(loopgen_runtime, "RUNTIME", "another file")
@@ -711,7 +711,7 @@ def train(args, run):
     first_epoch = global_step // steps_per_epoch
     if global_step >= total_steps:  # nothing left to train (run.start says so)
         first_epoch = epochs
-    run.start(step, nonfinite_step, total_steps, strategy=strategy)
+    run.start(step, nonfinite_step, total_steps, strategy)
     # One iterator for the whole run, from the current step on. Each input pipeline (one per
     # worker) reads only the slices of each global batch that its replicas train on.
     train_iterator = iter(
@@ -813,6 +813,9 @@ def serving_function(model):
         return {"completions": preprocessor().tokenizer.detokenize(tokens)}
 
     return serve
+
+
+# --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):
