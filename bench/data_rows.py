@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from loopgen.dsl.loader import load_spec
-from loopgen.render import render_script
+from loopgen.render import render_runtime, render_script
 
 from .report import median
 from .workload import EXAMPLES, bench_overrides
@@ -63,6 +63,7 @@ def render(source: dict, path: Path) -> Path:
     ]
     spec = load_spec(EXAMPLES / f"{EXAMPLE}.py", overrides=overrides)
     path.write_text(render_script(spec, spec_file=f"examples/{EXAMPLE}.py"))
+    (path.parent / "loopgen_runtime.py").write_text(render_runtime())  # the runtime beside it
     return path
 
 

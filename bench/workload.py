@@ -10,7 +10,7 @@ import numpy as np
 from loopgen.dsl.loader import load_spec
 from loopgen.dsl.shapes import check_shapes
 from loopgen.dsl.spec import Spec
-from loopgen.render import code, context, render_script
+from loopgen.render import code, context, render_runtime, render_script
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -107,4 +107,5 @@ def render(work: Workload, path: Path, overrides: list[str] = ()) -> Path:
             overrides=[*bench_overrides(work.data_path), *overrides],
         )
     path.write_text(render_script(spec, spec_file=f"examples/{work.name}.py"))
+    (path.parent / "loopgen_runtime.py").write_text(render_runtime())  # the runtime beside it
     return path

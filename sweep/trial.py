@@ -189,8 +189,8 @@ class RunningTrial:
     def render(self) -> None:
         """Writes the trial's script (once: a resumed trial runs the script it started with).
         A LoopgenError when its values do not validate."""
-        from ..output import write_script
-        from ..render import render_script
+        from ..output import write_rendered
+        from ..render import render_runtime, render_script
 
         script = self.folder / "train.py"
         if script.exists():
@@ -201,7 +201,7 @@ class RunningTrial:
             spec_file=os.path.relpath(self.loaded.spec_path, self.loaded.folder),
             overrides=self.loaded.overrides(self.values),
         )
-        write_script(script, source)
+        write_rendered(script, source, render_runtime())  # the runtime beside it
 
     def start(self, launcher: Launcher | None = None, **more_env: str) -> None:
         """Starts the trial's script: forked by the `launcher` where it can, else as `python

@@ -101,6 +101,50 @@ def run_fresh(
     return proc
 
 
+WITHOUT_LOOPGEN = """
+import runpy, sys
+
+class NoLoopgen:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "loopgen":
+            raise ImportError(f"{name}: the script imported loopgen")
+
+sys.meta_path.insert(0, NoLoopgen())
+sys.argv = sys.argv[1:]
+sys.path[0] = __import__("os").path.dirname(__import__("os").path.abspath(sys.argv[0]))
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+"""`python -c WITHOUT_LOOPGEN SCRIPT ARGS`: `python SCRIPT ARGS` in a new interpreter where
+the loopgen package cannot be imported (its editable install is on this venv's path)."""
+
+
+def run_without_loopgen(
+    script: Path, *args: str, cwd: Path, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """`python SCRIPT ARGS` in a new interpreter with loopgen not importable, as on a machine
+    that has only TensorFlow; fails with its output."""
+    proc = subprocess.run(
+        [sys.executable, "-c", WITHOUT_LOOPGEN, str(script), *args],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout, env=script_env(),
+    )  # fmt: skip
+    if proc.returncode != 0:
+        pytest.fail(
+            f"{script.name} {' '.join(args)} exited {proc.returncode}\n"
+            f"--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-6000:]}"
+        )
+    return proc
+
+
+def write_rendered(path: Path, source: str) -> Path:
+    """Writes a script render_script() made, and the runtime beside it, as `loopgen render -o`
+    does; returns the script's path."""
+    from loopgen.render import render_runtime
+
+    path.write_text(source)
+    (path.parent / "loopgen_runtime.py").write_text(render_runtime())
+    return path
+
+
 def tree(folder: Path) -> dict[str, bytes]:
     """Every file under `folder` (hidden ones included), by relative path, with its bytes."""
     return {

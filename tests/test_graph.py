@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 from data import small_data_overrides
-from helpers import EXAMPLES, run_cli, run_python, tf_check
+from helpers import EXAMPLES, run_cli, run_python, tf_check, write_rendered
 from loopgen.dsl import (
     SGD,
     Activation,
@@ -371,7 +371,7 @@ def test_the_rendered_graph_builds_and_trains(tmp_path):
                                                   "demand": {"loss": MeanSquaredError()}}},
     )  # fmt: skip
     script = tmp_path / "train.py"
-    script.write_text(render_script(spec, spec_file="spec.py"))
+    write_rendered(script, render_script(spec, spec_file="spec.py"))
     run_python(script, "--output-dir", str(tmp_path / "run"), cwd=tmp_path)
     built = tf_check("model_layers", str(script), cwd=tmp_path)
     # The shared layer exists once and is applied twice; names are the nodes'.
@@ -407,7 +407,8 @@ def test_resnet_blocks_project_only_where_the_shapes_change(tmp_path):
     model, from the script and from `validate --build`, has the hand-counted parameters."""
     assert resnet20_parameters() == 273_658  # ResNet-20's 0.27M
     script = tmp_path / "train.py"
-    script.write_text(render_script(load_spec(EXAMPLES / "cifar10_resnet.py"), spec_file="s.py"))
+    spec = load_spec(EXAMPLES / "cifar10_resnet.py")
+    write_rendered(script, render_script(spec, spec_file="s.py"))
     built = tf_check("model_layers", str(script), cwd=tmp_path)
     assert built["parameters"] == resnet20_parameters()
     assert [n for n in built["layers"] if n.endswith("_shortcut")] == [
@@ -440,7 +441,7 @@ def test_adapted_layers_learn_from_the_training_inputs_the_model_is_fed(render, 
                 rescale=1 / 255)  # fmt: skip
     script = tmp_path / "arrays.py"
     spec = spec_of(graph, data=data, checkpoint=Checkpoint(every_epochs=1))
-    script.write_text(render_script(spec, spec_file="spec.py"))
+    write_rendered(script, render_script(spec, spec_file="spec.py"))
     run_python(script, "--output-dir", str(tmp_path / "arrays"), cwd=tmp_path)
     state = tf_check("adapted_state", str(script), str(tmp_path / "arrays" / "checkpoints"),
                      "norm", cwd=tmp_path)  # fmt: skip

@@ -204,11 +204,12 @@ spec.loader.exec_module(script)
 die = lambda: os.kill(os.getpid(), signal.SIGKILL)
 kill_at = json.loads(sys.argv[1])
 step, swap = kill_at.get("KILL_AT_STEP"), kill_at.get("KILL_AT_SWAP")
+runtime = sys.modules["loopgen_runtime"]  # the machinery beside the script
 log, rename, rmtree = script.RunDirectory.log, os.rename, shutil.rmtree
-exchange = script.exchange
+exchange = runtime.exchange
 
-def log_then_die(self, split, at, epoch, values):
-    log(self, split, at, epoch, values)
+def log_then_die(self, split, at, values, epoch=None):
+    log(self, split, at, values, epoch)
     if str(at) == step:
         die()
 
@@ -231,7 +232,7 @@ def exchange_then_die(a, b):
 
 script.RunDirectory.log = log_then_die
 os.rename, shutil.rmtree = rename_then_die, remove_part_then_die
-script.exchange = (lambda a, b: False) if kill_at.get("NO_EXCHANGE") else exchange_then_die
+runtime.exchange = (lambda a, b: False) if kill_at.get("NO_EXCHANGE") else exchange_then_die
 script.main(sys.argv[3:])
 """
 

@@ -13,7 +13,7 @@ import textwrap
 
 import black
 import pytest
-from helpers import EXAMPLES, ROOT, run_fresh, run_python
+from helpers import EXAMPLES, ROOT, render_into, run_python, run_without_loopgen, write_rendered
 from loopgen import render
 from loopgen.dsl.loader import apply_override, load_spec
 from loopgen.dsl.spec import Spec
@@ -275,7 +275,7 @@ def test_step_based_variant_runs_and_checkpoints_on_its_cadence(tmp_path):
 def test_one_hot_masks_train(tmp_path):
     """One-hot labels work per pixel too (segmentation masks become (h, w, classes))."""
     script = tmp_path / "train.py"
-    script.write_text(rendered("one_hot_masks"))
+    write_rendered(script, rendered("one_hot_masks"))
     out = tmp_path / "out"
     run_python(script, "--epochs", "1", "--output-dir", str(out), cwd=tmp_path)
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -284,10 +284,21 @@ def test_one_hot_masks_train(tmp_path):
 
 @pytest.mark.slow
 def test_offline_demo_reaches_the_accuracy_the_readme_states(tmp_path):
-    """The README's first command, at full length: the stated validation numbers hold."""
-    script = tmp_path / "train.py"
-    script.write_text((ROOT / "generated" / "shapes_unet.py").read_text())
-    run_fresh(script, cwd=tmp_path, timeout=900)  # `python train.py`, a new interpreter
+    """The README's first command, at full length, in a fresh folder: the two files it renders
+    (the script and its runtime) train with nothing of loopgen importable, and the stated
+    validation numbers hold."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert (
+        "loopgen render examples/shapes_unet.py -o train.py && .venv/bin/python train.py" in readme
+    )
+    script = render_into(tmp_path / "train.py", "shapes_unet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".loopgen",
+        "loopgen_runtime.py",
+        "train.py",
+    ]
+    # `python train.py` in a new interpreter that cannot import loopgen.
+    run_without_loopgen(script, cwd=tmp_path, timeout=900)
     records = [json.loads(line) for line in
                (tmp_path / "runs/shapes_unet/metrics.jsonl").read_text().splitlines()]  # fmt: skip
     final = [r for r in records if "val_pixel_accuracy" in r][-1]

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import black
@@ -472,3 +473,101 @@ def test_the_fix_command_check_prints_runs_as_printed_with_its_flags(tmp_path):
     assert shlex.split(fix)[1:] == ["render", str(spec), "-o", str(out), *flags]
     ok(run_cli(*shlex.split(fix)[1:]))
     ok(run_cli("check", str(spec), str(out), *flags), "up to date")
+
+
+# --- the runtime beside the script -----------------------------------------------------------
+
+OLD_IDENTITY = "loopgen 0.0.9, runtime 0123456789abcdef"
+
+
+def as_of_an_older_loopgen(path: Path) -> None:
+    """Makes a clean render (a script or its runtime) into one an older loopgen wrote: its
+    runtime identity another, its header checksum stamped again (it reads as unedited)."""
+    from loopgen.render import runtime, stamp
+
+    text = path.read_text().replace(runtime.identity(), OLD_IDENTITY)
+    field = "runtime" if path.name == "loopgen_runtime.py" else "script"
+    unstamped = re.sub(rf"{field} sha256 [0-9a-f]{{16}}", f"{field} sha256 {'0' * 16}", text)
+    path.write_text(stamp.stamp(unstamped, field))
+    assert stamp.is_unedited(path.read_text())
+
+
+def test_a_render_beside_an_older_runtime_updates_it_and_names_the_scripts_left_behind(tmp_path):
+    """Two scripts share a folder and its runtime. One rendered again by a newer loopgen brings
+    the runtime up to date and names the other, which its own check would stop."""
+    spec = write_spec(tmp_path)
+    ok(render(spec, tmp_path / "a.py"))
+    ok(render(spec, tmp_path / "b.py"))
+    runtime = tmp_path / "loopgen_runtime.py"
+    for path in (tmp_path / "a.py", tmp_path / "b.py", runtime):
+        as_of_an_older_loopgen(path)
+    proc = render(spec, tmp_path / "b.py")
+    ok(proc, f"wrote {runtime} (the run's machinery the script imports: this loopgen's)")
+    assert "rendered for its old version stop at their start" in proc.stderr
+    assert f": {tmp_path / 'a.py'}\n" in proc.stderr and f"{tmp_path / 'b.py'}\n" in proc.stderr
+    assert OLD_IDENTITY not in runtime.read_text() + (tmp_path / "b.py").read_text()
+    assert OLD_IDENTITY in (tmp_path / "a.py").read_text()  # a render of its own brings it on
+
+
+def test_hand_edits_in_the_runtime_survive_a_render(tmp_path):
+    """The runtime is the user's too: an edit there is merged, not overwritten."""
+    spec = write_spec(tmp_path)
+    out = tmp_path / "train.py"
+    ok(render(spec, out))
+    runtime = tmp_path / "loopgen_runtime.py"
+    mine = '    """Local time with its UTC offset, to the second: 2026-11-23T14:05:09+0100."""\n'
+    edit = mine + "    # my edit: UTC everywhere\n"
+    assert runtime.read_text().count(mine) == 1
+    runtime.write_text(runtime.read_text().replace(mine, edit))
+    ok(render(write_spec(tmp_path, ("epochs=2", "epochs=5")), out))
+    assert "# my edit: UTC everywhere" in runtime.read_text()
+    assert "EPOCHS = 5" in out.read_text()
+    # An edit is not a change of what loopgen wrote: check holds both up to date.
+    ok(run_cli("check", str(spec), str(out)), f"{runtime} is up to date with", "(with hand edits)")
+
+
+NO_TENSORFLOW = """
+import runpy, sys
+
+class NoTensorFlow:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "keras", "numpy"):
+            raise ImportError(f"{name} was imported before the runtime was checked")
+
+sys.meta_path.insert(0, NoTensorFlow())
+sys.argv = sys.argv[1:]
+sys.path[0] = __import__("os").path.dirname(sys.argv[0])
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("runtime", ["missing", "of another render"])
+def test_a_script_without_its_runtime_stops_with_one_line_before_tensorflow_loads(
+    runtime, tmp_path
+):
+    from loopgen.render import render_runtime
+
+    script = tmp_path / "train.py"
+    script.write_text((EXAMPLES.parent / "generated" / "mnist_mlp.py").read_text())
+    if runtime != "missing":
+        (tmp_path / "loopgen_runtime.py").write_text(
+            render_runtime().replace(render_identity(), OLD_IDENTITY)
+        )
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_TENSORFLOW, str(script), "--epochs", "1"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()  # one line, no traceback
+    found = "none" if runtime == "missing" else OLD_IDENTITY
+    assert line == (
+        f"{script} needs the loopgen_runtime.py of its render beside it ({render_identity()}; "
+        f"found {found}): render it again, loopgen render SPEC -o {script} with the spec its "
+        "header names (your edits to both files are merged)"
+    )
+
+
+def render_identity() -> str:
+    from loopgen.render import runtime
+
+    return runtime.identity()
