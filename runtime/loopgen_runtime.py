@@ -162,18 +162,23 @@ except Exception as error:
 client = mlflow.MlflowClient()
 request = requests.get()
 while request is not None and "end" not in request:
-    # The log points queued meanwhile go in one batch (MLflow takes 1000 values at most).
-    metrics = []
+    # The log points queued meanwhile go in one batch (MLflow takes 1000 values at most). The
+    # None that says the training process closed its end (killed) ends the run as it is.
+    metrics, drained = [], False
     while request is not None and "end" not in request and len(metrics) < 900:
         for name, value in request["values"].items():
             metrics.append(mlflow.entities.Metric(name, value, request["time"], request["step"]))
-        request = None if requests.empty() else requests.get()
+        drained = requests.empty()
+        if drained:
+            break
+        request = requests.get()
     try:
         client.log_batch(run.info.run_id, metrics=metrics)
     except Exception as error:  # training goes on: metrics.jsonl has the values
         print(f"MLflow could not log steps {metrics[0].step} to {metrics[-1].step}: {error}",
               file=sys.stderr)
-    request = request or requests.get()
+    if drained:
+        request = requests.get()
 if request is not None:
     try:
         for path, folder in request["artifacts"]:
@@ -1624,6 +1629,80 @@ def imagenet_weights(application, node):
     )
 
 
+# --- predict ----------------------------------------------------------------------------
+
+# The image formats a script's predict reads, by their files' first bytes.
+IMAGE_SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"BM", b"GIF8")
+
+
+def input_files(paths):
+    """predict: the files named, and the files in the directories named (sorted by path; not
+    hidden files, such as .DS_Store)."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = [
+                os.path.join(root, name)
+                for root, _, names in os.walk(path)
+                for name in names
+                if not name.startswith(".")
+            ]
+            files += sorted(found)
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise SystemExit(f"predict: {path}: no such file or directory")
+    if not files:
+        raise SystemExit(f"predict: no files in {', '.join(paths)}")
+    return files
+
+
+def write_predictions(serve, args, read, batch_size):
+    """predict: the served model's outputs for each input, a JSON line each in input order
+    ("input": its name, then the outputs), written whole to --predictions, `batch_size` inputs
+    a call. `read()`: the script's inputs, (names, inputs), read once --predictions is known
+    to be a file that can be written."""
+    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
+    if os.path.isdir(destination) or not os.path.isdir(os.path.dirname(destination) or "."):
+        raise SystemExit(f"--predictions {destination}: not a file in an existing directory")
+    all_names, all_inputs = read()
+    lines = []
+    for start in range(0, len(all_names), batch_size):
+        batch = slice(start, start + batch_size)
+        names = all_names[batch]
+        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)  # noqa: B023
+        try:
+            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
+        except tf.errors.InvalidArgumentError:
+            # An input the model to serve cannot read (a damaged image): named, one by one.
+            for i, name in enumerate(names):
+                try:
+                    serve(tf.nest.map_structure(lambda values: values[i : i + 1], inputs))  # noqa: B023
+                except tf.errors.InvalidArgumentError as error:
+                    problem = error.message.split("[[")[0].strip()
+                    raise SystemExit(f"predict: {name}: {problem}") from None
+            raise
+        for i, name in enumerate(names):
+            record = {"input": name}
+            for key, values in outputs.items():
+                value = values[i]
+                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists (of
+                # bytes too, class names in arrays: decoded by json.dumps's default).
+                record[key] = value.decode() if isinstance(value, bytes) else value.tolist()
+            lines.append(json.dumps(record, default=bytes.decode) + "\n")
+    # Another predict may write the same file: each writes its own partial file.
+    partial = f"{destination}.{os.getpid()}.partial"
+    try:
+        with open(partial, "w") as f:
+            f.writelines(lines)
+        os.replace(partial, destination)
+    except BaseException:  # a full disk: no half file left behind
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+    print(f"{len(lines)} predictions written to {destination}")
+
+
 # --- Debugging --------------------------------------------------------------------------
 
 
@@ -1673,7 +1752,8 @@ def nonfinite_op(error, script):
 
     # A graph op's creation is in TensorFlow's message, with "->" marking user code.
     if found[2] == "graph":
-        frames = re.findall(r"\+ (\S+) \(L(\d+)\) (\S+)\n -> \|", error.message)
+        # (A path may hold spaces: "My Projects/train.py".)
+        frames = re.findall(r"\+ (.+?) \(L(\d+)\) (\S+)\n -> \|", error.message)
         # It shortens long paths from the left: the loaded file whose path ends so.
         modules = list(sys.modules.values())
         files = [script] + [getattr(module, "__file__", None) or "" for module in modules]

@@ -454,7 +454,7 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "predictions_written_in_place",
-        "templates/partials/predict.jinja",
+        RUNTIME,
         """        with open(partial, "w") as f:
             f.writelines(lines)
         os.replace(partial, destination)""",

@@ -9,7 +9,6 @@ import argparse
 import contextlib
 import csv
 import errno
-import fcntl
 import hashlib
 import inspect
 import json
@@ -30,7 +29,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from loopgen.runtime import loopgen_runtime as rt
 
 SCRIPT = '''"""Train a tiny model (a test's stand-in for a rendered script).
@@ -322,8 +320,9 @@ def test_unlock_puts_back_run_locks_old_text_and_releases_the_lock(tmp_path):
     other = make_run(tmp_path)
     assert other.lock() is None
     release(other)
+    text = (tmp_path / "run" / "run.lock").read_text()
     run.unlock()  # once only: it no longer holds the lock
-    assert (tmp_path / "run" / "run.lock").read_text() != old
+    assert (tmp_path / "run" / "run.lock").read_text() == text
 
 
 def test_unlock_removes_run_lock_and_the_empty_folders_the_run_made(tmp_path):
@@ -349,7 +348,9 @@ def test_the_lock_settles_what_a_kill_mid_export_left(tmp_path, capsys):
     run.lock()
     assert (tmp_path / "run" / "export" / "model.keras").read_text() == "weights"
     assert not (tmp_path / "run" / "export.old").exists()
-    assert f"Put back {run.path}/export: a replacement of it was cut short" in capsys.readouterr().out
+    assert (
+        f"Put back {run.path}/export: a replacement of it was cut short" in capsys.readouterr().out
+    )
     release(run)
 
 
@@ -472,7 +473,9 @@ def test_a_network_edited_by_hand_is_refused_by_its_weights_fingerprint(tmp_path
         resume(tmp_path, tf, keras, units=3)
     message = str(refused.value)
     assert "its checkpoints come from another training setup" in message
-    assert re.search(r"^  weights: '[0-9a-f]{16}' in the checkpoints, '[0-9a-f]{16}' in this", message, re.M)
+    assert re.search(
+        r"^  weights: '[0-9a-f]{16}' in the checkpoints, '[0-9a-f]{16}' in this", message, re.M
+    )
 
 
 def test_a_resume_on_other_data_through_restore_is_refused(tmp_path, tf, keras):
@@ -619,7 +622,7 @@ def test_a_damaged_state_file_is_rebuilt_from_the_index_files(tmp_path, tf, dama
     assert list(rebuilt.all_model_checkpoint_paths) == paths
     assert rebuilt.last_preserved_timestamp < min(rebuilt.all_model_checkpoint_timestamps)
     assert state.stat().st_ino != inode  # a new file renamed over it, not rewritten in place
-    assert sorted(os.listdir(directory))[:1] == ["checkpoint"] and not Path(f"{state}.tmp").exists()
+    assert not Path(f"{state}.tmp").exists()
 
 
 def test_a_state_file_rebuilt_is_never_half_written(tmp_path, tf, monkeypatch):
@@ -652,7 +655,10 @@ def test_a_state_file_rebuilt_is_never_half_written(tmp_path, tf, monkeypatch):
         rt.checkpoint_paths(str(directory))
     monkeypatch.undo()
     assert state.read_bytes() == b"\xffgarbage"  # damaged as it was: the next run repairs it
-    assert rt.checkpoint_paths(str(directory)) == [str(directory / "ckpt-1"), str(directory / "ckpt-2")]
+    assert rt.checkpoint_paths(str(directory)) == [
+        str(directory / "ckpt-1"),
+        str(directory / "ckpt-2"),
+    ]
 
 
 def test_checkpoint_paths_without_repair_reads_the_index_files_and_writes_nothing(
@@ -748,7 +754,13 @@ def test_init_from_starts_from_another_runs_weights_once(tmp_path, tf, keras, ca
         f"--init-from {source.path}: {run.checkpoints} already holds this run's checkpoints."
     )
     with pytest.raises(SystemExit, match=r"cannot load .*ckpt-5 into this network \("):
-        resume(tmp_path / "other", tf, keras, args=flags(tmp_path / "other", init_from=source.path), units=3)
+        resume(
+            tmp_path / "other",
+            tf,
+            keras,
+            args=flags(tmp_path / "other", init_from=source.path),
+            units=3,
+        )
     empty = tmp_path / "empty"
     with pytest.raises(SystemExit) as refused:
         resume(tmp_path / "third", tf, keras, args=flags(tmp_path / "third", init_from=str(empty)))
@@ -774,7 +786,7 @@ def test_evaluate_restores_the_checkpoint_it_names_and_writes_nothing(tmp_path, 
     assert run.saved == 1
     np.testing.assert_array_equal(model.kernel.numpy(), np.full((3, 2), 1.0))
     bogus = str(tmp_path / "no-checkpoint")
-    with pytest.raises(SystemExit, match=f"^--checkpoint: cannot restore {bogus}: its files are"):
+    with pytest.raises(SystemExit, match=f"^--checkpoint: cannot restore {re.escape(bogus)}: its"):
         resume(tmp_path, tf, keras, args=flags(tmp_path, command="evaluate", checkpoint=bogus))
     assert snapshot() == before
 
@@ -817,7 +829,9 @@ def test_link_checkpoint_makes_a_checkpoint_the_only_one_of_a_directory(tmp_path
         "ckpt-1.index",
         "setup.json",
     ]
-    assert (target / "ckpt-1.index").stat().st_ino == Path(run.checkpoints, "ckpt-1.index").stat().st_ino
+    assert (target / "ckpt-1.index").stat().st_ino == Path(
+        run.checkpoints, "ckpt-1.index"
+    ).stat().st_ino
     assert (target / "setup.json").read_text() == Path(run.checkpoints, "setup.json").read_text()
     assert rt.checkpoint_paths(str(target), repair=False) == [str(target / "ckpt-1")]
     model, step = dense(keras), tf.Variable(0, dtype=tf.int64)
@@ -856,7 +870,9 @@ def test_append_keeps_a_line_cut_short_by_a_kill_apart(tmp_path):
     path = tmp_path / "run" / "metrics.jsonl"
     path.write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "lo')
     run.append("metrics.jsonl", {"step": 3, "loss": 0.25})
-    assert path.read_text() == '{"step": 1, "loss": 0.5}\n{"step": 2, "lo\n{"step": 3, "loss": 0.25}\n'
+    assert (
+        path.read_text() == '{"step": 1, "loss": 0.5}\n{"step": 2, "lo\n{"step": 3, "loss": 0.25}\n'
+    )
 
 
 def test_an_append_the_disk_refuses_leaves_the_file_as_it_was_and_names_it(tmp_path):
@@ -970,7 +986,12 @@ def test_evaluated_appends_the_validation_values_to_evaluations_jsonl(tmp_path, 
             "val_loss": 0.25,
             "val_accuracy": 0.875,
         },
-        {"checkpoint": f"{run.checkpoints}/ckpt-3", "step": 3, "data": "other.npz", "val_loss": 0.5},
+        {
+            "checkpoint": f"{run.checkpoints}/ckpt-3",
+            "step": 3,
+            "data": "other.npz",
+            "val_loss": 0.5,
+        },
     ]
 
 
@@ -1114,8 +1135,8 @@ def test_checksums_tell_an_edited_script_from_an_unedited_one(tmp_path):
     script.write_text(script.read_text() + "# my edit\n")
     edited = hashlib.sha256((SCRIPT + "# my edit\n").encode()).hexdigest()[:16]
     assert rt.checksums(str(script)) == (digest, edited)
-    assert rt.checksums(str(script), "runtime") == (None, hashlib.sha256(
-        script.read_bytes()).hexdigest()[:16])  # fmt: skip
+    whole = hashlib.sha256(script.read_bytes()).hexdigest()[:16]
+    assert rt.checksums(str(script), "runtime") == (None, whole)  # no such field: None
 
 
 def test_file_record_of_a_file_a_directory_and_an_absent_path(tmp_path):
@@ -1211,7 +1232,9 @@ def test_a_download_failure_is_found_where_the_error_was_raised_from():
 
 def test_a_download_that_needs_a_module_says_which():
     with pytest.raises(rt.DownloadFailed) as failed, rt.downloading("mnist (TFDS)", INSTEAD):
-        raise ModuleNotFoundError("No module named 'importlib_resources'", name="importlib_resources")
+        raise ModuleNotFoundError(
+            "No module named 'importlib_resources'", name="importlib_resources"
+        )
     assert str(failed.value) == (
         "Cannot download mnist (TFDS): it needs the module importlib_resources (pip install "
         f"importlib_resources). {INSTEAD}"
@@ -1226,11 +1249,12 @@ def test_other_errors_pass_through_downloading():
 
 
 def context_error(cause: BaseException) -> ValueError:
+    """A ValueError raised while handling `cause` (its __context__)."""
     try:
         try:
             raise cause
         except BaseException:
-            raise ValueError("while parsing") from None if False else ValueError("while parsing")
+            raise ValueError("while parsing")  # noqa: B904
     except ValueError as error:
         return error
 
@@ -1330,7 +1354,10 @@ def test_overfit_batches_runs_in_a_directory_of_its_own():
 def test_the_training_flags_are_refused_for_the_other_commands():
     with pytest.raises(SystemExit) as refused:
         rt.check_debugging_flags(debug_flags(command="evaluate", profile="1:2"))
-    assert str(refused.value) == "--fast-dev-run, --overfit-batches, --profile: for training, not evaluate"
+    assert (
+        str(refused.value)
+        == "--fast-dev-run, --overfit-batches, --profile: for training, not evaluate"
+    )
     without_overfit = debug_flags(command="predict", fast_dev_run="2")
     del without_overfit.overfit_batches
     with pytest.raises(SystemExit) as refused:
@@ -1348,7 +1375,7 @@ def test_replay_takes_step_and_the_other_commands_none():
     args = debug_flags(command="replay", step="3")
     rt.check_debugging_flags(args)
     assert args.step == 3
-    with pytest.raises(SystemExit, match="^replay takes --step N, the update to replay;"):
+    with pytest.raises(SystemExit, match=r"^replay takes --step N, the update to replay;"):
         rt.check_debugging_flags(debug_flags(command="replay"), unit="updates")
 
 
@@ -1357,7 +1384,9 @@ def test_a_multi_worker_replay_under_tf_config_is_refused(monkeypatch):
     with pytest.raises(SystemExit) as refused:
         rt.check_debugging_flags(debug_flags(command="replay", step="3"), multi_worker=True)
     assert str(refused.value) == "replay runs on one device, in one process: unset TF_CONFIG"
-    rt.check_debugging_flags(debug_flags(command="replay", step="3"))  # one device: TF_CONFIG unread
+    rt.check_debugging_flags(
+        debug_flags(command="replay", step="3")
+    )  # one device: TF_CONFIG unread
     monkeypatch.delenv("TF_CONFIG")
     rt.check_debugging_flags(debug_flags(command="replay", step="3"), multi_worker=True)
 
@@ -1464,7 +1493,7 @@ def graph_nan_error(tf, script: Path, last=None):
         '\n\n!!! Detected Infinity or NaN in output 0 of graph op "Log" (# of outputs: 1) !!!\n'
         "  dtype: <dtype: 'float32'>\n  shape: (4,)\n\n"
         '  Input tensor: Tensor("x:0", shape=(4,), dtype=float32)\n  Graph name: "train_step"\n\n'
-        "  Stack trace of op's creation (\"->\": inferred user code):\n"
+        '  Stack trace of op\'s creation ("->": inferred user code):\n'
         f"{trace}\n : Tensor had NaN values"
     )
     return tf.errors.InvalidArgumentError(None, None, message)
@@ -1518,12 +1547,6 @@ def test_nonfinite_op_is_none_for_other_errors(tmp_path, tf):
     assert rt.nonfinite_op(ValueError(EAGER_NAN), script) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="nonfinite_op's frame pattern reads a path as \\S+: a script in a folder whose name "
-    "has a space ('My Projects') is never found in TensorFlow's trace, and the message names "
-    "no line",
-)
 def test_nonfinite_op_names_the_line_of_a_script_in_a_folder_with_a_space(tmp_path, tf, keras):
     folder = tmp_path / "My Projects"
     run = make_run(folder)
@@ -1539,7 +1562,7 @@ def test_nonfinite_says_where_check_numerics_stopped(tmp_path, tf, keras):
     run.call = 6
     line = line_of(SCRIPT, "return tf.math.log(x)")
     assert run.nonfinite(graph_nan_error(tf, Path(run.script))) == (
-        "A NaN or Inf at step 6: stopped without saving.\nThe first: output 0 of op \"Log\", "
+        'A NaN or Inf at step 6: stopped without saving.\nThe first: output 0 of op "Log", '
         f"created at\n  train.py:{line}, in loss_of: return tf.math.log(x) Lower the learning "
         "rate, clip the gradients, or look for NaN in the data."
     )
@@ -1593,7 +1616,9 @@ def test_global_norm64_does_not_overflow_where_float32_would(tf):
     big = np.full((2, 2), 1e30, np.float32)
     norm = rt.global_norm64([big, tf.constant([1e30], tf.float32)])
     assert norm == pytest.approx(math.sqrt(5) * 1e30, rel=1e-6)
-    assert rt.global_norm64([big], minus=[np.full((2, 2), -1e30, np.float32)]) == pytest.approx(4e30, rel=1e-6)
+    assert rt.global_norm64([big], minus=[np.full((2, 2), -1e30, np.float32)]) == pytest.approx(
+        4e30, rel=1e-6
+    )
     sparse = tf.IndexedSlices(tf.constant([[3.0, 4.0]]), tf.constant([1]), tf.constant([3, 2]))
     assert rt.global_norm64([sparse]) == 5.0
     assert math.isinf(rt.global_norm64([np.array([np.inf], np.float32)]))
@@ -1691,7 +1716,12 @@ def test_end_records_a_finished_run(tmp_path, tf):
     run.end()
     start, end = read_jsonl(tmp_path / "run" / "runs.jsonl")
     assert set(end) == {"event", "run", "time", "step", "exit"}
-    assert (end["event"], end["run"], end["step"], end["exit"]) == ("end", start["run"], 10, "finished")
+    assert (end["event"], end["run"], end["step"], end["exit"]) == (
+        "end",
+        start["run"],
+        10,
+        "finished",
+    )
 
 
 def test_end_records_a_nan_loss_with_its_step(tmp_path, tf):
@@ -1781,7 +1811,9 @@ def test_replay_refuses_a_directory_without_a_start_or_of_another_setup(tmp_path
     with pytest.raises(SystemExit) as refused:
         run.replayable()
     assert str(refused.value).startswith(f"Refusing to replay {run.checkpoints}: ")
-    assert "\n  model: 'x' in the checkpoints, '0123456789abcdef' in this run\n" in str(refused.value)
+    assert "\n  model: 'x' in the checkpoints, '0123456789abcdef' in this run\n" in str(
+        refused.value
+    )
 
 
 def test_gradients_applied_watches_each_optimizers_gradients_then_lets_go(tf):
@@ -1960,19 +1992,13 @@ def test_mlflow_tracker_logs_the_values_and_ends_the_run(tmp_path, monkeypatch):
     assert calls["ended"] == ["FINISHED"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MLFLOW_TRACKER hangs when the training process is killed: its batch loop takes the "
-    "None that says stdin closed as 'nothing queued now', then blocks on requests.get() forever "
-    "(MLflow's process never exits)",
-)
 def test_mlflow_tracker_ends_when_training_closes_its_stdin_without_an_end(tmp_path, monkeypatch):
     calls = fake_mlflow(monkeypatch)
     ended = run_tracker([
         tracking_settings(tmp_path, run_id="resumed"),
         {"step": 1, "values": {"loss": 0.5}, "time": 1000},
         None,  # the training process killed: its end of the pipe closed
-    ])  # fmt: skip
+    ], timeout=1.0)  # fmt: skip
     assert calls["batches"] == [[("loss", 0.5, 1)]]
     assert calls["ended"] == []  # the MLflow run left as it is, for the next run to continue
     assert ended, "MLflow's process would never exit"

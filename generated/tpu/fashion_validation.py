@@ -1,7 +1,7 @@
 """Classify Fashion-MNIST with validation loss and accuracy reported every epoch.
 
 Written by loopgen 0.1.0 from examples/fashion_validation.py
-(spec sha256 e368052b570edf1a, script sha256 3dc57c1c56bfbb2b).
+(spec sha256 e368052b570edf1a, script sha256 0d0fc071c1b34ecc).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -12,7 +12,6 @@ Run it again to resume from the latest checkpoint (written by any variant).
 
 import argparse
 import functools
-import json
 import math
 import os
 import shutil
@@ -21,14 +20,17 @@ import sys
 try:
     import loopgen_runtime
     from loopgen_runtime import (
+        IMAGE_SIGNATURES,
         add_debugging_flags,
         check_debugging_flags,
         dev_stage,
         downloading,
         execution_modes,
         fast_dev_stages,
+        input_files,
         run_and_record,
         start_mlflow_process,
+        write_predictions,
         written_whole,
     )
 except ImportError:  # none beside this script, or another render's (it lacks a name)
@@ -36,13 +38,9 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 988bcd054b89b33d"
+RUNTIME = "loopgen 0.1.0, runtime c98b825d03b59045"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
-    found = (
-        getattr(loopgen_runtime, "RUNTIME", "another file")
-        if loopgen_runtime
-        else "none"
-    )
+    found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
         f"{__file__} needs the loopgen_runtime.py of its render beside it ({RUNTIME}; found "
         f"{found}): render it again, loopgen render SPEC -o {__file__} with the spec its "
@@ -578,32 +576,6 @@ def serving_function(model, examples):
     return serve
 
 
-# The formats decode_images() reads, by their files' first bytes.
-IMAGE_SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"BM", b"GIF8")
-
-
-def input_files(paths):
-    """predict: the files named, and the files in the directories named (sorted by path; not
-    hidden files, such as .DS_Store)."""
-    files = []
-    for path in paths:
-        if os.path.isdir(path):
-            found = [
-                os.path.join(root, name)
-                for root, _, names in os.walk(path)
-                for name in names
-                if not name.startswith(".")
-            ]
-            files += sorted(found)
-        elif os.path.isfile(path):
-            files.append(path)
-        else:
-            raise SystemExit(f"predict: {path}: no such file or directory")
-    if not files:
-        raise SystemExit(f"predict: no files in {', '.join(paths)}")
-    return files
-
-
 def read_examples(path, like):
     """predict: the examples in one file, of the training images' (`like`) shape and dtype:
     an .npy array of them (or of one), an .npz file's array 'x', or an image file."""
@@ -667,55 +639,11 @@ def read_inputs(paths, examples):
 
 
 def predict(serve, args, examples):
-    """predict: the served model's outputs for each input, a JSON line each in input order
-    ("input": its name, then the outputs), written whole to --predictions."""
-    destination = args.predictions or os.path.join(args.output_dir, "predictions.jsonl")
-    if os.path.isdir(destination) or not os.path.isdir(
-        os.path.dirname(destination) or "."
-    ):
-        raise SystemExit(
-            f"--predictions {destination}: not a file in an existing directory"
-        )
-    all_names, all_inputs = read_inputs(args.inputs, examples)
-    lines = []
-    for start in range(0, len(all_names), GLOBAL_BATCH_SIZE):
-        batch = slice(start, start + GLOBAL_BATCH_SIZE)
-        names = all_names[batch]
-        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)
-        try:
-            outputs = {name: output.numpy() for name, output in serve(inputs).items()}
-        except tf.errors.InvalidArgumentError:
-            # An input the model to serve cannot read (a damaged image): named, one by one.
-            for i, name in enumerate(names):
-                try:
-                    serve(
-                        tf.nest.map_structure(lambda values: values[i : i + 1], inputs)
-                    )
-                except tf.errors.InvalidArgumentError as error:
-                    problem = error.message.split("[[")[0].strip()
-                    raise SystemExit(f"predict: {name}: {problem}") from None
-            raise
-        for i, name in enumerate(names):
-            record = {"input": name}
-            for key, values in outputs.items():
-                value = values[i]
-                # bytes: a class name; NumPy numbers and arrays: JSON numbers and lists (of
-                # bytes too, class names in arrays: decoded by json.dumps's default).
-                record[key] = (
-                    value.decode() if isinstance(value, bytes) else value.tolist()
-                )
-            lines.append(json.dumps(record, default=bytes.decode) + "\n")
-    # Another predict may write the same file: each writes its own partial file.
-    partial = f"{destination}.{os.getpid()}.partial"
-    try:
-        with open(partial, "w") as f:
-            f.writelines(lines)
-        os.replace(partial, destination)
-    except BaseException:  # a full disk: no half file left behind
-        if os.path.exists(partial):
-            os.remove(partial)
-        raise
-    print(f"{len(lines)} predictions written to {destination}")
+    """predict: the served model's outputs for each input, a JSON line each in input order,
+    written whole to --predictions (loopgen_runtime.write_predictions)."""
+    write_predictions(
+        serve, args, lambda: read_inputs(args.inputs, examples), GLOBAL_BATCH_SIZE
+    )
 
 
 # --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
