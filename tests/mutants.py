@@ -142,7 +142,10 @@ MUTANTS: list[Mutant] = [
         RUNTIME,
         "arrays = [np.asarray(tf.convert_to_tensor(a), np.float64) for a in arrays]",
         "arrays = [np.asarray(tf.convert_to_tensor(a), np.float32) for a in arrays]",
-        ["tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step"],
+        [
+            "tests/test_runtime.py::test_global_norm64_does_not_overflow_where_float32_would",
+            "tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step",
+        ],
         "#1: replay's weight norms of a diverged run (near 1e35) overflow to inf",
     ),
     mutant(
@@ -170,8 +173,9 @@ MUTANTS: list[Mutant] = [
         'or getattr(self.args, "step", None) or first',
         "or first",
         [
+            "tests/test_runtime.py::test_bound_runs_each_step_of_a_replay_alone",
             "tests/test_debugging.py::"
-            "test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own"
+            "test_overfit_batches_drives_the_loss_towards_zero_in_a_directory_of_its_own",
         ],
         "#3: the steps before N replayed in calls of several: no loss of each is printed",
     ),
@@ -192,7 +196,11 @@ MUTANTS: list[Mutant] = [
         RUNTIME,
         "return self.undo() if isinstance(error, SystemExit) else None",
         "return None",
-        ["tests/test_debugging.py::test_a_refused_run_leaves_nothing_in_a_new_directory"],
+        [
+            "tests/test_runtime.py::"
+            "test_a_run_refused_at_its_start_leaves_no_setup_json_run_lock_or_directory",
+            "tests/test_debugging.py::test_a_refused_run_leaves_nothing_in_a_new_directory",
+        ],
         "#5: a run refused once it holds the directory leaves run.lock and setup.json",
     ),
     mutant(
@@ -200,7 +208,10 @@ MUTANTS: list[Mutant] = [
         RUNTIME,
         " or first - 1 <= step < last:",
         ":",
-        ["tests/test_debugging.py::test_profile_traces_the_steps_it_names"],
+        [
+            "tests/test_runtime.py::test_bound_runs_each_profiled_step_in_a_call_of_its_own",
+            "tests/test_debugging.py::test_profile_traces_the_steps_it_names",
+        ],
         "#6: the profiler's step markers cover a call of several steps (no step time measured)",
     ),
     mutant(
@@ -262,8 +273,10 @@ MUTANTS: list[Mutant] = [
         "            if not self.args.fast_dev_run:  # whose scratch directory is its own\n",
         "            if True:\n",
         [
+            "tests/test_runtime.py::"
+            "test_no_lock_takes_no_lock_and_says_so_except_in_fast_dev_runs_scratch",
             "tests/test_debugging.py::"
-            "test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone[mnist_mlp]"
+            "test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone[mnist_mlp]",
         ],
         "#7: --fast-dev-run says 'Not locking ... (--no-lock)' without --no-lock",
     ),
@@ -272,7 +285,11 @@ MUTANTS: list[Mutant] = [
         RUNTIME,
         "        if nonfinite:\n",
         "        if False:\n",
-        ["tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step"],
+        [
+            "tests/test_runtime.py::"
+            "test_append_writes_strict_json_with_nonfinite_values_as_null_and_named",
+            "tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step",
+        ],
         "#8: metrics.jsonl holds a bare NaN, which strict JSON readers refuse",
     ),
     # --- Reinforcement learning: what the loop feeds the formulas (issue 47's survivors 1-10)
@@ -410,7 +427,11 @@ MUTANTS: list[Mutant] = [
         # make: the plain check's `recorded == self.data` is only reached without files.
         '        files = {**recorded["files"], **self.data["files"]}\n',
         "        files = {}\n",
-        [OTHER_DATA],
+        [
+            "tests/test_runtime.py::"
+            "test_other_training_data_is_refused_naming_the_file_that_differs",
+            OTHER_DATA,
+        ],
         "#14: setup.json compares the number of examples, not each file's size and time",
     ),
     mutant(
@@ -418,7 +439,11 @@ MUTANTS: list[Mutant] = [
         RUNTIME,
         '"files": {path: file_record(path) for path in paths},',
         '"files": {},',
-        [OTHER_DATA],
+        [
+            "tests/test_runtime.py::"
+            "test_the_data_record_holds_the_number_of_examples_and_each_files_size_and_time",
+            OTHER_DATA,
+        ],
         "#14: setup.json records no file's size and time",
     ),
     mutant(
@@ -429,7 +454,11 @@ MUTANTS: list[Mutant] = [
 ''',
         '''        checkpoint on disk always restores."""
 ''',
-        ["tests/test_faults.py::test_a_nan_loss_between_log_points_is_caught_before_the_next_save"],
+        [
+            "tests/test_runtime.py::"
+            "test_a_nan_before_a_save_stops_the_run_and_keeps_its_batch_for_replay",
+            "tests/test_faults.py::test_a_nan_loss_between_log_points_is_caught_before_the_next_save",
+        ],
         "#15: the NaN check before each save removed: NaN weights saved between log points",
     ),
     mutant(
@@ -475,7 +504,8 @@ MUTANTS: list[Mutant] = [
         """        with open(state_file, "w") as f:
             f.write("\\n".join(lines) + "\\n")""",
         [
-            "tests/test_recovery.py::test_a_damaged_checkpoint_state_file_is_rebuilt_and_the_run_resumes_exactly"
+            "tests/test_runtime.py::test_a_state_file_rebuilt_is_never_half_written",
+            "tests/test_recovery.py::test_a_damaged_checkpoint_state_file_is_rebuilt_and_the_run_resumes_exactly",
         ],
         "#18: the rebuilt checkpoint state file written in place",
     ),
@@ -955,7 +985,11 @@ MUTANTS: list[Mutant] = [
         RUNTIME,
         "shared = fcntl.LOCK_SH if reader else fcntl.LOCK_EX",
         "shared = fcntl.LOCK_SH",
-        ["tests/test_rundir.py::test_a_second_run_on_a_locked_directory_stops_at_once"],
+        [
+            "tests/test_runtime.py::"
+            "test_a_training_run_holds_the_lock_and_a_second_is_refused_naming_the_first",
+            "tests/test_rundir.py::test_a_second_run_on_a_locked_directory_stops_at_once",
+        ],
         "the run lock: two training runs on one directory",
     ),
     mutant(
@@ -964,7 +998,9 @@ MUTANTS: list[Mutant] = [
         'if key != "data" and saved.get(key) != setup.get(key)',
         'if key not in ("data", "data.batch_size") and saved.get(key) != setup.get(key)',
         [
-            "tests/test_rundir.py::test_checkpoints_of_another_setup_are_refused_unless_branched_with_init_from"
+            "tests/test_runtime.py::"
+            "test_check_setup_refuses_another_setup_listing_each_key_that_differs",
+            "tests/test_rundir.py::test_checkpoints_of_another_setup_are_refused_unless_branched_with_init_from",
         ],
         "setup.json: a resume with another batch size not refused",
     ),
@@ -974,7 +1010,9 @@ MUTANTS: list[Mutant] = [
         'setup = {**self.setup, "weights": weights_fingerprint(*networks.values())}',
         "setup = {**self.setup}",
         [
-            "tests/test_rundir.py::test_checkpoints_of_another_setup_are_refused_unless_branched_with_init_from"
+            "tests/test_runtime.py::"
+            "test_a_network_edited_by_hand_is_refused_by_its_weights_fingerprint",
+            "tests/test_rundir.py::test_checkpoints_of_another_setup_are_refused_unless_branched_with_init_from",
         ],
         "setup.json: a hand edit of build_model() not refused",
     ),
@@ -984,7 +1022,9 @@ MUTANTS: list[Mutant] = [
         "if (found := re.match(pattern, line)) and int(found[1]) <= step",
         "if (found := re.match(pattern, line))",
         [
-            "tests/test_recovery.py::test_a_run_killed_between_checkpoints_logs_each_step_once_after_its_resume"
+            "tests/test_runtime.py::"
+            "test_forget_logged_after_drops_the_records_past_the_step_and_cut_lines",
+            "tests/test_recovery.py::test_a_run_killed_between_checkpoints_logs_each_step_once_after_its_resume",
         ],
         "README: after a kill, metrics.jsonl holds each step once",
     ),
@@ -1084,7 +1124,10 @@ MUTANTS: list[Mutant] = [
         RUNTIME,
         "            layer = candidate\n",
         "            layer = candidate if layer is None else layer\n",
-        ["tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step"],
+        [
+            "tests/test_runtime.py::test_innermost_layer_names_the_layer_nearest_the_failing_op",
+            "tests/test_debugging.py::test_replay_names_the_first_nonfinite_layer_of_a_diverged_step",
+        ],
         "#12: replay names the outermost layer being called, not the innermost (a wrapper's)",
     ),
     mutant(
@@ -1100,7 +1143,10 @@ MUTANTS: list[Mutant] = [
         RUNTIME,
         'digest.update(name.encode() + b"\\0")',
         'digest.update(b"\\0")',
-        [f"{COPIED_AGAIN}[image_directory]"],
+        [
+            "tests/test_runtime.py::test_file_digest_of_a_directory_changes_when_a_file_is_renamed",
+            f"{COPIED_AGAIN}[image_directory]",
+        ],
         "#14: a directory's digest without its files' names: an image moved to another class "
         "resumes as the same data, copied again",
     ),
