@@ -2002,3 +2002,21 @@ def test_mlflow_tracker_ends_when_training_closes_its_stdin_without_an_end(tmp_p
     assert calls["batches"] == [[("loss", 0.5, 1)]]
     assert calls["ended"] == []  # the MLflow run left as it is, for the next run to continue
     assert ended, "MLflow's process would never exit"
+
+
+def test_the_names_a_render_imports_are_the_runtimes_own():
+    """render/runtime.py reads the runtime's names from its source, not by importing it: they
+    are the module's functions, classes and constants, none of a string's (MLflow's code)."""
+    import types
+
+    from loopgen.render import runtime
+
+    own = {
+        name
+        for name, value in vars(rt).items()
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)
+        and (getattr(value, "__module__", None) == rt.__name__ or name.isupper())
+    }
+    assert runtime.public_names() == own - runtime.NOT_IMPORTED
+    assert "read" not in runtime.public_names()  # MLFLOW_PROCESS's own function
