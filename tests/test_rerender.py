@@ -571,3 +571,23 @@ def render_identity() -> str:
     from loopgen.render import runtime
 
     return runtime.identity()
+
+
+def test_check_and_diff_look_at_the_runtime_too(tmp_path):
+    """An out-of-date runtime beside an up-to-date script: `check` fails naming it, `diff`
+    shows what a render would change in it (and exits 1, as for the script)."""
+    spec = write_spec(tmp_path)
+    out = tmp_path / "train.py"
+    ok(render(spec, out))
+    runtime = tmp_path / "loopgen_runtime.py"
+    ok(run_cli("diff", str(spec), str(out)), f"a re-render would not change {runtime}")
+    as_of_an_older_loopgen(runtime)
+    checked = run_cli("check", str(spec), str(out))
+    assert checked.returncode == 1, checked.stderr
+    assert f"{out} is up to date with {spec}" in checked.stdout
+    assert f"{runtime} is out of date with {spec}" in checked.stderr
+    shown = run_cli("diff", str(spec), str(out))
+    assert shown.returncode == 1, shown.stderr
+    assert f"+++ {runtime} (re-rendered)" in shown.stdout
+    assert f'-RUNTIME = "{OLD_IDENTITY}"' in shown.stdout
+    assert f"a re-render would not change {out}" in shown.stderr
