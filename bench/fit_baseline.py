@@ -12,10 +12,15 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
+import sys
 import time
 
 
 def load_script(path: str):
+    """Imports a rendered script (its main() does not run), its folder on the path as `python
+    train.py` has it: the runtime beside it."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     spec = importlib.util.spec_from_file_location("bench_script", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

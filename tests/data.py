@@ -524,6 +524,7 @@ def runnable(example: str, script: Path, double: str | None = None) -> Path:
         f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         f"import {double}\n\n"
         f"sys.argv = [{str(script)!r}, *sys.argv[1:]]\n"
+        f"sys.path[0] = {str(script.parent)!r}  # as `python SCRIPT`: the runtime beside it\n"
         f"with {double}.served():\n"
         f"    runpy.run_path({str(script)!r}, run_name='__main__')\n"
     )

@@ -696,6 +696,7 @@ def killed_in_the_best(self, path, *args, **kwargs):
 
 keras.Model.export = killed_in_the_best
 sys.argv = sys.argv[1:]
+sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))  # as `python SCRIPT`: its runtime
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 

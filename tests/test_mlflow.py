@@ -327,9 +327,10 @@ def test_a_spec_path_becomes_a_parameter_key_that_mlflow_takes(path, key):
 
 
 UNTRACKED_PROCESS = """
-import runpy, sys
+import os, runpy, sys
 
 sys.argv = sys.argv[1:]
+sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))  # as `python SCRIPT`: its runtime
 try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 finally:

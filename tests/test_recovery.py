@@ -198,6 +198,7 @@ def readable(lines: list[str]) -> list[dict]:
 KILLER = """
 import importlib.util, json, os, shutil, signal, sys
 
+sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[2]))  # as `python SCRIPT`: its runtime
 spec = importlib.util.spec_from_file_location("train", sys.argv[2])
 script = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(script)
