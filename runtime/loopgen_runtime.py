@@ -1795,12 +1795,15 @@ def dev_stage(stage):
     print(f"--fast-dev-run: {stage}: OK ({time.perf_counter() - started:.1f} s)")
 
 
-def fast_dev_stages(args, stages, train, run_directory, after_stage=None):
+def fast_dev_stages(args, stages, train, run_directory, inputs=None, after_stage=None):
     """--fast-dev-run: each of `stages` ((changes of the flags, what it does)) run as a run of
-    its own in the scratch directory args.output_dir; `after_stage()` after each."""
+    its own in the scratch directory args.output_dir; `after_stage()` after each. A stage whose
+    changes name "inputs" (predict) takes `inputs()`, made once the stages before it ran."""
     for changes, stage in stages:
         # The scratch directory is this process's alone: no lock to take again each stage.
         staged = argparse.Namespace(**{**vars(args), "no_lock": True, **changes})
+        if "inputs" in changes:
+            staged.inputs = inputs()
         with dev_stage(stage):
             run = run_directory(staged)
             try:

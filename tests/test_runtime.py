@@ -1880,7 +1880,8 @@ def test_fast_dev_stages_runs_each_stage_as_a_run_of_its_own_without_a_lock(
 
     args = flags(tmp_path, fast_dev_run=2, output_dir=str(tmp_path / "scratch"))
     stages = [({"epochs": 1}, "training"), ({"command": "evaluate"}, "evaluate")]
-    rt.fast_dev_stages(args, stages, train, run_class(tmp_path), lambda: seen.append("after"))
+    after = lambda: seen.append("after")  # noqa: E731
+    rt.fast_dev_stages(args, stages, train, run_class(tmp_path), after_stage=after)
     assert seen == [("train", 1, True, True), "after", ("evaluate", 3, True, True), "after"]
     assert args.no_lock is False  # the stages' flags are copies
     out = capsys.readouterr().out
@@ -1888,6 +1889,23 @@ def test_fast_dev_stages_runs_each_stage_as_a_run_of_its_own_without_a_lock(
     with pytest.raises(ValueError, match="predict failed"):
         rt.fast_dev_stages(args, [({"command": "predict"}, "predict")], train, run_class(tmp_path))
     assert capsys.readouterr().out.endswith("--fast-dev-run: predict: FAILED\n")
+
+
+def test_fast_dev_stages_hands_predict_its_inputs_made_after_the_stages_before_it(tmp_path):
+    made, seen = [], []
+
+    def train(args, run):
+        seen.append((args.command, getattr(args, "inputs", None)))
+
+    def inputs():
+        made.append(len(seen))  # how many stages ran before the inputs were made
+        return ["inputs.npy"]
+
+    args = flags(tmp_path, fast_dev_run=2, output_dir=str(tmp_path / "scratch"))
+    stages = [({}, "training"), ({"command": "predict", "inputs": None}, "predict")]
+    rt.fast_dev_stages(args, stages, train, run_class(tmp_path), inputs=inputs)
+    assert seen == [("train", None), ("predict", ["inputs.npy"])]
+    assert made == [1]
 
 
 @pytest.mark.parametrize(
