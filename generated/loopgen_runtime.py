@@ -5,7 +5,7 @@ decides, as the class attributes of its RunDirectory; this file never imports th
 the same file serves every script of a folder. It is yours to read and edit too: `loopgen
 render` merges your edits here as in the script.
 
-Written by loopgen 0.1.0 (runtime sha256 80bf1a60f4b591ae).
+Written by loopgen 0.1.0 (runtime sha256 ed12ad804c4d2ba8).
 """
 
 import argparse
@@ -30,7 +30,7 @@ import time
 import traceback
 
 # What a script checks that it was rendered with: loopgen's version and this file's sha256.
-RUNTIME = "loopgen 0.1.0, runtime 965db637115aac18"
+RUNTIME = "loopgen 0.1.0, runtime ac955c222896e7c7"
 
 
 class _Module:
@@ -1418,11 +1418,15 @@ def checkpoint_paths(directory, repair=True):
         state = tf.train.get_checkpoint_state(directory)
     except (UnicodeDecodeError, ValueError):  # binary garbage; an emptied file
         state = None
-    if state or not os.path.exists(state_file):
-        return list(state.all_model_checkpoint_paths) if state else []
-    steps = sorted(
-        int(name[5:-6]) for name in os.listdir(directory) if re.fullmatch(r"ckpt-\d+\.index", name)
-    )
+    if state:
+        return list(state.all_model_checkpoint_paths)
+    missing = not os.path.exists(state_file)
+    found = os.listdir(directory) if os.path.isdir(directory) else []
+    steps = sorted(int(name[5:-6]) for name in found if re.fullmatch(r"ckpt-\d+\.index", name))
+    if missing and not steps:
+        return []  # no checkpoint yet
+    # (A state file gone but its checkpoints there, deleted or never synced: the manager would
+    # take them for a save cut short and remove them all.)
     names = [f"ckpt-{step}" for step in steps]
     if repair and names:
         # The CheckpointManager keeps (and later deletes) only the checkpoints saved after
@@ -1439,8 +1443,9 @@ def checkpoint_paths(directory, repair=True):
     elif repair:
         os.remove(state_file)  # it lists nothing: no checkpoint was saved whole
     if repair:
-        found = ", ".join(names) or "none"
-        print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
+        listed = ", ".join(names) or "none"
+        what = "missing" if missing else "damaged"
+        print(f"{state_file} was {what}: rebuilt from the checkpoint files ({listed})")
     return [os.path.join(directory, name) for name in names]
 
 

@@ -1418,11 +1418,15 @@ def checkpoint_paths(directory, repair=True):
         state = tf.train.get_checkpoint_state(directory)
     except (UnicodeDecodeError, ValueError):  # binary garbage; an emptied file
         state = None
-    if state or not os.path.exists(state_file):
-        return list(state.all_model_checkpoint_paths) if state else []
-    steps = sorted(
-        int(name[5:-6]) for name in os.listdir(directory) if re.fullmatch(r"ckpt-\d+\.index", name)
-    )
+    if state:
+        return list(state.all_model_checkpoint_paths)
+    missing = not os.path.exists(state_file)
+    found = os.listdir(directory) if os.path.isdir(directory) else []
+    steps = sorted(int(name[5:-6]) for name in found if re.fullmatch(r"ckpt-\d+\.index", name))
+    if missing and not steps:
+        return []  # no checkpoint yet
+    # (A state file gone but its checkpoints there, deleted or never synced: the manager would
+    # take them for a save cut short and remove them all.)
     names = [f"ckpt-{step}" for step in steps]
     if repair and names:
         # The CheckpointManager keeps (and later deletes) only the checkpoints saved after
@@ -1439,8 +1443,9 @@ def checkpoint_paths(directory, repair=True):
     elif repair:
         os.remove(state_file)  # it lists nothing: no checkpoint was saved whole
     if repair:
-        found = ", ".join(names) or "none"
-        print(f"{state_file} was damaged: rebuilt from the checkpoint files ({found})")
+        listed = ", ".join(names) or "none"
+        what = "missing" if missing else "damaged"
+        print(f"{state_file} was {what}: rebuilt from the checkpoint files ({listed})")
     return [os.path.join(directory, name) for name in names]
 
 

@@ -496,6 +496,18 @@ MUTANTS: list[Mutant] = [
         "#17: predict's output written in place: a refused write leaves half a file",
     ),
     mutant(
+        "checkpoints_without_their_state_file_removed",
+        RUNTIME,
+        "    if missing and not steps:\n",
+        "    if missing:\n",
+        [
+            "tests/test_runtime.py::"
+            "test_checkpoints_whose_state_file_is_gone_are_kept_and_listed_again",
+        ],
+        "#61's tests: a checkpoints folder whose `checkpoint` file is gone lost every checkpoint "
+        "to remove_partial_checkpoints, without a word",
+    ),
+    mutant(
         "state_file_rebuilt_in_place",
         RUNTIME,
         """        with open(state_file + ".tmp", "w") as f:

@@ -603,6 +603,29 @@ def saved_checkpoints(tf, directory: Path, steps) -> None:
         manager.save(checkpoint_number=step)
 
 
+def test_checkpoints_whose_state_file_is_gone_are_kept_and_listed_again(tmp_path, tf, capsys):
+    """A `checkpoint` file deleted (or never synced) beside whole checkpoints: the manager would
+    take them for saves cut short and remove every one; they are listed again instead."""
+    directory = tmp_path / "checkpoints"
+    saved_checkpoints(tf, directory, (2, 10))
+    (directory / "checkpoint").unlink()
+    paths = rt.checkpoint_paths(str(directory))
+    assert paths == [str(directory / "ckpt-2"), str(directory / "ckpt-10")]
+    state = directory / "checkpoint"
+    expected = f"{state} was missing: rebuilt from the checkpoint files (ckpt-2, ckpt-10)\n"
+    assert capsys.readouterr().out == expected
+    run = run_class(tmp_path)(flags(tmp_path))
+    run.remove_partial_checkpoints(str(directory))
+    assert sorted(p.name for p in directory.glob("ckpt-*.index")) == [
+        "ckpt-10.index",
+        "ckpt-2.index",
+    ]
+    assert rt.checkpoint_paths(str(tmp_path / "nothing")) == []  # no folder: no checkpoint yet
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert rt.checkpoint_paths(str(empty)) == [] and not (empty / "checkpoint").exists()
+
+
 @pytest.mark.parametrize(
     "damage", [b"\xff\xfe\x00\x01garbage", b"", b'model_checkpoint_path: "ckpt-'], ids=repr
 )

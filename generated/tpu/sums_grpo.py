@@ -1,7 +1,7 @@
 """Answer sums right, by GRPO with LoRA and a verifiable reward.
 
 Written by loopgen 0.1.0 from examples/sums_grpo.py
-(spec sha256 2a95569f0b284c67, script sha256 d1dda7acf65d38dd).
+(spec sha256 2a95569f0b284c67, script sha256 10d1a444d3b3e550).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -38,7 +38,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 965db637115aac18"
+RUNTIME = "loopgen 0.1.0, runtime ac955c222896e7c7"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
