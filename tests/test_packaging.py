@@ -40,6 +40,7 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
     assert "loopgen/templates/partials/steps.jinja" in names
     assert "loopgen/templates/partials/data/csv.jinja" in names
     assert "loopgen/output/merge.py" in names
+    assert "loopgen/runtime/loopgen_runtime.py" in names  # what a render writes beside a script
     assert "loopgen/examples/shapes_unet.py" in names  # `loopgen init --from` needs them
     assert "loopgen/examples/envs/corridor.py" in names  # and corridor_ppo its environment
     # No generic top-level modules squatting in site-packages.
@@ -69,6 +70,9 @@ def test_wheel_ships_package_and_templates_and_renders_elsewhere(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "def train_loop(iterator, num_steps):" in (elsewhere / "train.py").read_text()
+    shipped = (target / "loopgen" / "runtime" / "loopgen_runtime.py").read_text()
+    written = (elsewhere / "loopgen_runtime.py").read_text()
+    assert written.split("runtime sha256")[1:] and written.count("\n") == shipped.count("\n")
     assert (elsewhere / ".loopgen" / "train.py.base").read_text() == (
         elsewhere / "train.py"
     ).read_text()
