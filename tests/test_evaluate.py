@@ -127,6 +127,7 @@ def test_evaluate_waits_for_no_reader_but_refuses_while_a_run_trains(trained, tm
     # A script edited into another setup does not score these checkpoints.
     edited = tmp_path / "edited.py"
     edited.write_text(script.read_text().replace("BATCH_SIZE = 32", "BATCH_SIZE = 16"))
+    shutil.copy(script.with_name("loopgen_runtime.py"), tmp_path)  # the runtime beside it
     proc = evaluate(edited, out)
     assert proc.returncode == 1 and "Refusing to evaluate" in proc.stderr, proc.stderr[-2000:]
 

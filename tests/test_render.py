@@ -256,7 +256,7 @@ def test_step_based_variant_runs_and_checkpoints_on_its_cadence(tmp_path):
         'data.validation={"kind": "split", "fraction": 0.25}',
     )  # fmt: skip
     script = tmp_path / "train.py"
-    script.write_text(render_script(spec, spec_file="spec.py"))
+    write_rendered(script, render_script(spec, spec_file="spec.py"))
     out = tmp_path / "out"
     run_python(script, "--output-dir", str(out), cwd=tmp_path)
     saved = sorted(int(p.stem.split("-")[1]) for p in (out / "checkpoints").glob("ckpt-*.index"))
