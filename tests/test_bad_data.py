@@ -298,3 +298,29 @@ def test_a_held_out_class_the_data_lacks_is_refused(render, tmp_path, example):
         "training.test_classes",
         "class 12",
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("file_format", ["jsonl", "csv"])
+def test_a_records_file_that_is_not_utf8_is_one_message_naming_its_line(
+    render, tmp_path, file_format
+):
+    """Issue 63's item 4: a byte that is not UTF-8 in a JSON Lines (or CSV) file was a
+    UnicodeDecodeError's traceback; now one line naming the file (and a JSON Lines file's line),
+    exit 1, and the output directory is left as it was (no run.lock)."""
+    rows = [("good film", "pos"), ("bad film", "neg"), ("caf\xe9 so so", "neg")]
+    path = tmp_path / f"reviews.{file_format}"
+    if file_format == "jsonl":
+        text = "".join(json.dumps({"text": t, "label": label}) + "\n" for t, label in rows)
+    else:
+        text = "text,label\n" + "".join(f"{t},{label}\n" for t, label in rows)
+    # The third record's é in Latin-1, as an editor that does not save UTF-8 writes it.
+    path.write_bytes(text.replace("\\u00e9", "\xe9").encode("latin-1"))
+    source = {"kind": "text_records", "path": str(path), "text": "text", "label": "label"}
+    script = render("reviews_text", f"data.train={json.dumps(source)}", "data.validation=null")
+    out = tmp_path / "run"
+    proc = run(script, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path)
+    where = f"{path}:3" if file_format == "jsonl" else str(path)
+    message = refused(proc, f"{where}: not UTF-8 text", "b'\\xe9'", "save the file as UTF-8")
+    assert message.startswith(where), message
+    assert not out.exists()  # no run.lock, no directory: as if it never started

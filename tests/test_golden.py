@@ -386,10 +386,11 @@ SINGLE_DEVICE = sorted(
 )
 """The single-device golden of each example: the spec as written, or its single_device/ twin
 where the spec asks for a strategy (pets_unet)."""
-READING_PATH_LINES = 680
+READING_PATH_LINES = 700
 """At most this many lines in the reading path of a single-device script: from its top to the
 end of train() (flags, data, model, steps, loop), what a reader reads to know how it trains.
-The longest is sums_grpo's (675: records of text read in four formats, then GRPO's own
+The longest is sums_grpo's (690: records of text read in four formats, a byte that is not
+UTF-8 named at its line (issue 63), then GRPO's own
 functions, about 150 lines: the sampler seeded by row, the reward functions called and
 checked, the group advantages, the clipped objective and its KL); then sums_dpo's and
 flowers_finetune's (about 625: TFRecord files read and parsed, a backbone to unfreeze, its
@@ -400,8 +401,8 @@ MNIST_MLP_READING_PATH = 400
 checks; 421 with them in the script; 363 with the flags alone; 334 when this was written)."""
 MNIST_MLP_LINES = 620
 """The whole plainest script (615 lines: 2,054 with the machinery inside, before issue 61)."""
-SCRIPT_LINES = 880
-"""No single-device script is longer (sums_grpo's 871; 1,861-2,266 with the machinery in)."""
+SCRIPT_LINES = 890
+"""No single-device script is longer (sums_grpo's 886; 1,861-2,266 with the machinery in)."""
 
 
 def test_a_script_holds_its_loop_and_the_runtime_its_machinery():

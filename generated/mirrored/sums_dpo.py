@@ -1,7 +1,7 @@
 """Prefer right answers to sums over wrong ones, by DPO with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_dpo.py
-(spec sha256 a345fe74c52ca297, script sha256 addf1594cb451a2e).
+(spec sha256 a345fe74c52ca297, script sha256 ae403940ac0155b9).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -148,8 +148,17 @@ def read_records(path, file_format, fields, field):
     names = list(fields.values())
     if file_format == "jsonl":
         rows = []
-        with open(path, encoding="utf-8") as file:
-            for number, line in enumerate(file, start=1):
+        with open(
+            path, "rb"
+        ) as file:  # decoded a line at a time: a bad byte names its line
+            for number, raw in enumerate(file, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise SystemExit(
+                        f"{path}:{number}: not UTF-8 text (byte {raw[error.start:error.end]!r} "
+                        f"at column {error.start + 1}): save the file as UTF-8"
+                    ) from None
                 if not line.strip():
                     continue
                 try:
@@ -163,8 +172,14 @@ def read_records(path, file_format, fields, field):
             name: [row.get(name) for row in rows] for name in names if name in found
         }
     elif file_format == "csv":
-        with open(path, encoding="utf-8", newline="") as file:
-            rows = list(csv.DictReader(file))
+        try:
+            with open(path, encoding="utf-8", newline="") as file:
+                rows = list(csv.DictReader(file))
+        except UnicodeDecodeError as error:
+            raise SystemExit(
+                f"{path}: not UTF-8 text (byte {error.object[error.start:error.end]!r} at "
+                f"offset {error.start}): save the file as UTF-8"
+            ) from None
         found = set(rows[0]) if rows else set()
         columns = {name: [row[name] for row in rows] for name in names if name in found}
     else:

@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 9822602e8969abee, script sha256 adbc8f14893abfff).
+(spec sha256 9822602e8969abee, script sha256 bd85880c911837d2).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -135,8 +135,17 @@ def read_records(path, file_format, fields, field):
     names = list(fields.values())
     if file_format == "jsonl":
         rows = []
-        with open(path, encoding="utf-8") as file:
-            for number, line in enumerate(file, start=1):
+        with open(
+            path, "rb"
+        ) as file:  # decoded a line at a time: a bad byte names its line
+            for number, raw in enumerate(file, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise SystemExit(
+                        f"{path}:{number}: not UTF-8 text (byte {raw[error.start:error.end]!r} "
+                        f"at column {error.start + 1}): save the file as UTF-8"
+                    ) from None
                 if not line.strip():
                     continue
                 try:
@@ -150,8 +159,14 @@ def read_records(path, file_format, fields, field):
             name: [row.get(name) for row in rows] for name in names if name in found
         }
     elif file_format == "csv":
-        with open(path, encoding="utf-8", newline="") as file:
-            rows = list(csv.DictReader(file))
+        try:
+            with open(path, encoding="utf-8", newline="") as file:
+                rows = list(csv.DictReader(file))
+        except UnicodeDecodeError as error:
+            raise SystemExit(
+                f"{path}: not UTF-8 text (byte {error.object[error.start:error.end]!r} at "
+                f"offset {error.start}): save the file as UTF-8"
+            ) from None
         found = set(rows[0]) if rows else set()
         columns = {name: [row[name] for row in rows] for name in names if name in found}
     else:
