@@ -5,7 +5,7 @@ decides, as the class attributes of its RunDirectory; this file never imports th
 the same file serves every script of a folder. It is yours to read and edit too: `loopgen
 render` merges your edits here as in the script.
 
-Written by loopgen 0.1.0 (runtime sha256 ed12ad804c4d2ba8).
+Written by loopgen 0.1.0 (runtime sha256 101b70e49ac171d9).
 """
 
 import argparse
@@ -30,7 +30,7 @@ import time
 import traceback
 
 # What a script checks that it was rendered with: loopgen's version and this file's sha256.
-RUNTIME = "loopgen 0.1.0, runtime ac955c222896e7c7"
+RUNTIME = "loopgen 0.1.0, runtime 7973ddee348e11b9"
 
 
 class _Module:
@@ -258,7 +258,8 @@ class RunDirectory:
     """SETUP, the fields that decide what a checkpoint means; None: no checkpoints."""
     keep_checkpoints = 3
     train_files = None
-    """The training data's files (or their glob pattern), as the spec names them."""
+    """The training data's file or folder, as the spec names it (a glob pattern: train_glob)."""
+    train_glob = False
     num_examples = None
     """The script's num_examples(examples), for setup.json's record of the data."""
     readers = ()
@@ -520,7 +521,7 @@ class RunDirectory:
             return None
         if self.train_files is None:
             paths = []
-        elif glob.has_magic(self.train_files):
+        elif self.train_glob:
             paths = sorted(glob.glob(self.train_files))
         else:
             paths = [self.train_files]

@@ -258,7 +258,8 @@ class RunDirectory:
     """SETUP, the fields that decide what a checkpoint means; None: no checkpoints."""
     keep_checkpoints = 3
     train_files = None
-    """The training data's files (or their glob pattern), as the spec names them."""
+    """The training data's file or folder, as the spec names it (a glob pattern: train_glob)."""
+    train_glob = False
     num_examples = None
     """The script's num_examples(examples), for setup.json's record of the data."""
     readers = ()
@@ -520,7 +521,7 @@ class RunDirectory:
             return None
         if self.train_files is None:
             paths = []
-        elif glob.has_magic(self.train_files):
+        elif self.train_glob:
             paths = sorted(glob.glob(self.train_files))
         else:
             paths = [self.train_files]

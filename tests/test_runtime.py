@@ -516,7 +516,7 @@ def test_the_data_record_holds_the_number_of_examples_and_each_files_size_and_ti
     }
     for name in ("part-2.bin", "part-1.bin"):
         (tmp_path / name).write_bytes(b"x")
-    pattern = make_run(tmp_path, train_files=str(tmp_path / "part-*.bin"))
+    pattern = make_run(tmp_path, train_files=str(tmp_path / "part-*.bin"), train_glob=True)
     assert list(pattern.data_record(EXAMPLES)["files"]) == [
         str(tmp_path / "part-1.bin"),
         str(tmp_path / "part-2.bin"),
