@@ -145,7 +145,7 @@ def render(
 def _report(update, command: str, stale=()) -> None:
     """Says what a render did to a file (`stale`: the scripts beside a runtime it updated that
     need a render of their own)."""
-    from .output import Outcome, sidecar
+    from .output import RUNTIME_FILE, Outcome, sidecar
 
     path, backup = update.path, sidecar.backup_path(update.path)
     kept = f"; your version before this render is kept as {backup}" if update.backup else ""
@@ -168,7 +168,7 @@ def _report(update, command: str, stale=()) -> None:
         Outcome.UNCHANGED: f"{path} is up to date: nothing to change",
         Outcome.MERGED: f"merged the new render into your edits in {path}{kept}",
     }
-    if update.path.name == "loopgen_runtime.py":  # the run's machinery, beside the script
+    if update.path.name == RUNTIME_FILE:  # the run's machinery, beside the script
         if update.outcome is Outcome.UNCHANGED:
             return
         if update.outcome is not Outcome.CREATED:

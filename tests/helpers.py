@@ -101,21 +101,27 @@ def run_fresh(
     return proc
 
 
-WITHOUT_LOOPGEN = """
-import runpy, sys
+def without(*packages: str) -> str:
+    """Code for `python -c CODE SCRIPT ARGS`: `python SCRIPT ARGS` in a new interpreter where
+    `packages` cannot be imported (an import of one fails naming it)."""
+    return f"""
+import os, runpy, sys
 
-class NoLoopgen:
+class Refused:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] == "loopgen":
-            raise ImportError(f"{name}: the script imported loopgen")
+        if name.split(".")[0] in {packages!r}:
+            raise ImportError(f"{{name}}: the script imported it")
 
-sys.meta_path.insert(0, NoLoopgen())
+sys.meta_path.insert(0, Refused())
 sys.argv = sys.argv[1:]
-sys.path[0] = __import__("os").path.dirname(__import__("os").path.abspath(sys.argv[0]))
+sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))  # as `python SCRIPT` has it
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
-"""`python -c WITHOUT_LOOPGEN SCRIPT ARGS`: `python SCRIPT ARGS` in a new interpreter where
-the loopgen package cannot be imported (its editable install is on this venv's path)."""
+
+
+WITHOUT_LOOPGEN = without("loopgen")
+"""`python SCRIPT ARGS` where the loopgen package cannot be imported (its editable install is
+on this venv's path)."""
 
 
 def run_without_loopgen(

@@ -14,7 +14,7 @@ from pathlib import Path
 import black
 import pytest
 from data import classification_npz
-from helpers import EXAMPLES, npz, records, run_cli, run_python, tree
+from helpers import EXAMPLES, npz, records, run_cli, run_python, tree, without
 from test_cli import failed
 
 SPEC_SOURCE = (EXAMPLES / "mnist_mlp.py").read_text()
@@ -526,19 +526,7 @@ def test_hand_edits_in_the_runtime_survive_a_render(tmp_path):
     ok(run_cli("check", str(spec), str(out)), f"{runtime} is up to date with", "(with hand edits)")
 
 
-NO_TENSORFLOW = """
-import runpy, sys
-
-class NoTensorFlow:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("tensorflow", "keras", "numpy"):
-            raise ImportError(f"{name} was imported before the runtime was checked")
-
-sys.meta_path.insert(0, NoTensorFlow())
-sys.argv = sys.argv[1:]
-sys.path[0] = __import__("os").path.dirname(sys.argv[0])
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
+NO_TENSORFLOW = without("tensorflow", "keras", "numpy")
 
 
 @pytest.mark.parametrize("runtime", ["missing", "of another render"])
