@@ -192,7 +192,9 @@ RESERVED_NAMES = frozenset(dir(builtins)) | {
 MODULE_NAMES = frozenset({
     # The runtime beside the script (runtime/loopgen_runtime.py), what the script imports of it.
     "RUNTIME", "loopgen_runtime", "add_debugging_flags", "checksums", "fast_dev_stages",
-    "run_and_record", "write_predictions",
+    "run_and_record", "write_predictions", "COMMANDS", "parse_run_flags", "read_array_file",
+    "read_array_inputs", "read_csv_inputs", "read_image_files", "read_text_inputs",
+    "read_tfrecord_inputs",
     # A failed download's one message (runtime/loopgen_runtime.py).
     "DownloadFailed", "download_failure", "downloading", "imagenet_weights", "preset_download",
     # KerasHub models, TextRecords, SFT and DPO (model.jinja, data/, ways/sft.jinja, dpo.jinja).

@@ -306,7 +306,7 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     """The script's imports, computed from what the spec uses and sorted as isort would."""
     kinds = {spec.data.train.kind, spec.data.validation.kind if spec.data.validation else None}
     stdlib = {"import argparse", "import math", "import os", "import time"}
-    stdlib.add("import shutil")  # --fast-dev-run's and replay's scratch directories
+    stdlib.add("import functools")  # --fast-dev-run's stages (unused ones are dropped)
 
     # The output directory's lock, runs.jsonl and its tracebacks (run_dir.jinja).
     stdlib |= {"import fcntl", "import hashlib", "import json", "import re", "import socket"}
@@ -321,8 +321,6 @@ def imports(spec: Spec) -> dict[str, list[str]]:
         stdlib.add("import signal")
     if spec.logging.mlflow:  # MLflow's own process (RunDirectory.start_tracking)
         stdlib.add("import subprocess")
-    if partial_readers(spec):
-        stdlib.add("import functools")
     third_party = {"import keras", "import tensorflow as tf"}
     if spec.checkpoint or spec.export.saved_model:  # debug/step-N/batch.npz; --fast-dev-run
         third_party.add("import numpy as np")
@@ -341,8 +339,6 @@ def imports(spec: Spec) -> dict[str, list[str]]:
     if "text_records" in kinds:
         stdlib.add("import csv")
     prediction = prediction_context(spec, serving_context(spec))
-    if prediction and prediction["inputs"] == "arrays":  # predict reads .npy files
-        third_party.add("import numpy as np")
     from_imports = set()
     if not isinstance(spec.model, OPAQUE) or spec.custom_layers:
         from_imports.add("from keras import layers")

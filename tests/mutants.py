@@ -181,9 +181,9 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "debugging_flags_checked_after_tensorflow_loads",
-        "templates/partials/args.jinja",
-        "{{ debugging.checks() }}    return args\n",
-        "    return args\n",
+        RUNTIME,
+        "    check_debugging_flags(args, unit, multi_worker=multi_worker)\n",
+        "",
         [
             "tests/test_debugging.py::"
             "test_a_mistaken_debugging_flag_is_refused_before_tensorflow_loads"

@@ -1431,6 +1431,230 @@ def test_add_debugging_flags_adds_the_flags_a_script_asks_for():
     assert not hasattr(args, "step")
 
 
+def run_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="train.py")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--output-dir", default="runs/x")
+    return parser
+
+
+def test_parse_run_flags_adds_the_commands_and_flags_a_script_asks_for():
+    args = rt.parse_run_flags(
+        run_parser(), ["predict", "a.png", "--checkpoint", "best", "b.npy", "--no-lock"],
+        commands=["evaluate", "predict", "replay"], inputs="predict: images",
+        best=True, init_from=True, new_data=True, overfit=True,
+    )  # fmt: skip
+    assert (args.command, args.inputs, args.checkpoint) == ("predict", ["a.png", "b.npy"], "best")
+    assert args.no_lock and not args.deterministic and not args.new_data
+    assert (args.init_from, args.overfit_batches, args.step) == (None, None, None)
+    parser = run_parser()
+    rt.parse_run_flags(parser, [], commands=["evaluate", "predict", "replay"], inputs="x")
+    text = " ".join(parser.format_help().split())
+    assert (
+        "train (the default; resumes from the newest checkpoint), evaluate a checkpoint on the "
+        "validation data, predict on raw inputs with a checkpoint, or replay a step" in text
+    )
+    assert "evaluate, predict: 'latest' or a checkpoint's path" in text
+    bare = rt.parse_run_flags(run_parser(), ["--epochs", "2"])  # no checkpoints: no commands
+    assert bare.epochs == 2 and not hasattr(bare, "command") and not hasattr(bare, "checkpoint")
+    assert not any(hasattr(bare, name) for name in ("init_from", "new_data", "step", "inputs"))
+
+
+def test_parse_run_flags_describes_a_command_as_the_script_says():
+    parser = run_parser()
+    rt.parse_run_flags(
+        parser, [], commands=["evaluate", "replay"], unit="updates",
+        evaluate="evaluate a greedy policy", replay="replay an update",
+    )  # fmt: skip
+    text = " ".join(parser.format_help().split())
+    assert "(the default; resumes from the newest checkpoint), evaluate a greedy policy, or " in text
+    assert "replay an update" in text and "replay: the update to replay" in text
+
+
+@pytest.mark.parametrize(
+    "argv, error",
+    [
+        (["predict"], "predict takes the paths of its inputs; train and evaluate take none"),
+        (["train", "a.png"], "predict takes the paths of its inputs; train and evaluate take none"),
+        (["--profile", "30:10"], "--profile 30:10: give the first and last step to trace"),
+        (["replay"], "replay takes --step N, the step to replay; the other commands take none"),
+    ],
+)
+def test_parse_run_flags_refuses_a_mistake_of_the_flags(argv, error, capsys):
+    with pytest.raises(SystemExit) as refused:
+        rt.parse_run_flags(
+            run_parser(), argv, commands=["evaluate", "predict", "replay"], inputs="x"
+        )
+    said = str(refused.value) if refused.value.code != 2 else capsys.readouterr().err
+    assert error in " ".join(said.split())
+
+
+# --- predict's readers ------------------------------------------------------------------------
+
+
+def save(path: Path, array=None, **arrays) -> None:
+    """An .npy file of `array`, or an .npz file of `arrays`, at `path` whatever its suffix."""
+    with open(path, "wb") as f:
+        np.save(f, array) if array is not None else np.savez(f, **arrays)
+
+
+def png(tf, height: int, width: int, channels: int = 1) -> bytes:
+    return tf.io.encode_png(tf.zeros([height, width, channels], tf.uint8)).numpy()
+
+
+def test_read_array_inputs_reads_arrays_npz_files_and_images_in_the_order_named(tmp_path, tf):
+    like = np.zeros((5, 4, 4), np.uint8)
+    np.save(tmp_path / "one.npy", np.full((4, 4), 3, np.uint8))  # one example
+    np.savez(tmp_path / "two.npz", x=np.ones((2, 4, 4), np.uint8), y=np.zeros(2))
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "a.png").write_bytes(png(tf, 4, 4))
+    paths = [str(tmp_path / "one.npy"), str(tmp_path / "two.npz"), str(tmp_path / "dir")]
+    names, examples = rt.read_array_inputs(paths, like, images=True)
+    assert names == [paths[0], f"{paths[1]}[0]", f"{paths[1]}[1]", f"{tmp_path}/dir/a.png"]
+    assert examples.dtype == np.uint8 and examples.shape == (4, 4, 4)
+    assert examples[:, 0, 0].tolist() == [3, 1, 1, 0]
+
+
+@pytest.mark.parametrize(
+    "write, error",
+    [
+        (lambda p, tf: save(p, np.zeros((2, 3, 3), np.uint8)),
+         "holds uint8 examples of shape (3, 3); the model takes uint8 examples of shape (4, 4)"),
+        (lambda p, tf: save(p, np.zeros((2, 4, 4), np.float32)),
+         "holds float32 examples of shape (4, 4); the model takes uint8 examples"),
+        (lambda p, tf: save(p, images=np.zeros((2, 4, 4), np.uint8)),
+         "has no array 'x' (its arrays: ['images'])"),
+        (lambda p, tf: p.write_bytes(b"not numpy"), "is not an .npy or .npz file, nor an image"),
+        (lambda p, tf: p.write_bytes(png(tf, 5, 4)),
+         "is 4x5 pixels; the model takes 4x4 images and does not resize them: resize it first"),
+        (lambda p, tf: p.write_bytes(png(tf, 4, 4)[:30]), "predict: "),
+    ],
+)  # fmt: skip
+def test_read_array_inputs_refuses_a_file_naming_it_and_why(tmp_path, tf, write, error):
+    path = tmp_path / "input.npz"
+    write(path, tf)
+    with pytest.raises(SystemExit) as refused:
+        rt.read_array_inputs([str(path)], np.zeros((1, 4, 4), np.uint8), images=True)
+    assert str(refused.value).startswith(f"predict: {path}") and error in str(refused.value)
+
+
+def test_read_array_inputs_of_a_model_without_images_reads_no_image(tmp_path, tf):
+    (tmp_path / "a.png").write_bytes(png(tf, 4, 4))
+    with pytest.raises(SystemExit, match=r"a.png is not an .npy or .npz file$"):
+        rt.read_array_inputs([str(tmp_path / "a.png")], np.zeros((1, 4, 4), np.uint8))
+
+
+def test_read_image_files_checks_every_file_before_reading_any(tmp_path, tf):
+    (tmp_path / "a.png").write_bytes(png(tf, 4, 4, 3))
+    (tmp_path / "b.txt").write_text("no image")
+    files, images = rt.read_image_files([str(tmp_path / "a.png")])
+    assert files == [str(tmp_path / "a.png")] and images.shape == (1,)
+    with pytest.raises(SystemExit, match=r"b.txt is not a PNG, JPEG, BMP or GIF image"):
+        rt.read_image_files([str(tmp_path)])
+
+
+def test_read_csv_inputs_reads_the_columns_the_model_reads_naming_each_row(tmp_path, tf):
+    (tmp_path / "a.csv").write_bytes(b"id,size,rooms\r\n1,2.5,3\r\n\r\n2,4.0,5\r\n")
+    names, columns = rt.read_csv_inputs(
+        [str(tmp_path / "a.csv")], {"rooms": tf.float32, "size": tf.float32}, ","
+    )
+    assert names == [f"{tmp_path}/a.csv:2", f"{tmp_path}/a.csv:4"]
+    assert list(columns) == ["rooms", "size"]
+    assert columns["rooms"].numpy().tolist() == [3, 5] and columns["size"].numpy()[1] == 4.0
+
+
+@pytest.mark.parametrize(
+    "content, error",
+    [
+        (b"id,size\n1,2\n", ": no column 'rooms', which the model reads; its columns are"),
+        (b"rooms,size\n1,x\n", ":2: column 'size': Field 1 in record 0 is not a valid float"),
+        (b"rooms,size\n\xff,1\n", " is not UTF-8 text"),
+    ],
+)
+def test_read_csv_inputs_refuses_a_file_naming_its_row_and_column(tmp_path, tf, content, error):
+    (tmp_path / "a.csv").write_bytes(content)
+    with pytest.raises(SystemExit) as refused:
+        rt.read_csv_inputs([str(tmp_path / "a.csv")], {"rooms": tf.float32, "size": tf.float32}, ",")
+    assert f"predict: {tmp_path}/a.csv{error}" in str(refused.value)
+
+
+def test_read_tfrecord_inputs_parses_the_features_and_names_a_bad_file(tmp_path, tf):
+    example = tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0, 2.0])),
+    }))  # fmt: skip
+    with tf.io.TFRecordWriter(str(tmp_path / "a.tfrecord")) as writer:
+        writer.write(example.SerializeToString())
+        writer.write(example.SerializeToString())
+    (tmp_path / "empty.tfrecord").write_bytes(b"")
+    features = {"x": tf.io.FixedLenFeature([2], tf.float32)}
+    paths = [str(tmp_path / "a.tfrecord"), str(tmp_path / "empty.tfrecord")]
+    names, parsed = rt.read_tfrecord_inputs(paths, features)
+    assert names == [f"{paths[0]}[0]", f"{paths[0]}[1]"]
+    assert parsed["x"].numpy().tolist() == [[1.0, 2.0], [1.0, 2.0]]
+    (tmp_path / "bad.tfrecord").write_bytes(b"not a record file at all")
+    with pytest.raises(SystemExit, match=r"bad.tfrecord is not a TFRecord file of records with"):
+        rt.read_tfrecord_inputs([str(tmp_path / "bad.tfrecord")], features)
+
+
+def test_read_text_inputs_reads_a_column_of_each_line_and_skips_empty_lines(tmp_path, tf):
+    (tmp_path / "a.txt").write_text("1\tgood film\n\n0\tbad\n")
+    names, texts = rt.read_text_inputs([str(tmp_path / "a.txt")], "\t", column=1)
+    assert names == [f"{tmp_path}/a.txt:1", f"{tmp_path}/a.txt:3"]
+    assert texts.numpy().tolist() == [b"good film", b"bad"]
+    _, first = rt.read_text_inputs([str(tmp_path / "a.txt")], "\t")
+    assert first.numpy().tolist() == [b"1", b"0"]
+    (tmp_path / "b.txt").write_text("no tab here\n")
+    with pytest.raises(SystemExit, match=r"b.txt:1: 1 column\(s\), but the text is in column 1"):
+        rt.read_text_inputs([str(tmp_path / "b.txt")], "\t", column=1)
+
+
+# --- Data: read_records ---------------------------------------------------------------------
+
+
+def test_read_records_reads_json_lines_and_csv_fields_as_string_arrays(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"q": "1+1", "a": 2}\n\n{"q": "2+2", "a": 4}\n')
+    (tmp_path / "a.csv").write_text("q,a\n1+1,2\n2+2,4\n")
+    for name, file_format in [("a.jsonl", "jsonl"), ("a.csv", "csv")]:
+        fields = rt.read_records(
+            str(tmp_path / name), file_format, {"prompt": "q", "response": "a"}, "data.train"
+        )
+        assert {k: v.tolist() for k, v in fields.items()} == {
+            "prompt": ["1+1", "2+2"], "response": ["2", "4"]
+        }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "content, file_format, error",
+    [
+        (b'{"q": "x"}\n{"q": "\xff"}\n', "jsonl",
+         "a:2: not UTF-8 text (byte b'\\xff' at column 8): save the file as UTF-8"),
+        (b'{"q": "x"}\nnot json\n', "jsonl", "a:2: not a JSON object"),
+        (b"q\n\xff\n", "csv", "a: not UTF-8 text (byte b'\\xff' at offset 2)"),
+        (b'{"q": "x", "a": 1}\n{"a": 2}\n', "jsonl",
+         "data.train.prompt: record 2 of {a} has no 'q' (1 record(s) lack it)"),
+        (b'{"question": "x"}\n', "jsonl",
+         "data.train.prompt: {a} has no field 'q' (its fields: question); set data.train.prompt"),
+    ],
+)  # fmt: skip
+def test_read_records_refuses_a_file_naming_the_field_or_the_line(
+    tmp_path, content, file_format, error
+):
+    path = tmp_path / "a"
+    path.write_bytes(content)
+    fields = {"prompt": "q"} if "record 2" not in error else {"prompt": "q", "response": "a"}
+    with pytest.raises(SystemExit) as refused:
+        rt.read_records(str(path), file_format, fields, "data.train")
+    expected = error.format(a=path) if "{a}" in error else f"{tmp_path}/{error}"
+    assert expected in str(refused.value)
+
+
+def test_read_records_of_a_missing_path_or_a_folder_without_state_json(tmp_path):
+    with pytest.raises(SystemExit, match=r"^data.train.path: no file or folder '.*nothing'$"):
+        rt.read_records(str(tmp_path / "nothing"), "jsonl", {"prompt": "q"}, "data.train")
+    with pytest.raises(SystemExit, match=r"is no datasets folder \(no state.json\)"):
+        rt.read_records(str(tmp_path), "datasets", {"prompt": "q"}, "data.train")
+
+
 # --- Debugging in the loop ----------------------------------------------------------------------
 
 
@@ -1890,45 +2114,60 @@ def test_is_chief_is_the_chief_task_or_else_worker_0(task_type, task_id, cluster
     assert rt.is_chief(resolver(task_type, task_id, cluster)) is chief
 
 
-def test_fast_dev_stages_runs_each_stage_as_a_run_of_its_own_without_a_lock(
+def test_fast_dev_stages_runs_each_stage_as_a_run_of_its_own_in_a_scratch_directory_removed_after(
     tmp_path, keras, monkeypatch, capsys
 ):
     monkeypatch.setattr(keras.Model, "summary", keras.Model.summary)  # put back after the test
-    seen = []
+    seen, scratches = [], []
 
     def train(args, run):
         seen.append((args.command, args.epochs, args.no_lock, run.args is args))
+        scratches.append(args.output_dir)
+        os.makedirs(os.path.join(args.output_dir, "export"), exist_ok=True)
         if args.command == "predict":
             raise ValueError("predict failed")
 
-    args = flags(tmp_path, fast_dev_run=2, output_dir=str(tmp_path / "scratch"))
+    def serve(export):
+        seen.append(("serve", export == os.path.join(scratches[0], "export")))
+        assert os.path.isdir(export)  # served before the scratch directory goes
+
+    args = flags(tmp_path, fast_dev_run=2)
     stages = [({"epochs": 1}, "training"), ({"command": "evaluate"}, "evaluate")]
     after = lambda: seen.append("after")  # noqa: E731
-    rt.fast_dev_stages(args, stages, train, run_class(tmp_path), after_stage=after)
-    assert seen == [("train", 1, True, True), "after", ("evaluate", 3, True, True), "after"]
-    assert args.no_lock is False  # the stages' flags are copies
+    rt.fast_dev_stages(args, stages, train, run_class(tmp_path), serve=serve, after_stage=after)
+    assert seen == [
+        ("train", 1, True, True), "after", ("evaluate", 3, True, True), "after", ("serve", True)
+    ]  # fmt: skip
+    assert args.no_lock is False and args.output_dir == str(tmp_path / "run")  # copies
+    assert len(set(scratches)) == 1 and not os.path.exists(scratches[0])
+    assert not os.path.exists(args.output_dir)  # --output-dir not touched
     out = capsys.readouterr().out
     assert out.startswith("--fast-dev-run: training ...\n--fast-dev-run: training: OK (")
+    assert out.endswith(f"--fast-dev-run: every stage ran (in {scratches[0]}, removed)\n")
     with pytest.raises(ValueError, match="predict failed"):
         rt.fast_dev_stages(args, [({"command": "predict"}, "predict")], train, run_class(tmp_path))
     assert capsys.readouterr().out.endswith("--fast-dev-run: predict: FAILED\n")
+    assert not os.path.exists(scratches[-1])  # removed after a failure too
 
 
-def test_fast_dev_stages_hands_predict_its_inputs_made_after_the_stages_before_it(tmp_path):
+def test_fast_dev_stages_hands_predict_its_inputs_made_in_the_scratch_directory_after_the_stages_before_it(
+    tmp_path,
+):
     made, seen = [], []
 
     def train(args, run):
-        seen.append((args.command, getattr(args, "inputs", None)))
+        seen.append((args.command, getattr(args, "inputs", None), args.output_dir))
 
-    def inputs():
-        made.append(len(seen))  # how many stages ran before the inputs were made
-        return ["inputs.npy"]
+    def inputs(directory):
+        made.append((len(seen), directory))  # how many stages ran before the inputs were made
+        return [os.path.join(directory, "inputs.npy")]
 
-    args = flags(tmp_path, fast_dev_run=2, output_dir=str(tmp_path / "scratch"))
-    stages = [({}, "training"), ({"command": "predict", "inputs": None}, "predict")]
-    rt.fast_dev_stages(args, stages, train, run_class(tmp_path), inputs=inputs)
-    assert seen == [("train", None), ("predict", ["inputs.npy"])]
-    assert made == [1]
+    args = flags(tmp_path, fast_dev_run=2)
+    stages = [({}, "training"), ({"command": "predict", "inputs": inputs}, "predict")]
+    rt.fast_dev_stages(args, stages, train, run_class(tmp_path))
+    scratch = seen[0][2]
+    assert seen == [("train", None, scratch), ("predict", [f"{scratch}/inputs.npy"], scratch)]
+    assert made == [(1, scratch)]
 
 
 @pytest.mark.parametrize(
