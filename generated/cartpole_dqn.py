@@ -1,7 +1,7 @@
 """Balance CartPole-v1's pole with DQN.
 
 Written by loopgen 0.1.0 from examples/cartpole_dqn.py
-(spec sha256 dc05ba4da0ac1608, script sha256 66bc962efe286d7a).
+(spec sha256 dc05ba4da0ac1608, script sha256 696819acaab295b0).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -11,17 +11,14 @@ Run it again to resume from the latest checkpoint.
 import argparse
 import os
 import pickle
-import shutil
 import sys
 
 try:
     import loopgen_runtime
     from loopgen_runtime import (
-        add_debugging_flags,
-        check_debugging_flags,
-        dev_stage,
         execution_modes,
         fast_dev_stages,
+        parse_run_flags,
         replay,
         run_and_record,
         written_whole,
@@ -31,7 +28,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 7973ddee348e11b9"
+RUNTIME = "loopgen 0.1.0, runtime c6d333f330a5443b"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -71,20 +68,6 @@ def parse_args(argv=None):
     # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
     parser.description = __doc__.splitlines()[0]
     parser.add_argument(
-        "command",
-        nargs="?",
-        choices=["train", "evaluate", "replay"],
-        default="train",
-        help="train (the default; resumes from the newest checkpoint), evaluate a "
-        "checkpoint's greedy policy on episodes seeded apart from training, or replay an "
-        "update (neither writes checkpoints)",
-    )
-    parser.add_argument(
-        "--checkpoint",
-        default="latest",
-        help="evaluate: 'latest' or a checkpoint's path",
-    )
-    parser.add_argument(
         "--episodes", type=int, default=10, help="evaluate: episodes to play"
     )
     parser.add_argument(
@@ -98,25 +81,17 @@ def parse_args(argv=None):
         help="stop after this many environment steps (rounded down to whole steps of all NUM_ENVS sub-environments)",
     )
     parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
-    parser.add_argument(
-        "--init-from",
-        metavar="DIR",
-        help="start a new run from the weights of the newest checkpoint in DIR (another "
-        "run's --output-dir)",
+    # The commands, resuming, determinism, the lock and the debugging flags (how the run
+    # executes, never what it trains): loopgen_runtime.py, before TensorFlow loads.
+    return parse_run_flags(
+        parser,
+        argv,
+        commands=["evaluate", "replay"],
+        init_from=True,
+        unit="updates",
+        evaluate="evaluate a checkpoint's greedy policy on episodes seeded apart from training",
+        replay="replay an update",
     )
-    parser.add_argument(
-        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
-    )
-    parser.add_argument(
-        "--no-lock",
-        action="store_true",
-        help="do not lock the output directory (for file systems without locks)",
-    )
-    # Debugging: how the run executes, never what it trains (loopgen_runtime.py).
-    add_debugging_flags(parser, unit="updates", replay=True)
-    args = parser.parse_args(argv)
-    check_debugging_flags(args, unit="updates")
-    return args
 
 
 if __name__ == "__main__":
@@ -590,12 +565,9 @@ def export(model, directory):
 
 
 def fast_dev_run(args):
-    """--fast-dev-run N: every stage of a run, on N updates, in a temporary directory removed
-    after (--output-dir is not touched): a crash that a long run would meet only at its end
-    (in an evaluation, a checkpoint, the export) shows in seconds."""
-    import tempfile
-
-    n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
+    """--fast-dev-run N: every stage of a run on N updates, each a run of its own in a scratch
+    directory (loopgen_runtime.fast_dev_stages)."""
+    n = args.fast_dev_run
     stages = [
         (
             {"max_steps": step_of_update(n)},
@@ -610,14 +582,7 @@ def fast_dev_run(args):
             "evaluate the checkpoint on an episode",
         ),
     ]
-    try:
-        scratched = argparse.Namespace(**{**vars(args), "output_dir": scratch})
-        fast_dev_stages(scratched, stages, train, RunDirectory)
-        with dev_stage("serve the export"):
-            serve_once(os.path.join(scratch, "export"))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
+    fast_dev_stages(args, stages, train, RunDirectory, serve=serve_once)
 
 
 def serve_once(directory):

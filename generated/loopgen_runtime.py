@@ -5,7 +5,7 @@ decides, as the class attributes of its RunDirectory; this file never imports th
 the same file serves every script of a folder. It is yours to read and edit too: `loopgen
 render` merges your edits here as in the script.
 
-Written by loopgen 0.1.0 (runtime sha256 101b70e49ac171d9).
+Written by loopgen 0.1.0 (runtime sha256 52d04a40eb73193b).
 """
 
 import argparse
@@ -26,11 +26,12 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
 # What a script checks that it was rendered with: loopgen's version and this file's sha256.
-RUNTIME = "loopgen 0.1.0, runtime 7973ddee348e11b9"
+RUNTIME = "loopgen 0.1.0, runtime c6d333f330a5443b"
 
 
 class _Module:
@@ -116,6 +117,97 @@ def check_debugging_flags(args, unit="steps", multi_worker=False):
         raise SystemExit("--overfit-batches and --fast-dev-run are runs of their own: pass one")
     if overfit and args.overfit_batches:  # a run of its own, never mixed into the real one
         args.output_dir = f"{args.output_dir.rstrip('/')}-overfit-{args.overfit_batches}"
+
+
+# The commands beside train, as --help describes them.
+COMMANDS = {
+    "evaluate": "evaluate a checkpoint on the validation data",
+    "predict": "predict on raw inputs with a checkpoint",
+    "replay": "replay a step",
+}
+
+
+def parse_run_flags(
+    parser,
+    argv=None,
+    commands=(),
+    inputs=None,
+    best=False,
+    init_from=False,
+    new_data=False,
+    unit="steps",
+    overfit=False,
+    multi_worker=False,
+    **described,
+):
+    """The flags every script takes beside its own (how long it trains, where it writes): the
+    command and what it reads, resuming, determinism, the lock and the debugging flags, parsed
+    and checked before TensorFlow loads. `commands`: those beside train (evaluate, predict,
+    replay; `described`: another description of one, evaluate=...); `inputs`: predict's help
+    for its paths; `best`: --checkpoint best names the best validation's weights;
+    `init_from`, `new_data`: the run checkpoints, and may start from another's or resume on
+    other data."""
+    if commands:
+        said = [{**COMMANDS, **described}[command] for command in commands]
+        said = ", ".join([*said[:-1], f"or {said[-1]}"])
+        parser.add_argument(
+            "command",
+            nargs="?",
+            choices=["train", *commands],
+            default="train",
+            help=f"train (the default; resumes from the newest checkpoint), {said} (none of "
+            "them writes checkpoints)",
+        )
+    readers = [command for command in commands if command != "replay"]
+    if readers:
+        parser.add_argument(
+            "--checkpoint",
+            default="latest",
+            help=f"{', '.join(readers)}: 'latest'"
+            + (", 'best' (the best validation's weights)" if best else "")
+            + " or a checkpoint's path",
+        )
+    if inputs:
+        parser.add_argument("inputs", nargs="*", metavar="PATH", help=inputs)
+        parser.add_argument(
+            "--predictions",
+            metavar="FILE",
+            help="predict: where the predictions go, a JSON line each (default: "
+            "predictions.jsonl in the output directory)",
+        )
+    if init_from:
+        parser.add_argument(
+            "--init-from",
+            metavar="DIR",
+            help="start a new run from the weights of the newest checkpoint in DIR (another "
+            "run's --output-dir)",
+        )
+    if new_data:
+        parser.add_argument(
+            "--new-data",
+            action="store_true",
+            help="resume on training data other than the checkpoints' (setup.json records "
+            "it): an epoch then has another length and order",
+        )
+    parser.add_argument(
+        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
+    )
+    parser.add_argument(
+        "--no-lock",
+        action="store_true",
+        help="do not lock the output directory (for file systems without locks)",
+    )
+    add_debugging_flags(parser, unit, overfit=overfit, replay="replay" in commands)
+    if inputs:
+        # Intermixed: `predict --checkpoint best a.png b.png` gives the paths after an option.
+        args = parser.parse_intermixed_args(argv)
+        if (args.command == "predict") != bool(args.inputs):
+            others = "train and evaluate take" if "evaluate" in commands else "train takes"
+            parser.error(f"predict takes the paths of its inputs; {others} none")
+    else:
+        args = parser.parse_args(argv)
+    check_debugging_flags(args, unit, multi_worker=multi_worker)
+    return args
 
 
 # --- The run directory ------------------------------------------------------------------
@@ -1635,6 +1727,92 @@ def imagenet_weights(application, node):
     )
 
 
+# --- Data -----------------------------------------------------------------------------
+
+
+def read_records(path, file_format, fields, field):
+    """The fields of a file of records, each an array of strings held in memory: `fields` maps
+    what the script calls a field to its name in the records. JSON Lines (an object a line),
+    CSV (a header row), Parquet, or a Hugging Face `datasets` folder (save_to_disk's Arrow
+    files, in its state.json's order)."""
+    if not os.path.exists(path):
+        raise SystemExit(f"{field}.path: no file or folder {path!r}")
+    names = list(fields.values())
+    if file_format == "jsonl":
+        rows = []
+        with open(path, "rb") as file:  # decoded a line at a time: a bad byte names its line
+            for number, raw in enumerate(file, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise SystemExit(
+                        f"{path}:{number}: not UTF-8 text (byte {raw[error.start : error.end]!r} "
+                        f"at column {error.start + 1}): save the file as UTF-8"
+                    ) from None
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except ValueError as error:
+                    raise SystemExit(f"{path}:{number}: not a JSON object ({error})") from None
+        found = set().union(*(row.keys() for row in rows)) if rows else set()
+        columns = {name: [row.get(name) for row in rows] for name in names if name in found}
+    elif file_format == "csv":
+        try:
+            with open(path, encoding="utf-8", newline="") as file:
+                rows = list(csv.DictReader(file))
+        except UnicodeDecodeError as error:
+            raise SystemExit(
+                f"{path}: not UTF-8 text (byte {error.object[error.start : error.end]!r} at "
+                f"offset {error.start}): save the file as UTF-8"
+            ) from None
+        found = set(rows[0]) if rows else set()
+        columns = {name: [row[name] for row in rows] for name in names if name in found}
+    else:
+        import pyarrow  # the `lm` extra: Parquet and datasets folders are Arrow tables
+
+        if file_format == "parquet":
+            import pyarrow.parquet
+
+            table = pyarrow.parquet.read_table(path)
+        else:
+            state = os.path.join(path, "state.json")
+            if not os.path.isfile(state):
+                raise SystemExit(
+                    f"{field}.path: {path} is no datasets folder (no state.json): save one with "
+                    "Dataset.save_to_disk, or set format"
+                )
+            with open(state, encoding="utf-8") as file:
+                files = [entry["filename"] for entry in json.load(file)["_data_files"]]
+            tables = []
+            for name in files:
+                with pyarrow.memory_map(os.path.join(path, name)) as stream:
+                    tables.append(pyarrow.ipc.open_stream(stream).read_all())
+            table = pyarrow.concat_tables(tables)
+        found = set(table.column_names)
+        columns = {name: table.column(name).to_pylist() for name in names if name in found}
+    for ours, name in fields.items():
+        if name not in columns:
+            raise SystemExit(
+                f"{field}.{ours}: {path} has no field {name!r} (its fields: "
+                f"{', '.join(sorted(found)) or 'none'}); set {field}.{ours} to the one that "
+                f"holds the {ours}"
+            )
+    count = len(columns[names[0]])
+    if count == 0:
+        raise SystemExit(f"{field}.path: {path} holds no record")
+    for ours, name in fields.items():
+        blank = [i for i, value in enumerate(columns[name]) if value is None]
+        if blank:
+            raise SystemExit(
+                f"{field}.{ours}: record {blank[0] + 1} of {path} has no {name!r} ({len(blank)} "
+                "record(s) lack it)"
+            )
+    return {
+        ours: np.array([str(value) for value in columns[name]]) for ours, name in fields.items()
+    }
+
+
 # --- predict ----------------------------------------------------------------------------
 
 # The image formats a script's predict reads, by their files' first bytes.
@@ -1661,6 +1839,163 @@ def input_files(paths):
     if not files:
         raise SystemExit(f"predict: no files in {', '.join(paths)}")
     return files
+
+
+def read_image_files(paths):
+    """predict: (paths, the files' bytes), in the order named. Every file is checked to be an
+    image before any is predicted."""
+    files = input_files(paths)
+    for path in files:
+        with open(path, "rb") as f:
+            if not f.read(4).startswith(IMAGE_SIGNATURES):
+                raise SystemExit(f"predict: {path} is not a PNG, JPEG, BMP or GIF image")
+    return files, tf.stack([tf.io.read_file(path) for path in files])
+
+
+def read_array_inputs(paths, like, key="x", images=False):
+    """predict: (names, examples), of the training examples' (`like`) shape and dtype, in the
+    order named (a file of several examples names them <path>[<i>]): .npy arrays of them (or
+    of one), .npz files' array `key`, and image files if `images`. Every file is read and
+    checked before any is predicted."""
+    names, arrays = [], []
+    for path in input_files(paths):
+        array = read_array_file(path, like, key, images)
+        if len(array) == 1:
+            names.append(path)
+        else:
+            names += [f"{path}[{i}]" for i in range(len(array))]
+        arrays.append(array)
+    return names, np.concatenate(arrays)
+
+
+def read_array_file(path, like, key, images):
+    """predict: the examples in one file (read_array_inputs)."""
+    shape = like.shape[1:]
+    if images:
+        with open(path, "rb") as f:
+            content = f.read()
+        if content.startswith(IMAGE_SIGNATURES):
+            channels = shape[2] if len(shape) == 3 else 1
+            try:
+                image = tf.io.decode_image(content, channels=channels, expand_animations=False)
+            except tf.errors.InvalidArgumentError as error:  # damaged, or a GIF for grayscale
+                raise SystemExit(f"predict: {path}: {error.message.split(' [Op')[0]}") from None
+            if image.shape[:2] != shape[:2]:
+                raise SystemExit(
+                    f"predict: {path} is {image.shape[1]}x{image.shape[0]} pixels; the model "
+                    f"takes {shape[1]}x{shape[0]} images and does not resize them: resize it first"
+                )
+            return np.reshape(image.numpy(), (1, *shape)).astype(like.dtype)
+    try:
+        array = np.load(path)
+    except (OSError, ValueError):  # not NumPy's format (nor pickles, which it refuses)
+        nor = ", nor an image" if images else ""
+        raise SystemExit(f"predict: {path} is not an .npy or .npz file{nor}") from None
+    if isinstance(array, np.lib.npyio.NpzFile):
+        if key not in array.files:
+            raise SystemExit(f"predict: {path} has no array {key!r} (its arrays: {array.files})")
+        array = array[key]
+    if array.shape == shape:
+        array = array[None]  # one example
+    kind_ok = np.can_cast(array.dtype, like.dtype, "same_kind")  # no floats for uint8
+    if array.shape[1:] != shape or not kind_ok:
+        raise SystemExit(
+            f"predict: {path} holds {array.dtype} examples of shape {array.shape[1:]}; the "
+            f"model takes {like.dtype} examples of shape {shape}"
+        )
+    return array.astype(like.dtype)
+
+
+def read_csv_inputs(paths, dtypes, delimiter):
+    """predict: (names, columns), from CSV files with a header: the columns the model reads
+    (`dtypes`: their dtypes by name), parsed as in training (<path>:<line> names a row). Every
+    file is read and checked before any is predicted."""
+    wanted = list(dtypes)
+    names, parts = [], []
+    for path in input_files(paths):
+        try:
+            # Lines end at "\n" alone (a "\r" before it is dropped), as in training.
+            with open(path, encoding="utf-8", newline="") as f:
+                header, *rows = [line.removesuffix("\r") for line in f.read().split("\n")]
+        except UnicodeDecodeError:
+            raise SystemExit(f"predict: {path} is not UTF-8 text") from None
+        header = header.split(delimiter)
+        missing = [column for column in wanted if column not in header]
+        if missing:
+            raise SystemExit(
+                f"predict: {path}: no column {missing[0]!r}, which the model reads; its "
+                f"columns are {header}"
+            )
+        lines = [(number, row) for number, row in enumerate(rows, start=2) if row]
+        # decode_csv takes the selected columns in the file's order.
+        order = sorted(wanted, key=header.index)
+        try:
+            values = tf.io.decode_csv(
+                [row for _, row in lines],
+                record_defaults=[tf.constant([], dtypes[column]) for column in order],
+                field_delim=delimiter,
+                select_cols=[header.index(column) for column in order],
+            )
+        except tf.errors.InvalidArgumentError as error:
+            # "Field 1 in record 0 is not a valid float: x", "Field 1 is required but missing
+            # in record 0!", "Expect 4 fields but have 2 in record 0"
+            problem = str(error).split(" [Op")[0].split("}} ")[-1]
+            record = re.search(r"record (\d+)", problem)
+            field = re.search(r"Field (\d+)", problem)
+            where = f"{path}:{lines[int(record[1])][0]}" if record else path
+            column = f" column {order[int(field[1])]!r}:" if field else ""
+            raise SystemExit(f"predict: {where}:{column} {problem}") from None
+        names += [f"{path}:{number}" for number, _ in lines]
+        parts.append(dict(zip(order, values, strict=True)))
+    return names, {name: tf.concat([part[name] for part in parts], 0) for name in wanted}
+
+
+def read_tfrecord_inputs(paths, features, compression=None):
+    """predict: (names, features), from TFRecord files of tf.train.Example records: the
+    `features` the model reads (their parsing specs by name), as the records hold them
+    (<path>[<i>] names a record). Every file is read and checked before any is predicted."""
+    names, parts = [], []
+    for path in input_files(paths):
+        try:
+            dataset = tf.data.TFRecordDataset(path, compression_type=compression)
+            records = [record.numpy() for record in dataset]
+            if records:  # an empty file has none to predict
+                parts.append(tf.io.parse_example(records, features))
+        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
+            raise SystemExit(
+                f"predict: {path} is not a TFRecord file of records with the features "
+                f"{list(features)}: {error.message.split(' [Op')[0]}"
+            ) from None
+        names += [f"{path}[{i}]" for i in range(len(records))]
+    if not parts:  # empty files alone
+        return [], {}
+    return names, {name: tf.concat([part[name] for part in parts], 0) for name in features}
+
+
+def read_text_inputs(paths, delimiter, column=0):
+    """predict: (names, texts), from files of lines as the training file's: a line's text is
+    its column `column` (split by `delimiter`; the first: a label after it is left out);
+    <path>:<line> names it, and empty lines are skipped. Every file is read and checked before
+    any is predicted."""
+    names, texts = [], []
+    for path in input_files(paths):
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().split("\n")  # as training reads its lines
+        except UnicodeDecodeError:
+            raise SystemExit(f"predict: {path} is not UTF-8 text") from None
+        for number, line in enumerate(lines, start=1):
+            columns = line.split(delimiter)
+            if columns == [""]:
+                continue
+            if len(columns) <= column:
+                raise SystemExit(
+                    f"predict: {path}:{number}: {len(columns)} column(s), but the text is in "
+                    f"column {column}"
+                )
+            names.append(f"{path}:{number}")
+            texts.append(columns[column])
+    return names, tf.constant(texts, tf.string)
 
 
 def write_predictions(serve, args, read, batch_size):
@@ -1801,27 +2136,40 @@ def dev_stage(stage):
     print(f"--fast-dev-run: {stage}: OK ({time.perf_counter() - started:.1f} s)")
 
 
-def fast_dev_stages(args, stages, train, run_directory, inputs=None, after_stage=None):
-    """--fast-dev-run: each of `stages` ((changes of the flags, what it does)) run as a run of
-    its own in the scratch directory args.output_dir; `after_stage()` after each. A stage whose
-    changes name "inputs" (predict) takes `inputs()`, made once the stages before it ran."""
-    for changes, stage in stages:
-        # The scratch directory is this process's alone: no lock to take again each stage.
-        staged = argparse.Namespace(**{**vars(args), "no_lock": True, **changes})
-        if "inputs" in changes:
-            staged.inputs = inputs()
-        with dev_stage(stage):
-            run = run_directory(staged)
-            try:
-                train(staged, run)
-            except BaseException as error:
-                run.end(error)
-                raise
-            run.end()
-        # The later stages build the same networks: one summary of them is enough.
-        keras.Model.summary = lambda *args, **kwargs: None
-        if after_stage is not None:
-            after_stage()
+def fast_dev_stages(args, stages, train, run_directory, serve=None, after_stage=None):
+    """--fast-dev-run N: every stage of a run, on N steps, in a temporary directory removed
+    after (--output-dir is not touched): a crash that a long run would meet only at its end
+    (in a validation, a checkpoint, the export) shows in seconds. `stages`: (changes of the
+    flags, what it does), each run as a run of its own; a stage's "inputs" (predict's) is a
+    function of the directory, called once the stages before it ran. `after_stage()` after
+    each; `serve(export)` last, on the export directory."""
+    scratch = tempfile.mkdtemp(prefix="fast-dev-run-")
+    try:
+        for changes, stage in stages:
+            # The scratch directory is this process's alone: no lock to take again each stage.
+            staged = argparse.Namespace(
+                **{**vars(args), "output_dir": scratch, "no_lock": True, **changes}
+            )
+            if "inputs" in changes:
+                staged.inputs = changes["inputs"](scratch)
+            with dev_stage(stage):
+                run = run_directory(staged)
+                try:
+                    train(staged, run)
+                except BaseException as error:
+                    run.end(error)
+                    raise
+                run.end()
+            # The later stages build the same networks: one summary of them is enough.
+            keras.Model.summary = lambda *args, **kwargs: None
+            if after_stage is not None:
+                after_stage()
+        if serve is not None:
+            with dev_stage("serve the export"):
+                serve(os.path.join(scratch, "export"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
 
 
 @contextlib.contextmanager
@@ -1861,8 +2209,6 @@ def replay(args, train, run_directory):
         raise SystemExit(
             f"replay --step {args.step}: {args.output_dir} can replay {run.unit} 1 to {last}"
         )
-    import tempfile
-
     # A script that acts: the environment step at which update N is done (the checkpoints
     # count environment steps).
     end = run.step_of_update(args.step) if run.acts else args.step

@@ -1,7 +1,7 @@
 """Classify flower photos by fine-tuning an ImageNet MobileNetV2.
 
 Written by loopgen 0.1.0 from examples/flowers_finetune.py
-(spec sha256 6618a71dabe18f46, script sha256 65503788fecafae5).
+(spec sha256 6618a71dabe18f46, script sha256 20b9b67d9333c3f6).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -13,6 +13,7 @@ Run it again to resume from the latest checkpoint (written by any variant).
 """
 
 import argparse
+import functools
 import glob
 import math
 import os
@@ -24,15 +25,13 @@ import sys
 try:
     import loopgen_runtime
     from loopgen_runtime import (
-        add_debugging_flags,
-        check_debugging_flags,
-        dev_stage,
         downloading,
         execution_modes,
         fast_dev_stages,
         imagenet_weights,
-        input_files,
         is_chief,
+        parse_run_flags,
+        read_tfrecord_inputs,
         replay,
         run_and_record,
         write_predictions,
@@ -43,7 +42,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 7973ddee348e11b9"
+RUNTIME = "loopgen 0.1.0, runtime c6d333f330a5443b"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -76,70 +75,25 @@ def parse_args(argv=None):
     )
     # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
     parser.description = __doc__.splitlines()[0]
-    parser.add_argument(
-        "command",
-        nargs="?",
-        choices=["train", "evaluate", "predict", "replay"],
-        default="train",
-        help="train (the default; resumes from the newest checkpoint), evaluate a checkpoint "
-        "on the validation data, predict on raw inputs, or replay a step (none of them "
-        "writes checkpoints)",
-    )
-    parser.add_argument(
-        "--checkpoint",
-        default="latest",
-        help="evaluate, predict: 'latest' or a checkpoint's path",
-    )
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
+    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
     parser.add_argument(
         "--data",
         metavar="PATH",
         help="evaluate: another source of the validation data's kind (its files' glob), a test split",
     )
-    parser.add_argument(
-        "inputs",
-        nargs="*",
-        metavar="PATH",
-        help="predict: TFRecord files, and directories of them",
+    # The commands, resuming, determinism, the lock and the debugging flags (how the run
+    # executes, never what it trains): loopgen_runtime.py, before TensorFlow loads.
+    return parse_run_flags(
+        parser,
+        argv,
+        commands=["evaluate", "predict", "replay"],
+        inputs="predict: TFRecord files, and directories of them",
+        init_from=True,
+        new_data=True,
+        multi_worker=True,
     )
-    parser.add_argument(
-        "--predictions",
-        metavar="FILE",
-        help="predict: where the predictions go, a JSON line each (default: "
-        "predictions.jsonl in the output directory)",
-    )
-    parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
-    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
-    parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
-    parser.add_argument(
-        "--init-from",
-        metavar="DIR",
-        help="start a new run from the weights of the newest checkpoint in DIR (another "
-        "run's --output-dir)",
-    )
-    parser.add_argument(
-        "--new-data",
-        action="store_true",
-        help="resume on training data other than the checkpoints' (setup.json records it): "
-        "an epoch then has another length and order",
-    )
-    parser.add_argument(
-        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
-    )
-    parser.add_argument(
-        "--no-lock",
-        action="store_true",
-        help="do not lock the output directory (for file systems without locks)",
-    )
-    # Debugging: how the run executes, never what it trains (loopgen_runtime.py).
-    add_debugging_flags(parser, replay=True)
-    # Intermixed: `predict --checkpoint best a.png b.png` gives the paths after an option too.
-    args = parser.parse_intermixed_args(argv)
-    if (args.command == "predict") != bool(args.inputs):
-        parser.error(
-            "predict takes the paths of its inputs; train and evaluate take none"
-        )
-    check_debugging_flags(args, multi_worker=True)
-    return args
 
 
 if __name__ == "__main__":
@@ -794,48 +748,27 @@ def serving_function(model):
     return serve
 
 
-def read_inputs(paths):
-    """predict: (names, features), from TFRecord files of tf.train.Example
-    records: the features the model reads, as the records hold them (<path>[<i>] names a
-    record). Every file is read and checked before any is predicted."""
+def predict(serve, args):
+    """predict: a JSON line of the served model's outputs for each input, in input order,
+    written whole to --predictions; the inputs read by loopgen_runtime's reader."""
     wanted = {
         "image": tf.io.FixedLenFeature((), tf.string),
     }
-    names, parts = [], []
-    for path in input_files(paths):
-        try:
-            records = [record.numpy() for record in tf.data.TFRecordDataset(path)]
-            if records:  # an empty file has none to predict
-                parts.append(tf.io.parse_example(records, wanted))
-        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
-            raise SystemExit(
-                f"predict: {path} is not a TFRecord file of records with the features "
-                f"{list(wanted)}: {error.message.split(' [Op')[0]}"
-            ) from None
-        names += [f"{path}[{i}]" for i in range(len(records))]
-    if not parts:  # empty files alone
-        return [], {}
-    return names, {
-        name: tf.concat([part[name] for part in parts], 0) for name in wanted
-    }
-
-
-def predict(serve, args):
-    """predict: the served model's outputs for each input, a JSON line each in input order,
-    written whole to --predictions (loopgen_runtime.write_predictions)."""
-    write_predictions(serve, args, lambda: read_inputs(args.inputs), GLOBAL_BATCH_SIZE)
+    read = functools.partial(read_tfrecord_inputs, args.inputs, wanted)
+    write_predictions(serve, args, read, GLOBAL_BATCH_SIZE)
 
 
 # --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):
-    """--fast-dev-run N: every stage of a run, on N steps, in a temporary directory removed
-    after (--output-dir is not touched): a crash that a long run would meet only at its end
-    (in a validation, a checkpoint, the export) shows in seconds."""
-    import tempfile
-
-    n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
+    """--fast-dev-run N: every stage of a run on N steps, each a run of its own in a scratch
+    directory (loopgen_runtime.fast_dev_stages)."""
+    n = args.fast_dev_run
+    examples = load_examples()[0]
+    inputs = functools.partial(
+        dev_inputs, examples, count=n
+    )  # predict's, made in the scratch
     stages = [
         (
             {"max_steps": n},
@@ -843,27 +776,19 @@ def fast_dev_run(args):
         ),
         ({"max_steps": 2 * n}, f"resume from the checkpoint, train {n} more"),
         ({"command": "evaluate"}, "evaluate the checkpoint"),
-        ({"command": "predict", "inputs": None}, "predict with the checkpoint"),
+        ({"command": "predict", "inputs": inputs}, "predict with the checkpoint"),
     ]
-    try:
-        examples = load_examples()[0]
-        scratched = argparse.Namespace(**{**vars(args), "output_dir": scratch})
-        fast_dev_stages(
-            scratched,
-            stages,
-            train,
-            RunDirectory,
-            inputs=lambda: dev_inputs(examples, scratch, n),
-        )
-        with dev_stage("serve the export"):
-            serve_once(os.path.join(scratch, "export"), examples, n)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
+    fast_dev_stages(
+        args,
+        stages,
+        train,
+        RunDirectory,
+        serve=functools.partial(serve_once, examples=examples, count=n),
+    )
 
 
 def dev_inputs(examples, directory, count):
-    """--fast-dev-run: inputs for predict, of the training data's kind."""
+    """--fast-dev-run: inputs for predict, of the training data's kind (in `directory`)."""
     return sorted(glob.glob(TRAIN_FILES))[:1]
 
 

@@ -1,7 +1,7 @@
 """Classify MNIST digits with a confidence penalty of your own, by sign descent.
 
 Written by loopgen 0.1.0 from examples/mnist_own_step.py
-(spec sha256 c035e207af32b724, script sha256 ba6a3138bb76532b).
+(spec sha256 c035e207af32b724, script sha256 bb38e6786a363686).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -22,15 +22,12 @@ import sys
 try:
     import loopgen_runtime
     from loopgen_runtime import (
-        IMAGE_SIGNATURES,
-        add_debugging_flags,
-        check_debugging_flags,
-        dev_stage,
         downloading,
         execution_modes,
         fast_dev_stages,
-        input_files,
         is_chief,
+        parse_run_flags,
+        read_array_inputs,
         replay,
         run_and_record,
         write_predictions,
@@ -41,7 +38,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 7973ddee348e11b9"
+RUNTIME = "loopgen 0.1.0, runtime c6d333f330a5443b"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -72,65 +69,20 @@ def parse_args(argv=None):
     )
     # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
     parser.description = __doc__.splitlines()[0]
-    parser.add_argument(
-        "command",
-        nargs="?",
-        choices=["train", "evaluate", "predict", "replay"],
-        default="train",
-        help="train (the default; resumes from the newest checkpoint), evaluate a checkpoint "
-        "on the validation data, predict on raw inputs, or replay a step (none of them "
-        "writes checkpoints)",
-    )
-    parser.add_argument(
-        "--checkpoint",
-        default="latest",
-        help="evaluate, predict: 'latest' or a checkpoint's path",
-    )
-    parser.add_argument(
-        "inputs",
-        nargs="*",
-        metavar="PATH",
-        help="predict: .npy or .npz files of examples, image files, and directories of them",
-    )
-    parser.add_argument(
-        "--predictions",
-        metavar="FILE",
-        help="predict: where the predictions go, a JSON line each (default: "
-        "predictions.jsonl in the output directory)",
-    )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
-    parser.add_argument(
-        "--init-from",
-        metavar="DIR",
-        help="start a new run from the weights of the newest checkpoint in DIR (another "
-        "run's --output-dir)",
+    # The commands, resuming, determinism, the lock and the debugging flags (how the run
+    # executes, never what it trains): loopgen_runtime.py, before TensorFlow loads.
+    return parse_run_flags(
+        parser,
+        argv,
+        commands=["evaluate", "predict", "replay"],
+        inputs="predict: .npy or .npz files of examples, image files, and directories of them",
+        init_from=True,
+        new_data=True,
+        multi_worker=True,
     )
-    parser.add_argument(
-        "--new-data",
-        action="store_true",
-        help="resume on training data other than the checkpoints' (setup.json records it): "
-        "an epoch then has another length and order",
-    )
-    parser.add_argument(
-        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
-    )
-    parser.add_argument(
-        "--no-lock",
-        action="store_true",
-        help="do not lock the output directory (for file systems without locks)",
-    )
-    # Debugging: how the run executes, never what it trains (loopgen_runtime.py).
-    add_debugging_flags(parser, replay=True)
-    # Intermixed: `predict --checkpoint best a.png b.png` gives the paths after an option too.
-    args = parser.parse_intermixed_args(argv)
-    if (args.command == "predict") != bool(args.inputs):
-        parser.error(
-            "predict takes the paths of its inputs; train and evaluate take none"
-        )
-    check_debugging_flags(args, multi_worker=True)
-    return args
 
 
 if __name__ == "__main__":
@@ -638,86 +590,25 @@ def serving_function(model, examples):
     return serve
 
 
-def read_examples(path, like):
-    """predict: the examples in one file, of the training images' (`like`) shape and dtype:
-    an .npy array of them (or of one), an .npz file's array 'x', or an image file."""
-    shape = like.shape[1:]
-    with open(path, "rb") as f:
-        content = f.read()
-    if content.startswith(IMAGE_SIGNATURES):
-        channels = shape[2] if len(shape) == 3 else 1
-        try:
-            image = tf.io.decode_image(
-                content, channels=channels, expand_animations=False
-            )
-        except (
-            tf.errors.InvalidArgumentError
-        ) as error:  # damaged, or a GIF for grayscale
-            raise SystemExit(
-                f"predict: {path}: {error.message.split(' [Op')[0]}"
-            ) from None
-        if image.shape[:2] != shape[:2]:
-            raise SystemExit(
-                f"predict: {path} is {image.shape[1]}x{image.shape[0]} pixels; the model takes "
-                f"{shape[1]}x{shape[0]} images and does not resize them: resize it first"
-            )
-        return np.reshape(image.numpy(), (1, *shape)).astype(like.dtype)
-    try:
-        array = np.load(path)
-    except (OSError, ValueError):  # not NumPy's format (nor pickles, which it refuses)
-        raise SystemExit(
-            f"predict: {path} is not an .npy or .npz file, nor an image"
-        ) from None
-    if isinstance(array, np.lib.npyio.NpzFile):
-        if "x" not in array.files:
-            raise SystemExit(
-                f"predict: {path} has no array 'x' (its arrays: {array.files})"
-            )
-        array = array["x"]
-    if array.shape == shape:
-        array = array[None]  # one example
-    kind_ok = np.can_cast(array.dtype, like.dtype, "same_kind")  # no floats for uint8
-    if array.shape[1:] != shape or not kind_ok:
-        raise SystemExit(
-            f"predict: {path} holds {array.dtype} examples of shape {array.shape[1:]}; the "
-            f"model takes {like.dtype} examples of shape {shape}"
-        )
-    return array.astype(like.dtype)
-
-
-def read_inputs(paths, examples):
-    """predict: (names, examples), in the order named (a file of several examples names them
-    <path>[<i>]). Every file is read and checked before any is predicted."""
-    like, _ = examples
-    names, arrays = [], []
-    for path in input_files(paths):
-        array = read_examples(path, like)
-        if len(array) == 1:
-            names.append(path)
-        else:
-            names += [f"{path}[{i}]" for i in range(len(array))]
-        arrays.append(array)
-    return names, np.concatenate(arrays)
-
-
 def predict(serve, args, examples):
-    """predict: the served model's outputs for each input, a JSON line each in input order,
-    written whole to --predictions (loopgen_runtime.write_predictions)."""
-    write_predictions(
-        serve, args, lambda: read_inputs(args.inputs, examples), GLOBAL_BATCH_SIZE
-    )
+    """predict: a JSON line of the served model's outputs for each input, in input order,
+    written whole to --predictions; the inputs read by loopgen_runtime's reader."""
+    like, _ = examples
+    read = functools.partial(read_array_inputs, args.inputs, like, images=True)
+    write_predictions(serve, args, read, GLOBAL_BATCH_SIZE)
 
 
 # --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
 def fast_dev_run(args):
-    """--fast-dev-run N: every stage of a run, on N steps, in a temporary directory removed
-    after (--output-dir is not touched): a crash that a long run would meet only at its end
-    (in a validation, a checkpoint, the export) shows in seconds."""
-    import tempfile
-
-    n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
+    """--fast-dev-run N: every stage of a run on N steps, each a run of its own in a scratch
+    directory (loopgen_runtime.fast_dev_stages)."""
+    n = args.fast_dev_run
+    examples = load_examples()[0]
+    inputs = functools.partial(
+        dev_inputs, examples, count=n
+    )  # predict's, made in the scratch
     stages = [
         (
             {"max_steps": n},
@@ -725,27 +616,19 @@ def fast_dev_run(args):
         ),
         ({"max_steps": 2 * n}, f"resume from the checkpoint, train {n} more"),
         ({"command": "evaluate"}, "evaluate the checkpoint"),
-        ({"command": "predict", "inputs": None}, "predict with the checkpoint"),
+        ({"command": "predict", "inputs": inputs}, "predict with the checkpoint"),
     ]
-    try:
-        examples = load_examples()[0]
-        scratched = argparse.Namespace(**{**vars(args), "output_dir": scratch})
-        fast_dev_stages(
-            scratched,
-            stages,
-            train,
-            RunDirectory,
-            inputs=lambda: dev_inputs(examples, scratch, n),
-        )
-        with dev_stage("serve the export"):
-            serve_once(os.path.join(scratch, "export"), examples, n)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
+    fast_dev_stages(
+        args,
+        stages,
+        train,
+        RunDirectory,
+        serve=functools.partial(serve_once, examples=examples, count=n),
+    )
 
 
 def dev_inputs(examples, directory, count):
-    """--fast-dev-run: inputs for predict, of the training data's kind."""
+    """--fast-dev-run: inputs for predict, of the training data's kind (in `directory`)."""
     path = os.path.join(directory, "inputs.npy")
     np.save(path, np.asarray(tf.nest.flatten(examples)[0][:count]))
     return [path]

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 bb0ac63327810325, script sha256 8ee0002cd616251b).
+(spec sha256 bb0ac63327810325, script sha256 130b13c430112847).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -13,6 +13,7 @@ Run it again to resume from the latest checkpoint (written by any variant).
 """
 
 import argparse
+import functools
 import math
 import os
 import shutil
@@ -21,13 +22,11 @@ import sys
 try:
     import loopgen_runtime
     from loopgen_runtime import (
-        add_debugging_flags,
-        check_debugging_flags,
-        dev_stage,
         downloading,
         execution_modes,
         fast_dev_stages,
         is_chief,
+        parse_run_flags,
         replay,
         run_and_record,
         written_whole,
@@ -37,7 +36,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 7973ddee348e11b9"
+RUNTIME = "loopgen 0.1.0, runtime c6d333f330a5443b"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -66,52 +65,24 @@ def parse_args(argv=None):
     )
     # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
     parser.description = __doc__.splitlines()[0]
-    parser.add_argument(
-        "command",
-        nargs="?",
-        choices=["train", "evaluate", "replay"],
-        default="train",
-        help="train (the default; resumes from the newest checkpoint), evaluate a checkpoint "
-        "on the validation data, or replay a step (neither writes checkpoints)",
-    )
-    parser.add_argument(
-        "--checkpoint",
-        default="latest",
-        help="evaluate: 'latest' or a checkpoint's path",
-    )
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
+    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
     parser.add_argument(
         "--data",
         metavar="SPLIT",
         help="evaluate: another split of the TFDS dataset (say test[:50%%]) than the validation's",
     )
-    parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
-    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
-    parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
-    parser.add_argument(
-        "--init-from",
-        metavar="DIR",
-        help="start a new run from the weights of the newest checkpoint in DIR (another "
-        "run's --output-dir)",
+    # The commands, resuming, determinism, the lock and the debugging flags (how the run
+    # executes, never what it trains): loopgen_runtime.py, before TensorFlow loads.
+    return parse_run_flags(
+        parser,
+        argv,
+        commands=["evaluate", "replay"],
+        init_from=True,
+        new_data=True,
+        multi_worker=True,
     )
-    parser.add_argument(
-        "--new-data",
-        action="store_true",
-        help="resume on training data other than the checkpoints' (setup.json records it): "
-        "an epoch then has another length and order",
-    )
-    parser.add_argument(
-        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
-    )
-    parser.add_argument(
-        "--no-lock",
-        action="store_true",
-        help="do not lock the output directory (for file systems without locks)",
-    )
-    # Debugging: how the run executes, never what it trains (loopgen_runtime.py).
-    add_debugging_flags(parser, replay=True)
-    args = parser.parse_args(argv)
-    check_debugging_flags(args, multi_worker=True)
-    return args
 
 
 if __name__ == "__main__":
@@ -629,12 +600,10 @@ def serving_function(model):
 
 
 def fast_dev_run(args):
-    """--fast-dev-run N: every stage of a run, on N steps, in a temporary directory removed
-    after (--output-dir is not touched): a crash that a long run would meet only at its end
-    (in a validation, a checkpoint, the export) shows in seconds."""
-    import tempfile
-
-    n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
+    """--fast-dev-run N: every stage of a run on N steps, each a run of its own in a scratch
+    directory (loopgen_runtime.fast_dev_stages)."""
+    n = args.fast_dev_run
+    examples = load_examples()[0]
     stages = [
         (
             {"max_steps": n},
@@ -643,15 +612,13 @@ def fast_dev_run(args):
         ({"max_steps": 2 * n}, f"resume from the checkpoint, train {n} more"),
         ({"command": "evaluate"}, "evaluate the checkpoint"),
     ]
-    try:
-        examples = load_examples()[0]
-        scratched = argparse.Namespace(**{**vars(args), "output_dir": scratch})
-        fast_dev_stages(scratched, stages, train, RunDirectory)
-        with dev_stage("serve the export"):
-            serve_once(os.path.join(scratch, "export"), examples, n)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
+    fast_dev_stages(
+        args,
+        stages,
+        train,
+        RunDirectory,
+        serve=functools.partial(serve_once, examples=examples, count=n),
+    )
 
 
 def serve_once(directory, examples, count):

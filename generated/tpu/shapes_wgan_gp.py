@@ -1,7 +1,7 @@
 """Generate drawn shapes with a small WGAN-GP (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_wgan_gp.py
-(spec sha256 3ded78973361e1ce, script sha256 5c50c3cfe17b8db5).
+(spec sha256 3ded78973361e1ce, script sha256 dab3d7d1070a2208).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -14,17 +14,14 @@ import argparse
 import functools
 import math
 import os
-import shutil
 import sys
 
 try:
     import loopgen_runtime
     from loopgen_runtime import (
-        add_debugging_flags,
-        check_debugging_flags,
-        dev_stage,
         execution_modes,
         fast_dev_stages,
+        parse_run_flags,
         run_and_record,
         written_whole,
     )
@@ -33,7 +30,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 7973ddee348e11b9"
+RUNTIME = "loopgen 0.1.0, runtime c6d333f330a5443b"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -67,31 +64,9 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
-    parser.add_argument(
-        "--init-from",
-        metavar="DIR",
-        help="start a new run from the weights of the newest checkpoint in DIR (another "
-        "run's --output-dir)",
-    )
-    parser.add_argument(
-        "--new-data",
-        action="store_true",
-        help="resume on training data other than the checkpoints' (setup.json records it): "
-        "an epoch then has another length and order",
-    )
-    parser.add_argument(
-        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
-    )
-    parser.add_argument(
-        "--no-lock",
-        action="store_true",
-        help="do not lock the output directory (for file systems without locks)",
-    )
-    # Debugging: how the run executes, never what it trains (loopgen_runtime.py).
-    add_debugging_flags(parser)
-    args = parser.parse_args(argv)
-    check_debugging_flags(args)
-    return args
+    # The commands, resuming, determinism, the lock and the debugging flags (how the run
+    # executes, never what it trains): loopgen_runtime.py, before TensorFlow loads.
+    return parse_run_flags(parser, argv, init_from=True, new_data=True)
 
 
 if __name__ == "__main__":
@@ -575,25 +550,21 @@ def export(generator, directory):
 
 
 def fast_dev_run(args):
-    """--fast-dev-run N: every stage of a run, on N steps, in a temporary directory removed
-    after (--output-dir is not touched): a crash that a long run would meet only at its end
-    (in a validation, a checkpoint, the export) shows in seconds."""
-    import tempfile
-
-    n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
+    """--fast-dev-run N: every stage of a run on N steps, each a run of its own in a scratch
+    directory (loopgen_runtime.fast_dev_stages)."""
+    n = args.fast_dev_run
+    examples = load_examples()
     stages = [
         ({"max_steps": n}, f"train {n} steps, save a checkpoint, export"),
         ({"max_steps": 2 * n}, f"resume from the checkpoint, train {n} more"),
     ]
-    try:
-        examples = load_examples()
-        scratched = argparse.Namespace(**{**vars(args), "output_dir": scratch})
-        fast_dev_stages(scratched, stages, train, RunDirectory)
-        with dev_stage("serve the export"):
-            serve_once(os.path.join(scratch, "export"), examples, n)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
+    fast_dev_stages(
+        args,
+        stages,
+        train,
+        RunDirectory,
+        serve=functools.partial(serve_once, examples=examples, count=n),
+    )
 
 
 def serve_once(directory, examples, count):

@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 fc3dd2e34b1204ef, script sha256 ff28c0d8fca43ea4).
+(spec sha256 fc3dd2e34b1204ef, script sha256 7a40915d237425e1).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -12,24 +12,20 @@ Run it again to resume from the latest checkpoint (written by any variant).
 
 import argparse
 import contextlib
-import csv
 import functools
-import json
 import math
 import os
-import shutil
 import sys
 
 try:
     import loopgen_runtime
     from loopgen_runtime import (
-        add_debugging_flags,
-        check_debugging_flags,
-        dev_stage,
         downloading,
         execution_modes,
         fast_dev_stages,
+        parse_run_flags,
         preset_download,
+        read_records,
         run_and_record,
         written_whole,
     )
@@ -38,7 +34,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 7973ddee348e11b9"
+RUNTIME = "loopgen 0.1.0, runtime c6d333f330a5443b"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -71,47 +67,14 @@ def parse_args(argv=None):
     )
     # The docstring's first line as written: argparse's wrapping takes seconds on megabytes.
     parser.description = __doc__.splitlines()[0]
-    parser.add_argument(
-        "command",
-        nargs="?",
-        choices=["train", "evaluate"],
-        default="train",
-        help="train (the default; resumes from the newest checkpoint), evaluate a checkpoint "
-        "on the validation data, or replay a step (neither writes checkpoints)",
-    )
-    parser.add_argument(
-        "--checkpoint",
-        default="latest",
-        help="evaluate: 'latest' or a checkpoint's path",
-    )
     parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs to train")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--output-dir", default=OUTPUT_DIR, help="where the run writes")
-    parser.add_argument(
-        "--init-from",
-        metavar="DIR",
-        help="start a new run from the weights of the newest checkpoint in DIR (another "
-        "run's --output-dir)",
+    # The commands, resuming, determinism, the lock and the debugging flags (how the run
+    # executes, never what it trains): loopgen_runtime.py, before TensorFlow loads.
+    return parse_run_flags(
+        parser, argv, commands=["evaluate"], init_from=True, new_data=True
     )
-    parser.add_argument(
-        "--new-data",
-        action="store_true",
-        help="resume on training data other than the checkpoints' (setup.json records it): "
-        "an epoch then has another length and order",
-    )
-    parser.add_argument(
-        "--deterministic", action="store_true", help="make TensorFlow ops deterministic"
-    )
-    parser.add_argument(
-        "--no-lock",
-        action="store_true",
-        help="do not lock the output directory (for file systems without locks)",
-    )
-    # Debugging: how the run executes, never what it trains (loopgen_runtime.py).
-    add_debugging_flags(parser)
-    args = parser.parse_args(argv)
-    check_debugging_flags(args)
-    return args
 
 
 if __name__ == "__main__":
@@ -123,98 +86,6 @@ import keras
 import keras_hub
 import numpy as np
 import tensorflow as tf
-
-
-def read_records(path, file_format, fields, field):
-    """The fields of a file of records, each an array of strings held in memory: `fields` maps
-    what the script calls a field to its name in the records. JSON Lines (an object a line),
-    CSV (a header row), Parquet, or a Hugging Face `datasets` folder (save_to_disk's Arrow
-    files, in its state.json's order)."""
-    if not os.path.exists(path):
-        raise SystemExit(f"{field}.path: no file or folder {path!r}")
-    names = list(fields.values())
-    if file_format == "jsonl":
-        rows = []
-        with open(
-            path, "rb"
-        ) as file:  # decoded a line at a time: a bad byte names its line
-            for number, raw in enumerate(file, start=1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    raise SystemExit(
-                        f"{path}:{number}: not UTF-8 text (byte {raw[error.start:error.end]!r} "
-                        f"at column {error.start + 1}): save the file as UTF-8"
-                    ) from None
-                if not line.strip():
-                    continue
-                try:
-                    rows.append(json.loads(line))
-                except ValueError as error:
-                    raise SystemExit(
-                        f"{path}:{number}: not a JSON object ({error})"
-                    ) from None
-        found = set().union(*(row.keys() for row in rows)) if rows else set()
-        columns = {
-            name: [row.get(name) for row in rows] for name in names if name in found
-        }
-    elif file_format == "csv":
-        try:
-            with open(path, encoding="utf-8", newline="") as file:
-                rows = list(csv.DictReader(file))
-        except UnicodeDecodeError as error:
-            raise SystemExit(
-                f"{path}: not UTF-8 text (byte {error.object[error.start:error.end]!r} at "
-                f"offset {error.start}): save the file as UTF-8"
-            ) from None
-        found = set(rows[0]) if rows else set()
-        columns = {name: [row[name] for row in rows] for name in names if name in found}
-    else:
-        import pyarrow  # the `lm` extra: Parquet and datasets folders are Arrow tables
-
-        if file_format == "parquet":
-            import pyarrow.parquet
-
-            table = pyarrow.parquet.read_table(path)
-        else:
-            state = os.path.join(path, "state.json")
-            if not os.path.isfile(state):
-                raise SystemExit(
-                    f"{field}.path: {path} is no datasets folder (no state.json): save one with "
-                    "Dataset.save_to_disk, or set format"
-                )
-            with open(state, encoding="utf-8") as file:
-                files = [entry["filename"] for entry in json.load(file)["_data_files"]]
-            tables = []
-            for name in files:
-                with pyarrow.memory_map(os.path.join(path, name)) as stream:
-                    tables.append(pyarrow.ipc.open_stream(stream).read_all())
-            table = pyarrow.concat_tables(tables)
-        found = set(table.column_names)
-        columns = {
-            name: table.column(name).to_pylist() for name in names if name in found
-        }
-    for ours, name in fields.items():
-        if name not in columns:
-            raise SystemExit(
-                f"{field}.{ours}: {path} has no field {name!r} (its fields: "
-                f"{', '.join(sorted(found)) or 'none'}); set {field}.{ours} to the one that "
-                f"holds the {ours}"
-            )
-    count = len(columns[names[0]])
-    if count == 0:
-        raise SystemExit(f"{field}.path: {path} holds no record")
-    for ours, name in fields.items():
-        blank = [i for i, value in enumerate(columns[name]) if value is None]
-        if blank:
-            raise SystemExit(
-                f"{field}.{ours}: record {blank[0] + 1} of {path} has no {name!r} ({len(blank)} "
-                "record(s) lack it)"
-            )
-    return {
-        ours: np.array([str(value) for value in columns[name]])
-        for ours, name in fields.items()
-    }
 
 
 def load_examples():
@@ -744,12 +615,10 @@ def serving_function(model):
 
 
 def fast_dev_run(args):
-    """--fast-dev-run N: every stage of a run, on N steps, in a temporary directory removed
-    after (--output-dir is not touched): a crash that a long run would meet only at its end
-    (in a validation, a checkpoint, the export) shows in seconds."""
-    import tempfile
-
-    n, scratch = args.fast_dev_run, tempfile.mkdtemp(prefix="fast-dev-run-")
+    """--fast-dev-run N: every stage of a run on N steps, each a run of its own in a scratch
+    directory (loopgen_runtime.fast_dev_stages)."""
+    n = args.fast_dev_run
+    examples = load_examples()[0]
     stages = [
         (
             {"max_steps": n},
@@ -767,17 +636,14 @@ def fast_dev_run(args):
         preprocessor.cache_clear()
         preprocess = tf.function(preprocess.python_function)
 
-    try:
-        examples = load_examples()[0]
-        scratched = argparse.Namespace(**{**vars(args), "output_dir": scratch})
-        fast_dev_stages(
-            scratched, stages, train, RunDirectory, after_stage=fresh_preprocessor
-        )
-        with dev_stage("serve the export"):
-            serve_once(os.path.join(scratch, "export"), examples, n)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print(f"--fast-dev-run: every stage ran (in {scratch}, removed)")
+    fast_dev_stages(
+        args,
+        stages,
+        train,
+        RunDirectory,
+        serve=functools.partial(serve_once, examples=examples, count=n),
+        after_stage=fresh_preprocessor,
+    )
 
 
 def serve_once(directory, examples, count):
