@@ -20,7 +20,7 @@ from ..dsl.spec import Spec
 from ..dsl.ways import LM_KINDS
 from ..dsl.ways.lm import DPO_LOGGED, grpo_logged
 from . import code, fingerprint, graph, runtime, stamp, tracking
-from .data import data_context, partial_readers
+from .data import data_context
 from .predict import prediction_context
 from .serving import serving_context
 from .ways import way_context
@@ -338,7 +338,6 @@ def imports(spec: Spec) -> dict[str, list[str]]:
         third_party.add("import numpy as np")
     if "text_records" in kinds:
         stdlib.add("import csv")
-    prediction = prediction_context(spec, serving_context(spec))
     from_imports = set()
     if not isinstance(spec.model, OPAQUE) or spec.custom_layers:
         from_imports.add("from keras import layers")

@@ -406,4 +406,6 @@ def test_init_from_exists_only_with_checkpoints():
     """--init-from exists only where there are checkpoints to branch from and into."""
     proc = run_cli("render", "examples/mnist_mlp.py", "--set", "checkpoint=null")
     assert proc.returncode == 0, proc.stderr
-    assert "--init-from" not in proc.stdout and "--no-lock" in proc.stdout
+    assert "parse_run_flags(" in proc.stdout and "init_from=True" not in proc.stdout
+    proc = run_cli("render", "examples/mnist_mlp.py")
+    assert proc.returncode == 0 and "init_from=True" in proc.stdout, proc.stderr
