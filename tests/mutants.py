@@ -71,6 +71,9 @@ OTHER_DATA = (
     "tests/test_bad_data.py::"
     "test_a_resume_on_other_training_data_is_refused_and_new_data_accepts_it"
 )
+KILLED_AFTER_ANY_CHECKPOINT = (
+    "tests/test_controls.py::test_a_run_killed_after_any_of_its_checkpoints_resumes_to_the_same_end"
+)
 SCHEDULES = "templates/partials/schedules.jinja"
 PREPROCESS = "templates/partials/data/preprocess.jinja"
 SFT_LOSS = "tests/test_hub.py::test_sft_loss_is_the_mean_over_the_response_tokens_of_the_batch"
@@ -419,6 +422,24 @@ MUTANTS: list[Mutant] = [
             "tests/test_controls.py::test_plateau_early_stopping_and_best_model_act_and_resume_exactly"
         ],
         "README: early stopping's state in the checkpoint: a run that stopped early stays stopped",
+    ),
+    mutant(
+        "epoch_end_step_saved_before_its_validation",
+        "templates/partials/loop.jinja",
+        "            if global_step % CHECKPOINT_EVERY_STEPS == 0 and global_step < epoch_end:\n",
+        "            if global_step % CHECKPOINT_EVERY_STEPS == 0:\n",
+        [f"{KILLED_AFTER_ANY_CHECKPOINT}[every_steps]"],
+        "issue 63: the step checkpoint of an epoch's last step written before its validation: "
+        "killed after it, the resumed run skips the validation (its monitors' decisions)",
+    ),
+    mutant(
+        "preempted_at_an_epoch_end_before_its_validation",
+        "templates/partials/loop.jinja",
+        "        if run.preempted and global_step < epoch_end:\n",
+        "        if run.preempted:\n",
+        [f"{KILLED_AFTER_ANY_CHECKPOINT}[every_epochs]"],
+        "issue 63: a SIGTERM in an epoch's last train_loop call saves before the epoch's "
+        "validation: the resumed run skips it (its monitors' decisions)",
     ),
     mutant(
         "setup_compares_only_the_number_of_examples",

@@ -9,12 +9,13 @@ import csv
 import glob
 import json
 import math
+import signal
 import zipfile
 from pathlib import Path
 
 import data
 import pytest
-from helpers import TWO_CPUS, npz, records, run_python, tf_check
+from helpers import TWO_CPUS, npz, records, run_preloaded, run_python, tf_check
 from test_runs import trained_example
 from test_spec_validation import reject_set
 
@@ -297,6 +298,168 @@ def test_plateau_early_stopping_and_best_model_act_and_resume_exactly(render, tm
     before = len(records(resumed))
     proc = run_python(script, "--output-dir", str(resumed), cwd=tmp_path)
     assert "already stopped early" in proc.stdout and len(records(resumed)) == before
+
+
+# Runs a generated script (argv[2]) in this process, as `python SCRIPT` would. argv[1], a JSON
+# object: each checkpoint the run writes is appended to the file "saves" names, as [kind, step]
+# (kind "step": the run's checkpoints, "best": the best validation's weights); right after
+# writing the one "kill_after" names, the run is SIGKILLed; as it logs step "sigterm_at", it
+# gets a SIGTERM (a preemption: it ends the epoch's train_loop call, saves and exits).
+KILLED_AFTER_SAVE = """
+import importlib.util, json, os, signal, sys
+
+sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[2]))  # as `python SCRIPT`: its runtime
+spec = importlib.util.spec_from_file_location("train", sys.argv[2])
+script = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(script)
+given = json.loads(sys.argv[1])
+save, save_best = script.RunDirectory.save, script.RunDirectory.save_best
+log = script.RunDirectory.log
+
+def saved(kind, step):
+    with open(given["saves"], "a") as f:
+        f.write(json.dumps([kind, step]) + "\\n")
+    if [kind, step] == given.get("kill_after"):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def save_then_die(self, step):
+    save(self, step)
+    saved("step", step)
+
+def save_best_then_die(self, step):
+    path = save_best(self, step)
+    saved("best", step)
+    return path
+
+def log_then_preempted(self, split, step, values, epoch=None):
+    log(self, split, step, values, epoch)
+    if split == "train" and step == given.get("sigterm_at"):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+script.RunDirectory.save, script.RunDirectory.save_best = save_then_die, save_best_then_die
+script.RunDirectory.log = log_then_preempted
+script.main(sys.argv[3:])
+"""
+
+# The run's state in its newest checkpoint and in checkpoints/best, against other runs': every
+# value (weights, optimizer slots and rate, step, the monitors' best values and patience
+# counts, the epoch's running means), exactly (the data iterator's position is the step's).
+# Prints, for each other run, the values that differ or are in one of the two only.
+SAME_STATE = """
+import json, os, sys
+
+import numpy as np
+import tensorflow as tf
+import tf_checks
+
+def state(out):
+    found = {}
+    for folder in ("checkpoints", os.path.join("checkpoints", "best")):
+        newest = tf.train.latest_checkpoint(os.path.join(out, folder))
+        values = tf_checks.checkpoint_values(newest)
+        found |= {f"{folder}/{os.path.basename(newest)}/{k}": v for k, v in values.items()}
+    return found
+
+straight = state(sys.argv[1])
+assert any("early_stopping" in k for k in straight) and any("plateau" in k for k in straight)
+differing = {}
+for other in sys.argv[2:]:
+    found = state(other)
+    differing[other] = sorted(set(straight) ^ set(found)) + [
+        k for k in straight if k in found and not np.array_equal(straight[k], found[k])
+    ]
+print(json.dumps(differing))
+"""
+
+
+def saves_of(out: Path) -> list[list]:
+    return [json.loads(line) for line in (out / "saves.jsonl").read_text().splitlines()]
+
+
+def without_wall_time(out: Path) -> list[dict]:
+    """The logged records (training, validation, learning rates), not the steps per second."""
+    return [{k: v for k, v in r.items() if k != "steps_per_second"} for r in records(out)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("cadence", "step_saves"),
+    [
+        # 2 steps an epoch: the checkpoints of steps 3 and 9 fall mid-epoch, those of steps 6
+        # and 12 on an epoch's last step (12: the validation that stops the run).
+        ({"every_steps": 3}, [3, 6, 9, 12]),
+        # At the end of epochs 2 and 4 (steps 4, 8); epoch 6's validation stops the run (12).
+        ({"every_epochs": 2}, [4, 8, 12]),
+    ],
+    ids=["every_steps", "every_epochs"],
+)
+def test_a_run_killed_after_any_of_its_checkpoints_resumes_to_the_same_end(
+    cadence, step_saves, render, tmp_path
+):
+    """Issue 63: a run SIGKILLed right after each of its checkpoints in turn (the periodic
+    ones, mid-epoch and on an epoch's last step, and the best model's), or preempted (SIGTERM)
+    in an epoch's last train_loop call, then resumed in a new process, ends where the run that
+    never stopped ends: at the same step, with the same weights, learning rate, monitors and
+    best model, having logged the same values. A validation's effects (the plateau's lowered
+    rate, early stopping's patience, the best value and weights) belong to the step of its
+    epoch's end: a checkpoint of that step without them resumes into the next epoch as though
+    the validation never ran."""
+    script = render(
+        "shapes_plateau",
+        *data.small_data_overrides("shapes_plateau", tmp_path),
+        "data.batch_size=48",
+        "loop.log_every_steps=1",
+        f"checkpoint={json.dumps(cadence)}",
+        # min_delta=100: only the first validation improves the plateau's and early stopping's
+        # value; the rate halves after validations 2 to 6, the run stops after validation 6
+        # (step 12 of 60). The best model keeps each validation loss that is lower.
+        'reduce_on_plateau={"patience": 1, "factor": 0.5, "min_delta": 100}',
+        'early_stopping={"patience": 5, "min_delta": 100}',
+        'best_model={"monitor": "val_loss"}',
+        "logging.histograms=false",
+        "export.saved_model=false",
+    )
+
+    def run(out: Path, **given: object) -> str:
+        out.mkdir(exist_ok=True)
+        proc = run_preloaded(
+            "-c", KILLED_AFTER_SAVE, json.dumps({"saves": str(out / "saves.jsonl"), **given}),
+            str(script), "--output-dir", str(out), "--deterministic", cwd=tmp_path, check=False,
+        )  # fmt: skip
+        expected = {"kill_after": -signal.SIGKILL, "sigterm_at": 128 + signal.SIGTERM}
+        returncode = expected[next(iter(given))] if given else 0
+        assert proc.returncode == returncode, (given, proc.stdout[-2000:], proc.stderr[-3000:])
+        return proc.stdout
+
+    straight = tmp_path / "straight"
+    assert "Stopping early" in run(straight)
+    saves = saves_of(straight)
+    assert [step for kind, step in saves if kind == "step"] == step_saves, saves
+    best = [step for kind, step in saves if kind == "best"]
+    assert best[0] == 2 and len(best) >= 2, saves  # the first validation, and later ones
+    rates = {r["step"]: r["learning_rate"] for r in records(straight) if "learning_rate" in r}
+    assert rates[12] == pytest.approx(3e-3 / 2**4, rel=1e-6), rates  # logged before val. 6
+
+    # Preempted at the end of epoch 3 (step 6: on the step cadence, off the epoch cadence).
+    stops = [{"kill_after": save} for save in saves] + [{"sigterm_at": 6}]
+    resumed = []
+    for stop in stops:
+        kind, step = stop.get("kill_after") or ("sigterm", stop["sigterm_at"])
+        out = tmp_path / f"stopped_after_{kind}_{step}"
+        run(out, **stop)
+        before = saves_of(out)
+        assert "kill_after" not in stop or before[-1] == stop["kill_after"], (stop, before)
+        stdout = run(out)
+        if [kind for kind, _ in before].count("step"):  # else it starts again
+            newest = [step for kind, step in before if kind == "step"][-1]
+            assert f"Resumed from {out / 'checkpoints' / f'ckpt-{newest}'}" in stdout, stop
+        assert without_wall_time(out) == without_wall_time(straight), stop
+        # Each checkpoint of the run that never stopped, written by one of the two runs.
+        assert {*map(tuple, saves)} <= {*map(tuple, saves_of(out))}, (stop, saves_of(out))
+        resumed.append(str(out))
+    compared = run_preloaded("-c", SAME_STATE, str(straight), *resumed, cwd=tmp_path)
+    differing = json.loads(compared.stdout.splitlines()[-1])
+    assert differing == {out: [] for out in resumed}, differing
 
 
 # --- Trackers -------------------------------------------------------------------------------------
