@@ -1574,7 +1574,7 @@ def test_read_csv_inputs_reads_the_columns_the_model_reads_naming_each_row(tmp_p
 def test_read_csv_inputs_refuses_a_file_naming_its_row_and_column(tmp_path, tf, content, error):
     (tmp_path / "a.csv").write_bytes(content)
     with pytest.raises(SystemExit) as refused:
-        rt.read_csv_inputs([str(tmp_path / "a.csv")], {"rooms": tf.float32}, ",")
+        rt.read_csv_inputs([str(tmp_path / "a.csv")], dict(rooms=tf.float32, size=tf.float32), ",")
     assert f"predict: {tmp_path}/a.csv{error}" in str(refused.value)
 
 
