@@ -65,9 +65,10 @@ def exported_grpo_run(shared) -> tuple[Path, Path]:
 
 def test_grpo_logs_trls_values_computed_as_the_formulas_say(grpo_run):
     """Two steps' logged loss, rewards, their groups' spread, the completions' lengths and the
-    KL to the reference, against NumPy: the completions sampled again from the step and the
-    row (the same texts the reward function was given), advantages normalized within each
-    group, the KL (k3) to the preset loaded anew."""
+    KL to the reference, against NumPy: the completions sampled again by the check itself
+    from the step's and the row's seeds, each to its end token (counted in its length) or
+    max_completion_length's cut (the same texts the reward function was given), advantages
+    normalized within each group, the KL (k3) to the preset loaded anew."""
     script, out = grpo_run
     result = grpo_check("grpo_two_steps", str(script), str(out), cwd=script.parent)
     assert result["same_completions"] == [True, True], result
