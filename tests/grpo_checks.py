@@ -1,7 +1,9 @@
 """Checks of GRPO runs that the tests run in a process of their own: `python grpo_checks.py
 CHECK ...`. Each prints one JSON object on its last line of stdout. The references are NumPy
 computations of GRPO's formulas from the models' own logits (the policy from the run's
-checkpoints, the reference the preset loaded anew), not the script's code."""
+checkpoints, the reference the preset loaded anew), not the script's code: the completions
+too are sampled again here, token by token, from the seeds the script documents (a
+completion's key, its step and row; the token's position)."""
 
 from __future__ import annotations
 
@@ -14,23 +16,65 @@ import tensorflow as tf
 from tf_checks import load_script, training_examples
 
 
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
 def log_softmax_picked(model, sequences) -> np.ndarray:
     """log pi(token t + 1 | tokens <= t) for every position t, in float64 NumPy from the
     model's logits."""
     logits = model(sequences, training=False).numpy().astype(np.float64)[:, :-1]
-    shifted = logits - logits.max(-1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    log_probs = log_softmax(logits)
     targets = sequences["token_ids"].numpy()[:, 1:]
     return np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
 
 
+def sampled_again(module, model, prompts: dict, step: int, end_token: int) -> tuple:
+    """The completions GRPO samples at `step` (1, 2, ...) from `prompts` (generate_preprocess'
+    token ids and padding mask), from its definition: each prompt repeated for its
+    NUM_GENERATIONS completions; row r's key (step - 1) * 2**24 + r; each token drawn, by
+    TensorFlow's stateless categorical of seed (key, SEED * 2**20 + position), from the
+    softmax of the model's logits over the tokens before it at TEMPERATURE (the model called
+    on the whole sequence so far, no cache); a completion ends with its end token (kept) or
+    after MAX_COMPLETION_LENGTH tokens. Returns the sequences (token ids, padding mask), the
+    mask of the completions' tokens and each completion's token ids without its end token."""
+    groups, limit = module.NUM_GENERATIONS, module.MAX_COMPLETION_LENGTH
+    ids = np.repeat(prompts["token_ids"].numpy(), groups, axis=0)
+    mask = np.repeat(prompts["padding_mask"].numpy(), groups, axis=0).astype(bool)
+    rows, length = ids.shape
+    starts = mask.sum(axis=1)
+    keys = (step - 1) * 2**24 + np.arange(rows)
+    completion = np.zeros_like(mask)
+    ended = np.zeros(rows, bool)
+    for position in range(starts.min(), length):
+        writing = ~ended & (position >= starts) & (position < starts + limit)
+        if not writing.any():
+            continue
+        inputs = {"token_ids": tf.constant(ids), "padding_mask": tf.constant(mask)}
+        logits = model(inputs, training=False).numpy().astype(np.float64)[:, position - 1]
+        for row in np.flatnonzero(writing):
+            log_probs = log_softmax(logits[row] / module.TEMPERATURE)
+            seed = tf.constant([keys[row], module.SEED * 2**20 + position], tf.int64)
+            drawn = tf.random.stateless_categorical(
+                tf.constant(log_probs[np.newaxis], tf.float32), 1, seed=seed
+            )
+            ids[row, position] = int(drawn[0, 0])
+            mask[row, position] = completion[row, position] = True
+            ended[row] = ids[row, position] == end_token
+    sequences = {"token_ids": tf.constant(ids), "padding_mask": tf.constant(mask)}
+    texts = [ids[row][completion[row] & (ids[row] != end_token)] for row in range(rows)]
+    return sequences, completion, texts
+
+
 def grpo_two_steps(script: str, out: str) -> dict:
     """What the run logged at step 2 (the means over its first two steps) against GRPO's
-    formulas in NumPy. Each step's completions are sampled again by the script's own sampler
-    with the step's weights (the preset's for step 1, checkpoint 1's for step 2) and checked
-    against the texts the run's reward function recorded; then the advantages (per group,
-    sample std), the KL (k3) to the reference loaded anew, and the loss (dapo: the mean over
-    the completion tokens; one update per step, so the ratio is 1) are NumPy's."""
+    formulas in NumPy. Each step's completions are sampled again (sampled_again(), not the
+    script's sampler) with the step's weights (the preset's for step 1, checkpoint 1's for step
+    2) and checked against the texts the run's reward function recorded; then the completions'
+    lengths (their tokens with the end token, at most MAX_COMPLETION_LENGTH), the advantages
+    (per group, sample std), the KL (k3) to the reference loaded anew, and the loss (dapo: the
+    mean over the completion tokens; one update per step, so the ratio is 1) are NumPy's."""
     import keras_hub
 
     module = load_script(script)
@@ -38,8 +82,11 @@ def grpo_two_steps(script: str, out: str) -> dict:
     recorded = [json.loads(line) for line in open(os.path.join(folder, "completions.jsonl"))]
     recorded = recorded[1:]  # the first: score()'s check of the functions before training
     policy = module.build_model()
-    policy.sampler = module.GroupSampler(temperature=module.TEMPERATURE)
     reference = keras_hub.models.CausalLM.from_preset(module.PRESET, preprocessor=None)
+    preprocessor = keras_hub.models.CausalLMPreprocessor.from_preset(
+        module.PRESET, sequence_length=module.SEQUENCE_LENGTH
+    )
+    tokenizer = preprocessor.tokenizer
     examples = training_examples(module)
     order = module.epoch_order(tf.constant(0, tf.int64), module.num_examples(examples)).numpy()
     size, groups = module.BATCH_SIZE, module.NUM_GENERATIONS
@@ -49,16 +96,17 @@ def grpo_two_steps(script: str, out: str) -> dict:
             path = f"{out}/checkpoints/ckpt-1"
             tf.train.Checkpoint(model=policy).restore(path).expect_partial()
         prompts = np.asarray(examples[0])[order[(step - 1) * size : step * size]]
-        inputs = module.preprocessor().generate_preprocess(tf.constant(prompts))
-        keys = module.completion_keys(tf.constant(step - 1, tf.int64), 0, size * groups)
-        sequences, completion = module.sample_completions(policy, inputs, keys)
-        texts = module.completion_texts(sequences, completion)
-        texts = [t.decode() if isinstance(t, bytes) else t for t in np.asarray(texts).tolist()]
+        inputs = preprocessor.generate_preprocess(tf.constant(prompts))
+        sequences, completion, tokens = sampled_again(
+            module, policy, inputs, step, tokenizer.end_token_id
+        )
+        texts = [tokenizer.detokenize(tf.constant(t, tf.int32)) for t in tokens]
+        texts = [t.numpy().decode() if isinstance(t, tf.Tensor) else t for t in texts]
         same.append(texts == recorded[step - 1]["completions"])
         rewards = np.asarray(recorded[step - 1]["rewards"], np.float64).reshape(-1, groups)
         std = rewards.std(axis=1, ddof=1)
         advantages = (rewards - rewards.mean(1, keepdims=True)) / (std[:, None] + 1e-4)
-        mask = completion.numpy()[:, 1:].astype(np.float64)
+        mask = completion[:, 1:].astype(np.float64)
         logps = log_softmax_picked(policy, sequences)
         ref = log_softmax_picked(reference, sequences)
         kl = np.exp(ref - logps) - (ref - logps) - 1
@@ -88,10 +136,11 @@ def grpo_two_steps(script: str, out: str) -> dict:
     }
 
 
-def formulas(script: str) -> dict:
+def formulas(script: str, epsilon: str, epsilon_high: str) -> dict:
     """The script's group_advantages() and grpo_token_losses() on made-up values against
     NumPy: rewards with groups of other means and spreads (one group all equal), and ratios on
-    both sides of the clipping range with advantages of both signs."""
+    both sides of the clipping range [1 - epsilon, 1 + epsilon_high] (the spec's, given here,
+    not read from the script) with advantages of both signs."""
     module = load_script(script)
     rng = np.random.default_rng(0)
     groups = module.NUM_GENERATIONS
@@ -108,7 +157,7 @@ def formulas(script: str) -> dict:
         *(tf.constant(v, tf.float32) for v in (logps, old, ref, signs))
     )
     ratio = np.exp(logps - old)
-    low, high = 1 - module.EPSILON_LOW, 1 + module.EPSILON_HIGH
+    low, high = 1 - float(epsilon), 1 + float(epsilon_high)
     a = signs[:, None]
     reference = -np.minimum(ratio * a, np.clip(ratio, low, high) * a)
     reference += module.BETA * (np.exp(ref - logps) - (ref - logps) - 1)

@@ -86,6 +86,12 @@ PACKED_LOSS = (
     "test_packed_rows_loss_is_numpys_of_the_same_packing_and_validation_is_unpacked"
 )
 PACKED_REPLICAS = "tests/test_packing.py::test_packed_sft_on_two_replicas_equals_one_device"
+BEST_FIT = (
+    "tests/test_packing.py::test_packing_is_best_fit_decreasing_where_first_fit_packs_otherwise"
+)
+LORA_EXPORT = (
+    "tests/test_hub.py::test_the_export_serves_strings_with_lora_merged_as_the_checkpoint_answers"
+)
 MIRRORED_EQUALS = "tests/test_distributed.py::test_mirrored_equals_single_device"
 LAST_OBSERVATION = (
     "tests/test_rl.py::"
@@ -126,6 +132,10 @@ TD3_REFERENCE = (
 OVERFIT = (
     "tests/test_debugging.py::"
     "test_overfit_batches_n_trains_on_exactly_its_first_n_batches_again_and_again"
+)
+OVERFIT_UNCHECKPOINTED = (
+    "tests/test_debugging.py::"
+    "test_overfit_batches_of_a_spec_without_checkpoints_repeats_its_first_n_batches"
 )
 COPIED_AGAIN = (
     "tests/test_bad_data.py::"
@@ -1198,6 +1208,79 @@ MUTANTS: list[Mutant] = [
         "if True:",
         [f"{SAC_REFERENCE}[two_actions]"],
         "#16: SAC's target critics updated at every gradient step whatever target_update_every",
+    ),
+    # --- Issue 63's guards that no test held (items 8-15)
+    mutant(
+        "grpo_lower_clip_fixed_at_0_2",
+        GRPO,
+        "EPSILON_LOW = {{ grpo.epsilon | py }}",
+        "EPSILON_LOW = 0.2",
+        [GRPO_FORMULAS],
+        "#8: GRPO's training.epsilon ignored, the ratio clipped from below at 0.8 whatever it says",
+    ),
+    mutant(
+        "grpo_keys_the_same_at_every_step",
+        GRPO,
+        "return step * 2**24 + tf.range(first_row, first_row + rows)",
+        "return tf.range(first_row, first_row + rows)",
+        [GRPO_VALUES],
+        "#9: GRPO's sampling keys without the step: each step draws its completions from the "
+        "same seeds as step 1",
+    ),
+    mutant(
+        "grpo_completion_without_its_end_token",
+        GRPO,
+        '    written = tf.logical_and(sequences["padding_mask"], '
+        'tf.logical_not(prompts["padding_mask"]))\n',
+        '    written = tf.logical_and(sequences["padding_mask"], '
+        'tf.logical_not(prompts["padding_mask"]))\n'
+        '    written = tf.logical_and(written, sequences["token_ids"] != end_token)\n',
+        [GRPO_VALUES],
+        "#10: GRPO's completions without their end token: the loss never teaches the model to "
+        "stop, and the logged lengths are a token short",
+    ),
+    mutant(
+        "grpo_completion_not_cut_at_max_completion_length",
+        GRPO,
+        "completion = tf.logical_and(written, positions < prompt_length + MAX_COMPLETION_LENGTH)",
+        "completion = written",
+        [GRPO_VALUES],
+        "#11: GRPO's completions not cut at max_completion_length: the rewards and the loss "
+        "read every token sampled up to the sequence's end",
+    ),
+    mutant(
+        "lora_export_of_the_base_kernels",
+        "templates/partials/export.jinja",
+        "        layer._kernel.assign(layer.kernel)\n        layer.lora_enabled = False\n",
+        "        layer.lora_enabled = False\n",
+        [LORA_EXPORT],
+        "#12: LoRA's export serving the base kernels, the adapters dropped instead of merged",
+    ),
+    mutant(
+        "packing_by_first_fit",
+        PREPROCESS,
+        "row = tf.argmin(tf.where(room >= 0, room, SEQUENCE_LENGTH + 1), output_type=tf.int32)",
+        "row = tf.argmax(tf.cast(room >= 0, tf.int32), output_type=tf.int32)",
+        [BEST_FIT],
+        "#13: SFT's packing by first fit (the first row an example fits), not the documented "
+        "best fit (the row it leaves the least room in)",
+    ),
+    mutant(
+        "overfit_replay_from_the_first_batch",
+        DEBUGGING,
+        "    return first.cache().repeat().skip(step % args.overfit_batches)\n",
+        "    return first.cache().repeat()\n",
+        [OVERFIT],
+        "#14: --overfit-batches N replayed from a step that is not a multiple of N starting "
+        "again at the first batch, not at the one its step trained on",
+    ),
+    mutant(
+        "overfit_batches_takes_twice_as_many_without_checkpoints",
+        DEBUGGING,
+        "    return batches.take(args.overfit_batches).cache().repeat()\n",
+        "    return batches.take(2 * args.overfit_batches).cache().repeat()\n",
+        [OVERFIT_UNCHECKPOINTED],
+        "#15: --overfit-batches N of a spec without checkpoints repeats 2N batches",
     ),
     # --- Language models (issue 54): the pitfalls of SFT and DPO
     mutant(

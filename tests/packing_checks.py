@@ -110,6 +110,20 @@ def packed_first_loss(script: str, out: str) -> dict:
     return result
 
 
+def packed_lengths(script: str, lengths: str) -> dict:
+    """The script's pack_examples() on a made-up batch of examples of `lengths` tokens (JSON):
+    token t of example e is (e + 1) * 100 + t, padding 0, so the rows it returns show where each
+    example went and that it went whole."""
+    module = load_script(script)
+    lengths = np.asarray(json.loads(lengths))
+    positions = np.arange(module.SEQUENCE_LENGTH)
+    mask = positions[np.newaxis] < lengths[:, np.newaxis]
+    ids = np.where(mask, (np.arange(len(lengths))[:, np.newaxis] + 1) * 100 + positions, 0)
+    features = {"token_ids": tf.constant(ids, tf.int32), "padding_mask": tf.constant(mask)}
+    packed, _ = module.pack_examples(features, {"weights": tf.constant(mask, tf.float32)})
+    return {"capacity": module.SEQUENCE_LENGTH, "rows": packed["token_ids"].numpy().tolist()}
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

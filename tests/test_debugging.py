@@ -406,16 +406,47 @@ def test_overfit_batches_n_trains_on_exactly_its_first_n_batches_again_and_again
     """--overfit-batches 2, six steps (a line in the step saves each batch it receives,
     eagerly): steps 1, 3, 5 receive one batch and steps 2, 4, 6 another (128 examples in
     batches of 32: four batches an epoch, so that a third batch would be the epoch's next,
-    not the first again)."""
+    not the first again). Its replay of step 5 starts from ckpt-3 (a checkpoint every 3 steps),
+    a step that is not a multiple of 2: its steps 4 and 5 receive the run's batches of steps 4
+    and 5, not the first two again, and step 5's loss is the one logged."""
+    script = mnist(render, tmp_path, "data.batch_size=32", 'checkpoint={"every_steps": 3}')
     edited = with_line_in_step(
-        mnist(render, tmp_path, "data.batch_size=32"),
-        'np.save(f"seen-{int(step.numpy()) + 1}.npy", features.numpy())',
+        script, 'np.save(f"seen-{int(step.numpy()) + 1}.npy", features.numpy())'
     )
     run_python(edited, "--eager", "--overfit-batches", "2", "--max-steps", "6",
                "--output-dir", str(tmp_path / "out"), cwd=tmp_path)  # fmt: skip
     seen = [np.load(tmp_path / f"seen-{step}.npy") for step in range(1, 7)]
     for step in range(2, 6):
         assert np.array_equal(seen[step], seen[step - 2]), step + 1
+    assert not np.array_equal(seen[0], seen[1])
+    for step in range(1, 7):
+        (tmp_path / f"seen-{step}.npy").unlink()
+    overfit = tmp_path / "out-overfit-2"
+    proc = run_python(edited, "replay", "--eager", "--step", "5", "--output-dir", str(overfit),
+                      cwd=tmp_path)  # fmt: skip
+    assert "from ckpt-3 (step 3)" in proc.stdout, proc.stdout[-3000:]
+    replayed = sorted(path.name for path in tmp_path.glob("seen-*.npy"))
+    assert replayed == ["seen-4.npy", "seen-5.npy"], replayed
+    assert np.array_equal(np.load(tmp_path / "seen-4.npy"), seen[3])
+    assert np.array_equal(np.load(tmp_path / "seen-5.npy"), seen[4])
+    assert replayed_loss(proc) == pytest.approx(logged_loss(overfit, 5), rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_overfit_batches_of_a_spec_without_checkpoints_repeats_its_first_n_batches(
+    render, tmp_path
+):
+    """--overfit-batches 2 where the spec has no checkpoints (overfit() takes the run's
+    batches, not the pipeline from step 0): steps 1 and 3 receive one batch, 2 and 4 another
+    (four batches an epoch: a third would be the epoch's next)."""
+    script = mnist(render, tmp_path, "data.batch_size=32", "checkpoint=null")
+    edited = with_line_in_step(
+        script, 'np.save(f"seen-{int(step.numpy()) + 1}.npy", features.numpy())'
+    )
+    run_python(edited, "--eager", "--overfit-batches", "2", "--max-steps", "4",
+               "--output-dir", str(tmp_path / "out"), cwd=tmp_path)  # fmt: skip
+    seen = [np.load(tmp_path / f"seen-{step}.npy") for step in range(1, 5)]
+    assert np.array_equal(seen[2], seen[0]) and np.array_equal(seen[3], seen[1])
     assert not np.array_equal(seen[0], seen[1])
 
 

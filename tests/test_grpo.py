@@ -65,9 +65,10 @@ def exported_grpo_run(shared) -> tuple[Path, Path]:
 
 def test_grpo_logs_trls_values_computed_as_the_formulas_say(grpo_run):
     """Two steps' logged loss, rewards, their groups' spread, the completions' lengths and the
-    KL to the reference, against NumPy: the completions sampled again from the step and the
-    row (the same texts the reward function was given), advantages normalized within each
-    group, the KL (k3) to the preset loaded anew."""
+    KL to the reference, against NumPy: the completions sampled again by the check itself
+    from the step's and the row's seeds, each to its end token (counted in its length) or
+    max_completion_length's cut (the same texts the reward function was given), advantages
+    normalized within each group, the KL (k3) to the preset loaded anew."""
     script, out = grpo_run
     result = grpo_check("grpo_two_steps", str(script), str(out), cwd=script.parent)
     assert result["same_completions"] == [True, True], result
@@ -84,12 +85,13 @@ def test_grpo_logs_trls_values_computed_as_the_formulas_say(grpo_run):
 def test_grpo_advantages_and_clipped_objective_equal_numpy(tmp_path):
     """The script's group advantages (sample std, + 1e-4) and token losses (the smaller of
     the ratio and the clipped ratio times the advantage, plus beta k3) on made-up values
-    where ratios fall on both sides of [1 - epsilon, 1 + epsilon_high]."""
+    where ratios fall on both sides of [1 - epsilon, 1 + epsilon_high]: an epsilon other than
+    the default 0.2, so a lower clip fixed at 0.2 fails."""
     script = render_into(tmp_path / "train.py", "sums_grpo",
                          *data.small_data_overrides("sums_grpo", tmp_path),
-                         "training.epsilon=0.2", "training.epsilon_high=0.28",
+                         "training.epsilon=0.1", "training.epsilon_high=0.28",
                          cwd=tmp_path)  # fmt: skip
-    result = grpo_check("formulas", str(script), cwd=tmp_path)
+    result = grpo_check("formulas", str(script), "0.1", "0.28", cwd=tmp_path)
     assert result["advantages_diff"] <= 1e-3 and result["std_diff"] <= 1e-4, result
     assert result["losses_diff"] <= 1e-5, result
     # Ratios outside the range, some clipped (those where clipping changes the objective).

@@ -53,7 +53,7 @@ def test_lora_trains_the_adapters_and_the_head_and_leaves_the_base_kernels_as_lo
 
 
 @pytest.mark.slow
-def test_the_export_serves_strings_with_lora_merged_as_the_checkpoint_answers(lora_run):
+def test_the_export_serves_strings_with_lora_merged_as_the_checkpoint_answers(lora_run, tmp_path):
     script, out = lora_run
     texts = ["the film was superb and moving", "a dull and tedious plot", "the story"]
     result = hub_check("served_against_model", str(script), str(out), json.dumps(texts),
@@ -63,6 +63,13 @@ def test_the_export_serves_strings_with_lora_merged_as_the_checkpoint_answers(lo
     assert result["scores_diff"] <= 1e-5 and result["probabilities_diff"] <= 1e-5, result
     assert result["class_ids"] == result["expected_ids"]
     assert result["lora_layers"] == 4, result
+    # The trained adapters change these scores by less than the tolerance (2.7e-6): the
+    # script's export() again, of the adapters set to sizable values, where serving the base
+    # kernels would be off by their effect.
+    result = hub_check("served_with_sizable_adapters", str(script), str(out), json.dumps(texts),
+                       str(tmp_path / "export"), cwd=script.parent)  # fmt: skip
+    assert result["adapters_effect"] > 1e-3 and result["lora_layers"] == 4, result
+    assert result["scores_diff"] <= 1e-5 and result["after_diff"] == 0, result
 
 
 @pytest.mark.slow

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from data import small_data_overrides
 from helpers import ROOT, TWO_CPUS, render_into, run_preloaded, run_python
 from test_distributed import compared_at
-from test_runs import trained_example, trained_overrides
+from test_runs import PACKED, trained_example, trained_overrides
 
 pytestmark = pytest.mark.slow
 
@@ -35,6 +36,30 @@ def test_packed_rows_loss_is_numpys_of_the_same_packing_and_validation_is_unpack
     assert abs(result["unpacked"] - result["expected"]) > 1e-4, result
     assert abs(result["val_loss"] - result["val_expected"]) <= 1e-5 * result["val_expected"]
     assert abs(result["val_perplexity"] - result["val_exp"]) <= 1e-4 * result["val_exp"]
+
+
+def test_packing_is_best_fit_decreasing_where_first_fit_packs_otherwise(tmp_path):
+    """The script's pack_examples() on examples of 3, 20, 13 and 16 tokens, rows of 32: best fit
+    decreasing (20 opens row 0, 16 row 1, 13 fits row 1 only, then 3 fits both and goes where
+    it leaves the least room, row 1) against first fit (3 into row 0, the first it fits), both
+    worked out here by hand."""
+    script = render_into(tmp_path / "train.py", "sums_sft",
+                         *small_data_overrides("sums_sft", tmp_path), *PACKED)  # fmt: skip
+    lengths = [3, 20, 13, 16]
+    result = packing_check("packed_lengths", str(script), json.dumps(lengths), cwd=tmp_path)
+    assert result["capacity"] == 32, result
+
+    def rows(*examples_of_rows):
+        """Each row's examples, whole and in this order from column 0, then padding."""
+        made = []
+        for examples in examples_of_rows:
+            row = [(e + 1) * 100 + t for e in examples for t in range(lengths[e])]
+            made.append(row + [0] * (32 - len(row)))
+        return made
+
+    best_fit, first_fit = rows([1], [3, 2, 0]), rows([1, 0], [3, 2])
+    assert best_fit != first_fit
+    assert result["rows"] == best_fit, result
 
 
 def test_packed_sft_on_two_replicas_equals_one_device(shared, tmp_path):
