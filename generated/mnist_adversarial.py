@@ -1,7 +1,7 @@
 """Train an MNIST classifier on PGD-perturbed digits, robust within 0.1.
 
 Written by loopgen 0.1.0 from examples/mnist_adversarial.py
-(spec sha256 c9afe42d534ac682, script sha256 09d42b8612b34669).
+(spec sha256 c9afe42d534ac682, script sha256 ea7a5aa0180cf814).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -467,7 +467,8 @@ def train(args, run):
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 run.log("train", global_step, logs, epoch)
                 run.stop_if_diverged()
-        if run.preempted:
+        # Stopped at an epoch's end: after its validation, which a resumed run would skip.
+        if run.preempted and global_step < epoch_end:
             break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
@@ -482,6 +483,8 @@ def train(args, run):
                 )
         if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
             run.save(global_step)
+        if run.preempted:
+            break
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------

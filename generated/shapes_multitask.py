@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 92cc046ca48bc8f1, script sha256 bae42f2457089e02).
+(spec sha256 92cc046ca48bc8f1, script sha256 d16d4438dcdab3b6).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -477,7 +477,8 @@ def train(args, run):
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 run.log("train", global_step, logs, epoch)
                 run.stop_if_diverged()
-        if run.preempted:
+        # Stopped at an epoch's end: after its validation, which a resumed run would skip.
+        if run.preempted and global_step < epoch_end:
             break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
@@ -492,6 +493,8 @@ def train(args, run):
                 )
         if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
             run.save(global_step)
+        if run.preempted:
+            break
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
