@@ -72,6 +72,14 @@ VariantOpt = Annotated[
     ),
 ]
 ScriptArg = Annotated[Path, typer.Argument(help="The rendered training script.")]
+SingleFileOpt = Annotated[
+    bool,
+    typer.Option(
+        "--single-file",
+        help="Write one file: the run's machinery (loopgen_runtime.py) inlined in the script, "
+        "for those who ship one file. A script keeps its form at each render.",
+    ),
+]
 
 
 def _fail(error: Exception | str) -> typer.Exit:
@@ -79,7 +87,13 @@ def _fail(error: Exception | str) -> typer.Exit:
     return typer.Exit(code=1)
 
 
-def _render(spec_file: Path, name: str, overrides: list[str] | None, variant: Variant | None):
+def _render(
+    spec_file: Path,
+    name: str,
+    overrides: list[str] | None,
+    variant: Variant | None,
+    single_file: bool = False,
+):
     """Loads, validates and renders the spec; prints its warnings. Returns (source, flags)."""
     from .dsl.loader import load_spec
     from .render import flag_args, render_script
@@ -88,10 +102,25 @@ def _render(spec_file: Path, name: str, overrides: list[str] | None, variant: Va
     spec = load_spec(spec_file, name, overrides, kind)
     _warn(spec)
     source = render_script(
-        spec, spec_file=_shown(spec_file), overrides=overrides or [], variant=kind
+        spec,
+        spec_file=_shown(spec_file),
+        overrides=overrides or [],
+        variant=kind,
+        single_file=single_file,
     )
     flags = (["--name", name] if name != "spec" else []) + flag_args(overrides or [], kind)
-    return source, flags
+    return source, flags + ["--single-file"] * single_file
+
+
+def _single_file(script: Path) -> bool:
+    """Whether `script` was rendered with --single-file (its header says so)."""
+    from .output import read_text
+    from .render.runtime import SINGLE_FILE
+
+    try:
+        return SINGLE_FILE in read_text(script)[:4000]
+    except (OSError, LoopgenError):
+        return False
 
 
 def _shown(path: Path) -> str:
@@ -124,21 +153,37 @@ def render(
         ),
     ] = False,
     variant: VariantOpt = None,
+    single_file: SingleFileOpt = False,
 ) -> None:
-    """Render SPEC_FILE into a training script. If the script exists and was edited by hand,
-    the new render is merged into the edits (three-way, like git)."""
-    from .output import stale_siblings, write_rendered
+    """Render SPEC_FILE into a training script, and the run's machinery beside it
+    (loopgen_runtime.py; with --single-file, inside it). If the script exists and was edited
+    by hand, the new render is merged into the edits (three-way, like git)."""
+    from .output import stale_siblings, write_rendered, write_script
     from .render import render_runtime
 
+    if output is not None and not force and output.is_file():
+        was = _single_file(output)
+        if was != single_file:
+            form = "one file, its runtime inlined" if was else "a script beside loopgen_runtime.py"
+            again = "with --single-file" if was else "without --single-file"
+            raise _fail(
+                f"{output} is {form}: render it {again} to keep its form (your edits are "
+                f"merged), or pass --force to replace it in the other form (the old file is "
+                "kept in .loopgen/)"
+            )
     try:
-        source, flags = _render(spec_file, name, overrides, variant)
+        source, flags = _render(spec_file, name, overrides, variant, single_file)
         if output is None:
             typer.echo(source, nl=False)
             return
-        runtime, update = write_rendered(output, source, render_runtime(), force=force)
+        if single_file:
+            update = write_script(output, source, force=force)
+        else:
+            runtime, update = write_rendered(output, source, render_runtime(), force=force)
     except LoopgenError as error:
         raise _fail(error) from None
-    _report(runtime, "", stale_siblings(output, runtime.text))
+    if not single_file:
+        _report(runtime, "", stale_siblings(output, runtime.text))
     _report(update, _command("loopgen", "render", spec_file, "-o", output, *flags))
 
 
@@ -247,10 +292,12 @@ def check(
     from .render import render_runtime
 
     try:
-        source, flags = _render(spec_file, name, overrides, variant)
+        single_file = _single_file(script)  # --single-file's: no runtime beside it
+        source, flags = _render(spec_file, name, overrides, variant, single_file)
         fix = _command("loopgen", "render", spec_file, "-o", script, *flags)
         typer.echo(check_script(script, spec_file, source, fix))
-        typer.echo(check_script(runtime_path(script), spec_file, render_runtime(), fix))
+        if not single_file:
+            typer.echo(check_script(runtime_path(script), spec_file, render_runtime(), fix))
     except LoopgenError as error:
         raise _fail(error) from None
 
@@ -273,9 +320,12 @@ def diff(
     from .render import render_runtime
 
     try:
-        source, _ = _render(spec_file, name, overrides, variant)
+        single_file = _single_file(script)  # --single-file's: no runtime beside it
+        source, _ = _render(spec_file, name, overrides, variant, single_file)
         # The script, and the runtime beside it: a render writes both.
-        updates = [plan(script, source), plan(runtime_path(script), render_runtime())]
+        updates = [plan(script, source)]
+        if not single_file:
+            updates.append(plan(runtime_path(script), render_runtime()))
     except LoopgenError as error:
         raise _fail(error) from None
     for update in updates:

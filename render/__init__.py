@@ -66,8 +66,10 @@ def render_script(
     spec_file: str,
     overrides: list[str] = (),  # type: ignore[assignment]
     variant: str | None = None,
+    single_file: bool = False,
 ) -> str:
-    """The formatted source of the training script for `spec` and its strategy.
+    """The formatted source of the training script for `spec` and its strategy (`single_file`:
+    with its runtime inlined, loopgen render --single-file).
 
     `overrides` and `variant` are the `--set` and `--variant` flags the spec was loaded with
     (already applied to `spec`); the script's header repeats them."""
@@ -81,6 +83,8 @@ def render_script(
     kind = spec.distribute.kind
     try:
         formatted = runtime.link(format_source(source, f"<{kind}.py>"))
+        if single_file:
+            formatted = format_source(runtime.inline(formatted), f"<{kind}, one file>")
     except SyntaxError as error:  # invalid Python: a loopgen bug
         raise code.TemplateBug(
             f"the {kind} script template produced invalid Python: {error}"

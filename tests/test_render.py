@@ -450,3 +450,99 @@ def test_dqn_acts_on_one_tensorflow_thread_through_the_traces_own_call():
     assert "greedy_flat(tf.constant(observations), *greedy_variables)" in source
     mirrored = (ROOT / "generated" / "mirrored" / "cartpole_dqn.py").read_text()
     assert "parallelism_threads" not in mirrored and "greedy_flat" not in mirrored
+
+
+# --- loopgen render --single-file (issue 61) -------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_single_file_script_trains_to_the_weights_of_the_script_beside_its_runtime(
+    shared, tmp_path
+):
+    """--single-file writes one file, the runtime inlined, nothing beside it; run with loopgen
+    not importable, it trains to the very checkpoint of the two files (test_runs' run of
+    mnist_mlp, on the same data and flags)."""
+    from helpers import run_cli, tf_check
+    from test_runs import trained_example, trained_overrides
+
+    _, two_files, _ = trained_example(shared, "mnist_mlp")
+    one = tmp_path / "one" / "train.py"
+    sets = [word for value in trained_overrides(shared, "mnist_mlp") for word in ("--set", value)]
+    proc = run_cli("render", str(EXAMPLES / "mnist_mlp.py"), "-o", str(one), "--single-file", *sets)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in one.parent.iterdir() if p.is_file()) == ["train.py"]
+    text = one.read_text()
+    assert "import loopgen_runtime" not in text and "\nclass RunDirectoryBase:\n" in text
+    run_without_loopgen(one, "--epochs", "2", "--output-dir", str(tmp_path / "run"), cwd=one.parent)
+    result = tf_check("compare_checkpoints", str(two_files / "checkpoints"),
+                      str(tmp_path / "run" / "checkpoints"), cwd=tmp_path)  # fmt: skip
+    assert result["same_keys"] and result["count"] > 8 and result["step"] == 4, result
+    assert result["max_diff"] == 0.0 and result["values_diff"] == 0.0, result
+    runs = [json.loads(line) for line in (tmp_path / "run" / "runs.jsonl").read_text().splitlines()]
+    assert runs[0]["runtime"] == str(one) and runs[0]["runtime_sha256"] == runs[0]["script_sha256"]
+    assert runs[0]["script_edited"] is False and runs[0]["runtime_edited"] is False
+
+
+@pytest.mark.parametrize("example", ["mnist_mlp", "cartpole_dqn", "fashion_validation", "sums_sft"])
+def test_a_single_file_render_is_black_and_pyflakes_clean_and_answers_help_before_tensorflow(
+    example, tmp_path
+):
+    """One file: the runtime's imports among the script's, its flags above parse_args() (which
+    runs before TensorFlow loads), the rest above the script's RunDirectory; no name defined
+    twice, none undefined, none unused."""
+    script = tmp_path / "train.py"
+    source = render_script(
+        load_spec(EXAMPLES / f"{example}.py"), spec_file=f"examples/{example}.py", single_file=True
+    )
+    assert black.format_str(source, mode=black.Mode()) == source
+    script.write_text(source)
+    ruff = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", "F,E9",
+         str(script)], capture_output=True, text=True,
+    )  # fmt: skip
+    assert ruff.returncode == 0, ruff.stdout + ruff.stderr
+    assert render.runtime.SINGLE_FILE in source[:2000] and "loopgen_runtime import" not in source
+    help_ = subprocess.run(
+        [sys.executable, "-c", "import runpy, sys; sys.argv = sys.argv[1:]; "
+         "runpy.run_path(sys.argv[0], run_name='__main__'); ", str(script), "--help"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert help_.returncode == 0 and "--fast-dev-run" in help_.stdout, help_.stderr
+    assert "tensorflow" not in help_.stderr.lower()
+
+
+def test_a_single_file_script_keeps_its_form_and_its_edits_at_each_render(tmp_path):
+    """A re-render of a --single-file script merges the spec's change into the hand edits;
+    check and diff read its form from it; a render in the other form is refused, nothing
+    written."""
+    from helpers import run_cli
+
+    script = tmp_path / "train.py"
+    spec = str(EXAMPLES / "mnist_mlp.py")
+    assert run_cli("render", spec, "-o", str(script), "--single-file").returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["train.py"]
+    edited = script.read_text().replace(
+        "    model.summary()\n", "    model.summary()\n    print('my edit')\n", 1
+    )
+    assert edited.count("print('my edit')") == 1
+    script.write_text(edited)
+    assert run_cli("check", spec, str(script)).returncode == 0
+    other_form = run_cli("render", spec, "-o", str(script))
+    assert other_form.returncode == 1 and script.read_text() == edited
+    assert "is one file, its runtime inlined: render it with --single-file" in other_form.stderr
+    assert not (tmp_path / "loopgen_runtime.py").exists()
+    diff = run_cli("diff", spec, str(script), "--set", "data.batch_size=32")
+    assert diff.returncode == 1 and "+BATCH_SIZE = 32" in diff.stdout, diff.stderr
+    assert "loopgen_runtime.py" not in diff.stdout.split("\n")[0]
+    merged = run_cli(
+        "render", spec, "-o", str(script), "--single-file", "--set", "data.batch_size=32"
+    )
+    assert merged.returncode == 0, merged.stderr
+    text = script.read_text()
+    assert 'print("my edit")' in text and "BATCH_SIZE = 32" in text  # black's quotes
+    stale = run_cli("check", spec, str(script))
+    assert stale.returncode == 1 and "--single-file" in stale.stderr, stale.stderr
+    two = tmp_path / "two" / "train.py"
+    assert run_cli("render", spec, "-o", str(two)).returncode == 0
+    refused = run_cli("render", spec, "-o", str(two), "--single-file")
+    assert refused.returncode == 1 and "render it without --single-file" in refused.stderr
