@@ -1359,6 +1359,26 @@ MUTANTS: list[Mutant] = [
         "GRPO's group std without Bessel's correction: advantages differ from TRL's",
     ),
     mutant(
+        "grpo_keys_without_the_replicas_row_offset",
+        GRPO,
+        'first_row = ({{ tape.first_example("global_batch_size") }}) * NUM_GENERATIONS',
+        "first_row = 0",
+        [f"{MIRRORED_EQUALS}[sums_grpo]"],
+        "GRPO on replicas drawing its completions' keys from row 0 of its own slice, not from "
+        "its rows of the global batch: the second replica draws with the first's keys, and "
+        "two replicas train otherwise than one device (issue 63, item 7)",
+    ),
+    mutant(
+        "grpo_tokens_counted_per_replica",
+        GRPO,
+        '"tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, '
+        'tf.reduce_sum(mask))" if distributed',
+        '"tf.reduce_sum(mask) * strategy.num_replicas_in_sync" if distributed',
+        [f"{MIRRORED_EQUALS}[sums_grpo]"],
+        "GRPO (dapo) on replicas dividing by its own completion tokens, not the global batch's: "
+        "two replicas train otherwise than one device",
+    ),
+    mutant(
         "packed_prompts_counted",
         PREPROCESS,
         "    return tf.nest.map_structure(packed, ({{ x_name }}, labels))",
