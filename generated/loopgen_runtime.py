@@ -5,7 +5,7 @@ decides, as the class attributes of its RunDirectory; this file never imports th
 the same file serves every script of a folder. It is yours to read and edit too: `loopgen
 render` merges your edits here as in the script.
 
-Written by loopgen 0.1.0 (runtime sha256 52d04a40eb73193b).
+Written by loopgen 0.1.0 (runtime sha256 9fa06048a6637b50).
 """
 
 import argparse
@@ -31,7 +31,7 @@ import time
 import traceback
 
 # What a script checks that it was rendered with: loopgen's version and this file's sha256.
-RUNTIME = "loopgen 0.1.0, runtime c6d333f330a5443b"
+RUNTIME = "loopgen 0.1.0, runtime 4a63ccf675c0b166"
 
 
 class _Module:
@@ -210,20 +210,7 @@ def parse_run_flags(
     return args
 
 
-# --- The run directory ------------------------------------------------------------------
-
-# The system's reasons for failing a write that no fix of this script would help: what
-# happened, and what to do.
-MACHINE_FAULTS = {
-    errno.ENOSPC: ("The disk is full", "free some space"),
-    errno.EDQUOT: ("The disk quota is used up", "free some space"),
-    errno.EFBIG: ("The file grew beyond the size this process may write", "raise ulimit -f"),
-    errno.EROFS: ("The file system is read-only", "pass an --output-dir on a writable one"),
-    errno.EACCES: ("This user may not write there", "pass an --output-dir it can write"),
-    errno.EPERM: ("This user may not write there", "pass an --output-dir it can write"),
-    errno.EEXIST: ("--output-dir names a file", "pass a directory"),
-    errno.ENOTDIR: ("A part of --output-dir is a file", "pass a directory"),
-}
+# --- MLflow's process: started before TensorFlow loads ---------------------------------
 
 # What MLflow's process (start_mlflow_process) runs once the run starts: it reads the run's
 # settings, each log point's values, then how the run ended. Closed without an end (this
@@ -328,6 +315,22 @@ def start_mlflow_process(tracking_uri=None):
     line = "import mlflow.store.tracking.sqlalchemy_store  # the database's store" if store else ""
     code = MLFLOW_PROCESS.replace("STORE", line)
     return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, text=True)
+
+
+# --- The run directory ------------------------------------------------------------------
+
+# The system's reasons for failing a write that no fix of this script would help: what
+# happened, and what to do.
+MACHINE_FAULTS = {
+    errno.ENOSPC: ("The disk is full", "free some space"),
+    errno.EDQUOT: ("The disk quota is used up", "free some space"),
+    errno.EFBIG: ("The file grew beyond the size this process may write", "raise ulimit -f"),
+    errno.EROFS: ("The file system is read-only", "pass an --output-dir on a writable one"),
+    errno.EACCES: ("This user may not write there", "pass an --output-dir it can write"),
+    errno.EPERM: ("This user may not write there", "pass an --output-dir it can write"),
+    errno.EEXIST: ("--output-dir names a file", "pass a directory"),
+    errno.ENOTDIR: ("A part of --output-dir is a file", "pass a directory"),
+}
 
 
 class RunDirectory:
@@ -880,6 +883,8 @@ class RunDirectory:
             return
         rendered, current = checksums(self.script)
         runtime_rendered, runtime_current = checksums(__file__, "runtime")
+        if os.path.abspath(__file__) == os.path.abspath(self.script):  # --single-file's
+            runtime_rendered, runtime_current = rendered, current
         self.run = os.urandom(4).hex()
         record = {
             "event": "start", "run": self.run, "time": now(), **self.rendered_from,
@@ -2113,7 +2118,7 @@ def nonfinite_op(error, script):
         for frame in frames
         if "-packages" not in frame[0]
         and not frame[0].startswith(sys.base_prefix)
-        and frame[0] != __file__
+        and (frame[0] != __file__ or frame[0] == script)  # a --single-file script holds this
     ]
     where = frames[-1:] + [frame for frame in frames if frame[0] == script][-1:]
     lines = [
