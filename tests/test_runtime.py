@@ -1720,6 +1720,60 @@ def test_an_overfit_runs_batch_of_a_step_is_one_of_its_first_batches(tmp_path):
     assert plain.batch_of(8) == 8
 
 
+def test_make_inspected_step_reports_each_layers_outputs_gradients_and_weights(tf, keras):
+    """logging.inspect's statistics of one step, against what Keras computes from the same
+    weights and batch: the layers' outputs before the step, the gradients the optimizer is
+    handed, the weights after it; and the step trains as the uninspected one does."""
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([
+        keras.Input((3,)), keras.layers.Dense(4, activation="relu", name="hidden"),
+        keras.layers.Dense(1, activation="sigmoid", name="out"),
+    ])  # fmt: skip
+    optimizer = keras.optimizers.SGD(0.5)
+    optimizer.build(model.trainable_variables)
+    x = tf.constant(np.random.default_rng(0).normal(size=(8, 3)), tf.float32)
+    y = tf.constant(np.random.default_rng(1).uniform(size=(8, 1)), tf.float32)
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x, training=True) - y) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+
+    before = [w.numpy() for w in model.trainable_variables]
+    hidden = np.maximum(x.numpy() @ before[0] + before[1], 0)
+    out = 1 / (1 + np.exp(-(hidden @ before[2] + before[3])))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x) - y) ** 2)
+    grads = [g.numpy() for g in tape.gradient(loss, model.trainable_variables)]
+
+    step = rt.make_inspected_step(
+        train_step, {"model": model}, [optimizer],
+        inputs=lambda networks, batch: {"model": batch[0]},
+    )  # fmt: skip
+    statistics, histograms = step(iter(tf.data.Dataset.from_tensors((x, y)).repeat()))
+    got = {k: float(v) for k, v in statistics.items()}
+    after = [w.numpy() for w in model.trainable_variables]
+    np.testing.assert_allclose(after[0], before[0] - 0.5 * grads[0], rtol=1e-5, atol=1e-6)
+    assert got["model/hidden/zero_fraction"] == pytest.approx(np.mean(hidden == 0))
+    assert got["model/hidden/activation_mean"] == pytest.approx(hidden.mean(), rel=1e-5)
+    assert got["model/out/activation_std"] == pytest.approx(out.std(), rel=1e-4)
+    saturated = np.mean((out < 0.01) | (out > 0.99))
+    assert got["model/out/saturated_fraction"] == pytest.approx(saturated)
+    assert "model/hidden/saturated_fraction" not in got  # relu does not saturate
+    norm = lambda arrays: float(np.sqrt(sum(np.sum(a.astype(np.float64) ** 2) for a in arrays)))  # noqa: E731
+    assert got["model/hidden/gradient_norm"] == pytest.approx(norm(grads[:2]), rel=1e-5)
+    assert got["model/out/weight_norm"] == pytest.approx(norm(after[2:]), rel=1e-5)
+    moved = [a - b for a, b in zip(after[:2], before[:2], strict=True)]
+    ratio = norm(moved) / norm(before[:2])
+    assert got["model/hidden/update_ratio"] == pytest.approx(ratio, rel=1e-4)
+    assert histograms["model/hidden/weights"].shape == (3 * 4 + 4,)
+    bare = rt.make_inspected_step(train_step, {"model": model}, [optimizer], weights=False)
+    statistics, _ = bare(iter(tf.data.Dataset.from_tensors((x, y)).repeat()))
+    assert sorted(statistics) == ["model/hidden/gradient_norm", "model/out/gradient_norm"]
+
+
 def graph_nan_error(tf, script: Path, last=None):
     """TensorFlow's --check-numerics error of a graph op (check_numerics_callback's format),
     made by the script's loss_of under a Keras layer's call, and by `last` if given (a frame of
