@@ -79,11 +79,18 @@ def test_every_committed_figure_is_shown_by_a_page():
 
 @pytest.mark.parametrize(
     "page",
-    ["index.md", "guides/rl/index.md", "guides/sweeps-tracking.md", "guides/debugging.md"],
+    [
+        "index.md",
+        "guides/rl/index.md",
+        "guides/sweeps-tracking.md",
+        "guides/debugging.md",
+        "guides/language-models.md",
+    ],
 )
 def test_the_pages_that_need_one_show_a_figure_and_the_command_that_made_it(page):
-    """The home page, the RL guide, the sweeps and the debugging guides each show a figure of a
-    real run, and name the script that made it. (The RL guide may become a folder of pages.)"""
+    """The home page, the RL guide, the sweeps, the debugging and the language-models guides
+    each show a figure of a real run, and name the script that made it. (The RL guide may
+    become a folder of pages.)"""
     path = DOCS / page
     pages = [path] if path.exists() else sorted(path.with_suffix("").rglob("*.md"))
     assert pages, page
