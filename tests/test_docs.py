@@ -87,6 +87,31 @@ def test_the_site_builds_strictly(tmp_path):
     assert not any("wbr" in text for text in texts.values())
 
 
+def test_code_in_a_table_may_wrap_after_punctuation_and_dots_never_inside_a_name():
+    """The hook's break marks in table cells: after `(`, `=`, `,`, `/`, `|` and a dot before a
+    name, so that the debugging guide's TensorFlow column (`tf.config.run_functions_eagerly(
+    True)`) wraps within a 1,280-pixel window (seen in headless Chromium, with the stylesheet's
+    narrower padding of five-column tables); never inside a name, a number or `()`, and
+    never outside a table."""
+    import importlib.util
+
+    # docs/hooks/site.py, loaded from its file as MkDocs loads it (`site` is also the stdlib's).
+    spec = importlib.util.spec_from_file_location("loopgen_site_hook", HOOKS / "site.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    html = hook.on_page_content(
+        "<p><code>tf.config.run_functions_eagerly(True)</code></p>"
+        "<td><code>tf.config.run_functions_eagerly(True)</code> <code>breakpoint()</code></td>"
+        "<td><code>Adam(learning_rate=0.001, beta_1=0.9)</code></td>"
+    )
+    assert html == (
+        "<p><code>tf.config.run_functions_eagerly(True)</code></p>"
+        "<td><code>tf.<wbr>config.<wbr>run_functions_eagerly(<wbr>True)</code> "
+        "<code>breakpoint()</code></td>"
+        "<td><code>Adam(<wbr>learning_rate=<wbr>0.001, beta_1=<wbr>0.9)</code></td>"
+    )
+
+
 # --- The reference is the models ------------------------------------------------------------
 
 
