@@ -5,7 +5,7 @@ decides, as the class attributes of its RunDirectory; this file never imports th
 the same file serves every script of a folder. It is yours to read and edit too: `loopgen
 render` merges your edits here as in the script.
 
-Written by loopgen 0.1.0 (runtime sha256 9fa06048a6637b50).
+Written by loopgen 0.1.0 (runtime sha256 605ee3dac8d4a9c9).
 """
 
 import argparse
@@ -31,7 +31,7 @@ import time
 import traceback
 
 # What a script checks that it was rendered with: loopgen's version and this file's sha256.
-RUNTIME = "loopgen 0.1.0, runtime 4a63ccf675c0b166"
+RUNTIME = "loopgen 0.1.0, runtime 38bff45c256f46b0"
 
 
 class _Module:
@@ -2198,6 +2198,85 @@ def gradients_applied(*optimizers):
     finally:
         for optimizer in optimizers:
             del optimizer.apply_gradients
+
+
+# The activations whose outputs saturate, and their bounds (logging.inspect).
+SATURATED = {"sigmoid": (0.0, 1.0), "tanh": (-1.0, 1.0)}
+
+
+def make_inspected_step(
+    train_step,
+    networks,
+    optimizers,
+    inputs=None,
+    gradients=True,
+    weights=True,
+    xla=False,
+    unpack=True,
+):
+    """logging.inspect: a train step that also returns what it computed, layer by layer: the
+    train step traced once more, with its optimizers watched as it is traced (each gradient
+    they are handed is kept); with `inputs(networks, batch)` (each network's input, by name),
+    each layer's output on the batch in inference mode (no dropout drawn, no statistics
+    updated: the step trains as it would uninspected). `unpack`: the step takes the batch's
+    parts as its arguments (a GAN's takes the batch). Returns a function of the data iterator:
+    one step, and (statistics, histograms) by name."""
+    # Each network's layers' outputs in one call: a model of the same layers.
+    probes = {
+        name: keras.Model(net.inputs, [layer.output for layer in net.layers])
+        for name, net in networks.items()
+    } if inputs is not None else {}  # fmt: skip
+
+    @tf.function(jit_compile=True if xla else None)
+    def watched_step(*batch):
+        statistics, histograms = {}, {}
+        given = inputs(networks, batch) if inputs is not None else {}
+        for name, probe in probes.items():
+            outputs = probe(given[name], training=False)
+            for layer, output in zip(networks[name].layers, outputs, strict=True):
+                key, output = f"{name}/{layer.name}", tf.cast(output, tf.float32)
+                statistics[f"{key}/activation_mean"] = tf.reduce_mean(output)
+                statistics[f"{key}/activation_std"] = tf.math.reduce_std(output)
+                zero = tf.cast(output == 0, tf.float32)
+                statistics[f"{key}/zero_fraction"] = tf.reduce_mean(zero)
+                activation = getattr(getattr(layer, "activation", None), "__name__", "")
+                bounds = SATURATED.get(activation)
+                if bounds:  # within 0.01 of a sigmoid's or tanh's bounds
+                    saturated = (output < bounds[0] + 0.01) | (output > bounds[1] - 0.01)
+                    saturated = tf.reduce_mean(tf.cast(saturated, tf.float32))
+                    statistics[f"{key}/saturated_fraction"] = saturated
+                histograms[f"{key}/activations"] = output
+        trained = {
+            f"{name}/{layer.name}": layer.trainable_weights
+            for name, net in networks.items()
+            for layer in net.layers
+            if layer.trainable_weights
+        }
+        before = {key: [tf.identity(w) for w in values] for key, values in trained.items()}
+        with gradients_applied(*optimizers) as applied:
+            train_step.python_function(*batch)
+        for key, values in trained.items():
+            if gradients:
+                grads = [applied[id(w)] for w in values if id(w) in applied]
+                if grads:  # those of its weights that the step updates
+                    statistics[f"{key}/gradient_norm"] = tf.linalg.global_norm(grads)
+                    flat = [tf.reshape(g, [-1]) for g in grads]
+                    histograms[f"{key}/gradients"] = tf.concat(flat, 0)
+            if weights:
+                statistics[f"{key}/weight_norm"] = tf.linalg.global_norm(values)
+                moved = [w - b for w, b in zip(values, before[key], strict=True)]
+                update = tf.linalg.global_norm(moved)
+                statistics[f"{key}/update_ratio"] = update / tf.linalg.global_norm(before[key])
+                flat = [tf.reshape(w, [-1]) for w in values]
+                histograms[f"{key}/weights"] = tf.concat(flat, 0)
+        return statistics, histograms
+
+    @tf.function
+    def inspected_step(iterator):
+        batch = next(iterator)
+        return watched_step(*batch) if unpack else watched_step(batch)
+
+    return inspected_step
 
 
 def replay(args, train, run_directory):

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from helpers import ACTING, ROOT
@@ -84,6 +85,31 @@ def test_the_site_builds_strictly(tmp_path):
     ):
         assert word in texts.get(page, ""), (word, page)
     assert not any("wbr" in text for text in texts.values())
+
+
+def test_code_in_a_table_may_wrap_after_punctuation_and_dots_never_inside_a_name():
+    """The hook's break marks in table cells: after `(`, `=`, `,`, `/`, `|` and a dot before a
+    name, so that the debugging guide's TensorFlow column (`tf.config.run_functions_eagerly(
+    True)`) wraps within a 1,280-pixel window (seen in headless Chromium, with the stylesheet's
+    narrower padding of five-column tables); never inside a name, a number or `()`, and
+    never outside a table."""
+    import importlib.util
+
+    # docs/hooks/site.py, loaded from its file as MkDocs loads it (`site` is also the stdlib's).
+    spec = importlib.util.spec_from_file_location("loopgen_site_hook", HOOKS / "site.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    html = hook.on_page_content(
+        "<p><code>tf.config.run_functions_eagerly(True)</code></p>"
+        "<td><code>tf.config.run_functions_eagerly(True)</code> <code>breakpoint()</code></td>"
+        "<td><code>Adam(learning_rate=0.001, beta_1=0.9)</code></td>"
+    )
+    assert html == (
+        "<p><code>tf.config.run_functions_eagerly(True)</code></p>"
+        "<td><code>tf.<wbr>config.<wbr>run_functions_eagerly(<wbr>True)</code> "
+        "<code>breakpoint()</code></td>"
+        "<td><code>Adam(<wbr>learning_rate=<wbr>0.001, beta_1=<wbr>0.9)</code></td>"
+    )
 
 
 # --- The reference is the models ------------------------------------------------------------
@@ -350,6 +376,72 @@ def test_every_spec_snippet_validates(page, code, tmp_path):
     spec_file.write_text(code)
     spec = load_spec(spec_file)
     assert spec.name, page
+
+
+def first_spec(path: Path) -> str:
+    """The first spec a page shows (its first Python block that binds `spec = Spec(`)."""
+    for _, code in code_blocks(path.read_text(), "python"):
+        if re.search(r"^spec = Spec\(", code, re.M):
+            return code
+    raise AssertionError(f"{path.name} shows no spec")
+
+
+SERVE_ZEROS = """
+import json, sys
+import numpy as np, tensorflow as tf
+serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+((name, spec),) = serve.structured_input_signature[1].items()
+images = np.zeros((2, 28, 28), np.uint8)  # raw mnist pixels, as the source holds them
+outputs = serve(**{name: tf.constant(images)})
+print(json.dumps({"dtype": spec.dtype.name, "scores": outputs["scores"].shape.as_list()}))
+"""
+
+
+@pytest.mark.slow
+def test_the_first_spec_trains_with_its_validation_schedule_early_stop_and_export(tmp_path):
+    """The README's spec is getting started's first spec, and it trains: rendered with two
+    numbers changed so that its schedule and its early stop show within a few steps (the
+    cosine over 6 steps, a `min_delta` no validation can beat), on a small file of mnist's
+    format served in place of the download (96 images, 9 held out: 2 steps an epoch), it
+    validates on its split every epoch, logs the cosine's rates, stops early after `patience`
+    validations and serves raw images from its export."""
+    import math
+
+    import data
+    from helpers import run_cli, run_preloaded, run_python
+
+    code = first_spec(ROOT / "docs" / "getting-started.md")
+    assert first_spec(README) == code, "the README's spec is not getting started's first"
+    for field in ("validation=Split(fraction=", "learning_rate=CosineDecay(",
+                  "early_stopping=EarlyStopping(", "export=Export("):  # fmt: skip
+        assert field in code, field
+    (tmp_path / "spec.py").write_text(code)
+    script = tmp_path / "train.py"
+    proc = run_cli("render", "spec.py", "-o", str(script),
+                   "--set", "optimizer.learning_rate.decay_steps=6",
+                   "--set", "early_stopping.min_delta=100", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    launcher = data.runnable("mnist_mlp", script, double="keras_datasets_mock")
+    out = tmp_path / "run"
+    proc = run_python(launcher, "--output-dir", str(out), cwd=tmp_path)
+    assert "Stopping early: no better val_loss in 2 validations." in proc.stdout, proc.stdout
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    # The first validation sets the best; two more that do not beat it by 100 stop the run,
+    # of the spec's 10 epochs, at the third.
+    assert [r["epoch"] for r in records if "val_loss" in r] == [1, 2, 3], records
+    assert all("val_accuracy" in r for r in records if "val_loss" in r), records
+    # Keras' CosineDecay from 1e-3 to 0 over 6 steps, computed here: the rate at each step.
+    rates = {r["step"]: r["learning_rate"] for r in records if "learning_rate" in r}
+    assert sorted(rates) == [2, 4, 6], rates
+    for step, rate in rates.items():
+        expected = 1e-3 * 0.5 * (1 + math.cos(math.pi * step / 6))
+        assert abs(rate - expected) <= 1e-9, (step, rate, expected)
+    served = run_preloaded("-c", SERVE_ZEROS, str(out / "export" / "saved_model" / "1"),
+                           cwd=tmp_path)  # fmt: skip
+    assert json.loads(served.stdout.strip().splitlines()[-1]) == {
+        "dtype": "uint8",
+        "scores": [2, 10],
+    }
 
 
 def excerpts() -> list[tuple[str, str, str]]:

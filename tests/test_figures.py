@@ -79,11 +79,18 @@ def test_every_committed_figure_is_shown_by_a_page():
 
 @pytest.mark.parametrize(
     "page",
-    ["index.md", "guides/rl/index.md", "guides/sweeps-tracking.md", "guides/debugging.md"],
+    [
+        "index.md",
+        "guides/rl/index.md",
+        "guides/sweeps-tracking.md",
+        "guides/debugging.md",
+        "guides/language-models.md",
+    ],
 )
 def test_the_pages_that_need_one_show_a_figure_and_the_command_that_made_it(page):
-    """The home page, the RL guide, the sweeps and the debugging guides each show a figure of a
-    real run, and name the script that made it. (The RL guide may become a folder of pages.)"""
+    """The home page, the RL guide, the sweeps, the debugging and the language-models guides
+    each show a figure of a real run, and name the script that made it. (The RL guide may
+    become a folder of pages.)"""
     path = DOCS / page
     pages = [path] if path.exists() else sorted(path.with_suffix("").rglob("*.md"))
     assert pages, page
@@ -113,3 +120,31 @@ def test_the_check_tells_a_missing_empty_or_broken_figure(tmp_path, name, conten
         assert result is None
     else:
         assert result is not None and result.startswith(found), result
+
+
+def paragraph(path: Path, start: str) -> str:
+    """The paragraph of a page that begins with `start`, its lines joined."""
+    text = path.read_text()
+    begin = text.index(start)
+    end = text.find("\n\n", begin)
+    return " ".join(text[begin : end if end >= 0 else len(text)].split())
+
+
+def test_the_home_caption_and_the_readme_tell_of_the_same_run():
+    """The home page's caption and the demo's paragraph in the README and in getting started
+    give the same times and the same validation values, and the values are the last of the
+    drawn run's file (rounded to 3 decimals)."""
+    import json
+
+    rows = [json.loads(line) for line in
+            (DOCS / "figures/data/shapes_unet.metrics.jsonl").read_text().splitlines()]  # fmt: skip
+    final = [r for r in rows if "val_mean_iou" in r][-1]
+    drawn = {f"{final['val_pixel_accuracy']:.3f}", f"{final['val_mean_iou']:.3f}"}
+    texts = {
+        "index.md": paragraph(DOCS / "index.md", "*`loopgen render examples/shapes_unet.py"),
+        "README.md": paragraph(ROOT / "README.md", "The demo trains 6 epochs"),
+        "getting-started.md": paragraph(DOCS / "getting-started.md", "The demo trains 6 epochs"),
+    }
+    for page, text in texts.items():
+        assert set(re.findall(r"\b0\.\d{3}\b", text)) == drawn, (page, drawn, text)
+        assert set(re.findall(r"\b(\d+) s\b", text)) == {"73", "214"}, (page, text)

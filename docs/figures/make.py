@@ -6,11 +6,13 @@ says the command that made it.
                                                  # from the runs' files in docs/figures/data/
     python docs/figures/make.py runs --peer-python /path/to/sb3/python
                                                  # train the runs those files come from, then draw
+    python docs/figures/make.py lm               # train the GRPO run alone, then draw
     python docs/figures/make.py gif RUN_DIR      # CartPole, from a trained cartpole_ppo run
     python docs/figures/make.py profile --tensorboard-python /path/to/tb/python
                                                  # TensorBoard's Profile tab, screenshot
 
-`runs` trains examples/shapes_unet.py (6 epochs) and examples/cartpole_ppo.py (500,000 steps),
+`runs` trains examples/sums_grpo.py (`lm`: 32 steps on the tests' tiny Llama preset, no
+download), examples/shapes_unet.py (6 epochs) and examples/cartpole_ppo.py (500,000 steps),
 Stable-Baselines3's PPO with the same settings (docs/figures/sb3_returns.py, run by a Python
 that has stable-baselines3 and torch; loopgen does not depend on them) and the sweep
 examples/sweeps/shapes_plateau.py, and copies what the figures read into docs/figures/data/:
@@ -144,9 +146,29 @@ def draw_sweep() -> list[Path]:
     return paths
 
 
+def draw_sums_grpo() -> Path:
+    """GRPO's reward and its KL to the reference by step, as logged at every step (the epoch's
+    running means, so each epoch starts afresh)."""
+    plt = pyplot()
+    rows = [r for r in records(DATA / "sums_grpo.metrics.jsonl") if "reward" in r]
+    steps = [r["step"] for r in rows]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
+    left.plot(steps, [r["reward"] for r in rows], label="mean reward")
+    left.plot(steps, [r["reward_std"] for r in rows], label="std within a group")
+    left.set(title="reward (digits + correct, at most 2)", xlabel="step", ylim=(0, None))
+    left.legend(loc="center right")
+    right.plot(steps, [r["kl"] for r in rows])
+    right.set(title="KL to the reference", xlabel="step")
+    for axes in (left, right):
+        axes.grid(alpha=0.3)
+    path = save(figure, "sums_grpo_curves.svg")
+    plt.close(figure)
+    return path
+
+
 def draw() -> list[Path]:
     FIGURES.mkdir(parents=True, exist_ok=True)
-    return [draw_shapes_unet(), draw_cartpole_returns(), *draw_sweep()]
+    return [draw_shapes_unet(), draw_cartpole_returns(), *draw_sweep(), draw_sums_grpo()]
 
 
 # --- The runs ---------------------------------------------------------------------------------
@@ -167,9 +189,44 @@ def train(example: str, folder: Path) -> Path:
     return out
 
 
+# GRPO as tests/test_grpo.py trains it (every weight, a larger rate, every step logged), for
+# more epochs, on the tests' own tiny Llama and sums: seconds a step on a CPU, no download.
+SUMS_GRPO = [
+    "data.batch_size=8", "training.num_generations=4", "training.max_completion_length=4",
+    "training.beta=0.1", "model.lora_rank=null", "model.sequence_length=12",
+    "optimizer.learning_rate=0.01", "loop.epochs=4", "loop.log_every_steps=1",
+    "export.saved_model=false",
+]  # fmt: skip
+
+
+def sums_grpo(folder: Path) -> Path:
+    """examples/sums_grpo.py with its reward functions, on the tests' tiny Llama preset (2
+    layers, 32 wide, random weights, a SentencePiece vocabulary of digits, made by
+    tests/data.py's code) and 64 prompts of sums: 4 epochs of 8 steps."""
+    sys.path[:0] = [str(ROOT.parent), str(ROOT / "tests")]
+    import data  # the tests' preset and records
+    from loopgen.dsl.starters import companions
+
+    preset = folder / "llama_preset"
+    run([PYTHON, "-c", data.LLAMA_PRESET, str(preset)], folder)
+    prompts = data.sums_jsonl(folder / "sums.jsonl", 64)
+    for relative, text in companions("sums_grpo").items():  # rewards/sums.py
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    script = folder / "sums_grpo.py"
+    overrides = [f"model.preset={preset}", f"data.train.path={prompts}", *SUMS_GRPO]
+    run([PYTHON, "-m", "loopgen", "render", str(ROOT / "examples" / "sums_grpo.py"), "-o",
+         str(script), *(arg for o in overrides for arg in ("--set", o))], folder)  # fmt: skip
+    out = folder / "runs" / "sums_grpo"
+    run([PYTHON, str(script), "--output-dir", str(out)], folder)
+    shutil.copy(out / "metrics.jsonl", DATA / "sums_grpo.metrics.jsonl")
+    return out
+
+
 def runs(peer_python: str | None) -> None:
     DATA.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="loopgen-figures-"))
+    sums_grpo(folder)
     shutil.copy(train("shapes_unet", folder) / "metrics.jsonl",
                 DATA / "shapes_unet.metrics.jsonl")  # fmt: skip
     cartpole = train("cartpole_ppo", folder)
@@ -274,6 +331,7 @@ def main() -> None:
     commands.add_parser("draw", help="draw from docs/figures/data/ (the default)")
     runs_parser = commands.add_parser("runs", help="train the runs, then draw")
     runs_parser.add_argument("--peer-python", help="a Python with stable-baselines3 and torch")
+    commands.add_parser("lm", help="train the GRPO run alone, then draw")
     gif_parser = commands.add_parser("gif", help="CartPole played, from a cartpole_ppo run")
     gif_parser.add_argument("run_dir", type=Path)
     profile_parser = commands.add_parser("profile", help="TensorBoard's Profile tab")
@@ -286,6 +344,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "runs":
         runs(args.peer_python)
+    elif args.command == "lm":
+        DATA.mkdir(parents=True, exist_ok=True)
+        sums_grpo(Path(tempfile.mkdtemp(prefix="loopgen-figures-")))
+        print("drawn:", *draw(), sep="\n  ")
     elif args.command == "gif":
         gif(args.run_dir.resolve())
     elif args.command == "profile":

@@ -44,13 +44,15 @@ def on_files(files: Files, config: Any) -> Files:
 
 CELL = re.compile(r"<td>.*?</td>", re.S)
 CODE = re.compile(r"<code>([^<]*)</code>")
-AFTER = re.compile(r"([(=,/|])(?=\S)")
+AFTER = re.compile(r"([(=,/|]|\.(?=[A-Za-z_]))(?=[^\s)])")
 BREAK = r"\1<wbr>"
 
 
 def wrappable(match: re.Match[str]) -> str:
     """A code span of a cell with a line-break opportunity (`<wbr>`) after each `(`, `=`, `,`,
-    `/` and `|`: `Distillation(teacher=TrainedModel(...)` wraps after `(` or `=`, and a name
+    `/` and `|`, and after a `.` before a name: `Distillation(teacher=TrainedModel(...)` wraps
+    after `(` or `=`, `tf.config.run_functions_eagerly(True)` after a dot too (the debugging
+    guide's TensorFlow column fits a 1,280-pixel window), `0.001` and `()` never, and a name
     (`run_eagerly`) is never split (the stylesheet stops the theme breaking words anywhere)."""
     return CODE.sub(
         lambda code: "<code>" + AFTER.sub(BREAK, code.group(1)) + "</code>", match.group(0)

@@ -1,7 +1,7 @@
 """Answer sums right, by GRPO with LoRA and a verifiable reward.
 
 Written by loopgen 0.1.0 from examples/sums_grpo.py
-(spec sha256 2a95569f0b284c67, script sha256 a157e83c71d8cf31).
+(spec sha256 2a95569f0b284c67, script sha256 a0c4bac028e1e5e8).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -34,7 +34,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 4a63ccf675c0b166"
+RUNTIME = "loopgen 0.1.0, runtime 38bff45c256f46b0"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
