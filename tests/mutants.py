@@ -81,6 +81,10 @@ DPO_VALUES = "tests/test_hub.py::test_dpo_logs_trls_values_computed_as_the_formu
 GRPO = "templates/partials/ways/grpo.jinja"
 GRPO_VALUES = "tests/test_grpo.py::test_grpo_logs_trls_values_computed_as_the_formulas_say"
 GRPO_FORMULAS = "tests/test_grpo.py::test_grpo_advantages_and_clipped_objective_equal_numpy"
+END_IS_PAD = (
+    "tests/test_grpo.py::"
+    "test_on_a_preset_whose_end_token_is_its_padding_id_grpo_samples_and_the_export_answers"
+)
 PACKED_LOSS = (
     "tests/test_packing.py::"
     "test_packed_rows_loss_is_numpys_of_the_same_packing_and_validation_is_unpacked"
@@ -1385,6 +1389,16 @@ MUTANTS: list[Mutant] = [
         [PACKED_REPLICAS],
         "SFT's packing of each replica's slice of the examples, not of the global batch: two "
         "replicas train on other rows than one device",
+    ),
+    # --- Issue 63's items 2, 5 and 6
+    mutant(
+        "generation_padding_left_as_the_end_token",
+        PREPROCESS,
+        "filler = (tokenizer.end_token_id + 1) % tokenizer.vocabulary_size()",
+        "filler = tokenizer.pad_token_id",
+        [END_IS_PAD],
+        "#2: on a preset whose end token is its padding id, KerasHub's sampler finds the end "
+        "token in the padding: GRPO samples empty completions, the export answers ''",
     ),
 ]
 

@@ -118,6 +118,31 @@ def test_grpo_raises_the_mean_reward_and_exports_a_model_that_answers_prompts(gr
     assert any(completion.strip() for completion in result["served"]), result
 
 
+def test_on_a_preset_whose_end_token_is_its_padding_id_grpo_samples_and_the_export_answers(
+    tmp_path,
+):
+    """A tiny Llama whose end token </s> is id 0, the id its tokenizer pads with: KerasHub's
+    sampler would find the end token in the padding before writing a token, every completion
+    empty (length 1, the "end token" at the first padding), the export answering "" to every
+    prompt. The script's sampling of the first prompts is sampled_again()'s, token for token,
+    and its export's answers greedy_again()'s, each from the model's logits without KerasHub's
+    sampler."""
+    folder = tmp_path / "end_is_pad"
+    preset = data.llama_preset(folder, end_is_pad=True)
+    overrides = [o for o in data.small_data_overrides("sums_grpo", tmp_path)
+                 if not o.startswith("model.preset=")]  # fmt: skip
+    script = render_into(tmp_path / "train.py", "sums_grpo", *overrides,
+                         f"model.preset={preset}", "model.lora_rank=null",
+                         cwd=tmp_path)  # fmt: skip
+    result = grpo_check("end_is_padding", str(script), cwd=tmp_path)
+    assert result["end_token"] == result["pad_token"] == 0 and result["padded"] > 0, result
+    assert result["same_completions"], result
+    assert result["texts"] == result["expected_texts"], result
+    assert result["mean_length"] > 1.5, result
+    assert result["served"] == result["expected_served"], result
+    assert any(text.strip() for text in result["served"]), result
+
+
 WRONG_SHAPE = """def one_number(prompts, completions, **kwargs):
     return sum(len(c) for c in completions)
 """
