@@ -1400,6 +1400,15 @@ MUTANTS: list[Mutant] = [
         "#2: on a preset whose end token is its padding id, KerasHub's sampler finds the end "
         "token in the padding: GRPO samples empty completions, the export answers ''",
     ),
+    mutant(
+        "reward_function_error_raw",
+        GRPO,
+        "except Exception as error:  # your function's error",
+        "except ZeroDivisionError as error:  # your function's error",
+        ["tests/test_grpo.py::test_a_reward_function_that_raises_is_one_message_before_training"],
+        "#6: a reward function that raises at the pre-training check: a raw traceback, not "
+        "one message naming training.reward_funcs, the function and its error",
+    ),
 ]
 
 

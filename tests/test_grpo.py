@@ -168,6 +168,34 @@ def test_a_reward_function_of_the_wrong_shape_is_named_before_training(tmp_path)
     )
 
 
+RAISES = """def strict(prompts, completions, **kwargs):
+    return [float(int(c)) for c in completions]
+"""
+
+
+def test_a_reward_function_that_raises_is_one_message_before_training(tmp_path):
+    """A reward function that raises on the completions (int("") on the empty ones the
+    pre-training check scores): one message naming training.reward_funcs, the function, its
+    error's last line and where it was raised, exit 1, no traceback, before anything trains."""
+    (tmp_path / "raising.py").write_text(RAISES)
+    script = render_into(tmp_path / "train.py", "sums_grpo",
+                         *data.small_data_overrides("sums_grpo", tmp_path),
+                         'training.reward_funcs=["rewards.sums:digits", "raising:strict"]',
+                         cwd=tmp_path)  # fmt: skip
+    out = tmp_path / "run"
+    proc = run_preloaded(str(script), "--output-dir", str(out), cwd=tmp_path, check=False)
+    assert proc.returncode == 1, (proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    message = [line for line in proc.stderr.splitlines() if "training.reward_funcs" in line]
+    assert len(message) == 1, proc.stderr[-3000:]
+    assert message[0].startswith(
+        "training.reward_funcs: raising.strict raised ValueError: invalid literal for int() "
+        "with base 10: '' (at "
+    ), message
+    assert f"{tmp_path / 'raising.py'}:2, scoring 8 completions): fix the function" in message[0]
+    assert not any((out / "checkpoints").glob("ckpt-*"))
+
+
 def test_a_reward_module_that_does_not_parse_is_a_message_at_its_line(tmp_path):
     """validate reads the reward functions' module without running it: one that does not
     parse is named with its error, at the spec's training line, exit 1, no traceback."""
