@@ -239,7 +239,9 @@ def end_is_padding(script: str) -> dict:
         "expected_texts": as_texts(expected_texts),
         "mean_length": float(completion.numpy().sum(axis=1).mean()),
         "served": served,
-        "expected_served": as_texts([tokenizer.detokenize(tf.constant(t, tf.int32)) for t in greedy]),
+        "expected_served": as_texts(
+            [tokenizer.detokenize(tf.constant(t, tf.int32)) for t in greedy]
+        ),
     }
 
 
