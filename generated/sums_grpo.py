@@ -1,7 +1,7 @@
 """Answer sums right, by GRPO with LoRA and a verifiable reward.
 
 Written by loopgen 0.1.0 from examples/sums_grpo.py
-(spec sha256 113ca94dd2125da9, script sha256 6c6378558e2c1260).
+(spec sha256 113ca94dd2125da9, script sha256 613a34e981bea0fe).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -110,6 +110,30 @@ import tensorflow as tf
 import rewards.sums
 
 
+@tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+def token_counts(texts):
+    """Each text's tokens, by the preset's tokenizer as the pipeline runs it (in a graph)."""
+    return preprocessor().tokenizer(texts).row_lengths()
+
+
+def check_lengths(examples, path, field):
+    """Stops at a prompt that leaves no room for a completion, tokenized as preprocess() packs
+    it for generation (the start token, the prompt's tokens; KerasHub's packer cuts a longer
+    prompt's end): its completions would be empty, every one scored alike, and it would train
+    nothing."""
+    # The prompt's and its completions' tokens, after the start token.
+    room = SEQUENCE_LENGTH - preprocessor().add_start_token
+    prompts = token_counts(examples[0]).numpy()
+    full = np.flatnonzero(prompts >= room)
+    if full.size:
+        raise SystemExit(
+            f"{field}.prompt: record {full[0] + 1} of {path} leaves no room for a completion: its "
+            f"prompt has {prompts[full[0]]} tokens, and model.sequence_length={SEQUENCE_LENGTH} "
+            f"holds {room} besides the start token ({full.size} record(s) so); raise "
+            "model.sequence_length or shorten the prompts"
+        )
+
+
 def load_examples():
     """Training examples: (features, labels) arrays held in
     memory, from which the batches pick theirs by index."""
@@ -119,6 +143,7 @@ def load_examples():
         "data/sums.jsonl", "jsonl", {"prompt": "prompt"}, field="data.train"
     )
     train_examples = (train_examples["prompt"], train_examples["prompt"])
+    check_lengths(train_examples, "data/sums.jsonl", "data.train")
     return train_examples
 
 
@@ -149,11 +174,29 @@ def preprocessor():
         )
 
 
+def generation_inputs(prompts):
+    """Prompts as the model generates from them: tokenized by the preset's preprocessor for
+    generation (generate_preprocess: the start token, no end token, padding and truncation to
+    SEQUENCE_LENGTH), the padding's ids replaced by a token other than the end token. KerasHub's
+    sampler stops a row at an end token anywhere past its prompt, where the model has yet to
+    write: a preset whose tokenizer pads with its end token's id (GPT-2's and others pad with
+    id 0, some vocabularies' end token) would find one there before the first token, and every
+    completion would be empty. The model writes each of those positions before it reads it.
+    """
+    inputs = preprocessor().generate_preprocess(prompts)
+    tokenizer = preprocessor().tokenizer
+    filler = (tokenizer.end_token_id + 1) % tokenizer.vocabulary_size()
+    token_ids = inputs["token_ids"]
+    inputs["token_ids"] = tf.where(
+        inputs["padding_mask"], token_ids, tf.cast(filler, token_ids.dtype)
+    )
+    return inputs
+
+
 def preprocess(prompts, texts):
-    """A batch of prompts as GRPO samples from them: tokenized by the preset's preprocessor for
-    generation (the start token, no end token, padding and truncation to SEQUENCE_LENGTH),
-    and their text, which the reward functions read."""
-    return preprocessor().generate_preprocess(prompts), texts
+    """A batch of prompts as GRPO samples from them: tokenized for generation
+    (generation_inputs()), and their text, which the reward functions read."""
+    return generation_inputs(prompts), texts
 
 
 def epoch_order(epoch, num_examples):
@@ -314,9 +357,20 @@ def score(prompts, completions):
     total = np.zeros(len(completions), np.float32)
     for function, weight in zip(functions, REWARD_WEIGHTS):
         name = f"{function.__module__}.{function.__name__}"
-        scores = np.asarray(
-            function(prompts=prompts, completions=completions), dtype=np.float32
-        )
+        try:
+            scores = np.asarray(
+                function(prompts=prompts, completions=completions), dtype=np.float32
+            )
+        except Exception as error:
+            # Your function's error, as one line: where it was raised, and its last line.
+            frame = error.__traceback__
+            while frame.tb_next is not None:
+                frame = frame.tb_next
+            where = f"{frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}"
+            raise SystemExit(
+                f"training.reward_funcs: {name} raised {type(error).__name__}: {error} (at "
+                f"{where}, scoring {len(completions)} completions): fix the function"
+            ) from None
         if scores.shape != (len(completions),):
             raise SystemExit(
                 f"training.reward_funcs: {name} returned an array of shape {scores.shape} for "
@@ -623,7 +677,7 @@ def serving_function(model):
 
     @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name="prompts")])
     def serve(prompts):
-        inputs = preprocessor().generate_preprocess(prompts)
+        inputs = generation_inputs(prompts)
         outputs = model.generate_step(inputs, stop_token_ids=[end_token])
         # The generated tokens: those the prompt did not hold, up to the end token.
         generated = tf.logical_and(

@@ -180,11 +180,14 @@ symbols = [*"0123456789", "+", "=", "?"]
 # after a space (a record's first symbol too), as GPT-2's byte-level BPE split them; ids 0-2
 # are Llama's <unk> (what it pads with: not the end token, at which a generation stops), <s>
 # and </s>. One op to trace, where a BPE tokenizer's merges are a while loop: 3 s sooner in
-# each script's pipeline.
+# each script's pipeline. sys.argv[2], if given, "end_is_pad": </s> is id 0, the id Llama's
+# tokenizer pads with (as GPT-2's with a vocabulary whose end token is id 0).
+end_is_pad = sys.argv[2:] == ["end_is_pad"]
+unk, eos = (2, 0) if end_is_pad else (0, 2)
 proto = io.BytesIO()
 sentencepiece.SentencePieceTrainer.train(
     sentence_iterator=iter([" ".join(symbols)]), model_writer=proto, model_type="word",
-    vocab_size=len(symbols) + 3, unk_id=0, bos_id=1, eos_id=2, pad_id=-1, unk_piece="<unk>",
+    vocab_size=len(symbols) + 3, unk_id=unk, bos_id=1, eos_id=eos, pad_id=-1, unk_piece="<unk>",
     bos_piece="<s>", eos_piece="</s>", hard_vocab_limit=False, minloglevel=2,
 )
 keras_hub.models.LlamaTokenizer(proto=proto.getvalue()).save_to_preset(sys.argv[1])
@@ -197,14 +200,15 @@ backbone.save_to_preset(sys.argv[1])
 """
 
 
-def llama_preset(folder: Path) -> str:
+def llama_preset(folder: Path, end_is_pad: bool = False) -> str:
     """A tiny Llama saved as a KerasHub preset: 2 layers, 32 wide, random weights, a
     SentencePiece vocabulary of digits, '+', '=' and '?'. Loaded by `from_preset(folder)` with
-    no network."""
+    no network. `end_is_pad`: its end token </s> is id 0, the id its tokenizer pads with."""
     from helpers import run_preloaded
 
     if not (folder / "config.json").exists():
-        run_preloaded("-c", LLAMA_PRESET, str(folder), cwd=folder.parent)
+        extra = ["end_is_pad"] if end_is_pad else []
+        run_preloaded("-c", LLAMA_PRESET, str(folder), *extra, cwd=folder.parent)
     return str(folder)
 
 

@@ -172,6 +172,79 @@ def formulas(script: str, epsilon: str, epsilon_high: str) -> dict:
     }
 
 
+def greedy_again(model, prompts: dict, end_token: int) -> list[list[int]]:
+    """Each prompt's greedy completion (generate_preprocess' token ids and padding mask), from
+    its definition: the most likely next token of the model called on the whole sequence so
+    far (no cache), until the end token (not kept) or the sequence's end."""
+    ids = prompts["token_ids"].numpy().copy()
+    mask = prompts["padding_mask"].numpy().astype(bool).copy()
+    starts = mask.sum(axis=1)
+    written = [[] for _ in ids]
+    ended = np.zeros(len(ids), bool)
+    for position in range(starts.min(), ids.shape[1]):
+        writing = ~ended & (position >= starts)
+        if not writing.any():
+            continue
+        inputs = {"token_ids": tf.constant(ids), "padding_mask": tf.constant(mask)}
+        logits = model(inputs, training=False).numpy()[:, position - 1]
+        for row in np.flatnonzero(writing):
+            ids[row, position] = int(logits[row].argmax())
+            mask[row, position] = True
+            ended[row] = ids[row, position] == end_token
+            if not ended[row]:
+                written[row].append(int(ids[row, position]))
+    return written
+
+
+def as_texts(values) -> list[str]:
+    """Strings from a detokenizer's output (a tensor, a list of tensors, bytes or str)."""
+    if isinstance(values, tf.Tensor):
+        values = values.numpy().tolist()
+    values = [v.numpy() if isinstance(v, tf.Tensor) else v for v in values]
+    return [v.decode() if isinstance(v, bytes) else str(v) for v in values]
+
+
+def end_is_padding(script: str) -> dict:
+    """On a preset whose end token is the id its tokenizer pads with: the script's
+    sample_completions() of the first prompts (step 1's keys) against sampled_again(), and its
+    export's serving function (greedy) against greedy_again(), each from the preset's
+    weights; and the completions' mean length (tokens, the end token's too)."""
+    import keras_hub
+
+    module = load_script(script)
+    preprocessor = keras_hub.models.CausalLMPreprocessor.from_preset(
+        module.PRESET, sequence_length=module.SEQUENCE_LENGTH
+    )
+    tokenizer = preprocessor.tokenizer
+    model = module.build_model()
+    model.sampler = module.GroupSampler(temperature=module.TEMPERATURE)
+    prompts = np.asarray(training_examples(module)[0])[: module.BATCH_SIZE]
+    fresh = preprocessor.generate_preprocess(tf.constant(prompts))  # padded with the pad id
+    inputs = module.preprocess(tf.constant(prompts), tf.constant(prompts))[0]
+    rows = len(prompts) * module.NUM_GENERATIONS
+    keys = module.completion_keys(tf.constant(0, tf.int64), 0, rows)
+    sequences, completion = module.sample_completions(model, inputs, keys)
+    texts = as_texts(module.completion_texts(sequences, completion))
+    _, expected_completion, tokens = sampled_again(module, model, fresh, 1, tokenizer.end_token_id)
+    expected_texts = [tokenizer.detokenize(tf.constant(t, tf.int32)) for t in tokens]
+    serve = module.serving_function(model)
+    served = as_texts(serve(tf.constant(prompts))["completions"])
+    greedy = greedy_again(model, fresh, tokenizer.end_token_id)
+    return {
+        "end_token": int(tokenizer.end_token_id),
+        "pad_token": int(tokenizer.pad_token_id),
+        "padded": int((~fresh["padding_mask"].numpy()).sum()),
+        "same_completions": bool(np.array_equal(completion.numpy(), expected_completion)),
+        "texts": texts,
+        "expected_texts": as_texts(expected_texts),
+        "mean_length": float(completion.numpy().sum(axis=1).mean()),
+        "served": served,
+        "expected_served": as_texts(
+            [tokenizer.detokenize(tf.constant(t, tf.int32)) for t in greedy]
+        ),
+    }
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

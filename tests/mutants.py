@@ -76,11 +76,19 @@ KILLED_AFTER_ANY_CHECKPOINT = (
 )
 SCHEDULES = "templates/partials/schedules.jinja"
 PREPROCESS = "templates/partials/data/preprocess.jinja"
+TEXT_RECORDS = "templates/partials/data/text_records.jinja"
+NO_RESPONSE_TOKEN = (
+    "tests/test_hub.py::test_a_record_whose_prompt_leaves_its_response_no_token_is_refused"
+)
 SFT_LOSS = "tests/test_hub.py::test_sft_loss_is_the_mean_over_the_response_tokens_of_the_batch"
 DPO_VALUES = "tests/test_hub.py::test_dpo_logs_trls_values_computed_as_the_formulas_say"
 GRPO = "templates/partials/ways/grpo.jinja"
 GRPO_VALUES = "tests/test_grpo.py::test_grpo_logs_trls_values_computed_as_the_formulas_say"
 GRPO_FORMULAS = "tests/test_grpo.py::test_grpo_advantages_and_clipped_objective_equal_numpy"
+END_IS_PAD = (
+    "tests/test_grpo.py::"
+    "test_on_a_preset_whose_end_token_is_its_padding_id_grpo_samples_and_the_export_answers"
+)
 PACKED_LOSS = (
     "tests/test_packing.py::"
     "test_packed_rows_loss_is_numpys_of_the_same_packing_and_validation_is_unpacked"
@@ -1405,6 +1413,51 @@ MUTANTS: list[Mutant] = [
         [PACKED_REPLICAS],
         "SFT's packing of each replica's slice of the examples, not of the global batch: two "
         "replicas train on other rows than one device",
+    ),
+    # --- Issue 63's items 2, 5 and 6
+    mutant(
+        "generation_padding_left_as_the_end_token",
+        PREPROCESS,
+        "filler = (tokenizer.end_token_id + 1) % tokenizer.vocabulary_size()",
+        "filler = tokenizer.pad_token_id",
+        [END_IS_PAD],
+        "#2: on a preset whose end token is its padding id, KerasHub's sampler finds the end "
+        "token in the padding: GRPO samples empty completions, the export answers ''",
+    ),
+    mutant(
+        "reward_function_error_raw",
+        GRPO,
+        "        except Exception as error:\n            # Your function's error",
+        "        except ZeroDivisionError as error:\n            # Your function's error",
+        ["tests/test_grpo.py::test_a_reward_function_that_raises_is_one_message_before_training"],
+        "#6: a reward function that raises at the pre-training check: a raw traceback, not "
+        "one message naming training.reward_funcs, the function and its error",
+    ),
+    mutant(
+        "lm_cut_records_counted_one_token_late",
+        TEXT_RECORDS,
+        "cut |= whole > room",
+        "cut |= whole > room + 1",
+        ["tests/test_hub.py::test_records_that_sequence_length_cuts_are_counted_before_sft_trains"],
+        "#5: the records that sequence_length cuts miscounted: one that lost its last token "
+        "is not said",
+    ),
+    mutant(
+        "lm_record_without_its_response_trains",
+        TEXT_RECORDS,
+        "lost = np.flatnonzero((whole > room) & (prompts >= room))",
+        "lost = np.flatnonzero((whole > room) & (prompts > room))",
+        [f"{NO_RESPONSE_TOKEN}[sums_sft-response]", f"{NO_RESPONSE_TOKEN}[sums_dpo-chosen]"],
+        "#5: a record whose prompt fills sequence_length trains: its response is cut whole, "
+        "the record teaches the end token after a cut prompt",
+    ),
+    mutant(
+        "grpo_prompt_without_room_trains",
+        TEXT_RECORDS,
+        "full = np.flatnonzero(prompts >= room)",
+        "full = np.flatnonzero(prompts > room)",
+        [f"{NO_RESPONSE_TOKEN}[sums_grpo-prompt]"],
+        "#5: a GRPO prompt that fills sequence_length trains: its completions are empty",
     ),
 ]
 

@@ -118,6 +118,31 @@ def test_grpo_raises_the_mean_reward_and_exports_a_model_that_answers_prompts(gr
     assert any(completion.strip() for completion in result["served"]), result
 
 
+def test_on_a_preset_whose_end_token_is_its_padding_id_grpo_samples_and_the_export_answers(
+    tmp_path,
+):
+    """A tiny Llama whose end token </s> is id 0, the id its tokenizer pads with: KerasHub's
+    sampler would find the end token in the padding before writing a token, every completion
+    empty (length 1, the "end token" at the first padding), the export answering "" to every
+    prompt. The script's sampling of the first prompts is sampled_again()'s, token for token,
+    and its export's answers greedy_again()'s, each from the model's logits without KerasHub's
+    sampler."""
+    folder = tmp_path / "end_is_pad"
+    preset = data.llama_preset(folder, end_is_pad=True)
+    overrides = [o for o in data.small_data_overrides("sums_grpo", tmp_path)
+                 if not o.startswith("model.preset=")]  # fmt: skip
+    script = render_into(tmp_path / "train.py", "sums_grpo", *overrides,
+                         f"model.preset={preset}", "model.lora_rank=null",
+                         cwd=tmp_path)  # fmt: skip
+    result = grpo_check("end_is_padding", str(script), cwd=tmp_path)
+    assert result["end_token"] == result["pad_token"] == 0 and result["padded"] > 0, result
+    assert result["same_completions"], result
+    assert result["texts"] == result["expected_texts"], result
+    assert result["mean_length"] > 1.5, result
+    assert result["served"] == result["expected_served"], result
+    assert any(text.strip() for text in result["served"]), result
+
+
 WRONG_SHAPE = """def one_number(prompts, completions, **kwargs):
     return sum(len(c) for c in completions)
 """
@@ -141,6 +166,34 @@ def test_a_reward_function_of_the_wrong_shape_is_named_before_training(tmp_path)
     assert not (tmp_path / "run" / "checkpoints").exists() or not any(
         (tmp_path / "run" / "checkpoints").glob("ckpt-*")
     )
+
+
+RAISES = """def strict(prompts, completions, **kwargs):
+    return [float(int(c)) for c in completions]
+"""
+
+
+def test_a_reward_function_that_raises_is_one_message_before_training(tmp_path):
+    """A reward function that raises on the completions (int("") on the empty ones the
+    pre-training check scores): one message naming training.reward_funcs, the function, its
+    error's last line and where it was raised, exit 1, no traceback, before anything trains."""
+    (tmp_path / "raising.py").write_text(RAISES)
+    script = render_into(tmp_path / "train.py", "sums_grpo",
+                         *data.small_data_overrides("sums_grpo", tmp_path),
+                         'training.reward_funcs=["rewards.sums:digits", "raising:strict"]',
+                         cwd=tmp_path)  # fmt: skip
+    out = tmp_path / "run"
+    proc = run_preloaded(str(script), "--output-dir", str(out), cwd=tmp_path, check=False)
+    assert proc.returncode == 1, (proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    message = [line for line in proc.stderr.splitlines() if "training.reward_funcs" in line]
+    assert len(message) == 1, proc.stderr[-3000:]
+    assert message[0].startswith(
+        "training.reward_funcs: raising.strict raised ValueError: invalid literal for int() "
+        "with base 10: '' (at "
+    ), message
+    assert f"{tmp_path / 'raising.py'}:2, scoring 8 completions): fix the function" in message[0]
+    assert not any((out / "checkpoints").glob("ckpt-*"))
 
 
 def test_a_reward_module_that_does_not_parse_is_a_message_at_its_line(tmp_path):

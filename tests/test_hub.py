@@ -412,3 +412,78 @@ def test_kerashubs_byte_pair_tokenizer_splits_a_string_otherwise_eagerly_than_tr
     assert traced == ["q", ":", "24", "5", "\u0120a", ":"], found
     eager, traced = found["3 + 4 ="]
     assert eager == traced, found
+
+
+def symbols(count: int, start: int = 0) -> str:
+    """`count` tokens of the tiny Llama's vocabulary, each a digit after a space (each symbol is
+    one token: the reference counts tokens as the spaced symbols, not with the tokenizer)."""
+    return "".join(f" {(start + i) % 10}" for i in range(count))
+
+
+def lm_script(tmp_path: Path, example: str, rows: list[dict]) -> Path:
+    """`example` on the tiny Llama with model.sequence_length=12 (the packer's 13 tokens: a
+    record keeps 11 of its own besides the start and end tokens) and `rows` as its training
+    records, no validation, no export."""
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    overrides = [o for o in data.small_data_overrides(example, tmp_path)
+                 if not o.startswith("data.train.path=")]  # fmt: skip
+    return render_into(tmp_path / "train.py", example, *overrides, f"data.train.path={path}",
+                       "data.validation=null", "export.saved_model=false", "data.batch_size=4",
+                       cwd=tmp_path)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_records_that_sequence_length_cuts_are_counted_before_sft_trains(tmp_path):
+    """SFT records of 4 prompt tokens and 1 to 9 response tokens, with sequence_length 12: a
+    record keeps 11 tokens of its own, so those of 8 and 9 response tokens lose their ends but
+    keep a response token, and the script says how many, once, before its first step: 2 of 9
+    (the one of exactly 11 tokens is whole)."""
+    rows = [{"prompt": "1 + 2 =", "completion": symbols(n)} for n in range(1, 10)]
+    script = lm_script(tmp_path, "sums_sft", rows)
+    proc = run_preloaded(str(script), "--max-steps", "1", "--output-dir", str(tmp_path / "run"),
+                         cwd=tmp_path)  # fmt: skip
+    said = [line for line in proc.stdout.splitlines() if "lost their ends" in line]
+    assert said == [
+        f"{tmp_path / 'records.jsonl'}: 2 of 9 records longer than model.sequence_length=12 "
+        "tokens lost their ends (the packer keeps each record's start and cuts its end); raise "
+        "model.sequence_length to keep them whole"
+    ], proc.stdout[-3000:]
+    said_at = proc.stdout.find("lost their ends")
+    assert 0 <= said_at < proc.stdout.find("Epoch 1/1"), proc.stdout[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("example", "field"),
+    [("sums_sft", "response"), ("sums_dpo", "chosen"), ("sums_grpo", "prompt")],
+)
+def test_a_record_whose_prompt_leaves_its_response_no_token_is_refused(tmp_path, example, field):
+    """A prompt of 11 tokens (with sequence_length 12, all a record keeps besides its start and
+    end tokens; for GRPO's generation, all but the start token's place less one) among
+    records that fit: SFT's and DPO's response would train nothing but the end token after
+    the cut prompt, GRPO's completions would be empty. One message naming the field, the
+    record (the first of two) and the fix, exit 1, no traceback, nothing trained; a prompt of
+    10 tokens before them is not refused."""
+    long_prompt = symbols(11)
+    short = {"prompt": "1 + 2 =", "completion": " 3", "chosen": " 3", "rejected": " 4"}
+    rows = [short, {**short, "prompt": symbols(10), "completion": " 5"}, short,
+            {**short, "prompt": long_prompt}, short, {**short, "prompt": long_prompt}]  # fmt: skip
+    if example == "sums_dpo":
+        rows = [{k: v for k, v in row.items() if k != "completion"} for row in rows]
+    script = lm_script(tmp_path, example, rows)
+    proc = failing(script, "--output-dir", str(tmp_path / "run"), cwd=tmp_path)
+    path = tmp_path / "records.jsonl"
+    if example == "sums_grpo":
+        wanted = (f"data.train.prompt: record 4 of {path} leaves no room for a completion: its "
+                  "prompt has 11 tokens, and model.sequence_length=12 holds 11 besides the start "
+                  "token (2 record(s) so); raise model.sequence_length or shorten the "
+                  "prompts")  # fmt: skip
+    else:
+        what = "response" if example == "sums_sft" else "chosen response"
+        wanted = (f"data.train.{field}: record 4 of {path} keeps no token of its {what}: its "
+                  "prompt has 11 tokens, and model.sequence_length=12 holds 11 besides the start "
+                  "and end tokens (2 record(s) so); raise model.sequence_length or shorten the "
+                  "prompts")  # fmt: skip
+    assert wanted in proc.stderr, proc.stderr[-3000:]
+    assert "lost their ends" not in proc.stdout
+    assert not any((tmp_path / "run" / "checkpoints").glob("ckpt-*"))

@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 3718d25fce308900, script sha256 42bfb21786344f8e).
+(spec sha256 3718d25fce308900, script sha256 3f733594f724cf08).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -97,6 +97,46 @@ import numpy as np
 import tensorflow as tf
 
 
+@tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+def token_counts(texts):
+    """Each text's tokens, by the preset's tokenizer as the pipeline runs it (in a graph)."""
+    return preprocessor().tokenizer(texts).row_lengths()
+
+
+def check_lengths(examples, path, field):
+    """The records that SEQUENCE_LENGTH cuts, tokenized as preprocess() packs them (the start
+    token, the prompt's and the response's tokens, the end token): KerasHub's packer keeps a
+    longer record's start and cuts its end, the response's tokens first (TRL's
+    truncation_side "right"). Says how many lost tokens, and stops at a record that keeps no
+    token of its response: it would train the model to end a cut prompt, nothing of the
+    response."""
+    preset = preprocessor()
+    # The packer's SEQUENCE_LENGTH + 1 tokens (the inputs and their next tokens), less the
+    # start and end tokens.
+    room = SEQUENCE_LENGTH + 1 - preset.add_start_token - preset.add_end_token
+    prompts = token_counts(examples[0]).numpy()
+    cut = np.zeros(len(prompts), bool)
+    responses = {"response": examples[1]}
+    for name, texts in responses.items():
+        whole = token_counts(tf.strings.join([examples[0], texts])).numpy()
+        cut |= whole > room
+        lost = np.flatnonzero((whole > room) & (prompts >= room))
+        if lost.size:
+            raise SystemExit(
+                f"{field}.{name}: record {lost[0] + 1} of {path} keeps no token of its "
+                f"response: its prompt has {prompts[lost[0]]} tokens, and "
+                f"model.sequence_length={SEQUENCE_LENGTH} holds {room} besides the start and end "
+                f"tokens ({lost.size} record(s) so); raise model.sequence_length or shorten the "
+                "prompts"
+            )
+    if cut.any():
+        print(
+            f"{path}: {cut.sum()} of {cut.size} records longer than "
+            f"model.sequence_length={SEQUENCE_LENGTH} tokens lost their ends (the packer keeps "
+            "each record's start and cuts its end); raise model.sequence_length to keep them whole"
+        )
+
+
 def load_examples():
     """Training and validation examples: (features, labels) arrays held in
     memory, from which the batches pick theirs by index."""
@@ -108,6 +148,7 @@ def load_examples():
         field="data.train",
     )
     train_examples = (train_examples["prompt"], train_examples["response"])
+    check_lengths(train_examples, "data/sums.jsonl", "data.train")
     # Hold out the last 10.0% of the examples (before any shuffling) for validation,
     # as Keras' validation_split does.
     total = num_examples(train_examples)
@@ -146,6 +187,25 @@ def preprocessor():
         return keras_hub.models.CausalLMPreprocessor.from_preset(
             PRESET, sequence_length=SEQUENCE_LENGTH
         )
+
+
+def generation_inputs(prompts):
+    """Prompts as the model generates from them: tokenized by the preset's preprocessor for
+    generation (generate_preprocess: the start token, no end token, padding and truncation to
+    SEQUENCE_LENGTH), the padding's ids replaced by a token other than the end token. KerasHub's
+    sampler stops a row at an end token anywhere past its prompt, where the model has yet to
+    write: a preset whose tokenizer pads with its end token's id (GPT-2's and others pad with
+    id 0, some vocabularies' end token) would find one there before the first token, and every
+    completion would be empty. The model writes each of those positions before it reads it.
+    """
+    inputs = preprocessor().generate_preprocess(prompts)
+    tokenizer = preprocessor().tokenizer
+    filler = (tokenizer.end_token_id + 1) % tokenizer.vocabulary_size()
+    token_ids = inputs["token_ids"]
+    inputs["token_ids"] = tf.where(
+        inputs["padding_mask"], token_ids, tf.cast(filler, token_ids.dtype)
+    )
+    return inputs
 
 
 # A tf.function: the validation pipeline calls the graph traced for the training pipeline,
@@ -644,7 +704,7 @@ def serving_function(model):
 
     @tf.function(input_signature=[tf.TensorSpec((None,), tf.string, name="prompts")])
     def serve(prompts):
-        inputs = preprocessor().generate_preprocess(prompts)
+        inputs = generation_inputs(prompts)
         outputs = model.generate_step(inputs, stop_token_ids=[end_token])
         # The generated tokens: those the prompt did not hold, up to the end token.
         generated = tf.logical_and(
