@@ -194,7 +194,8 @@ MODULE_NAMES = frozenset({
     "RUNTIME", "loopgen_runtime", "add_debugging_flags", "checksums", "fast_dev_stages",
     "run_and_record", "write_predictions", "COMMANDS", "parse_run_flags", "read_array_file",
     "read_array_inputs", "read_csv_inputs", "read_image_files", "read_text_inputs",
-    "read_tfrecord_inputs",
+    "read_tfrecord_inputs", "reward_scores", "check_lengths", "generation_inputs", "importlib",
+    "token_counts",
     # A failed download's one message (runtime/loopgen_runtime.py).
     "DownloadFailed", "download_failure", "downloading", "imagenet_weights", "preset_download",
     # KerasHub models, TextRecords, SFT and DPO (model.jinja, data/, ways/sft.jinja, dpo.jinja).

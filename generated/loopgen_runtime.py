@@ -5,7 +5,7 @@ decides, as the class attributes of its RunDirectory; this file never imports th
 the same file serves every script of a folder. It is yours to read and edit too: `loopgen
 render` merges your edits here as in the script.
 
-Written by loopgen 0.1.0 (runtime sha256 605ee3dac8d4a9c9).
+Written by loopgen 0.1.0 (runtime sha256 f139fe6f93e6c78b).
 """
 
 import argparse
@@ -31,7 +31,7 @@ import time
 import traceback
 
 # What a script checks that it was rendered with: loopgen's version and this file's sha256.
-RUNTIME = "loopgen 0.1.0, runtime 38bff45c256f46b0"
+RUNTIME = "loopgen 0.1.0, runtime b2b812bd1df0f8e0"
 
 
 class _Module:
@@ -1816,6 +1816,36 @@ def read_records(path, file_format, fields, field):
     return {
         ours: np.array([str(value) for value in columns[name]]) for ours, name in fields.items()
     }
+
+
+# --- Reward functions (GRPO) -----------------------------------------------------------------
+
+
+def reward_scores(function, prompts, completions):
+    """A reward function's scores of `completions` (float32, one each), called as TRL calls
+    them, function(prompts=[...], completions=[...]); its error, an answer of another shape
+    or a NaN stops the run with one line naming training.reward_funcs and the function."""
+    name = f"{function.__module__}.{function.__name__}"
+    try:
+        scores = np.asarray(function(prompts=prompts, completions=completions), dtype=np.float32)
+    except Exception as error:
+        # Your function's error, as one line: where it was raised, and its last line.
+        frame = error.__traceback__
+        while frame.tb_next is not None:
+            frame = frame.tb_next
+        where = f"{frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}"
+        raise SystemExit(
+            f"training.reward_funcs: {name} raised {type(error).__name__}: {error} (at "
+            f"{where}, scoring {len(completions)} completions): fix the function"
+        ) from None
+    if scores.shape != (len(completions),):
+        raise SystemExit(
+            f"training.reward_funcs: {name} returned an array of shape {scores.shape} for "
+            f"{len(completions)} completions: return one number per completion"
+        )
+    if not np.all(np.isfinite(scores)):
+        raise SystemExit(f"training.reward_funcs: {name} returned NaN or Inf: {scores}")
+    return scores
 
 
 # --- predict ----------------------------------------------------------------------------

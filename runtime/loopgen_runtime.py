@@ -1818,6 +1818,36 @@ def read_records(path, file_format, fields, field):
     }
 
 
+# --- Reward functions (GRPO) -----------------------------------------------------------------
+
+
+def reward_scores(function, prompts, completions):
+    """A reward function's scores of `completions` (float32, one each), called as TRL calls
+    them, function(prompts=[...], completions=[...]); its error, an answer of another shape
+    or a NaN stops the run with one line naming training.reward_funcs and the function."""
+    name = f"{function.__module__}.{function.__name__}"
+    try:
+        scores = np.asarray(function(prompts=prompts, completions=completions), dtype=np.float32)
+    except Exception as error:
+        # Your function's error, as one line: where it was raised, and its last line.
+        frame = error.__traceback__
+        while frame.tb_next is not None:
+            frame = frame.tb_next
+        where = f"{frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}"
+        raise SystemExit(
+            f"training.reward_funcs: {name} raised {type(error).__name__}: {error} (at "
+            f"{where}, scoring {len(completions)} completions): fix the function"
+        ) from None
+    if scores.shape != (len(completions),):
+        raise SystemExit(
+            f"training.reward_funcs: {name} returned an array of shape {scores.shape} for "
+            f"{len(completions)} completions: return one number per completion"
+        )
+    if not np.all(np.isfinite(scores)):
+        raise SystemExit(f"training.reward_funcs: {name} returned NaN or Inf: {scores}")
+    return scores
+
+
 # --- predict ----------------------------------------------------------------------------
 
 # The image formats a script's predict reads, by their files' first bytes.

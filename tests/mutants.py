@@ -1426,10 +1426,13 @@ MUTANTS: list[Mutant] = [
     ),
     mutant(
         "reward_function_error_raw",
-        GRPO,
-        "        except Exception as error:\n            # Your function's error",
-        "        except ZeroDivisionError as error:\n            # Your function's error",
-        ["tests/test_grpo.py::test_a_reward_function_that_raises_is_one_message_before_training"],
+        RUNTIME,
+        "    except Exception as error:\n        # Your function's error",
+        "    except ZeroDivisionError as error:\n        # Your function's error",
+        [
+            "tests/test_runtime.py::test_reward_scores_says_a_reward_functions_mistake_in_one_line",
+            "tests/test_grpo.py::test_a_reward_function_that_raises_is_one_message_before_training",
+        ],
         "#6: a reward function that raises at the pre-training check: a raw traceback, not "
         "one message naming training.reward_funcs, the function and its error",
     ),

@@ -2352,3 +2352,33 @@ def test_the_names_a_render_imports_are_the_runtimes_own():
     }
     assert runtime.public_names() == own - runtime.NOT_IMPORTED
     assert "read" not in runtime.public_names()  # MLFLOW_PROCESS's own function
+
+
+# --- Reward functions (GRPO) ------------------------------------------------------------------
+
+
+def test_reward_scores_says_a_reward_functions_mistake_in_one_line():
+    def lengths(prompts, completions):
+        return [len(c) for c in completions]
+
+    def strict(prompts, completions):
+        return [int(c) for c in completions]
+
+    def one(prompts, completions):
+        return [1.0]
+
+    def nan(prompts, completions):
+        return [float("nan")] * len(completions)
+
+    scores = rt.reward_scores(lengths, ["p", "p"], ["ab", "c"])
+    assert scores.dtype == np.float32 and scores.tolist() == [2.0, 1.0]
+    name = f"{__name__}.strict"
+    with pytest.raises(SystemExit) as raised:
+        rt.reward_scores(strict, ["p"], ["x"])
+    said = str(raised.value)
+    assert said.startswith(f"training.reward_funcs: {name} raised ValueError: invalid literal")
+    assert f"(at {__file__}:" in said and "scoring 1 completions): fix the function" in said
+    with pytest.raises(SystemExit, match=r"returned an array of shape \(1,\) for 2 completions"):
+        rt.reward_scores(one, ["p", "p"], ["a", "b"])
+    with pytest.raises(SystemExit, match=r"\.nan returned NaN or Inf"):
+        rt.reward_scores(nan, ["p"], ["a"])

@@ -1,7 +1,7 @@
 """Answer sums right, by GRPO with LoRA and a verifiable reward.
 
 Written by loopgen 0.1.0 from examples/sums_grpo.py
-(spec sha256 905195d97eb99fdf, script sha256 fb223abc99bb6908).
+(spec sha256 905195d97eb99fdf, script sha256 a273c31ac7ccd216).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -27,6 +27,7 @@ try:
         preset_download,
         read_records,
         replay,
+        reward_scores,
         run_and_record,
         written_whole,
     )
@@ -35,7 +36,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 38bff45c256f46b0"
+RUNTIME = "loopgen 0.1.0, runtime b2b812bd1df0f8e0"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -380,30 +381,8 @@ def score(prompts, completions):
     functions = [rewards.sums.digits, rewards.sums.correct]  # training.reward_funcs
     total = np.zeros(len(completions), np.float32)
     for function, weight in zip(functions, REWARD_WEIGHTS):
-        name = f"{function.__module__}.{function.__name__}"
-        try:
-            scores = np.asarray(
-                function(prompts=prompts, completions=completions), dtype=np.float32
-            )
-        except Exception as error:
-            # Your function's error, as one line: where it was raised, and its last line.
-            frame = error.__traceback__
-            while frame.tb_next is not None:
-                frame = frame.tb_next
-            where = f"{frame.tb_frame.f_code.co_filename}:{frame.tb_lineno}"
-            raise SystemExit(
-                f"training.reward_funcs: {name} raised {type(error).__name__}: {error} (at "
-                f"{where}, scoring {len(completions)} completions): fix the function"
-            ) from None
-        if scores.shape != (len(completions),):
-            raise SystemExit(
-                f"training.reward_funcs: {name} returned an array of shape {scores.shape} for "
-                f"{len(completions)} completions: return one number per completion"
-            )
-        if not np.all(np.isfinite(scores)):
-            raise SystemExit(
-                f"training.reward_funcs: {name} returned NaN or Inf: {scores}"
-            )
+        # Called, and its error or answer of the wrong shape said in one line: the runtime's.
+        scores = reward_scores(function, prompts, completions)
         total += weight * scores
     return total
 
