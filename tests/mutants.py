@@ -63,6 +63,13 @@ DQN = "templates/partials/ways/dqn.jinja"
 ENVIRONMENT = "templates/partials/rl/environment.jinja"
 TAPE = "templates/partials/ways/tape.jinja"
 RUNTIME = "runtime/loopgen_runtime.py"
+TFDS_OFFLINE = (
+    "tests/test_bad_data.py::"
+    "test_a_failed_download_is_one_message_and_leaves_the_directory_as_it_was[tfds]"
+)
+TFDS_OFFLINE_UNIT = (
+    "tests/test_runtime.py::test_an_unprepared_tfds_dataset_offline_is_one_message_at_once"
+)
 CLIP_VALUE = (
     "tests/test_controls.py::"
     "test_clipping_by_value_bounds_each_element_of_the_whole_batchs_gradient"
@@ -1461,6 +1468,55 @@ MUTANTS: list[Mutant] = [
         "full = np.flatnonzero(prompts > room)",
         [f"{NO_RESPONSE_TOKEN}[sums_grpo-prompt]"],
         "#5: a GRPO prompt that fills sequence_length trains: its completions are empty",
+    ),
+    mutant(
+        "tfds_no_lookup_first",
+        "templates/partials/data/tfds.jinja",
+        "        tfds_reachable(tfds.builder(",
+        "        (tfds.builder(",
+        [TFDS_OFFLINE],
+        "Offline, a TFDS dataset not prepared goes to TFDS's downloader: 3 minutes of retries "
+        "and 20 'Retrying' warnings, some after the message (issue 63 #19)",
+    ),
+    mutant(
+        "tfds_hosts_resolving_or_not",
+        RUNTIME,
+        "    if len(failures) < len(hosts):",
+        "    if True:",
+        [TFDS_OFFLINE_UNIT, TFDS_OFFLINE],
+        "tfds_reachable never refusing: offline, TFDS retries each file for minutes",
+    ),
+    mutant(
+        "tfds_prepared_looked_up",
+        RUNTIME,
+        "    if builder.data_path.exists():  # as download_and_prepare tells it reuses the dataset",
+        "    if False:",
+        [
+            "tests/test_runtime.py::test_a_prepared_tfds_dataset_is_read_without_a_lookup",
+            "tests/test_evaluate.py::test_evaluate_on_another_tfds_split",
+        ],
+        "A TFDS dataset prepared in its data folder refused offline, as if it were to be "
+        "downloaded",
+    ),
+    mutant(
+        "tfds_lookup_behind_a_proxy",
+        RUNTIME,
+        '    if "https" in proxies or "all" in proxies:',
+        "    if False:",
+        [
+            "tests/test_runtime.py::"
+            "test_tfds_downloads_as_it_does_behind_a_proxy_or_without_checksums"
+        ],
+        "Behind an https proxy (which resolves the names, where the local resolver may not) a "
+        "TFDS download refused",
+    ),
+    mutant(
+        "tfds_lookup_without_timeout",
+        RUNTIME,
+        "        thread.join(max(0.0, deadline - time.monotonic()))",
+        "        thread.join()",
+        ["tests/test_runtime.py::test_a_name_resolver_that_does_not_answer_is_given_up_on_in_time"],
+        "A name resolver that does not answer holds the script for as long as it does not",
     ),
 ]
 

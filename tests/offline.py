@@ -4,8 +4,11 @@ every host name fails to resolve, as offline ("Name or service not known"), and 
 `keras.datasets.mnist.load_data()`, `keras.applications.MobileNetV2(weights="imagenet")` or
 `tfds.load("oxford_iiit_pet:4.*.*")` runs the library's own code up to its download (`get_file`,
 urllib; TFDS's download manager, requests) and fails there, as it does for a user offline on a
-fresh machine. Only the waits between retries are left out: TFDS retries each download 10
-times, over minutes. tests/data.py `runnable` runs scripts inside it (double="offline")."""
+fresh machine (a script looks TFDS's hosts up before its download: they do not resolve). The
+waits between urllib3's retries are left out, so that a script which does retry (TFDS's
+downloader retries each file 10 times, over 3 minutes) fails its test in seconds, on its
+'Retrying' warnings, where the patch holds. tests/data.py `runnable` runs scripts inside it
+(double="offline")."""
 
 from __future__ import annotations
 

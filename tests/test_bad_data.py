@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -162,9 +163,11 @@ def test_a_failed_download_is_one_message_and_leaves_the_directory_as_it_was(
     """Offline (tests/offline.py: no host resolves, an empty ~/.keras and TFDS data folder),
     the script's real download fails: one message naming what it downloads and the spec's local
     alternative, exit 1, and the output directory as it was: none where there was none (nor
-    its parent), run.lock with what it held where there was one, and no lock held. TFDS
-    installed without importlib_resources, which it needs to prepare a dataset: one message
-    too, naming the module to install."""
+    its parent), run.lock with what it held where there was one, and no lock held. Within
+    seconds, nothing retried: a TFDS dataset not prepared in its data folder is refused when
+    its hosts do not resolve, before TFDS's downloader (which retries each file for minutes)
+    starts (issue 63 #19). TFDS installed without importlib_resources, which it needs to
+    prepare a dataset: one message too, naming the module to install."""
     double = "offline"
     if source == "keras_datasets":  # getting started's first spec, as it is
         script = render("mnist_mlp")
@@ -174,7 +177,9 @@ def test_a_failed_download_is_one_message_and_leaves_the_directory_as_it_was(
     elif source == "tfds":  # pets_unet's spec, as it is
         script = render("pets_unet")
         out = tmp_path / "runs" / "pets"
-        words = [f"Cannot download {TFDS_DATASET}: ", "Name or service not known",
+        words = [f"Cannot download {TFDS_DATASET}: it is not prepared in ",
+                 "no host TFDS downloads it from resolves, as offline (thor.robots.ox.ac.uk, "
+                 "storage.googleapis.com: [Errno -2] Name or service not known)",
                  "set data.train.data_dir to it", "data.train=Npz(...)"]  # fmt: skip
     elif source == "tfds_no_module":  # tensorflow-datasets installed alone
         script = render("pets_unet")
@@ -204,9 +209,12 @@ def test_a_failed_download_is_one_message_and_leaves_the_directory_as_it_was(
             "weights='PATH'",
         ]
     launcher = runnable(source, script, double=double)
-    message = refused(run(launcher, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path),
-                      *words)  # fmt: skip
+    proc = run(launcher, "--max-steps", "1", "--output-dir", str(out), cwd=tmp_path)
+    message = refused(proc, *words)
     assert message.startswith("Cannot download"), message
+    # At once: no download retried (TFDS's retries took 3 minutes offline, and its download
+    # threads' warnings followed the message), the message the last line.
+    assert "Retrying" not in proc.stderr, proc.stderr[-4000:]
     if source in ("keras_datasets", "keras_hub_preset", "tfds"):
         assert not (tmp_path / "runs").exists()
     else:

@@ -1300,6 +1300,91 @@ def test_download_failure_tells_a_failed_download_from_other_errors(error, faile
     assert rt.download_failure(error) is failed
 
 
+PETS = {
+    "https://thor.robots.ox.ac.uk/~vgg/data/pets/images.tar.gz": "UrlInfo",
+    "https://thor.robots.ox.ac.uk/~vgg/data/pets/annotations.tar.gz": "UrlInfo",
+}
+
+
+def tfds_builder(tmp_path: Path, prepared: bool = False, urls: dict | None = PETS):
+    """What tfds_reachable reads of a TFDS builder: its data folder, and its checksums' URLs."""
+    data_path = tmp_path / "tensorflow_datasets" / "oxford_iiit_pet" / "4.0.0"
+    if prepared:
+        data_path.mkdir(parents=True)
+    return types.SimpleNamespace(data_path=data_path, data_dir=str(data_path), url_infos=urls)
+
+
+@pytest.fixture
+def dns(monkeypatch):
+    """socket.getaddrinfo answering for the hosts in `dns.up`, failing as offline for the
+    others (a host in `dns.hung` never answers); `dns.asked` the hosts looked up."""
+    state = types.SimpleNamespace(up=set(), hung=set(), asked=[], released=threading.Event())
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        state.asked.append(host)
+        if host in state.hung:
+            state.released.wait(30)
+        if host not in state.up:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("192.0.2.1", port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    for name in ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    yield state
+    state.released.set()
+
+
+def test_an_unprepared_tfds_dataset_offline_is_one_message_at_once(tmp_path, dns):
+    """Not prepared, and neither its files' host nor TFDS's GCS resolves: refused before TFDS's
+    downloader (which retries each file for minutes), naming the folder and the hosts."""
+    builder = tfds_builder(tmp_path)
+    with pytest.raises(rt.DownloadFailed) as failed, rt.downloading("pets (TFDS)", INSTEAD):
+        rt.tfds_reachable(builder)
+    assert str(failed.value) == (
+        f"Cannot download pets (TFDS): it is not prepared in {builder.data_dir}, and no host "
+        "TFDS downloads it from resolves, as offline (thor.robots.ox.ac.uk, "
+        f"storage.googleapis.com: [Errno -2] Name or service not known). {INSTEAD}"
+    )
+    assert sorted(dns.asked) == ["storage.googleapis.com", "thor.robots.ox.ac.uk"]
+
+
+@pytest.mark.parametrize("up", ["thor.robots.ox.ac.uk", "storage.googleapis.com"])
+def test_an_unprepared_tfds_dataset_downloads_when_a_host_of_it_resolves(tmp_path, dns, up):
+    dns.up.add(up)
+    rt.tfds_reachable(tfds_builder(tmp_path))  # TFDS downloads it, as it does
+
+
+def test_a_prepared_tfds_dataset_is_read_without_a_lookup(tmp_path, dns):
+    rt.tfds_reachable(tfds_builder(tmp_path, prepared=True))
+    assert dns.asked == []
+
+
+def test_tfds_downloads_as_it_does_behind_a_proxy_or_without_checksums(tmp_path, dns, monkeypatch):
+    """A dataset whose checksums name no URL: no host to look up. An https proxy resolves the
+    names itself (the local resolver may not): no lookup, unless no_proxy exempts them all."""
+    rt.tfds_reachable(tfds_builder(tmp_path, urls=None))
+    rt.tfds_reachable(tfds_builder(tmp_path, urls={}))
+    monkeypatch.setenv("https_proxy", "http://proxy.internal:3128")
+    rt.tfds_reachable(tfds_builder(tmp_path))
+    assert dns.asked == []
+    monkeypatch.setenv("no_proxy", "thor.robots.ox.ac.uk,storage.googleapis.com")
+    with pytest.raises(ConnectionError):
+        rt.tfds_reachable(tfds_builder(tmp_path))
+
+
+def test_a_name_resolver_that_does_not_answer_is_given_up_on_in_time(tmp_path, dns):
+    dns.hung.update({"thor.robots.ox.ac.uk", "storage.googleapis.com"})
+    start = time.monotonic()
+    with pytest.raises(ConnectionError) as failed:
+        rt.tfds_reachable(tfds_builder(tmp_path), timeout=0.3)
+    assert time.monotonic() - start < 5
+    assert (
+        "(thor.robots.ox.ac.uk, storage.googleapis.com: no answer from the name resolver "
+        "within 0.3 s)" in str(failed.value)
+    )
+
+
 # --- The debugging flags ------------------------------------------------------------------------
 
 

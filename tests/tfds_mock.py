@@ -1,7 +1,8 @@
 """A test double for TFDS: inside `served()` (TFDS's own `tfds.testing.mock_data`), a script's
 `tfds.load("oxford_iiit_pet:4.*.*", split=...)` goes through TFDS as it does for a user (the
-registered builder, its version and features, the split), and reads the small examples made
-here instead of downloading the dataset. tests/data.py `runnable` runs scripts inside it.
+registered builder, its version and features, the split), finds the dataset prepared in its
+data folder (so no download is tried) and reads the small examples made here from it. tests/data.py
+`runnable` runs scripts inside it.
 
 The examples are those of Oxford-IIIT Pet in shape and kind: RGB images of differing sizes, and
 masks of the same size with 1 for the pet, 2 for the background and 3 for the border around the
@@ -10,10 +11,15 @@ pet, so a UNet can learn them. They depend only on the split: every process read
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
+from collections.abc import Iterator
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+NAME = "oxford_iiit_pet:4.*.*"
 EXAMPLES_PER_SPLIT = {"train": 12, "test": 4}
 
 
@@ -58,6 +64,14 @@ def as_dataset(builder, split, decoders=None, read_config=None, shuffle_files=Fa
     return dataset.apply(tf.data.experimental.assert_cardinality(count))
 
 
-def served():
-    """Inside: TFDS serves the examples made here."""
-    return tfds.testing.mock_data(as_dataset_fn=as_dataset)
+@contextlib.contextmanager
+def served() -> Iterator[None]:
+    """Inside: TFDS serves the examples made here, the dataset prepared in its data folder as
+    a download leaves it (its metadata, dataset_info.json and features.json, written from its
+    builder): a script reads it without downloading, as where it was prepared."""
+    with tempfile.TemporaryDirectory() as data_dir:
+        builder = tfds.builder(NAME, data_dir=data_dir)
+        builder.data_path.mkdir(parents=True)
+        builder.info.write_to_directory(builder.data_path)
+        with tfds.testing.mock_data(as_dataset_fn=as_dataset, data_dir=data_dir):
+            yield
