@@ -7,7 +7,6 @@ import fcntl
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
