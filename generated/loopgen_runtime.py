@@ -5,7 +5,7 @@ decides, as the class attributes of its RunDirectory; this file never imports th
 the same file serves every script of a folder. It is yours to read and edit too: `loopgen
 render` merges your edits here as in the script.
 
-Written by loopgen 0.1.0 (runtime sha256 f139fe6f93e6c78b).
+Written by loopgen 0.1.0 (runtime sha256 733210b76c410ec5).
 """
 
 import argparse
@@ -27,11 +27,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
+import urllib.parse
+import urllib.request
 
 # What a script checks that it was rendered with: loopgen's version and this file's sha256.
-RUNTIME = "loopgen 0.1.0, runtime b2b812bd1df0f8e0"
+RUNTIME = "loopgen 0.1.0, runtime c9bcfe51a7ba9ced"
 
 
 class _Module:
@@ -1710,6 +1713,62 @@ def download_failure(error):
             return True
         error = error.__cause__ or error.__context__
     return False
+
+
+TFDS_GCS_HOST = "storage.googleapis.com"  # TFDS's prepared copies (gs://tfds-data), tried first
+
+
+def tfds_reachable(builder, timeout=10.0):
+    """Before tfds.load prepares `builder`'s dataset: returns if it is prepared in its data_dir
+    (tfds.load only reads it then), or if a host it downloads from resolves; raises
+    ConnectionError (downloading() says it) if none does. Offline, TFDS's downloader retries
+    each file 10 times over 3 minutes, urllib3 warning at each retry, and its download threads
+    go on warning after the failure; a DNS lookup fails at once. The hosts: its files' (the
+    dataset's checksums list their URLs) and TFDS's copies on GCS. With a proxy for https the
+    proxy resolves them, and a dataset without checksums names none: TFDS downloads as it does."""
+    if builder.data_path.exists():  # as download_and_prepare tells it reuses the dataset
+        return
+    urls = builder.url_infos or {}
+    hosts = sorted({urllib.parse.urlsplit(url).hostname for url in urls} - {None})
+    if not hosts:
+        return
+    hosts.append(TFDS_GCS_HOST)
+    proxies = urllib.request.getproxies()
+    if "https" in proxies or "all" in proxies:
+        if not all(urllib.request.proxy_bypass(host) for host in hosts):
+            return
+    failures = lookup_failures(hosts, timeout)
+    if len(failures) < len(hosts):
+        return
+    reasons = "; ".join(sorted({str(error) for error in failures.values()}))
+    raise ConnectionError(
+        f"it is not prepared in {builder.data_dir}, and no host TFDS downloads it from "
+        f"resolves, as offline ({', '.join(hosts)}: {reasons})"
+    )
+
+
+def lookup_failures(hosts, timeout):
+    """The hosts whose names did not resolve within `timeout` seconds, looked up together,
+    each with why (socket.gaierror, or TimeoutError when the resolver did not answer)."""
+    outcomes = {}
+
+    def lookup(host):
+        try:
+            socket.getaddrinfo(host, 443, type=socket.SOCK_STREAM)
+        except OSError as error:
+            outcomes[host] = error
+        else:
+            outcomes[host] = None
+
+    threads = [threading.Thread(target=lookup, args=(host,), daemon=True) for host in hosts]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + timeout
+    for thread in threads:  # a lookup still going on is left to its daemon thread
+        thread.join(max(0.0, deadline - time.monotonic()))
+    late = TimeoutError(f"no answer from the name resolver within {timeout:g} s")
+    failures = {host: outcomes.get(host, late) for host in hosts}
+    return {host: error for host, error in failures.items() if error is not None}
 
 
 def preset_download(preset):

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 94f5cdb55251b0a2, script sha256 2c425c96abe73917).
+(spec sha256 94f5cdb55251b0a2, script sha256 e1968f1e14bee6fa).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -24,6 +24,7 @@ try:
         parse_run_flags,
         replay,
         run_and_record,
+        tfds_reachable,
         written_whole,
     )
 except ImportError:  # none beside this script, or another render's (it lacks a name)
@@ -31,7 +32,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime b2b812bd1df0f8e0"
+RUNTIME = "loopgen 0.1.0, runtime c9bcfe51a7ba9ced"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -108,6 +109,8 @@ def load_examples(data=None):
         "~/tensorflow_datasets), copy that folder here and set data.train.data_dir to it; "
         "or give the data as local files (data.train=Npz(...), ImageDirectory(...), TFRecord(...)).",
     ):
+        # Not prepared in its data_dir, and offline: said at once, not after TFDS's retries.
+        tfds_reachable(tfds.builder("oxford_iiit_pet:4.*.*"))
         train_examples = tfds.load(
             "oxford_iiit_pet:4.*.*", split="train", shuffle_files=False
         )
@@ -127,6 +130,8 @@ def load_examples(data=None):
         "~/tensorflow_datasets), copy that folder here and set data.validation.data_dir to it; "
         "or give the data as local files (data.validation=Npz(...), ImageDirectory(...), TFRecord(...)).",
     ):
+        # Not prepared in its data_dir, and offline: said at once, not after TFDS's retries.
+        tfds_reachable(tfds.builder("oxford_iiit_pet:4.*.*"))
         try:
             validation_examples = tfds.load(
                 "oxford_iiit_pet:4.*.*", split=data or "test", shuffle_files=False

@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 337cd6f19686936e, script sha256 25ee7a6a3cdd3419).
+(spec sha256 337cd6f19686936e, script sha256 5332987281fd57b6).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -37,7 +37,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime b2b812bd1df0f8e0"
+RUNTIME = "loopgen 0.1.0, runtime c9bcfe51a7ba9ced"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -607,8 +607,9 @@ def train(args, run):
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 run.log("train", global_step, logs, epoch)
                 run.stop_if_diverged()
-        # Stopped at an epoch's end: after its validation, which a resumed run would skip.
-        if run.preempted and global_step < epoch_end:
+        if (
+            run.preempted and global_step < epoch_end
+        ):  # at its end: after its validation
             break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:

@@ -1,7 +1,7 @@
 """Classify drawn shapes; the validation loss lowers the rate and stops the run.
 
 Written by loopgen 0.1.0 from examples/shapes_plateau.py
-(spec sha256 ddbfcd4f616f0556, script sha256 720762b13cdcf597).
+(spec sha256 ddbfcd4f616f0556, script sha256 705921eef7f37cb6).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -37,7 +37,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime b2b812bd1df0f8e0"
+RUNTIME = "loopgen 0.1.0, runtime c9bcfe51a7ba9ced"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -581,8 +581,9 @@ def train(args, run):
                 run.log("train", global_step, logs, epoch)
                 run.log_weights(global_step, model.trainable_variables, gradient_norms)
                 run.stop_if_diverged()
-        # Stopped at an epoch's end: after its validation, which a resumed run would skip.
-        if run.preempted and global_step < epoch_end:
+        if (
+            run.preempted and global_step < epoch_end
+        ):  # at its end: after its validation
             break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:

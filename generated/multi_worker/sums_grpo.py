@@ -1,7 +1,7 @@
 """Answer sums right, by GRPO with LoRA and a verifiable reward.
 
 Written by loopgen 0.1.0 from examples/sums_grpo.py
-(spec sha256 22dc676c089f8d12, script sha256 2813b28718757ad6).
+(spec sha256 22dc676c089f8d12, script sha256 e33d0f2c7d7317a0).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -40,7 +40,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime b2b812bd1df0f8e0"
+RUNTIME = "loopgen 0.1.0, runtime c9bcfe51a7ba9ced"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
