@@ -195,7 +195,7 @@ MODULE_NAMES = frozenset({
     "run_and_record", "write_predictions", "COMMANDS", "parse_run_flags", "read_array_file",
     "read_array_inputs", "read_csv_inputs", "read_image_files", "read_text_inputs",
     "read_tfrecord_inputs", "reward_scores", "check_lengths", "generation_inputs", "importlib",
-    "token_counts",
+    "token_counts", "TFDS_GCS_HOST", "lookup_failures", "tfds_reachable",
     # A failed download's one message (runtime/loopgen_runtime.py).
     "DownloadFailed", "download_failure", "downloading", "imagenet_weights", "preset_download",
     # KerasHub models, TextRecords, SFT and DPO (model.jinja, data/, ways/sft.jinja, dpo.jinja).

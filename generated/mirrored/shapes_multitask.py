@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 a4dce22ab84d4a5e, script sha256 25e4db37ee633d16).
+(spec sha256 a4dce22ab84d4a5e, script sha256 a14f8ea1879df8de).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -573,9 +573,8 @@ def train(args, run):
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 run.log("train", global_step, logs, epoch)
                 run.stop_if_diverged()
-        if (
-            run.preempted and global_step < epoch_end
-        ):  # at its end: after its validation
+        # Stopped at an epoch's end: after its validation, which a resumed run would skip.
+        if run.preempted and global_step < epoch_end:
             break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
