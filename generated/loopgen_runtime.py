@@ -5,7 +5,7 @@ decides, as the class attributes of its RunDirectory; this file never imports th
 the same file serves every script of a folder. It is yours to read and edit too: `loopgen
 render` merges your edits here as in the script.
 
-Written by loopgen 0.1.0 (runtime sha256 733210b76c410ec5).
+Written by loopgen 0.1.0 (runtime sha256 0528a8dc809e54a8).
 """
 
 import argparse
@@ -34,7 +34,7 @@ import urllib.parse
 import urllib.request
 
 # What a script checks that it was rendered with: loopgen's version and this file's sha256.
-RUNTIME = "loopgen 0.1.0, runtime c9bcfe51a7ba9ced"
+RUNTIME = "loopgen 0.1.0, runtime 2ae2d3c86a77a4ca"
 
 
 class _Module:
@@ -2238,6 +2238,8 @@ def fast_dev_stages(args, stages, train, run_directory, serve=None, after_stage=
     function of the directory, called once the stages before it ran. `after_stage()` after
     each; `serve(export)` last, on the export directory."""
     scratch = tempfile.mkdtemp(prefix="fast-dev-run-")
+    if after_stage is not None:  # and before the first: the script's loads before this call
+        after_stage()
     try:
         for changes, stage in stages:
             # The scratch directory is this process's alone: no lock to take again each stage.

@@ -2238,6 +2238,8 @@ def fast_dev_stages(args, stages, train, run_directory, serve=None, after_stage=
     function of the directory, called once the stages before it ran. `after_stage()` after
     each; `serve(export)` last, on the export directory."""
     scratch = tempfile.mkdtemp(prefix="fast-dev-run-")
+    if after_stage is not None:  # and before the first: the script's loads before this call
+        after_stage()
     try:
         for changes, stage in stages:
             # The scratch directory is this process's alone: no lock to take again each stage.

@@ -2275,7 +2275,8 @@ def test_fast_dev_stages_runs_each_stage_as_a_run_of_its_own_in_a_scratch_direct
     after = lambda: seen.append("after")  # noqa: E731
     rt.fast_dev_stages(args, stages, train, run_class(tmp_path), serve=serve, after_stage=after)
     assert seen == [
-        ("train", 1, True, True), "after", ("evaluate", 3, True, True), "after", ("serve", True)
+        "after", ("train", 1, True, True), "after", ("evaluate", 3, True, True), "after",
+        ("serve", True),
     ]  # fmt: skip
     assert args.no_lock is False and args.output_dir == str(tmp_path / "run")  # copies
     assert len(set(scratches)) == 1 and not os.path.exists(scratches[0])

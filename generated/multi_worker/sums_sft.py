@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 3718d25fce308900, script sha256 e5e33c7d2f2dd160).
+(spec sha256 3718d25fce308900, script sha256 f8550441791ea832).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -39,7 +39,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime c9bcfe51a7ba9ced"
+RUNTIME = "loopgen 0.1.0, runtime 2ae2d3c86a77a4ca"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -97,10 +97,14 @@ import numpy as np
 import tensorflow as tf
 
 
-@tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
 def token_counts(texts):
-    """Each text's tokens, by the preset's tokenizer as the pipeline runs it (in a graph)."""
-    return preprocessor().tokenizer(texts).row_lengths()
+    """Each text's tokens, by the preset's tokenizer as the pipeline runs it (in a graph),
+    traced at each call: the preprocessor of the moment (--fast-dev-run's stages make theirs).
+    """
+    count = tf.function(
+        lambda texts: preprocessor().tokenizer(texts).row_lengths(), autograph=False
+    )
+    return count(tf.constant(texts, tf.string))
 
 
 def check_lengths(examples, path, field):
