@@ -10,12 +10,16 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 from functools import cache
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
 from . import cache as disk_cache
 from .base import PositiveInt, StrictModel, _check_identifier, check_target
+
+SOURCES_MAX = 200
+"""A target's package of more files than this is read each render, not hashed for the cache."""
 
 NUM_ENVS_MAX = 4096
 """More sub-environments than this in one process spend their time in Python's loop."""
@@ -151,10 +155,11 @@ class Spaces:
 def read_spaces(
     env_id: str | None, target: str | None, kwargs: tuple, wrappers: tuple = ()
 ) -> Spaces:
-    """The spaces of a registry environment are kept in loopgen's cache, by id, kwargs and the
-    installed Gymnasium: importing Gymnasium and making the environment would cost each
-    render of the spec 0.2 s. A function of yours is called every time (its code may change)."""
-    path = _cache_path(env_id, (*kwargs, *wrappers)) if env_id else None
+    """The spaces are kept in loopgen's cache, by id (or target), kwargs, wrappers and the
+    installed Gymnasium, and for a function of yours by the source of its module's files too:
+    importing Gymnasium and making the environment would cost each render of the spec 0.2 s.
+    Edit a file of your module's package and the next render makes the environment again."""
+    path = _cache_path(env_id or target, (*kwargs, *wrappers), target is not None)
     if path and os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
@@ -166,16 +171,54 @@ def read_spaces(
     return spaces
 
 
-def _cache_path(env_id: str, kwargs: tuple) -> str | None:
-    """Where the spaces of `env_id` made with `kwargs` are kept; None without Gymnasium (its
-    import then says so) or a cache."""
+def _cache_path(name: str, kwargs: tuple, target: bool = False) -> str | None:
+    """Where the spaces of `name` (a registry id, or a target's "module:function") made with
+    `kwargs` are kept; None without Gymnasium (its import then says so), a cache, or, for a
+    target, its module found where the import would find it."""
     found = importlib.util.find_spec("gymnasium")
     folder = disk_cache.folder("spaces")
     if found is None or found.origin is None or folder is None:
         return None
     installed = f"{found.origin} {os.stat(found.origin).st_mtime_ns}"
-    key = json.dumps([env_id, list(kwargs), installed])
+    sources = _module_sources(name.split(":")[0]) if target else {}
+    if sources is None:
+        return None
+    key = json.dumps([name, list(kwargs), installed, sources])
     return os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+
+
+def _module_sources(module: str) -> dict[str, str] | None:
+    """The sha256 of each Python file of the top-level package (or the module) that `module`
+    is imported from, found as _make_and_read's import finds it (sys.path, then the current
+    directory) without importing it; None where it is not found on the path (the import then
+    says why)."""
+    from importlib.machinery import PathFinder
+
+    top = module.split(".")[0]
+    if top in sys.modules or top in sys.builtin_module_names:
+        return None  # imported already, or not from a file: made again each time
+    found = PathFinder.find_spec(top, [*sys.path, ""])
+    if found is None or (found.origin is None and not found.submodule_search_locations):
+        return None
+    if found.submodule_search_locations:  # a package: all of its files
+        files = sorted(
+            os.path.join(folder, name)
+            for root in found.submodule_search_locations
+            for folder, _, names in os.walk(root)
+            for name in names
+            if name.endswith(".py")
+        )
+    else:
+        files = [found.origin]
+    if len(files) > SOURCES_MAX:
+        return None  # an installed library's, say: made again each time
+    try:
+        return {
+            os.path.abspath(path): hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            for path in files
+        }
+    except OSError:
+        return None
 
 
 def _make_and_read(

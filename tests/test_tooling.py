@@ -203,6 +203,41 @@ def test_loading_a_spec_leaves_pythons_path_as_it_was(tmp_path, monkeypatch):
     assert sys.path == before
 
 
+def test_a_render_reads_the_spaces_of_your_environment_from_the_cache_until_its_code_changes(
+    tmp_path,
+):
+    """Issue 63, item 24: a render of corridor_ppo imported Gymnasium and the user's module to
+    read the spaces each time (0.24 s of loopgen's own 0.1 s goal). They are kept in loopgen's
+    cache by the source of the module's package: the second render imports neither, and an
+    edit to a file of the package makes the environment again (here it fails, and says so)."""
+    data.companions("corridor_ppo", tmp_path)
+    shutil.copy(EXAMPLES / "corridor_ppo.py", tmp_path / "spec.py")
+    module, imports = tmp_path / "envs" / "corridor.py", tmp_path / "imports.txt"
+    # Each import of the module leaves a line (the environment's making silences stderr).
+    module.write_text(module.read_text() + f"\nopen({str(imports)!r}, 'a').write('x\\n')\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def render():
+        command = [sys.executable, "-X", "importtime", "-m", "loopgen", "render", "spec.py",
+                   "-o", "train.py", "--force"]  # fmt: skip
+        proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+        imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                    if line.startswith("import time:")}  # fmt: skip
+        count = len(imports.read_text().splitlines()) if imports.exists() else 0
+        return proc, "gymnasium" in imported, count
+
+    first, gymnasium, count = render()
+    assert first.returncode == 0 and gymnasium and count == 1, first.stderr[-2000:]
+    (tmp_path / "train.py").unlink()
+    second, gymnasium, count = render()
+    assert second.returncode == 0 and not gymnasium and count == 1, second.stderr[-2000:]
+    assert (tmp_path / "train.py").is_file()
+    module.write_text(module.read_text() + "\nraise RuntimeError('edited')\n")
+    third, gymnasium, count = render()
+    assert third.returncode != 0 and count > 1  # imported again (once per check that asks)
+    assert "making the environment failed (RuntimeError: edited)" in third.stderr
+
+
 def test_files_written_together_are_all_written_or_none(tmp_path):
     """init writes an example's package and its spec with write_all: when one cannot be
     written (here its folder would be inside a file), the files and folders written before
