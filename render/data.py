@@ -11,6 +11,8 @@ from ..dsl.spec import Spec
 from . import code
 
 IMAGE_SOURCES = {"keras_dataset", "image_directory", "shapes"}
+OTHER_DATA = {"npz", "image_directory", "text", "text_directory", "tfrecord", "csv", "tfds"}
+"""Validation sources `evaluate --data` takes another of (a test split)."""
 STREAMING = {"tfds", "tfrecord", "csv", "generator"}
 """Sources read as a stream of records (no random access): shuffled by a buffer, seeked by
 skipping inside an epoch."""
@@ -28,10 +30,13 @@ def data_context(spec: Spec) -> dict[str, Any]:
     split = getattr(spec.data.validation, "kind", None) == "split"
     shapes = [s for s in sources if s is not None and s.kind == "shapes"]
     return {
-        # evaluate --data PATH: another source of the validation data's kind (a test split).
+        # evaluate --data PATH: another source of the validation data's kind (a test split),
+        # or for an .npz file's split, another .npz file of its arrays.
         "other_data": bool(spec.checkpoint)
-        and getattr(spec.data.validation, "kind", None)
-        in ("npz", "image_directory", "text", "text_directory", "tfrecord", "csv", "tfds"),
+        and (
+            getattr(spec.data.validation, "kind", None) in OTHER_DATA
+            or (split and spec.data.train.kind == "npz")
+        ),
         "x_name": x_name,
         "input_dtypes": input_dtypes(spec),
         # How each source is read: image files decoded when picked, arrays gathered, streams.

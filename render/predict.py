@@ -21,16 +21,21 @@ def prediction_context(spec: Spec, serving: dict[str, Any] | None) -> dict[str, 
     train = spec.data.train
     inputs = serving["inputs"]
     if inputs == "tfds":
-        return None  # a TFDS feature: no files to read it from
+        # A TFDS dataset's images (resized as training's were): image files, decoded as TFDS
+        # decodes them. Another feature: no files to read it from.
+        return {"inputs": "tfds_images"} if train.image_size else None
     if inputs == "arrays":
         if spec.data.feature_names:
             return None  # several named arrays: not read from files yet
         # .npy files, .npz files under the training file's array name, and for the image
-        # datasets of keras.datasets, image files of their size.
+        # datasets of keras.datasets, image files of their size; for an .npz file's or the
+        # shapes' examples, image files where the examples are uint8 pixels (known when the
+        # script has read them: the runtime's reader decides, and says why it refuses).
+        keras_images = train.kind == "keras_dataset" and train.name in KERAS_IMAGES
         return {
             "inputs": inputs,
             "npz_key": train.x_key if train.kind == "npz" else "x",
-            "image_files": train.kind == "keras_dataset" and train.name in KERAS_IMAGES,
+            "image_files": keras_images or train.kind in ("npz", "shapes"),
         }
     if inputs == "columns":  # CSV files with a header: the columns the inputs are made of
         return {"inputs": inputs, "columns": list(serving["columns"])}

@@ -1946,6 +1946,38 @@ def read_image_files(paths):
     return files, tf.stack([tf.io.read_file(path) for path in files])
 
 
+def read_decoded_images(paths, signature):
+    """predict: (paths, images), in the order named: each image file decoded as `signature`
+    (the model to serve's input: TFDS's images, of its dtype and channels, of any size or of
+    its own) takes it, a batch of one each (images of their own sizes are served one at a
+    time). Every file is decoded and checked before any is predicted."""
+    files, images = input_files(paths), []
+    for path in files:
+        with open(path, "rb") as f:
+            content = f.read()
+        if not content.startswith(IMAGE_SIGNATURES):
+            raise SystemExit(f"predict: {path} is not a PNG, JPEG, BMP or GIF image")
+        image = decoded_image(path, content, signature.shape[3], signature.shape[1:3])
+        images.append(tf.cast(image, signature.dtype)[None])
+    return files, images
+
+
+def decoded_image(path, content, channels, size):
+    """predict: the image file `path` (its bytes, `content`) decoded to uint8 pixels of
+    `channels`, checked to be of `size` (height, width: None for any)."""
+    try:
+        image = tf.io.decode_image(content, channels=channels, expand_animations=False)
+    except tf.errors.InvalidArgumentError as error:  # damaged, or a GIF for grayscale
+        raise SystemExit(f"predict: {path}: {error.message.split(' [Op')[0]}") from None
+    height, width = size
+    if None not in (height, width) and tuple(image.shape[:2]) != (height, width):
+        raise SystemExit(
+            f"predict: {path} is {image.shape[1]}x{image.shape[0]} pixels; the model takes "
+            f"{width}x{height} images and does not resize them: resize it first"
+        )
+    return image
+
+
 def read_array_inputs(paths, like, key="x", images=False):
     """predict: (names, examples), of the training examples' (`like`) shape and dtype, in the
     order named (a file of several examples names them <path>[<i>]): .npy arrays of them (or
@@ -1969,16 +2001,14 @@ def read_array_file(path, like, key, images):
         with open(path, "rb") as f:
             content = f.read()
         if content.startswith(IMAGE_SIGNATURES):
-            channels = shape[2] if len(shape) == 3 else 1
-            try:
-                image = tf.io.decode_image(content, channels=channels, expand_animations=False)
-            except tf.errors.InvalidArgumentError as error:  # damaged, or a GIF for grayscale
-                raise SystemExit(f"predict: {path}: {error.message.split(' [Op')[0]}") from None
-            if image.shape[:2] != shape[:2]:
+            pixels = len(shape) == 2 or (len(shape) == 3 and shape[2] in (1, 3, 4))
+            if like.dtype != np.uint8 or not pixels:
                 raise SystemExit(
-                    f"predict: {path} is {image.shape[1]}x{image.shape[0]} pixels; the model "
-                    f"takes {shape[1]}x{shape[0]} images and does not resize them: resize it first"
+                    f"predict: {path} is an image; the model takes {like.dtype} examples of "
+                    f"shape {shape}, not an image's uint8 pixels: save the examples as the "
+                    "training data holds them, in an .npy or .npz file"
                 )
+            image = decoded_image(path, content, shape[2] if len(shape) == 3 else 1, shape[:2])
             return np.reshape(image.numpy(), (1, *shape)).astype(like.dtype)
     try:
         array = np.load(path)
@@ -2101,11 +2131,16 @@ def write_predictions(serve, args, read, batch_size):
     if os.path.isdir(destination) or not os.path.isdir(os.path.dirname(destination) or "."):
         raise SystemExit(f"--predictions {destination}: not a file in an existing directory")
     all_names, all_inputs = read()
+    if isinstance(all_inputs, list):  # inputs of their own shapes: a batch of one each
+        batches = [(all_names[i : i + 1], inputs) for i, inputs in enumerate(all_inputs)]
+    else:
+        batches = [
+            (all_names[start : start + batch_size],
+             tf.nest.map_structure(lambda values: values[start : start + batch_size], all_inputs))  # noqa: B023
+            for start in range(0, len(all_names), batch_size)
+        ]  # fmt: skip
     lines = []
-    for start in range(0, len(all_names), batch_size):
-        batch = slice(start, start + batch_size)
-        names = all_names[batch]
-        inputs = tf.nest.map_structure(lambda values: values[batch], all_inputs)  # noqa: B023
+    for names, inputs in batches:
         try:
             outputs = {name: output.numpy() for name, output in serve(inputs).items()}
         except tf.errors.InvalidArgumentError:

@@ -1432,6 +1432,29 @@ MUTANTS: list[Mutant] = [
         "token in the padding: GRPO samples empty completions, the export answers ''",
     ),
     mutant(
+        "predict_casts_an_image_for_a_model_of_floats",
+        RUNTIME,
+        "            if like.dtype != np.uint8 or not pixels:",
+        "            if not pixels:",
+        [
+            "tests/test_runtime.py::test_read_array_inputs_refuses_an_image_for_a_model_of_other_examples_than_pixels",
+        ],
+        "#20: a PNG given to a model of float examples: its 0-255 pixels cast and served, as "
+        "though the model had been trained on them",
+    ),
+    mutant(
+        "predict_serves_an_image_of_another_size",
+        RUNTIME,
+        "    if None not in (height, width) and tuple(image.shape[:2]) != (height, width):",
+        "    if False:",
+        [
+            "tests/test_runtime.py::test_read_decoded_images_decodes_each_to_the_signatures_channels_at_its_own_size",
+            "tests/test_runtime.py::test_read_array_inputs_refuses_a_file_naming_it_and_why",
+        ],
+        "#20: an image of another size than a model that does not resize takes: a reshape's "
+        "error, or pixels scrambled into the model's shape",
+    ),
+    mutant(
         "reward_function_error_raw",
         RUNTIME,
         "    except Exception as error:\n        # Your function's error",
@@ -1493,7 +1516,7 @@ MUTANTS: list[Mutant] = [
         "    if False:",
         [
             "tests/test_runtime.py::test_a_prepared_tfds_dataset_is_read_without_a_lookup",
-            "tests/test_evaluate.py::test_evaluate_on_another_tfds_split",
+            "tests/test_evaluate.py::test_evaluate_on_another_tfds_split_and_predict_image_files",
         ],
         "A TFDS dataset prepared in its data folder refused offline, as if it were to be "
         "downloaded",

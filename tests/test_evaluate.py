@@ -14,8 +14,8 @@ from pathlib import Path
 import data
 import numpy as np
 import pytest
-from helpers import TWO_CPUS, records, render_into, run_python, script_env
-from test_predict import SMALL_VGG, assert_served, predict, run_script
+from helpers import TWO_CPUS, npz, records, render_into, run_python, script_env
+from test_predict import SMALL_VGG, assert_served, predict, predictions, run_script
 
 EXAMPLE = "shapes_plateau"  # validation, checkpoints every epoch, the best model kept
 
@@ -155,6 +155,51 @@ def test_evaluate_and_predict_on_two_replicas(render, tmp_path):
 
 
 @pytest.mark.slow
+def test_an_npz_split_evaluates_a_held_out_file_and_predicts_image_files(render, tmp_path):
+    """Issue 63, item 20: mnist_mlp trained from an .npz file of uint8 digits, a quarter held
+    out. `evaluate --data FILE` takes another .npz file of the training file's arrays: the
+    held-out quarter written to a file of its own gives the values the run logged, a test
+    file its own, and arrays of another shape stop the script naming --data. predict decodes
+    a PNG of an example to the pixels the .npy of it holds ("not an .npy or .npz file"
+    before)."""
+    train = data.classification_npz(tmp_path / "train.npz", 40, (28, 28))
+    split = '{"kind": "split", "fraction": 0.25}'
+    script = render("mnist_mlp", f"data.train={npz(train)}", f"data.validation={split}")
+    out = tmp_path / "run"
+    run_python(script, "--epochs", "2", "--deterministic", "--output-dir", str(out), cwd=tmp_path)
+    logged = validation_at(out, max(r["step"] for r in records(out)))
+    with np.load(train) as arrays:
+        x, y = arrays["x"], arrays["y"]
+    np.savez(tmp_path / "held.npz", x=x[30:], y=y[30:])  # int(40 * 0.25) = 10, the last
+    test = data.classification_npz(tmp_path / "test.npz", 12, (28, 28), seed=3)
+    np.savez(tmp_path / "small.npz", x=x[:4, :16, :16], y=y[:4])
+
+    def evaluated(path: str) -> dict:
+        proc = evaluate(script, out, "--data", path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads((out / "evaluations.jsonl").read_text().splitlines()[-1])
+
+    same = evaluated(str(tmp_path / "held.npz"))
+    assert all(abs(same[name] - value) <= 1e-6 for name, value in logged.items()), same
+    other = evaluated(test)
+    assert other["data"] == test and abs(other["val_loss"] - logged["val_loss"]) > 1e-6
+    proc = evaluate(script, out, "--data", str(tmp_path / "small.npz"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"--data: the examples of {tmp_path / 'small.npz'} have the shape (16, 16)" in (
+        proc.stderr
+    )
+
+    np.save(tmp_path / "digit.npy", x[5])
+    data._write_png(tmp_path / "digit.png", np.repeat(x[5][..., None], 3, axis=2))
+    target = tmp_path / "preds.jsonl"
+    paths = [str(tmp_path / "digit.png"), str(tmp_path / "digit.npy")]
+    proc = predict(script, out, *paths, "--predictions", str(target))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    image, array = predictions(target)
+    assert image["input"] == paths[0] and {**image, "input": None} == {**array, "input": None}
+
+
+@pytest.mark.slow
 def test_evaluate_on_a_test_split_of_the_validation_kind(render, tmp_path):
     """--data: other files of the validation source's kind. The validation directory itself
     gives the values the run logged; a test directory its own, recorded with its path; a
@@ -185,10 +230,12 @@ def test_evaluate_on_a_test_split_of_the_validation_kind(render, tmp_path):
 
 
 @pytest.mark.slow
-def test_evaluate_on_another_tfds_split(render, tmp_path):
+def test_evaluate_on_another_tfds_split_and_predict_image_files(render, tmp_path):
     """--data SPLIT for a TFDS validation source (pets_unet, TFDS served by its test double):
     the validation's own split gives the logged values, another split its own, and a split
-    the dataset does not have stops the script, naming --data."""
+    the dataset does not have stops the script, naming --data. predict takes image files of
+    any size (issue 63, item 20: no predict for TFDS before), decoded as TFDS decodes the
+    dataset's images: what the export serves for their pixels."""
     script = render(
         "pets_unet", *data.small_data_overrides("pets_unet", tmp_path), *data.SMALL_UNET
     )
@@ -210,3 +257,22 @@ def test_evaluate_on_another_tfds_split(render, tmp_path):
     proc = evaluate(launcher, out, "--data", "validation")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "--data: " in proc.stderr and "'validation'" in proc.stderr, proc.stderr[-2000:]
+
+    rng = np.random.default_rng(7)
+    pixels = [rng.integers(0, 256, size).astype(np.uint8) for size in ((40, 56, 3), (64, 48, 3))]
+    paths = [str(tmp_path / "wide.png"), str(tmp_path / "tall.png")]
+    for path, image in zip(paths, pixels, strict=True):
+        data._write_png(Path(path), image)
+        np.save(path.replace(".png", ".npy"), image[None])
+    target = tmp_path / "preds.jsonl"
+    proc = predict(launcher, out, *paths, "--predictions", str(target))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    served = predictions(target)
+    assert [r["input"] for r in served] == paths
+    assert_served(served, out, [["npy", p.replace(".png", ".npy")] for p in paths], tmp_path)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("a cat")
+    proc = predict(launcher, out, paths[0], str(notes), "--predictions", str(target))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"predict: {notes} is not a PNG, JPEG, BMP or GIF image" in proc.stderr
+    assert predictions(target) == served  # the last predictions, left whole

@@ -1623,6 +1623,25 @@ def test_read_array_inputs_refuses_a_file_naming_it_and_why(tmp_path, tf, write,
     assert str(refused.value).startswith(f"predict: {path}") and error in str(refused.value)
 
 
+@pytest.mark.parametrize(
+    "like, shape",
+    [(np.zeros((1, 4, 4), np.float32), "(4, 4)"), (np.zeros((1, 4, 4, 2), np.uint8), "(4, 4, 2)")],
+)
+def test_read_array_inputs_refuses_an_image_for_a_model_of_other_examples_than_pixels(
+    tmp_path, tf, like, shape
+):
+    """An .npz model's examples may be floats, or uint8 arrays of no image's channels: an
+    image file's pixels are not its examples (cast, 0-255 would go to a model trained on 0-1)."""
+    (tmp_path / "a.png").write_bytes(png(tf, 4, 4))
+    with pytest.raises(SystemExit) as refused:
+        rt.read_array_inputs([str(tmp_path / "a.png")], like, images=True)
+    assert str(refused.value) == (
+        f"predict: {tmp_path / 'a.png'} is an image; the model takes {like.dtype} examples of "
+        f"shape {shape}, not an image's uint8 pixels: save the examples as the training data "
+        "holds them, in an .npy or .npz file"
+    )
+
+
 def test_read_array_inputs_of_a_model_without_images_reads_no_image(tmp_path, tf):
     (tmp_path / "a.png").write_bytes(png(tf, 4, 4))
     with pytest.raises(SystemExit, match=r"a.png is not an .npy or .npz file$"):
@@ -1636,6 +1655,50 @@ def test_read_image_files_checks_every_file_before_reading_any(tmp_path, tf):
     assert files == [str(tmp_path / "a.png")] and images.shape == (1,)
     with pytest.raises(SystemExit, match=r"b.txt is not a PNG, JPEG, BMP or GIF image"):
         rt.read_image_files([str(tmp_path)])
+
+
+def test_read_decoded_images_decodes_each_to_the_signatures_channels_at_its_own_size(tmp_path, tf):
+    """TFDS's images (predict): each file decoded to the served signature's channels and
+    dtype, a batch of one at its own size; a signature of one size refuses another."""
+    pixels = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
+    (tmp_path / "a.png").write_bytes(tf.io.encode_png(pixels).numpy())
+    (tmp_path / "b.png").write_bytes(png(tf, 5, 4, 1))
+    paths = [str(tmp_path / "a.png"), str(tmp_path / "b.png")]
+    signature = tf.TensorSpec((None, None, None, 3), tf.uint8)
+    files, images = rt.read_decoded_images(paths, signature)
+    assert files == paths and [tuple(i.shape) for i in images] == [(1, 2, 3, 3), (1, 5, 4, 3)]
+    assert images[0].dtype == tf.uint8 and np.array_equal(images[0][0].numpy(), pixels)
+    assert np.all(images[1].numpy() == 0)  # grayscale to RGB
+    with pytest.raises(SystemExit) as refused:
+        rt.read_decoded_images(paths, tf.TensorSpec((None, 2, 3, 3), tf.uint8))
+    assert str(refused.value) == (
+        f"predict: {paths[1]} is 4x5 pixels; the model takes 3x2 images and does not resize "
+        "them: resize it first"
+    )
+    (tmp_path / "c.txt").write_text("no image")
+    with pytest.raises(SystemExit, match=r"c.txt is not a PNG, JPEG, BMP or GIF image"):
+        rt.read_decoded_images([str(tmp_path)], signature)
+
+
+def test_write_predictions_serves_inputs_of_their_own_shapes_one_at_a_time(tmp_path, tf):
+    """A list of inputs (images of their own sizes) is served one call each, in order; an
+    array is served in batches of batch_size."""
+    calls = []
+
+    def serve(inputs):
+        calls.append(tuple(inputs.shape))
+        return {"pixels": tf.reduce_sum(tf.cast(inputs, tf.int32), axis=[1, 2])}
+
+    images = [tf.ones((1, 2, 3), tf.uint8), tf.ones((1, 4, 1), tf.uint8)]
+    args = types.SimpleNamespace(predictions=str(tmp_path / "p.jsonl"), output_dir=str(tmp_path))
+    rt.write_predictions(serve, args, lambda: (["a", "b"], images), batch_size=8)
+    assert calls == [(1, 2, 3), (1, 4, 1)]
+    lines = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert lines == [{"input": "a", "pixels": 6}, {"input": "b", "pixels": 4}]
+    calls.clear()
+    arrays = np.ones((5, 2, 2), np.uint8)
+    rt.write_predictions(serve, args, lambda: (list("vwxyz"), arrays), batch_size=2)
+    assert calls == [(2, 2, 2), (2, 2, 2), (1, 2, 2)]
 
 
 def test_read_csv_inputs_reads_the_columns_the_model_reads_naming_each_row(tmp_path, tf):

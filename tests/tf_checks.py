@@ -1559,7 +1559,9 @@ def served_outputs(saved_model: str, inputs: str) -> dict:
                 value = example[name]
                 if isinstance(value, str) and spec.dtype != tf.string:
                     value = float(value)  # a CSV field
-                batch[name] = tf.reshape(tf.cast(value, spec.dtype), [1, *spec.shape[1:]])
+                value = tf.cast(value, spec.dtype)  # an image of any size: its own shape
+                shape = spec.shape[1:] if spec.shape[1:].is_fully_defined() else value.shape
+                batch[name] = tf.reshape(value, [1, *shape])
             served = serve(**batch)
             outputs.append({key: value.numpy()[0].tolist() for key, value in served.items()
                             if value.dtype != tf.string})  # fmt: skip

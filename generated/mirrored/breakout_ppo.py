@@ -1,7 +1,7 @@
 """Play Breakout from its pixels with PPO.
 
 Written by loopgen 0.1.0 from examples/breakout_ppo.py
-(spec sha256 fcfd2e55813cc6a6, script sha256 bde3c79609ac67e3).
+(spec sha256 fcfd2e55813cc6a6, script sha256 5bfe7c7cfa2f71ec).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -30,7 +30,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 2ae2d3c86a77a4ca"
+RUNTIME = "loopgen 0.1.0, runtime 057193930e1bbee7"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(

@@ -1,7 +1,7 @@
 """Learn drawn shapes without labels by SimCLR, scored by a linear probe.
 
 Written by loopgen 0.1.0 from examples/shapes_simclr.py
-(spec sha256 806778977d5e11e4, script sha256 fe95b78db50755bb).
+(spec sha256 806778977d5e11e4, script sha256 b68a092def7d2d6a).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -33,7 +33,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 2ae2d3c86a77a4ca"
+RUNTIME = "loopgen 0.1.0, runtime 057193930e1bbee7"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -71,7 +71,7 @@ def parse_args(argv=None):
         parser,
         argv,
         commands=["evaluate", "predict", "replay"],
-        inputs="predict: .npy or .npz files of examples, and directories of them",
+        inputs="predict: .npy or .npz files of examples, image files, and directories of them",
         init_from=True,
         new_data=True,
     )
@@ -673,7 +673,7 @@ def predict(serve, args, examples):
     """predict: a JSON line of the served model's outputs for each input, in input order,
     written whole to --predictions; the inputs read by loopgen_runtime's reader."""
     like, _ = examples
-    read = functools.partial(read_array_inputs, args.inputs, like)
+    read = functools.partial(read_array_inputs, args.inputs, like, images=True)
     write_predictions(serve, args, read, GLOBAL_BATCH_SIZE)
 
 

@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 bb0ac63327810325, script sha256 3d43b8e093852645).
+(spec sha256 bb0ac63327810325, script sha256 5778de2e342d8a1f).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -14,6 +14,7 @@ Run it again to resume from the latest checkpoint (written by any variant).
 
 import argparse
 import functools
+import glob
 import math
 import os
 import shutil
@@ -27,9 +28,11 @@ try:
         fast_dev_stages,
         is_chief,
         parse_run_flags,
+        read_decoded_images,
         replay,
         run_and_record,
         tfds_reachable,
+        write_predictions,
         written_whole,
     )
 except ImportError:  # none beside this script, or another render's (it lacks a name)
@@ -37,7 +40,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 2ae2d3c86a77a4ca"
+RUNTIME = "loopgen 0.1.0, runtime 057193930e1bbee7"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -79,7 +82,8 @@ def parse_args(argv=None):
     return parse_run_flags(
         parser,
         argv,
-        commands=["evaluate", "replay"],
+        commands=["evaluate", "predict", "replay"],
+        inputs="predict: image files, and directories of them",
         init_from=True,
         new_data=True,
         multi_worker=True,
@@ -484,6 +488,8 @@ def train(args, run):
     if args.command == "evaluate":  # one validation pass of the restored weights
         validation_pass(validation_iterator, tf.constant(validation_steps))
         return run.evaluated(results(validation_values))
+    if args.command == "predict":  # the model to serve, of the restored weights
+        return predict(serving_function(model), args)
     # All workers must continue from the same step: one that cannot read the chief's
     # directory would start again from 0 and train on without a word.
     steps = strategy.run(lambda: tf.identity(step))
@@ -601,6 +607,14 @@ def serving_function(model):
     return serve
 
 
+def predict(serve, args):
+    """predict: a JSON line of the served model's outputs for each input, in input order,
+    written whole to --predictions; the inputs read by loopgen_runtime's reader."""
+    # Image files decoded as TFDS decodes the dataset's images, each of its own size.
+    read = functools.partial(read_decoded_images, args.inputs, serve.input_signature[0])
+    write_predictions(serve, args, read, GLOBAL_BATCH_SIZE)
+
+
 # --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
@@ -609,6 +623,9 @@ def fast_dev_run(args):
     directory (loopgen_runtime.fast_dev_stages)."""
     n = args.fast_dev_run
     examples = load_examples()[0]
+    inputs = functools.partial(
+        dev_inputs, examples, count=n
+    )  # predict's, made in the scratch
     stages = [
         (
             {"max_steps": n},
@@ -616,6 +633,7 @@ def fast_dev_run(args):
         ),
         ({"max_steps": 2 * n}, f"resume from the checkpoint, train {n} more"),
         ({"command": "evaluate"}, "evaluate the checkpoint"),
+        ({"command": "predict", "inputs": inputs}, "predict with the checkpoint"),
     ]
     fast_dev_stages(
         args,
@@ -624,6 +642,11 @@ def fast_dev_run(args):
         RunDirectory,
         serve=functools.partial(serve_once, examples=examples, count=n),
     )
+
+
+def dev_inputs(examples, directory, count):
+    """--fast-dev-run: inputs for predict, of the training data's kind (in `directory`)."""
+    return sorted(glob.glob(TRAIN_FILES))[:1]
 
 
 def serve_once(directory, examples, count):
@@ -686,7 +709,7 @@ class RunDirectory(loopgen_runtime.RunDirectory):
     script, rendered_from = __file__, RENDERED_FROM
     setup, keep_checkpoints = SETUP, KEEP_CHECKPOINTS
     num_examples = staticmethod(num_examples)
-    readers = ("evaluate", "replay")
+    readers = ("evaluate", "predict", "replay")
     multi_worker = True
     strategy = "MultiWorkerMirroredStrategy"
     preemptible = True

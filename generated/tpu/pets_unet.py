@@ -1,7 +1,7 @@
 """Segment pets from background and border (Oxford-IIIT Pet) with a UNet.
 
 Written by loopgen 0.1.0 from examples/pets_unet.py
-(spec sha256 6f75650cf70b6f60, script sha256 e947c6e8c0205712).
+(spec sha256 6f75650cf70b6f60, script sha256 6b544c82ab1226db).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -12,6 +12,7 @@ Run it again to resume from the latest checkpoint (written by any variant).
 
 import argparse
 import functools
+import glob
 import math
 import os
 import sys
@@ -23,8 +24,10 @@ try:
         execution_modes,
         fast_dev_stages,
         parse_run_flags,
+        read_decoded_images,
         run_and_record,
         tfds_reachable,
+        write_predictions,
         written_whole,
     )
 except ImportError:  # none beside this script, or another render's (it lacks a name)
@@ -32,7 +35,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 2ae2d3c86a77a4ca"
+RUNTIME = "loopgen 0.1.0, runtime 057193930e1bbee7"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(
@@ -73,7 +76,12 @@ def parse_args(argv=None):
     # The commands, resuming, determinism, the lock and the debugging flags (how the run
     # executes, never what it trains): loopgen_runtime.py, before TensorFlow loads.
     return parse_run_flags(
-        parser, argv, commands=["evaluate"], init_from=True, new_data=True
+        parser,
+        argv,
+        commands=["evaluate", "predict"],
+        inputs="predict: image files, and directories of them",
+        init_from=True,
+        new_data=True,
     )
 
 
@@ -466,6 +474,8 @@ def train(args, run):
     if args.command == "evaluate":  # one validation pass of the restored weights
         validation_pass(validation_iterator, tf.constant(validation_steps))
         return run.evaluated(results(validation_values))
+    if args.command == "predict":  # the model to serve, of the restored weights
+        return predict(serving_function(model), args)
 
     # --- Training loop ----------------------------------------------------------------
     total_steps = args.epochs * steps_per_epoch
@@ -562,6 +572,14 @@ def serving_function(model):
     return serve
 
 
+def predict(serve, args):
+    """predict: a JSON line of the served model's outputs for each input, in input order,
+    written whole to --predictions; the inputs read by loopgen_runtime's reader."""
+    # Image files decoded as TFDS decodes the dataset's images, each of its own size.
+    read = functools.partial(read_decoded_images, args.inputs, serve.input_signature[0])
+    write_predictions(serve, args, read, GLOBAL_BATCH_SIZE)
+
+
 # --- Debugging (the flags and replay: loopgen_runtime.py) ---------------------------
 
 
@@ -570,6 +588,9 @@ def fast_dev_run(args):
     directory (loopgen_runtime.fast_dev_stages)."""
     n = args.fast_dev_run
     examples = load_examples()[0]
+    inputs = functools.partial(
+        dev_inputs, examples, count=n
+    )  # predict's, made in the scratch
     stages = [
         (
             {"max_steps": n},
@@ -577,6 +598,7 @@ def fast_dev_run(args):
         ),
         ({"max_steps": 2 * n}, f"resume from the checkpoint, train {n} more"),
         ({"command": "evaluate"}, "evaluate the checkpoint"),
+        ({"command": "predict", "inputs": inputs}, "predict with the checkpoint"),
     ]
     fast_dev_stages(
         args,
@@ -585,6 +607,11 @@ def fast_dev_run(args):
         RunDirectory,
         serve=functools.partial(serve_once, examples=examples, count=n),
     )
+
+
+def dev_inputs(examples, directory, count):
+    """--fast-dev-run: inputs for predict, of the training data's kind (in `directory`)."""
+    return sorted(glob.glob(TRAIN_FILES))[:1]
 
 
 def serve_once(directory, examples, count):
@@ -638,7 +665,7 @@ class RunDirectory(loopgen_runtime.RunDirectory):
     script, rendered_from = __file__, RENDERED_FROM
     setup, keep_checkpoints = SETUP, KEEP_CHECKPOINTS
     num_examples = staticmethod(num_examples)
-    readers = ("evaluate",)
+    readers = ("evaluate", "predict")
     strategy = "TPUStrategy"
     preemptible = True
 
