@@ -1437,7 +1437,7 @@ MUTANTS: list[Mutant] = [
         "            if like.dtype != np.uint8 or not pixels:",
         "            if not pixels:",
         [
-            "tests/test_runtime.py::test_read_array_inputs_refuses_an_image_for_a_model_of_other_examples_than_pixels",
+            "tests/test_runtime.py::test_read_array_inputs_refuses_an_image_for_a_model_of_other_examples_than_pixels[floats]",
         ],
         "#20: a PNG given to a model of float examples: its 0-255 pixels cast and served, as "
         "though the model had been trained on them",
@@ -1449,7 +1449,6 @@ MUTANTS: list[Mutant] = [
         "    if False:",
         [
             "tests/test_runtime.py::test_read_decoded_images_decodes_each_to_the_signatures_channels_at_its_own_size",
-            "tests/test_runtime.py::test_read_array_inputs_refuses_a_file_naming_it_and_why",
         ],
         "#20: an image of another size than a model that does not resize takes: a reshape's "
         "error, or pixels scrambled into the model's shape",

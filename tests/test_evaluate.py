@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -276,3 +277,6 @@ def test_evaluate_on_another_tfds_split_and_predict_image_files(render, tmp_path
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert f"predict: {notes} is not a PNG, JPEG, BMP or GIF image" in proc.stderr
     assert predictions(target) == served  # the last predictions, left whole
+    # --fast-dev-run's predict stage writes an image file of its own and predicts it.
+    proc = run_python(launcher, "--fast-dev-run", "--output-dir", str(out), cwd=tmp_path)
+    assert re.search(r"--fast-dev-run: predict.*: OK \(", proc.stdout), proc.stdout[-3000:]

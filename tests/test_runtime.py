@@ -1626,6 +1626,7 @@ def test_read_array_inputs_refuses_a_file_naming_it_and_why(tmp_path, tf, write,
 @pytest.mark.parametrize(
     "like, shape",
     [(np.zeros((1, 4, 4), np.float32), "(4, 4)"), (np.zeros((1, 4, 4, 2), np.uint8), "(4, 4, 2)")],
+    ids=["floats", "two_channels"],
 )
 def test_read_array_inputs_refuses_an_image_for_a_model_of_other_examples_than_pixels(
     tmp_path, tf, like, shape
