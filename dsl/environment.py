@@ -10,6 +10,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 from functools import cache
+from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -192,8 +193,6 @@ def _module_sources(module: str) -> dict[str, str] | None:
     is imported from, found as _make_and_read's import finds it (sys.path, then the current
     directory) without importing it; None where it is not found on the path (the import then
     says why)."""
-    from importlib.machinery import PathFinder
-
     top = module.split(".")[0]
     if top in sys.modules or top in sys.builtin_module_names:
         return None  # imported already, or not from a file: made again each time

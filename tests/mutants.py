@@ -1454,6 +1454,28 @@ MUTANTS: list[Mutant] = [
         "error, or pixels scrambled into the model's shape",
     ),
     mutant(
+        "spaces_cache_blind_to_your_code",
+        "dsl/environment.py",
+        'sources = _module_sources(name.split(":")[0]) if target else {}',
+        "sources = {}",
+        [
+            "tests/test_tooling.py::test_a_render_reads_the_spaces_of_your_environment_from_the_cache_until_its_code_changes",
+        ],
+        "#24: an environment of yours cached by its name alone: an edit to its module keeps the "
+        "old spaces, and the networks are checked against an environment that is no more",
+    ),
+    mutant(
+        "evaluate_data_of_another_shape_unchecked",
+        "templates/partials/ways/supervised.jinja",
+        '    check_inputs(model, validation_examples, args.data, "--data")',
+        "    pass",
+        [
+            "tests/test_evaluate.py::test_an_npz_split_evaluates_a_held_out_file_and_predicts_image_files",
+        ],
+        "#20: evaluate --data with arrays of another shape: an error inside the step's trace, "
+        "not one line naming --data and the file",
+    ),
+    mutant(
         "reward_function_error_raw",
         RUNTIME,
         "    except Exception as error:\n        # Your function's error",
