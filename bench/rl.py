@@ -15,6 +15,7 @@ learning-rate annealing span the same steps.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import time
@@ -93,18 +94,22 @@ def rl_rows(python: str, peer_python: str | None, algorithms: list[str], steps: 
         for round_ in range(rounds):
             order = ["ours", "peer"] if round_ % 2 == 0 else ["peer", "ours"]
             for who in order:
+                # The machine's load as each run starts (1-minute average): the figures of a
+                # shared machine are comparable only beside it.
+                load = os.getloadavg()[0]
                 if who == "ours":
                     runs[f"loopgen {name} (TensorFlow)"].append(
-                        ours(python, algorithm, budget, folder, env)
+                        {**ours(python, algorithm, budget, folder, env), "load": load}
                     )
                 elif peer_python:
                     runs[f"SB3 {name} (PyTorch)"].append(
-                        peer(peer_python, algorithm, budget, round_, folder, env)
+                        {**peer(peer_python, algorithm, budget, round_, folder, env), "load": load}
                     )
             print(f"  {name} round {round_ + 1}: "
                   + ", ".join(f"{who} {r[-1]['steps_per_second']:,.0f}/s "
                               f"{r[-1].get('steps_per_cpu_second', 0):,.0f}/CPU-s "
-                              f"{r[-1]['return_mean']:.0f}" for who, r in runs.items() if r),
+                              f"{r[-1]['return_mean']:.0f} (load {r[-1]['load']:.1f})"
+                              for who, r in runs.items() if r),
                   flush=True)  # fmt: skip
         found[algorithm] = {
             "environment": environment,
@@ -117,6 +122,7 @@ def rl_rows(python: str, peer_python: str | None, algorithms: list[str], steps: 
                     "cpu_rates": [r.get("steps_per_cpu_second") for r in done],
                     "return_mean": median([r["return_mean"] for r in done]),
                     "returns": [r["return_mean"] for r in done],
+                    "loads": [r["load"] for r in done],
                 }
                 for who, done in runs.items()
                 if done
@@ -141,8 +147,9 @@ def rl_table(rl: dict) -> str:
     lines = [
         "| | environment, steps, rounds | env steps/s (median; each round) "
         "| env steps per CPU-second (median; each round) "
-        f"| greedy return over {rl['episodes']} episodes (median; each round) |",
-        "|---|---|---|---|---|",
+        f"| greedy return over {rl['episodes']} episodes (median; each round) "
+        "| the machine's load as each round's run started |",
+        "|---|---|---|---|---|---|",
     ]
     for found in algorithms.values():
         rounds = found.get("rounds", rl["rounds"])
@@ -157,7 +164,9 @@ def rl_table(rl: dict) -> str:
             lines.append(
                 f"| {name} | {found['environment']}, {found['steps']:,}, {rounds} "
                 f"| {row['steps_per_second']:,.0f}{f' ({rates})' if rates else ''} "
-                f"| {per_cpu} | {row['return_mean']:.0f} ({each}) |"
+                f"| {per_cpu} | {row['return_mean']:.0f} ({each}) "
+                # Results written before the bench noted the load have none.
+                f"| {', '.join(f'{load:.1f}' for load in row.get('loads', [])) or 'not noted'} |"
             )
     return "\n".join(lines)
 

@@ -417,14 +417,14 @@ class Spec(StrictModel):
         """Whether the script XLA-compiles its per-batch step (performance.xla, `auto`
         resolved: dense-only models on a single device; see `Performance.xla`)."""
         xla = self.performance.xla
-        if self.gan is not None or self.acts:
+        # Of the ways that act, DQN alone: its Q-network's call at every environment step is
+        # a handful of small ops, which XLA runs as one on the calling thread.
+        if self.gan is not None or (self.acts and self.training.kind != "dqn"):
             return False
         if xla != "auto" or self.distribute.kind != "single_device":
             return xla == "on" and self.distribute.kind == "single_device"
-        if self.training.kind not in ("supervised", "multi_task"):
+        if self.training.kind not in ("supervised", "multi_task", "dqn"):
             return False  # code of yours (an own step) XLA may not compile
-        if xla != "auto" or self.distribute.kind != "single_device":
-            return xla == "on" and self.distribute.kind == "single_device"
         if isinstance(self.model, OPAQUE) or self.gradients.accumulate_steps > 1:
             return False
         # Measured on CPU (bench/): XLA speeds up dense layers, slows convolutions and Dropout's

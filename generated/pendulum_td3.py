@@ -1,7 +1,7 @@
 """Swing Pendulum-v1 up with TD3.
 
 Written by loopgen 0.1.0 from examples/pendulum_td3.py
-(spec sha256 e3b6b5d4dd6e80a4, script sha256 53b958494ac35b8c).
+(spec sha256 e3b6b5d4dd6e80a4, script sha256 2c41b1a49333e4f6).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -28,7 +28,7 @@ except ImportError:  # none beside this script, or another render's (it lacks a 
 
 # The run's machinery (the output directory, checkpoints, logs, debugging, replay) is
 # loopgen_runtime.py beside this script, from the same render: yours to read and edit too.
-RUNTIME = "loopgen 0.1.0, runtime 057193930e1bbee7"
+RUNTIME = "loopgen 0.1.0, runtime d53ed7073d29770d"
 if getattr(loopgen_runtime, "RUNTIME", None) != RUNTIME:
     found = getattr(loopgen_runtime, "RUNTIME", "none")
     sys.exit(

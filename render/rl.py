@@ -57,6 +57,8 @@ def rl_context(spec: Spec, *, spec_file: str, flags: list[str]) -> dict[str, Any
         "way_batch": SHARED_BATCH[way.kind][0],
         "way_batch_field": SHARED_BATCH[way.kind][1],
         "acts": True,
+        # DQN's greedy call and train step XLA-compiled (performance.xla; see Spec.uses_xla).
+        "xla": spec.uses_xla,
         "downloads": set(),  # an environment, made by its own code
         "means_checkpointed": False,  # an epoch's: the way's own are in its checkpoint
         "version": __version__,

@@ -2209,6 +2209,28 @@ def execution_modes(args):
     return not (args.check_numerics or args.dump_debug_info)
 
 
+def traced_call(function):
+    """`function`, a tf.function of tensors, called through its one trace with its inputs flat:
+    tf.function's matching of the arguments to its traces (and a concrete function's to its
+    signature) costs more than a step this small, which is called thousands of times (a DQN
+    train step on CartPole: 0.17 ms of CPU this way, 0.35 through the tf.function). It is traced
+    at the first call, for the shapes and dtypes of that call's tensors, and returns the trace's
+    outputs flat. While functions run eagerly (--eager, and replay's step, which turns it on
+    for its step alone) a call is `function`'s own, run as Python."""
+    traced = []
+
+    def call(*args):
+        if tf.config.functions_run_eagerly():
+            return function(*args)
+        if not traced:
+            concrete = function.get_concrete_function(*args)
+            traced.extend((concrete.inference_fn.call_flat, concrete.captured_inputs))
+        call_flat, captured = traced
+        return call_flat(*tf.nest.flatten(args), *captured)
+
+    return call
+
+
 def nonfinite_op(error, script):
     """--check-numerics: which op made the first NaN or Inf, and where `script` (or your
     module) created it, from TensorFlow's error; None for another error."""

@@ -38,13 +38,21 @@ def rendered(example: str, *overrides: str, variant: str | None = None) -> str:
         ("mnist_mlp", [], "mirrored", False),  # distributed: auto does not
         ("mnist_mlp", ["performance.xla=off"], None, False),
         ("cifar10_vgg", ["performance.xla=on"], None, True),
+        # DQN's Q-network on one device: its greedy call and its train step.
+        ("cartpole_dqn", [], None, True),
+        ("cartpole_dqn", ["performance.xla=off"], None, False),
+        ("cartpole_dqn", [], "mirrored", False),
+        ("breakout_dqn", [], None, False),  # convolutions
+        ("cartpole_ppo", [], None, False),  # the other ways that act: not measured to gain
     ],
 )
 def test_xla_auto_compiles_dense_single_device_steps_only(example, overrides, variant, compiled):
     source = rendered(example, *overrides, variant=variant)
     # xla: off only for --check-numerics and --dump-debug-info, whose checks XLA cannot run.
     assert ("@tf.function(jit_compile=xla)" in source) == compiled
-    assert source.count("jit_compile=xla") == (1 if compiled else 0)
+    compiles = 2 if example == "cartpole_dqn" else 1
+    assert source.count("jit_compile=xla") == (compiles if compiled else 0)
+    assert ("xla = execution_modes(args)" in source) == compiled
 
 
 def test_xla_on_under_a_distributed_strategy_is_refused_naming_both_fields():

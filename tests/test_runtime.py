@@ -2532,3 +2532,36 @@ def test_reward_scores_says_a_reward_functions_mistake_in_one_line():
         rt.reward_scores(one, ["p", "p"], ["a", "b"])
     with pytest.raises(SystemExit, match=r"\.nan returned NaN or Inf"):
         rt.reward_scores(nan, ["p"], ["a"])
+
+
+def test_traced_call_runs_one_trace_with_the_inputs_flat_and_is_the_function_under_eager(tf):
+    """DQN's train step is called through traced_call at every train cadence: the same
+    updates and outputs as the tf.function, from one trace whatever the structure of the
+    arguments, and under --eager the tf.function itself, run as Python (breakpoints stop)."""
+    total = tf.Variable(0.0)
+    traced = []
+
+    @tf.function
+    def step(batch, scale):
+        traced.append(1)  # runs once a trace (once a call, eagerly)
+        total.assign_add(scale * tf.reduce_sum(batch["x"]) + tf.reduce_sum(batch["y"]))
+        return total * 2.0, batch["y"] + 1.0
+
+    batch = {"y": tf.constant([1.0, 2.0]), "x": tf.constant([3.0])}  # flattened by key
+    call = rt.traced_call(step)
+    for _ in range(3):
+        doubled, y = call(batch, tf.constant(10.0))
+    assert float(total.numpy()) == 3 * (30.0 + 3.0) and len(traced) == 1
+    assert float(doubled.numpy()) == 2 * 99.0 and y.numpy().tolist() == [2.0, 3.0]
+    assert float(step(batch, tf.constant(10.0))[0].numpy()) == 2 * 132.0  # the same function
+    # Turned on after the first trace, as replay does for its step: each call runs as Python.
+    tf.config.run_functions_eagerly(True)
+    try:
+        eagerly = call(batch, tf.constant(1.0))
+        call(batch, tf.constant(1.0))
+    finally:
+        tf.config.run_functions_eagerly(False)
+    assert len(traced) == 3 and float(total.numpy()) == 132.0 + 2 * 6.0
+    assert float(eagerly[0].numpy()) == 2 * 138.0  # the structure the function returns
+    call(batch, tf.constant(0.0))  # and through the trace again
+    assert len(traced) == 3 and float(total.numpy()) == 144.0 + 3.0
