@@ -51,6 +51,7 @@ from .spec import (
     Spec,
 )
 from .training import (
+    SAM,
     ImportedLoss,
     ImportedMetric,
     ImportedOptimizer,
@@ -94,6 +95,7 @@ from .ways import (
 
 __all__ = [
     "DPO",
+    "SAM",
     "GRPO",
     "DQN",
     "SFT",

@@ -310,9 +310,95 @@ Metric = Annotated[
 ]
 """A metric computed on training batches and on the validation data."""
 
-Optimizer = Annotated[
-    Union[Annotated[KerasOptimizer, Tag("keras")], Annotated[ImportedOptimizer, Tag("import")]],  # noqa: UP007
+
+def _not_sam(problem: str) -> Any:
+    """A validator that refuses a SAM where only a Keras optimizer or your class goes."""
+
+    def check(value: Any) -> Any:
+        kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+        if kind == "sam":
+            raise ValueError(problem)
+        return value
+
+    return BeforeValidator(check)
+
+
+_PLAIN = Union[Annotated[KerasOptimizer, Tag("keras")], Annotated[ImportedOptimizer, Tag("import")]]  # noqa: UP007
+
+BaseOptimizer = Annotated[
+    _PLAIN,
     Discriminator(_tag),
+    _not_sam(
+        "a SAM wraps a SAM: SAM's base is the optimizer that applies the gradient taken at the "
+        "perturbed weights (a Keras optimizer or your own class); write "
+        "SAM(base=SGD(...), rho=...) once"
+    ),
 ]
-"""The optimizer, Keras's or your own class; its iteration counter drives the schedule and is
-checkpointed."""
+"""A Keras optimizer or your own class: what applies the gradients."""
+
+PlainOptimizer = Annotated[
+    _PLAIN,
+    Discriminator(_tag),
+    _not_sam(
+        "SAM perturbs the weights of a supervised step (Spec.optimizer with "
+        "training=Supervised()); this optimizer takes a Keras optimizer or your own class"
+    ),
+]
+"""The optimizer of a network other than a supervised model's (a GAN's, a critic's)."""
+
+
+class SAM(StrictModel):
+    """Sharpness-aware minimization (Foret et al. 2021; google-research/sam): each train step
+    takes the gradient g of the batch's loss at the weights w, moves the weights to the worst
+    point within `rho` of them to first order, w + rho * g / ||g|| (||g||: the global norm of
+    all the gradients), takes the gradient again there, moves the weights back to w, and has
+    `base` apply that second gradient. Two forward and backward passes a step; the loss and
+    metrics logged are those at w. On several replicas the ascent is the global batch's
+    gradient, so the step is one device's (the paper ascends from each device's own; see the
+    optimizers guide)."""
+
+    kind: Literal["sam"] = "sam"
+    base: BaseOptimizer
+    """The optimizer that applies the gradient taken at the perturbed weights (its learning
+    rate, schedule and slots are the step's)."""
+    rho: float = 0.05
+    """The radius of the ascent (the paper's 0.05 for CIFAR-10 with SGD)."""
+
+    @field_validator("rho")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if not value > 0:
+            raise ValueError(
+                f"rho={value} is no ascent: SAM would take the plain gradient at twice the cost; "
+                "make it above 0 (the paper's is 0.05), or use the base optimizer alone"
+            )
+        return value
+
+    @property
+    def rate(self) -> Any:
+        return self.base.rate
+
+    @property
+    def learning_rate(self) -> Any:
+        return self.base.learning_rate
+
+    @property
+    def schedule(self) -> Any:
+        return self.base.schedule
+
+
+def _optimizer_tag(value: Any) -> str:
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return "sam" if kind == "sam" else _tag(value)
+
+
+Optimizer = Annotated[
+    Union[  # noqa: UP007
+        Annotated[KerasOptimizer, Tag("keras")],
+        Annotated[ImportedOptimizer, Tag("import")],
+        Annotated[SAM, Tag("sam")],
+    ],
+    Discriminator(_optimizer_tag),
+]
+"""The optimizer, Keras's or your own class (or SAM around one); its iteration counter drives
+the schedule and is checkpointed."""

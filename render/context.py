@@ -190,6 +190,8 @@ def build_context(
         # worker, agreed on in the train step).
         "preemptible": preemptible(spec),
         "xla": spec.uses_xla,
+        # optimizer=SAM: the step's second gradient, at the weights moved up the first one.
+        "sam": getattr(spec.optimizer, "kind", None) == "sam",
         "precision": spec.performance.precision,
         # mixed_float16 only: bfloat16 has float32's exponent range and needs no loss scaling.
         "loss_scaling": spec.performance.precision == "mixed_float16",
@@ -442,6 +444,8 @@ def optimizer_expression(spec: Spec, optimizer: Any = None, inline_schedule: boo
     """The optimizer's constructor; a schedule is the variable `learning_rate` (or, inline, its
     constructor)."""
     optimizer = optimizer or spec.optimizer
+    if optimizer.kind == "sam":  # its base applies the gradients; the step does the rest
+        optimizer = optimizer.base
     args = optimizer.arguments()
     if optimizer.kind == "import":  # your class
         callee = f"{optimizer.module}.{code.identifier(optimizer.attribute)}"

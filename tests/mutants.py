@@ -63,6 +63,11 @@ DQN = "templates/partials/ways/dqn.jinja"
 ENVIRONMENT = "templates/partials/rl/environment.jinja"
 TAPE = "templates/partials/ways/tape.jinja"
 RUNTIME = "runtime/loopgen_runtime.py"
+SAM_STEP = "tests/test_sam.py::test_a_sam_step_equals_the_two_pass_step_written_by_hand"
+TRACED_CALL = (
+    "tests/test_runtime.py::"
+    "test_traced_call_runs_one_trace_with_the_inputs_flat_and_is_the_function_under_eager"
+)
 TFDS_OFFLINE = (
     "tests/test_bad_data.py::"
     "test_a_failed_download_is_one_message_and_leaves_the_directory_as_it_was[tfds]"
@@ -368,6 +373,58 @@ MUTANTS: list[Mutant] = [
         'last_values = 0 * value_of({{ inputs("environments.observations") }}).numpy()',
         [f"{WIRING}[a2c]", f"{WIRING}[ppo]"],
         "#10: the rollout's end not bootstrapped (only a learning threshold noticed, for A2C)",
+    ),
+    mutant(
+        "sam_ascends_along_the_weights",
+        TAPE,
+        "        scale = RHO / (tf.linalg.global_norm({{ g }}) + 1e-12)",
+        "        scale = RHO / (tf.linalg.global_norm(model.trainable_variables) + 1e-12)",
+        [SAM_STEP],
+        "issue 62 #5: the ascent scaled by the weights' norm, not the gradient's (public TF ports)",
+    ),
+    mutant(
+        "sam_gradient_at_the_weights",
+        TAPE,
+        "        set_weights([w + g * scale for w, g in zip(unperturbed, {{ g }})])\n",
+        "",
+        [SAM_STEP],
+        "issue 62 #5: no ascent: the second gradient taken at w, plain SGD at twice the cost",
+    ),
+    mutant(
+        "sam_weights_not_restored",
+        TAPE,
+        "        set_weights(unperturbed)  # back to w, bit for bit: the optimizer updates w\n",
+        "",
+        [SAM_STEP],
+        "issue 62 #5: the base optimizer updates the perturbed weights w + e, not w",
+    ),
+    mutant(
+        "sam_logs_the_perturbed_loss",
+        TAPE,
+        "        loss, predictions = logged\n",
+        "",
+        [SAM_STEP],
+        "issue 62 #5: the loss and metrics logged (and watched for NaN) are those at w + e",
+    ),
+    mutant(
+        "sam_replicas_ascend_their_own_gradient",
+        TAPE,
+        "        ascent = tf.distribute.get_replica_context().all_reduce(\n"
+        "            tf.distribute.ReduceOp.SUM, gradients\n"
+        "        )\n",
+        "        ascent = gradients\n",
+        [f"{MIRRORED}[shapes_sam]"],
+        "issue 62 #5: each replica ascends along its own share's gradient: not one device's step",
+    ),
+    mutant(
+        "traced_call_ignores_eager",
+        RUNTIME,
+        "        if tf.config.functions_run_eagerly():\n            return function(*args)\n",
+        "",
+        [TRACED_CALL, "tests/test_debugging.py::test_replay_of_an_update_prints_what_the_run_logged"
+         "[cartpole_dqn]"],  # fmt: skip
+        "issue 63 #23: DQN's train step called through its trace under --eager and replay: "
+        "then no Python of the step runs (no breakpoint stops, replay checks no op)",
     ),
     mutant(
         "dqn_stores_a_time_limit_as_termination",

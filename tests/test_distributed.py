@@ -525,10 +525,13 @@ def test_workers_that_do_not_share_the_output_dir_refuse_to_train(render, tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", ["shapes_plateau", "shapes_dcgan", "mnist_onecycle"])
+@pytest.mark.parametrize(
+    "example", ["shapes_plateau", "shapes_dcgan", "mnist_onecycle", "shapes_sam"]
+)
 def test_two_workers_run_the_issue_7_examples(example, render, tmp_path):
-    """The GAN step, the validation monitors with their best checkpoint, accumulation and Comet
-    on two worker processes: both finish, and only the chief writes what is kept."""
+    """The GAN step, the validation monitors with their best checkpoint, accumulation, Comet and
+    SAM's writes of the weights (in the cross-replica context) on two worker processes: both
+    finish, and only the chief writes what is kept."""
     script = render(example, *data.small_data_overrides(example, tmp_path),
                     variant="multi_worker", name="multi_worker.py")  # fmt: skip
     out = tmp_path / "run"
@@ -608,6 +611,9 @@ SYNCHRONIZED = [
         # Two inner steps of the five: the chained adaptation and its second-order terms
         # are there at two (the example's five: test_runs).
         ("mnist_maml", ["training.tasks_per_step=3", "training.inner_steps=2"], 4, 1e-5),
+        # SAM: the ascent along the global batch's gradient, the weights moved and restored on
+        # every replica at once (the cross-replica context), the second gradient summed.
+        ("shapes_sam", [], 6, 1e-5),
         # The ways that act, in environment steps: the same environments (NUM_ENVS of them,
         # seeded by their index) stepped by one policy, and each minibatch shared out, its
         # advantages normalized over the whole of it. Three updates of PPO (two epochs of two
@@ -641,9 +647,9 @@ SYNCHRONIZED = [
     ],
     ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation",
          "mnist_adversarial", "shapes_wgan_gp", "shapes_simclr", "mnist_reptile", "mnist_maml",
-         "cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo", "corridor_ppo",
-         "corridor_dqn", "pendulum_sac", "pendulum_td3", "reviews_bert_lora", "sums_sft",
-         "sums_dpo", "sums_grpo"],
+         "shapes_sam", "cartpole_ppo", "cartpole_a2c", "cartpole_dqn", "pendulum_ppo",
+         "corridor_ppo", "corridor_dqn", "pendulum_sac", "pendulum_td3", "reviews_bert_lora",
+         "sums_sft", "sums_dpo", "sums_grpo"],
 )  # fmt: skip
 def test_mirrored_equals_single_device(
     example, overrides, steps, tolerance, render, shared, tmp_path

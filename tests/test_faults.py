@@ -357,6 +357,9 @@ RESUME_RUNS = {
     # Two inner steps, not five: the chained adaptation and its second-order tape are the
     # same code (a Python loop), one graph copy per step (test_runs runs the example's five).
     "maml": ("mnist_maml", 3, ["training.inner_steps=2"]),
+    # SAM: two passes a step, the weights moved and restored inside it (nothing of the
+    # ascent outlives the step); the base optimizer's slots and schedule.
+    "sam": ("shapes_sam", 3, ["data.validation=null"]),
     # Reinforcement learning, in environment steps (a count of them instead of epochs): the
     # environments mid-episode and DQN's replay buffer (wrapped round) are in the checkpoint;
     # actions, minibatches and exploration drawn from (seed, step).

@@ -1056,6 +1056,55 @@ def multitask_first_step(script: str, output_dir: str, learning_rate: str) -> di
     return {"max_diff": diff, "moved": moved, "weights": dict(module.LOSS_WEIGHTS)}
 
 
+def sam_first_step(script: str, output_dir: str, learning_rate: str, rho: str) -> dict:
+    """Recomputes the first step of a script trained by SAM around plain SGD, by hand, from the
+    weights in ckpt-0 and the first training batch: the gradient g at w, the ascent
+    e = rho * g / ||g|| (||g||: the global norm of the gradient, not of the weights), the
+    gradient g' at w + e (on a copy of the model of its own, with its own loss object, not the
+    script's step), then w - lr * g'. Returns how far ckpt-1 is from that and from plain SGD's
+    w - lr * g, and the loss at w (what the step logs)."""
+    module = load_script(script)
+    # The shuffle's order depends on the global seed too, as in the script.
+    keras.utils.set_random_seed(module.SEED)
+    examples = training_examples(module)
+    images, labels = next(iter(module.training_batches(examples, start_step=0)))
+    checkpoints = os.path.join(output_dir, "checkpoints")
+
+    def restored(name):
+        model = module.build_model()
+        tf.train.Checkpoint(model=model).restore(os.path.join(checkpoints, name)).expect_partial()
+        return model
+
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def loss_and_gradient(model):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(labels, model(images, training=True))
+        return float(loss), [g.numpy() for g in tape.gradient(loss, model.trainable_variables)]
+
+    model = restored("ckpt-0")
+    weights = [v.numpy() for v in model.trainable_variables]
+    loss_at_weights, gradient = loss_and_gradient(model)
+    norm = np.sqrt(sum(np.sum(g.astype(np.float64) ** 2) for g in gradient))
+    perturbed = restored("ckpt-0")
+    for variable, w, g in zip(perturbed.trainable_variables, weights, gradient, strict=True):
+        variable.assign(w + float(rho) * g / norm)
+    _, sharp_gradient = loss_and_gradient(perturbed)
+    rate = float(learning_rate)
+    expected = [w - rate * g for w, g in zip(weights, sharp_gradient, strict=True)]
+    plain = [w - rate * g for w, g in zip(weights, gradient, strict=True)]
+    trained = [v.numpy() for v in restored("ckpt-1").trainable_variables]
+
+    def furthest(a, b):
+        return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b, strict=True))
+
+    return {
+        "max_diff": furthest(expected, trained),
+        "from_plain": furthest(plain, trained),
+        "loss_at_weights": loss_at_weights,
+    }
+
+
 def gan_steps(script: str, output_dir: str, learning_rate: str, precision: str, steps: str) -> dict:
     """Recomputes the first `steps` steps of a GAN script trained by plain SGD, by hand, from
     ckpt-0: each CRITIC_STEPS discriminator steps on the step's real batch and generated images

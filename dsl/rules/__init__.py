@@ -35,6 +35,7 @@ RULES = [
     strategy.check_performance,
     training.check_monitors,
     training.check_gradients,
+    training.check_sam,
     training.check_fine_tune,
     logging.check_histograms,
     logging.check_inspect,

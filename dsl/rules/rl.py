@@ -13,6 +13,7 @@ from ..model import OPAQUE
 from ..shapes import check_graph_shapes, check_shapes
 from ..ways import RL_KINDS
 from .strategy import check_device_names
+from .training import check_sam
 
 NAMES = {"ppo": "PPO", "actor_critic": "A2C", "dqn": "DQN", "sac": "SAC", "td3": "TD3"}
 ON_POLICY = ("ppo", "actor_critic")
@@ -65,6 +66,7 @@ def check_sections(spec: Spec) -> None:
             raise ValueError(f"{field} is set, but training is {kind} ({why}): remove it")
     if spec.optimizer is None:
         raise ValueError(f"optimizer is not set: {kind} needs one, e.g. Adam(learning_rate=3e-4)")
+    check_sam(spec)
     check_strategy(spec)
     if spec.gradients.clipped:
         raise ValueError(

@@ -104,3 +104,29 @@ def check_fine_tune(spec: Spec) -> None:
             raise ValueError(
                 "fine_tune.learning_rate and reduce_on_plateau both set the learning rate; keep one"
             )
+
+
+def check_sam(spec: Spec) -> None:
+    """optimizer=SAM: a supervised step of one loss, its batch in one pass."""
+    sam = spec.optimizer
+    if getattr(sam, "kind", None) != "sam":
+        return
+    base = f"{type(sam.base).__name__}(...)"
+    kind = spec.training.kind
+    if spec.acts or kind != "supervised":
+        raise ValueError(
+            f"optimizer=SAM with training.kind={kind!r}: SAM perturbs the weights of a "
+            f"supervised step of one loss (training=Supervised()) only; set optimizer={base} "
+            "(its base) here"
+        )
+    if spec.gradients.accumulate_steps > 1:
+        raise ValueError(
+            f"optimizer=SAM with gradients.accumulate_steps={spec.gradients.accumulate_steps}: "
+            "SAM's ascent needs the whole batch's gradient before its second pass; remove "
+            "gradients.accumulate_steps or use a smaller data.batch_size"
+        )
+    if spec.performance.precision == "mixed_float16":
+        raise ValueError(
+            "optimizer=SAM with performance.precision='mixed_float16': SAM's two passes are "
+            "not written for loss scaling; use 'mixed_bfloat16' (no scaling) or 'float32'"
+        )

@@ -7,7 +7,7 @@ from pydantic import Field
 
 from ..base import PositiveFloat, PositiveInt, Probability, StrictModel
 from ..model import Functional, Sequential
-from ..training import Optimizer
+from ..training import Optimizer, PlainOptimizer
 
 Network = Annotated[Sequential | Functional, Field(discriminator="kind")]
 
@@ -65,9 +65,9 @@ class GAN(StrictModel):
     to match), `sigmoid` for [0, 1]."""
     discriminator: Network
     """An image to one logit: real (high) or generated (low)."""
-    generator_optimizer: Optimizer
+    generator_optimizer: PlainOptimizer
     """Optimizer of the generator (DCGAN: Adam, 2e-4, beta_1=0.5)."""
-    discriminator_optimizer: Optimizer
+    discriminator_optimizer: PlainOptimizer
     """Optimizer of the discriminator."""
     loss: Literal["cross_entropy", "wasserstein"] = "cross_entropy"
     """`cross_entropy`: binary cross-entropies on the discriminator's logits (DCGAN).

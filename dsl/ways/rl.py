@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 from ..base import PositiveFloat, PositiveInt, StrictModel
 from ..graph import Graph
 from ..model import Functional, Sequential
-from ..training import Optimizer
+from ..training import PlainOptimizer
 
 Network = Annotated[Sequential | Functional | Graph, Field(discriminator="kind")]
 """A Graph takes a Dict observation: its inputs are the Dict's parts, by name."""
@@ -257,7 +257,7 @@ class _OffPolicyActorCritic(StrictModel):
     critics: Literal[1, 2] = 2
     """Q-networks learnt side by side; the targets and the policy take the smaller of their
     values (clipped double Q-learning, against overestimation)."""
-    critic_optimizer: Optimizer | None = None
+    critic_optimizer: PlainOptimizer | None = None
     """The critics' optimizer; None: one of `optimizer`'s settings."""
     buffer_size: PositiveInt = 1_000_000
     """Transitions the replay buffer holds; the oldest are overwritten. The checkpoint keeps
