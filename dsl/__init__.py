@@ -7,7 +7,7 @@ layer, loss, metric and optimizer is here under its Keras class name (`Conv1D`, 
 whole."""
 
 from .base import Var, var
-from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
+from .controls import EMA, BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data, ImageDirectory, KerasDataset, Npz, Shapes, Split, Tfds
 from .environment import AtariPreprocessing, Environment, FrameStackObservation
 from .finetune import FineTune
@@ -95,6 +95,7 @@ from .ways import (
 
 __all__ = [
     "DPO",
+    "EMA",
     "SAM",
     "GRPO",
     "DQN",

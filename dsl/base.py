@@ -194,7 +194,9 @@ MODULE_NAMES = frozenset({
     "RUNTIME", "loopgen_runtime", "add_debugging_flags", "checksums", "fast_dev_stages",
     "run_and_record", "write_predictions", "COMMANDS", "parse_run_flags", "read_array_file",
     "read_array_inputs", "read_csv_inputs", "read_image_files", "read_text_inputs",
-    "read_decoded_images", "decoded_image", "traced_call", "RHO", "set_weights",
+    "read_decoded_images", "decoded_image", "traced_call",
+    # SAM's and EMA's (ways/tape.jinja, ways/supervised.jinja).
+    "RHO", "set_weights", "EMA_DECAY", "ema_model",
     "read_tfrecord_inputs", "reward_scores", "check_lengths", "generation_inputs", "importlib",
     "token_counts", "TFDS_GCS_HOST", "lookup_failures", "tfds_reachable",
     # A failed download's one message (runtime/loopgen_runtime.py).

@@ -3,7 +3,7 @@ a monitored validation metric (early stopping, reduce-on-plateau, the best check
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .base import PositiveFloat, PositiveInt, StrictModel
 
@@ -81,3 +81,25 @@ class ReduceOnPlateau(_Monitored):
 class BestModel(_Monitored):
     """Keep the weights of the best validation so far in `checkpoints/best`, and export them
     too at the end, into `export/best`."""
+
+
+class EMA(StrictModel):
+    """An exponential moving average of the weights (Polyak averaging): a copy of the network,
+    `ema_model`, that follows them after every step, ema = decay * ema + (1 - decay) * w. It
+    starts as the initial weights, is in every checkpoint, and is what validation scores, the
+    monitors watch, `evaluate` and `predict` use and the export serves; the weights themselves
+    train. Keras's optimizer argument `use_ema` is not used (the guide says why)."""
+
+    decay: float = 0.999
+    """The share of the average kept at each step (0.999: about the last 1,000 steps)."""
+
+    @field_validator("decay")
+    @classmethod
+    def _in_the_open_interval(cls, value: float) -> float:
+        if not 0 < value < 1:
+            raise ValueError(
+                f"decay={value} is outside (0, 1): the average keeps decay of itself and takes "
+                "1 - decay of the weights at each step (1 would never move, 0 would be the "
+                "weights); 0.999 is usual, 0.9 follows the last ten steps"
+            )
+        return value

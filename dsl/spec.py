@@ -7,7 +7,7 @@ from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
 from . import rules
 from .base import Epochs, Identifier, PositiveInt, Seed, Steps, StrictModel
-from .controls import BestModel, EarlyStopping, Gradients, ReduceOnPlateau
+from .controls import EMA, BestModel, EarlyStopping, Gradients, ReduceOnPlateau
 from .data import Data
 from .environment import Environment
 from .finetune import FineTune
@@ -287,6 +287,8 @@ class Spec(StrictModel):
     """Lower the learning rate when a validation value stops improving."""
     best_model: BestModel | None = None
     """Keep and export the weights of the best validation, not only the last ones."""
+    ema: EMA | None = None
+    """An exponential moving average of the weights, validated and exported."""
     logging: Logging = Logging()
     """TensorBoard and metrics file."""
     export: Export = Export()

@@ -192,6 +192,8 @@ def build_context(
         "xla": spec.uses_xla,
         # optimizer=SAM: the step's second gradient, at the weights moved up the first one.
         "sam": getattr(spec.optimizer, "kind", None) == "sam",
+        # ema=EMA: the average of the weights, validated and exported.
+        "ema": spec.ema is not None,
         "precision": spec.performance.precision,
         # mixed_float16 only: bfloat16 has float32's exponent range and needs no loss scaling.
         "loss_scaling": spec.performance.precision == "mixed_float16",

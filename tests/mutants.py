@@ -63,7 +63,14 @@ DQN = "templates/partials/ways/dqn.jinja"
 ENVIRONMENT = "templates/partials/rl/environment.jinja"
 TAPE = "templates/partials/ways/tape.jinja"
 RUNTIME = "runtime/loopgen_runtime.py"
+EMA_TEST = (
+    "tests/test_ema.py::"
+    "test_the_average_follows_its_formula_and_is_what_validation_scores_and_the_export_serves"
+)
 SAM_STEP = "tests/test_sam.py::test_a_sam_step_equals_the_two_pass_step_written_by_hand"
+REPLAY_DQN = (
+    "tests/test_debugging.py::test_replay_of_an_update_prints_what_the_run_logged[cartpole_dqn]"
+)
 TRACED_CALL = (
     "tests/test_runtime.py::"
     "test_traced_call_runs_one_trace_with_the_inputs_flat_and_is_the_function_under_eager"
@@ -375,6 +382,38 @@ MUTANTS: list[Mutant] = [
         "#10: the rollout's end not bootstrapped (only a learning threshold noticed, for A2C)",
     ),
     mutant(
+        "ema_decay_the_wrong_way_round",
+        TAPE,
+        "average.assign(EMA_DECAY * average + (1.0 - EMA_DECAY) * weight)",
+        "average.assign((1.0 - EMA_DECAY) * average + EMA_DECAY * weight)",
+        [EMA_TEST],
+        "issue 62 #2: the average keeps 1 - decay of itself (a classic: EMA decay reversed)",
+    ),
+    mutant(
+        "ema_left_out_of_the_checkpoint",
+        "templates/partials/ways/supervised.jinja",
+        "        ema_model=ema_model,\n",
+        "",
+        [f"{MATRIX}[ema-single_device]", EMA_TEST],
+        "issue 62 #2: a resumed run restarts the average from the weights it resumes with",
+    ),
+    mutant(
+        "ema_validation_scores_the_weights",
+        "templates/partials/ways/supervised.jinja",
+        '(("ema_model" if ema else "model") ~ "({x}, training=False)")',
+        '("model" ~ "({x}, training=False)")',
+        [EMA_TEST],
+        "issue 62 #2: validation (and so the monitors) scores the raw weights, not the average",
+    ),
+    mutant(
+        "ema_export_of_the_weights",
+        "templates/partials/export.jinja",
+        '{% set net = "generator" if gan else ("ema_model" if ema else "model") %}',
+        '{% set net = "generator" if gan else "model" %}',
+        [EMA_TEST],
+        "issue 62 #2: the export serves the raw weights, not the average",
+    ),
+    mutant(
         "sam_ascends_along_the_weights",
         TAPE,
         "        scale = RHO / (tf.linalg.global_norm({{ g }}) + 1e-12)",
@@ -421,8 +460,7 @@ MUTANTS: list[Mutant] = [
         RUNTIME,
         "        if tf.config.functions_run_eagerly():\n            return function(*args)\n",
         "",
-        [TRACED_CALL, "tests/test_debugging.py::test_replay_of_an_update_prints_what_the_run_logged"
-         "[cartpole_dqn]"],  # fmt: skip
+        [TRACED_CALL, REPLAY_DQN],
         "issue 63 #23: DQN's train step called through its trace under --eager and replay: "
         "then no Python of the step runs (no breakpoint stops, replay checks no op)",
     ),

@@ -360,6 +360,8 @@ RESUME_RUNS = {
     # SAM: two passes a step, the weights moved and restored inside it (nothing of the
     # ascent outlives the step); the base optimizer's slots and schedule.
     "sam": ("shapes_sam", 3, ["data.validation=null"]),
+    # The average of the weights (ema=EMA), continued, not restarted, by a resumed run.
+    "ema": ("mnist_mlp", 3, ['ema={"decay": 0.9}']),
     # Reinforcement learning, in environment steps (a count of them instead of epochs): the
     # environments mid-episode and DQN's replay buffer (wrapped round) are in the checkpoint;
     # actions, minibatches and exploration drawn from (seed, step).
@@ -497,6 +499,9 @@ def test_sigkill_then_resume_is_exact_for_every_source_and_way(
     assert result["max_diff"] == 0.0, (source, variant, at, result)
     # The logged running means, resumed mid-window too (replicas round their sums anew).
     assert result["means"] and result["values_diff"] <= 1e-6, (source, variant, at, result)
+    if source == "ema":  # the average is in the checkpoint, and so among what is compared
+        saved = tf_check("checkpoint_dtypes", str(killed / "checkpoints"), cwd=tmp_path)
+        assert any(name.startswith("ema_model/") for name in saved), sorted(saved)
     if source in ACTING_CASES:  # the environments' state and the replay buffer too
         states = tf_check("compare_saved_states", str(straight / "checkpoints"),
                           str(killed / "checkpoints"), cwd=tmp_path)  # fmt: skip

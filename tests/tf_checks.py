@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import importlib.util
+import itertools
 import json
 import os
 import pickle
@@ -1102,6 +1103,57 @@ def sam_first_step(script: str, output_dir: str, learning_rate: str, rho: str) -
         "max_diff": furthest(expected, trained),
         "from_plain": furthest(plain, trained),
         "loss_at_weights": loss_at_weights,
+    }
+
+
+def ema_state(script: str, output_dir: str, decay: str, x_path: str) -> dict:
+    """ema=EMA, from the checkpoints (every step's), the networks restored into build_model()
+    copies (not through the script's step): how far each step's average is from
+    decay * average + (1 - decay) * weights; the export's answers against the average's and
+    the raw weights'; and the validation loss of each over the npz file (the script's
+    preprocess, a loss of its own)."""
+    import os
+
+    module = load_script(script)
+    checkpoints = os.path.join(output_dir, "checkpoints")
+    paths = sorted(
+        (p[: -len(".index")] for p in os.listdir(checkpoints) if p.endswith(".index")),
+        key=lambda p: int(p.split("-")[1]),
+    )
+    average_model, raw_model = module.build_model(), module.build_model()
+
+    def networks(path):
+        tf.train.Checkpoint(model=raw_model, ema_model=average_model).restore(
+            os.path.join(checkpoints, path)
+        ).expect_partial()
+        pairs = zip(raw_model.weights, average_model.weights, strict=True)
+        return [(w.numpy(), a.numpy()) for w, a in pairs if "float" in w.dtype]
+
+    def furthest(pairs):
+        return max(float(np.max(np.abs(a - b))) for a, b in pairs)
+
+    d = float(decay)
+    states = [networks(path) for path in paths]
+    follows = max(
+        furthest((average, d * before + (1 - d) * weight)
+                 for (_, before), (weight, average) in zip(earlier, later, strict=True))
+        for earlier, later in itertools.pairwise(states)
+    )  # fmt: skip
+    arrays = np.load(x_path)
+    images, labels = module.preprocess(arrays["x"], arrays["y"])
+    served = tf.saved_model.load(os.path.join(output_dir, "export", "network"))
+    answers = served.serve(tf.constant(images)).numpy()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return {
+        "checkpoints": len(paths),
+        "weights": len(states[0]),
+        "start": furthest(states[0]),
+        "follows": follows,
+        "apart": furthest(states[-1]),
+        "export_from_average": float(np.max(np.abs(answers - average_model(images).numpy()))),
+        "export_from_weights": float(np.max(np.abs(answers - raw_model(images).numpy()))),
+        "average_loss": float(loss_fn(labels, average_model(images, training=False))),
+        "weights_loss": float(loss_fn(labels, raw_model(images, training=False))),
     }
 
 

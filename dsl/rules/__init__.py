@@ -36,6 +36,7 @@ RULES = [
     training.check_monitors,
     training.check_gradients,
     training.check_sam,
+    training.check_ema,
     training.check_fine_tune,
     logging.check_histograms,
     logging.check_inspect,

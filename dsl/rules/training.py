@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..model import OPAQUE
+
 if TYPE_CHECKING:
     from ..spec import Spec
 
@@ -129,4 +131,41 @@ def check_sam(spec: Spec) -> None:
         raise ValueError(
             "optimizer=SAM with performance.precision='mixed_float16': SAM's two passes are "
             "not written for loss scaling; use 'mixed_bfloat16' (no scaling) or 'float32'"
+        )
+
+
+def check_ema(spec: Spec) -> None:
+    """ema=EMA: a supervised network of loopgen's vocabulary; Keras's use_ema refused."""
+    for path, optimizer in spec.optimizers().items():
+        base = getattr(optimizer, "base", optimizer)
+        if dict(base.arguments()).get("use_ema") if hasattr(base, "arguments") else False:
+            raise ValueError(
+                f"{path}: use_ema=True keeps Keras's average inside the optimizer, which this "
+                "loop never swaps in: validation and the export would use the raw weights; "
+                "remove use_ema and set Spec.ema=EMA(decay=...) instead"
+            )
+    if spec.ema is None:
+        return
+    kind = spec.training.kind
+    if spec.acts or kind not in ("supervised", "multi_task"):
+        raise ValueError(
+            f"ema is set, but training.kind={kind!r}: the average of the weights is written for "
+            "a supervised or multi-task network; remove ema"
+        )
+    if isinstance(spec.model, OPAQUE):
+        raise ValueError(
+            f"ema is set on a model of kind {spec.model.kind!r}: the average is a second copy "
+            "made by build_model(), written for a Sequential, Functional or Graph model of the "
+            "spec's layers; remove ema"
+        )
+    adapted = [node.name for node in getattr(spec.model, "nodes", []) if node.adapt]
+    if adapted:
+        raise ValueError(
+            f"ema is set, and model.nodes {adapted} adapt to the data: a layer's adapted state "
+            "(a vocabulary) is no weight, and the average's copy would lack it; remove ema"
+        )
+    if spec.best_model is not None:
+        raise ValueError(
+            "ema and best_model are both set: the best weights are not yet kept of the "
+            "average; remove best_model (the monitors and the export use the average)"
         )
