@@ -63,6 +63,10 @@ DQN = "templates/partials/ways/dqn.jinja"
 ENVIRONMENT = "templates/partials/rl/environment.jinja"
 TAPE = "templates/partials/ways/tape.jinja"
 RUNTIME = "runtime/loopgen_runtime.py"
+VALIDATED_WITHOUT_MONITORS = (
+    "tests/test_controls.py::"
+    "test_a_validated_run_without_monitors_killed_after_any_checkpoint_logs_every_validation"
+)
 EMA_TEST = (
     "tests/test_ema.py::"
     "test_the_average_follows_its_formula_and_is_what_validation_scores_and_the_export_serves"
@@ -382,6 +386,15 @@ MUTANTS: list[Mutant] = [
         "#10: the rollout's end not bootstrapped (only a learning threshold noticed, for A2C)",
     ),
     mutant(
+        "epoch_end_saved_before_a_validation_without_monitors",
+        "templates/partials/loop.jinja",
+        "{% if spec.checkpoint and spec.checkpoint.every_steps and (monitors or has_validation) %}",
+        "{% if spec.checkpoint and spec.checkpoint.every_steps and monitors %}",
+        [VALIDATED_WITHOUT_MONITORS],
+        "issue 63 #1 (the class, not the case): a run without monitors killed after the step "
+        "checkpoint of an epoch's end resumes into the next epoch: that validation is never logged",
+    ),
+    mutant(
         "ema_decay_the_wrong_way_round",
         TAPE,
         "average.assign(EMA_DECAY * average + (1.0 - EMA_DECAY) * weight)",
@@ -555,7 +568,7 @@ MUTANTS: list[Mutant] = [
     mutant(
         "preempted_at_an_epoch_end_before_its_validation",
         "templates/partials/loop.jinja",
-        "        if run.preempted and global_step < epoch_end:\n",
+        "        if run.preempted and global_step < epoch_end:  # else after the validation\n",
         "        if run.preempted:\n",
         [f"{KILLED_AFTER_ANY_CHECKPOINT}[every_epochs]"],
         "issue 63: a SIGTERM in an epoch's last train_loop call saves before the epoch's "

@@ -462,6 +462,46 @@ def test_a_run_killed_after_any_of_its_checkpoints_resumes_to_the_same_end(
     assert differing == {out: [] for out in resumed}, differing
 
 
+@pytest.mark.slow
+def test_a_validated_run_without_monitors_killed_after_any_checkpoint_logs_every_validation(
+    render, tmp_path
+):
+    """A run that validates every epoch without monitors, its step checkpoints on each epoch's
+    last step: SIGKILLed right after each checkpoint in turn and resumed, it logs the records
+    of the run that never stopped, every epoch's validation among them, and ends with its
+    weights. A checkpoint of an epoch's last step written before the validation resumed into
+    the next epoch, and that validation was never logged."""
+    script = render(
+        "shapes_plateau", *data.small_data_overrides("shapes_plateau", tmp_path),
+        "data.batch_size=48", "loop.log_every_steps=1", "loop.epochs=4",
+        'checkpoint={"every_steps": 2}', "reduce_on_plateau=null", "early_stopping=null",
+        "best_model=null", "logging.histograms=false", "export.saved_model=false",
+    )  # fmt: skip
+
+    def run(out: Path, **given: object) -> None:
+        out.mkdir(exist_ok=True)
+        proc = run_preloaded(
+            "-c", KILLED_AFTER_SAVE, json.dumps({"saves": str(out / "saves.jsonl"), **given}),
+            str(script), "--output-dir", str(out), "--deterministic", cwd=tmp_path, check=False,
+        )  # fmt: skip
+        expected = -signal.SIGKILL if given else 0
+        assert proc.returncode == expected, (given, proc.stdout[-2000:], proc.stderr[-3000:])
+
+    straight = tmp_path / "straight"
+    run(straight)
+    saves = saves_of(straight)
+    assert saves == [["step", 2], ["step", 4], ["step", 6], ["step", 8]], saves
+    assert [r["step"] for r in records(straight) if "val_loss" in r] == [2, 4, 6, 8]
+    for save in saves[:-1]:
+        out = tmp_path / f"killed_after_{save[1]}"
+        run(out, kill_after=save)
+        run(out)
+        assert without_wall_time(out) == without_wall_time(straight), save
+        result = tf_check("compare_checkpoints", str(straight / "checkpoints"),
+                          str(out / "checkpoints"), cwd=tmp_path)  # fmt: skip
+        assert result["step"] == 8 and result["max_diff"] == 0.0, (save, result)
+
+
 # --- Trackers -------------------------------------------------------------------------------------
 
 

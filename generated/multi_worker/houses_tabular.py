@@ -1,7 +1,7 @@
 """Predict house prices from numeric columns and the city, read from CSV files.
 
 Written by loopgen 0.1.0 from examples/houses_tabular.py
-(spec sha256 57570e22e912f414, script sha256 f64734247a0d8127).
+(spec sha256 57570e22e912f414, script sha256 033ae4317a9a4feb).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -680,7 +680,7 @@ def train(args, run):
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 run.log("train", global_step, logs, epoch)
                 run.stop_if_diverged()
-        if run.preempted:
+        if run.preempted and global_step < epoch_end:  # else after the validation
             break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
@@ -691,6 +691,8 @@ def train(args, run):
             run.log("validation", global_step, validation_logs, epoch)
         if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
             run.save(global_step)
+        if run.preempted:
+            break
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------

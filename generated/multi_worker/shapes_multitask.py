@@ -1,7 +1,7 @@
 """Classify and segment drawn shapes with one two-headed network.
 
 Written by loopgen 0.1.0 from examples/shapes_multitask.py
-(spec sha256 337cd6f19686936e, script sha256 eb52cee107618d1d).
+(spec sha256 337cd6f19686936e, script sha256 5875c396bcc14e0a).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -607,8 +607,7 @@ def train(args, run):
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 run.log("train", global_step, logs, epoch)
                 run.stop_if_diverged()
-        # Stopped at an epoch's end: after its validation, which a resumed run would skip.
-        if run.preempted and global_step < epoch_end:
+        if run.preempted and global_step < epoch_end:  # else after the validation
             break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:

@@ -1,7 +1,7 @@
 """Classify CIFAR-10 images with a VGG-style network built from a custom block.
 
 Written by loopgen 0.1.0 from examples/cifar10_vgg.py
-(spec sha256 ea6a29a0a90a0af6, script sha256 e7c0402f792c085f).
+(spec sha256 ea6a29a0a90a0af6, script sha256 cbb8f22156faf35a).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -513,7 +513,7 @@ def train(args, run):
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 run.log("train", global_step, logs, epoch)
                 run.stop_if_diverged()
-        if run.preempted:
+        if run.preempted and global_step < epoch_end:  # else after the validation
             break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
@@ -524,6 +524,8 @@ def train(args, run):
             run.log("validation", global_step, validation_logs, epoch)
         if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
             run.save(global_step)
+        if run.preempted:
+            break
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 fc3dd2e34b1204ef, script sha256 77ee3d4149e49ec8).
+(spec sha256 fc3dd2e34b1204ef, script sha256 82aa95b10d16a559).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -588,7 +588,7 @@ def train(args, run):
                 logs["learning_rate"] = float(optimizer.learning_rate.numpy())
                 run.log("train", global_step, logs, epoch)
                 run.stop_if_diverged()
-        if run.preempted:
+        if run.preempted and global_step < epoch_end:  # else after the validation
             break
 
         if (epoch + 1) % VALIDATE_EVERY_EPOCHS == 0 or global_step == total_steps:
@@ -599,6 +599,8 @@ def train(args, run):
             run.log("validation", global_step, validation_logs, epoch)
         if (epoch + 1) % CHECKPOINT_EVERY_EPOCHS == 0:
             run.save(global_step)
+        if run.preempted:
+            break
     run.finish(global_step)
 
     # --- Export -----------------------------------------------------------------------
