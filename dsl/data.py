@@ -128,7 +128,9 @@ class Split(StrictModel):
     """Validation data held out of the training data, like Keras' `validation_split`.
 
     Arrays (npz, keras.datasets, shapes, the lines of a text file) give their last examples,
-    before any shuffling, as `model.fit(validation_split=...)` does. Image and text
+    before any shuffling, like `model.fit(validation_split=...)`: `int(n * fraction)` of
+    them, where Keras holds out `n - floor(n * (1 - fraction))`, one more when `n * fraction`
+    is not whole. Image and text
     directories are listed class by class, so their last files would be whole classes: they
     give `fraction` of each class's files, picked by a permutation drawn from `seed` alone, as
     `image_dataset_from_directory(validation_split=..., seed=...)` does but class by class:

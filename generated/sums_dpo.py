@@ -1,7 +1,7 @@
 """Prefer right answers to sums over wrong ones, by DPO with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_dpo.py
-(spec sha256 e5a72742de7bf895, script sha256 abab610be6dcfbbe).
+(spec sha256 e5a72742de7bf895, script sha256 d894f44814408018).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -164,7 +164,8 @@ def load_examples():
     )
     check_lengths(train_examples, "data/sum_pairs.jsonl", "data.train")
     # Hold out the last 10.0% of the examples (before any shuffling) for validation,
-    # as Keras' validation_split does.
+    # like Keras' validation_split: int(n * fraction) of them (Keras holds out
+    # n - floor(n * (1 - fraction)), one more where n * fraction is not whole).
     total = num_examples(train_examples)
     held_out = int(total * 0.1)
     validation_examples = tf.nest.map_structure(

@@ -189,6 +189,11 @@ def test_an_npz_split_evaluates_a_held_out_file_and_predicts_image_files(render,
     assert f"--data: the examples of {tmp_path / 'small.npz'} have the shape (16, 16)" in (
         proc.stderr
     )
+    # A file without the training file's arrays names the flag, not a field of the spec.
+    np.savez(tmp_path / "other.npz", images=np.zeros((4, 28, 28)))
+    proc = evaluate(script, out, "--data", str(tmp_path / "other.npz"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"--data: {tmp_path / 'other.npz'} has no array 'x'" in proc.stderr, proc.stderr
 
     np.save(tmp_path / "digit.npy", x[5])
     data._write_png(tmp_path / "digit.png", np.repeat(x[5][..., None], 3, axis=2))

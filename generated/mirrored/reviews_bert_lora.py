@@ -1,7 +1,7 @@
 """Classify reviews as positive or negative with BERT fine-tuned by LoRA.
 
 Written by loopgen 0.1.0 from examples/reviews_bert_lora.py
-(spec sha256 ed8037e8fea89761, script sha256 5d43a199c63e1234).
+(spec sha256 ed8037e8fea89761, script sha256 6ed0c2fd592887f3).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -143,7 +143,8 @@ def load_examples():
         field="data.train.path",
     )
     # Hold out the last 10.0% of the examples (before any shuffling) for validation,
-    # as Keras' validation_split does.
+    # like Keras' validation_split: int(n * fraction) of them (Keras holds out
+    # n - floor(n * (1 - fraction)), one more where n * fraction is not whole).
     total = num_examples(train_examples)
     held_out = int(total * 0.1)
     validation_examples = tf.nest.map_structure(

@@ -1,7 +1,7 @@
 """Prefer right answers to sums over wrong ones, by DPO with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_dpo.py
-(spec sha256 a345fe74c52ca297, script sha256 95dd50704d7661bc).
+(spec sha256 a345fe74c52ca297, script sha256 7ce36dbf259320c2).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -161,7 +161,8 @@ def load_examples():
     )
     check_lengths(train_examples, "data/sum_pairs.jsonl", "data.train")
     # Hold out the last 10.0% of the examples (before any shuffling) for validation,
-    # as Keras' validation_split does.
+    # like Keras' validation_split: int(n * fraction) of them (Keras holds out
+    # n - floor(n * (1 - fraction)), one more where n * fraction is not whole).
     total = num_examples(train_examples)
     held_out = int(total * 0.1)
     validation_examples = tf.nest.map_structure(

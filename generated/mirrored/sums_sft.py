@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 9822602e8969abee, script sha256 a97695cdb712f05e).
+(spec sha256 9822602e8969abee, script sha256 bea4310d7b5090ac).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -145,7 +145,8 @@ def load_examples():
     train_examples = (train_examples["prompt"], train_examples["response"])
     check_lengths(train_examples, "data/sums.jsonl", "data.train")
     # Hold out the last 10.0% of the examples (before any shuffling) for validation,
-    # as Keras' validation_split does.
+    # like Keras' validation_split: int(n * fraction) of them (Keras holds out
+    # n - floor(n * (1 - fraction)), one more where n * fraction is not whole).
     total = num_examples(train_examples)
     held_out = int(total * 0.1)
     validation_examples = tf.nest.map_structure(

@@ -1,7 +1,7 @@
 """Prefer right answers to sums over wrong ones, by DPO with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_dpo.py
-(spec sha256 e33e711f9e57684e, script sha256 2f5eef57e8391027).
+(spec sha256 e33e711f9e57684e, script sha256 194cd327952f5521).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -170,7 +170,8 @@ def load_examples():
     )
     check_lengths(train_examples, "data/sum_pairs.jsonl", "data.train")
     # Hold out the last 10.0% of the examples (before any shuffling) for validation,
-    # as Keras' validation_split does.
+    # like Keras' validation_split: int(n * fraction) of them (Keras holds out
+    # n - floor(n * (1 - fraction)), one more where n * fraction is not whole).
     total = num_examples(train_examples)
     held_out = int(total * 0.1)
     validation_examples = tf.nest.map_structure(

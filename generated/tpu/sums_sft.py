@@ -1,7 +1,7 @@
 """Teach a causal language model to answer sums, by SFT with LoRA.
 
 Written by loopgen 0.1.0 from examples/sums_sft.py
-(spec sha256 fc3dd2e34b1204ef, script sha256 82aa95b10d16a559).
+(spec sha256 fc3dd2e34b1204ef, script sha256 e075966bb8b29d5d).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -145,7 +145,8 @@ def load_examples():
     train_examples = (train_examples["prompt"], train_examples["response"])
     check_lengths(train_examples, "data/sums.jsonl", "data.train")
     # Hold out the last 10.0% of the examples (before any shuffling) for validation,
-    # as Keras' validation_split does.
+    # like Keras' validation_split: int(n * fraction) of them (Keras holds out
+    # n - floor(n * (1 - fraction)), one more where n * fraction is not whole).
     total = num_examples(train_examples)
     held_out = int(total * 0.1)
     validation_examples = tf.nest.map_structure(
