@@ -72,6 +72,10 @@ EMA_TEST = (
     "test_the_average_follows_its_formula_and_is_what_validation_scores_and_the_export_serves"
 )
 SAM_STEP = "tests/test_sam.py::test_a_sam_step_equals_the_two_pass_step_written_by_hand"
+XLA_ON_ACTING = (
+    "tests/test_performance.py::test_xla_on_for_a_way_that_acts_is_refused_but_for_dqn_on_one_"
+    "device[cartpole_ppo-None-training is PPO]"
+)
 REPLAY_DQN = (
     "tests/test_debugging.py::test_replay_of_an_update_prints_what_the_run_logged[cartpole_dqn]"
 )
@@ -467,6 +471,14 @@ MUTANTS: list[Mutant] = [
         "        ascent = gradients\n",
         [f"{MIRRORED}[shapes_sam]"],
         "issue 62 #5: each replica ascends along its own share's gradient: not one device's step",
+    ),
+    mutant(
+        "xla_on_ignored_for_a_way_that_acts",
+        "dsl/rules/rl.py",
+        '    if spec.performance.xla == "on" and (kind != "DQN"',
+        '    if False and (kind != "DQN"',
+        [XLA_ON_ACTING],
+        "performance.xla='on' for PPO (or DQN on replicas) rendered without XLA, without a word",
     ),
     mutant(
         "traced_call_ignores_eager",

@@ -55,6 +55,20 @@ def test_xla_auto_compiles_dense_single_device_steps_only(example, overrides, va
     assert ("xla = execution_modes(args)" in source) == compiled
 
 
+@pytest.mark.parametrize(
+    ("example", "variant", "named"),
+    [("cartpole_ppo", None, "training is PPO"), ("pendulum_sac", None, "training is SAC"),
+     ("cartpole_dqn", "mirrored", "distribute.kind='mirrored'")],
+)  # fmt: skip
+def test_xla_on_for_a_way_that_acts_is_refused_but_for_dqn_on_one_device(example, variant, named):
+    """It would be ignored without a word: only DQN's single-device script compiles."""
+    args = ["render", f"examples/{example}.py", "--set", "performance.xla=on"]
+    proc = run_cli(*args, *(["--variant", variant] if variant else []))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"performance.xla='on' but {named}" in proc.stderr and "'auto' or 'off'" in proc.stderr
+    assert "jit_compile=xla" in rendered("cartpole_dqn", "performance.xla=on")
+
+
 def test_xla_on_under_a_distributed_strategy_is_refused_naming_both_fields():
     proc = run_cli(
         "render", "examples/mnist_mlp.py", "--variant", "mirrored",

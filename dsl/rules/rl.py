@@ -101,6 +101,15 @@ def check_sections(spec: Spec) -> None:
             f"performance.precision={spec.performance.precision!r}: reinforcement learning "
             "runs in float32; remove it"
         )
+    if spec.performance.xla == "on" and (kind != "DQN" or spec.distribute.kind != "single_device"):
+        where = (
+            f"training is {kind}" if kind != "DQN" else f"distribute.kind={spec.distribute.kind!r}"
+        )
+        raise ValueError(
+            f"performance.xla='on' but {where}: of the ways that act, loopgen compiles DQN's "
+            "greedy call and train step on one device only (measured to gain there); set "
+            "performance.xla='auto' or 'off'"
+        )
 
 
 def strategies(spec: Spec) -> tuple[str, ...]:
