@@ -407,6 +407,15 @@ MUTANTS: list[Mutant] = [
         "issue 62 #2: the average keeps 1 - decay of itself (a classic: EMA decay reversed)",
     ),
     mutant(
+        "ema_starts_from_the_drawn_weights_after_init_from",
+        "templates/partials/checkpoint.jinja",
+        "    if run.init_from:  # --init-from: the average starts from the weights loaded, "
+        "not drawn\n        ema_model.set_weights(model.get_weights())\n",
+        "",
+        [EMA_TEST],
+        "issue 62 #2: after --init-from the average starts from the random weights drawn",
+    ),
+    mutant(
         "ema_left_out_of_the_checkpoint",
         "templates/partials/ways/supervised.jinja",
         "        ema_model=ema_model,\n",

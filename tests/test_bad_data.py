@@ -284,13 +284,12 @@ def test_a_damaged_image_file_stops_the_script_naming_it(render, tmp_path, damag
         assert not (out / "checkpoints").exists()
         return
     assert "cannot be decoded" in message
-    # Stopped in the first epoch, whose steps (before it, or all of them before the
-    # validation pass) are kept by their checkpoints.
+    # Stopped in the first epoch, whose steps before it are kept by their checkpoints.
     saved = [int(p.name[5:-6]) for p in (out / "checkpoints").glob("ckpt-*.index")]
-    if field == "validation":  # after the first epoch's two steps
-        assert max(saved) == 2, saved
-    else:  # the first epoch's order (the spec's seed) puts it in step 2: step 1 alone is saved
-        assert saved == [1], saved
+    # The first epoch's order (the spec's seed) puts a damaged training file in step 2. An
+    # epoch's last step is saved after its validation (which a resumed run would skip), so a
+    # validation pass that stops leaves step 2 unsaved too: either way step 1 alone is saved.
+    assert saved == [1], saved
 
 
 @pytest.mark.parametrize("example", ["mnist_reptile", "mnist_maml"])

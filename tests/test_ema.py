@@ -34,3 +34,12 @@ def test_the_average_follows_its_formula_and_is_what_validation_scores_and_the_e
     assert last["step"] == 6
     assert last["val_loss"] == pytest.approx(state["average_loss"], rel=1e-5)
     assert abs(state["weights_loss"] - state["average_loss"]) > 1e-3, state
+    # --init-from: a new run's average starts from the weights it loaded, not from those drawn.
+    started = tmp_path / "started"
+    run_python(script, "--max-steps", "0", "--init-from", str(out), "--output-dir", str(started),
+               cwd=tmp_path)  # fmt: skip
+    loaded = tf_check("ema_state", str(script), str(started), "0.9", str(tmp_path / "v.npz"),
+                      cwd=tmp_path)  # fmt: skip
+    assert loaded["checkpoints"] == 1 and loaded["start"] == 0.0, loaded
+    # The weights loaded are out's own (they train on), not its average.
+    assert loaded["weights_loss"] == pytest.approx(state["weights_loss"], rel=1e-6), loaded

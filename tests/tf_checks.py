@@ -1135,9 +1135,10 @@ def ema_state(script: str, output_dir: str, decay: str, x_path: str) -> dict:
     d = float(decay)
     states = [networks(path) for path in paths]
     follows = max(
-        furthest((average, d * before + (1 - d) * weight)
-                 for (_, before), (weight, average) in zip(earlier, later, strict=True))
-        for earlier, later in itertools.pairwise(states)
+        (furthest((average, d * before + (1 - d) * weight)
+                  for (_, before), (weight, average) in zip(earlier, later, strict=True))
+         for earlier, later in itertools.pairwise(states)),
+        default=0.0,
     )  # fmt: skip
     arrays = np.load(x_path)
     images, labels = module.preprocess(arrays["x"], arrays["y"])
