@@ -197,6 +197,10 @@ MODULE_NAMES = frozenset({
     "read_decoded_images", "decoded_image", "traced_call",
     # SAM's and EMA's (ways/tape.jinja, ways/supervised.jinja).
     "RHO", "set_weights", "EMA_DECAY", "ema_model",
+    # Diffusion's and flow matching's (ways/diffusion.jinja).
+    "TIMESTEPS", "BETA_START", "BETA_END", "COSINE_OFFSET", "NO_LABEL", "LABEL_DROPOUT",
+    "GUIDANCE", "SAMPLE_STEPS", "noise_schedule", "noised", "squared_errors", "denoise",
+    "sample_images", "samples", "grid", "write_samples",
     "read_tfrecord_inputs", "reward_scores", "check_lengths", "generation_inputs", "importlib",
     "token_counts", "TFDS_GCS_HOST", "lookup_failures", "tfds_reachable",
     # A failed download's one message (runtime/loopgen_runtime.py).

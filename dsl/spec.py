@@ -15,7 +15,7 @@ from .layers import CustomLayerClass, KerasLayer
 from .model import OPAQUE, Model
 from .performance import Performance
 from .training import Loss, Metric, Optimizer
-from .ways import GAN, LM_KINDS, RL_KINDS, Supervised, Task, Training
+from .ways import GAN, GENERATIVE_KINDS, LM_KINDS, RL_KINDS, Supervised, Task, Training
 from .ways.lm import DPO_LOGGED, grpo_logged
 
 
@@ -345,7 +345,12 @@ class Spec(StrictModel):
     def objectives(self) -> list[tuple[str, Loss, str, list[Metric], str, object]]:
         """(field path of the loss, the loss, field path of its metrics, the metrics, path of
         the output layer, that layer) for the one loss, or for each task (none for a GAN)."""
-        if self.gan is not None or self.training.kind in ("own_step", *RL_KINDS, *LM_KINDS):
+        if self.gan is not None or self.training.kind in (
+            "own_step",
+            *RL_KINDS,
+            *LM_KINDS,
+            *GENERATIVE_KINDS,
+        ):
             return []  # a GAN's losses are its own; an own step's are yours; an LM way's fixed
         if isinstance(self.model, OPAQUE):
             return [("loss", self.loss, "metrics", self.metrics, "", None)]
@@ -363,7 +368,7 @@ class Spec(StrictModel):
         """The names of the logged losses and metrics (prefixed `val_` for validation)."""
         if self.gan is not None:
             return self.gan.log_names()
-        if self.acts:
+        if self.acts or self.training.kind in GENERATIVE_KINDS:
             return self.training.log_names()
         if self.training.kind == "sft":
             return ["loss", "mean_token_accuracy", "perplexity"]

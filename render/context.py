@@ -17,7 +17,7 @@ from ..dsl.model import OPAQUE, Imported
 from ..dsl.schedules import Warmup
 from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
-from ..dsl.ways import LM_KINDS
+from ..dsl.ways import GENERATIVE_KINDS, LM_KINDS
 from ..dsl.ways.lm import DPO_LOGGED, grpo_logged
 from . import code, fingerprint, graph, runtime, stamp, tracking
 from .data import data_context
@@ -158,18 +158,24 @@ def build_context(
         else [],
         "model_augmentation": bool(spec.data.augmentation) and spec.data.augment_in == "model",
         "gan": spec.gan is not None,
+        # Diffusion, flow matching: a denoiser of images, and the sampler that draws with it.
+        "diffusion": spec.training.kind in GENERATIVE_KINDS,
         "serving": serving,
         # `python train.py predict PATH...`: the served model on raw inputs from files.
         "prediction": prediction,
         # The commands that read a run directory's checkpoints and write none.
         "readers": ["evaluate"] * evaluable
         + ["predict"] * bool(prediction)
+        + ["sample"] * (bool(spec.checkpoint) and spec.training.kind in GENERATIVE_KINDS)
         + ["replay"] * (bool(spec.checkpoint) and spec.distribute.kind != "tpu"),
         # `python train.py replay --step N`: step N trained again from the checkpoint before it.
         "replayable": bool(spec.checkpoint) and spec.distribute.kind != "tpu",
         # --overfit-batches: a loss to drive towards 0 (a GAN's two losses are a game).
         # On one device: the check that a model can learn at all.
-        "overfittable": spec.gan is None and spec.distribute.kind == "single_device",
+        # Nor a diffusion loss, whose noise differs at every step.
+        "overfittable": spec.gan is None
+        and spec.training.kind not in GENERATIVE_KINDS
+        and spec.distribute.kind == "single_device",
         # Whether each network's layers have weight penalties (model.losses) to add.
         "regularized": {
             name: any(getattr(item, "regularized", False) for _, item in network.flat_items())

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ..dsl.spec import Spec
-from ..dsl.ways import LM_KINDS
+from ..dsl.ways import GENERATIVE_KINDS, LM_KINDS
 from . import code
 from .data import input_dtypes
 
@@ -41,7 +41,12 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
     where the script exports the bare network alone: a GAN's generator, a source whose raw
     examples it does not take yet (generators, text directories)."""
     train = spec.data.train
-    if not spec.export.saved_model or spec.gan or train.kind not in SERVED_INPUTS:
+    if (
+        not spec.export.saved_model
+        or spec.gan
+        or spec.training.kind in GENERATIVE_KINDS
+        or train.kind not in SERVED_INPUTS
+    ):
         return None
     if spec.training.kind in LM_KINDS:
         # A causal LM serves prompts and answers them with text.

@@ -352,7 +352,7 @@ def small_data_overrides(example: str, tmp: Path, backbone: bool = True) -> list
     if example in ("shapes_dcgan", "shapes_wgan_gp"):
         return ["data.train.count=96", "data.batch_size=32"]
     if example in ("shapes_unet", "shapes_plateau", "shapes_multitask", "shapes_simclr",
-                   "shapes_sam"):  # fmt: skip
+                   "shapes_sam", "shapes_flow", "shapes_diffusion"):  # fmt: skip
         # Its own generated data, made smaller.
         return ["data.train.count=96", "data.validation.count=32"]
     if example in ("mnist_onecycle", "fashion_cyclical"):

@@ -72,6 +72,10 @@ EMA_TEST = (
     "test_the_average_follows_its_formula_and_is_what_validation_scores_and_the_export_serves"
 )
 SAM_STEP = "tests/test_sam.py::test_a_sam_step_equals_the_two_pass_step_written_by_hand"
+DIFFUSION = "templates/partials/ways/diffusion.jinja"
+GENERATIVE_FORMULAS = (
+    "tests/test_diffusion.py::test_the_training_example_schedule_loss_and_sampler_equal_references"
+)
 XLA_ON_ACTING = (
     "tests/test_performance.py::test_xla_on_for_a_way_that_acts_is_refused_but_for_dqn_on_one_"
     "device[cartpole_ppo-None-training is PPO]"
@@ -480,6 +484,66 @@ MUTANTS: list[Mutant] = [
         "        ascent = gradients\n",
         [f"{MIRRORED}[shapes_sam]"],
         "issue 62 #5: each replica ascends along its own share's gradient: not one device's step",
+    ),
+    mutant(
+        "flow_path_the_wrong_way_round",
+        DIFFUSION,
+        '    inputs = {"image": (1.0 - t) * images + t * noise, "time": time}\n',
+        '    inputs = {"image": t * images + (1.0 - t) * noise, "time": time}\n',
+        [f"{GENERATIVE_FORMULAS}[flow_matching]"],
+        "issue 62 #7: x_t = t x0 + (1 - t) noise: time runs from the image to the noise reversed",
+    ),
+    mutant(
+        "cosine_schedule_off_by_one_timestep",
+        DIFFUSION,
+        "    betas = np.minimum(1 - f[1:] / f[:-1], 0.999)\n",
+        "    betas = np.minimum(1 - f[1:] / f[:-1], 0.999)\n"
+        "    betas = np.concatenate([betas[:1], betas[:-1]])\n",
+        [f"{GENERATIVE_FORMULAS}[cosine_epsilon]"],
+        "issue 62: the schedule shifted by one timestep (a classic silent bug)",
+    ),
+    mutant(
+        "v_target_signs_swapped",
+        DIFFUSION,
+        "    target = tf.sqrt(alpha_bar) * noise - tf.sqrt(1.0 - alpha_bar) * images",
+        "    target = tf.sqrt(alpha_bar) * images - tf.sqrt(1.0 - alpha_bar) * noise",
+        [f"{GENERATIVE_FORMULAS}[linear_v]"],
+        "issue 62 #1: v = sqrt(a) x0 - sqrt(1 - a) e, the image's and the noise's parts swapped",
+    ),
+    mutant(
+        "guidance_towards_the_unconditional",
+        DIFFUSION,
+        "    return unconditional + guidance * (conditional - unconditional)\n",
+        "    return conditional + guidance * (unconditional - conditional)\n",
+        [f"{GENERATIVE_FORMULAS}[flow_matching]"],
+        "issue 62 #1: classifier-free guidance extrapolates away from the class",
+    ),
+    mutant(
+        "labels_never_dropped",
+        DIFFUSION,
+        "    dropped = draw(tf.random.stateless_uniform, seed, 2, batch, first, count)"
+        " < LABEL_DROPOUT\n",
+        "    dropped = tf.zeros(batch, tf.bool)\n",
+        [f"{GENERATIVE_FORMULAS}[flow_matching]"],
+        "issue 62 #1: guidance dropout off in training: no unconditional model to guide from",
+    ),
+    mutant(
+        "ddim_skips_the_clipping_of_x0",
+        DIFFUSION,
+        "        clean = tf.clip_by_value(clean, -1.0, 1.0)\n",
+        "",
+        [f"{GENERATIVE_FORMULAS}[cosine_epsilon]"],
+        "issue 62 #7: DDIM's predicted x0 not clipped to the data's range",
+    ),
+    mutant(
+        "diffusion_draws_per_replica",
+        DIFFUSION,
+        "            inputs, denoised = noised({{ x }}, {{ labels }}, seed, "
+        "{{ tape.first_example(batch) }}, {{ batch }})\n",
+        "            inputs, denoised = noised({{ x }}, {{ labels }}, seed, 0, "
+        "tf.shape({{ x }})[0])\n",
+        [f"{MIRRORED}[shapes_flow]"],
+        "issue 62 #1: each replica draws its noise as if alone: two replicas are not one device",
     ),
     mutant(
         "xla_on_ignored_for_a_way_that_acts",

@@ -616,6 +616,9 @@ SYNCHRONIZED = [
         ("shapes_sam", [], 6, 1e-5),
         # ema=EMA: the average updated in the cross-replica context, every copy alike.
         ("mnist_mlp", ['ema={"decay": 0.9}'], 6, 1e-5),
+        # Flow matching, guided: noise, times and dropped labels drawn for the global batch
+        # and sliced per replica; the validation's draws alike; the EMA denoiser.
+        ("shapes_flow", [], 6, 1e-5),
         # The ways that act, in environment steps: the same environments (NUM_ENVS of them,
         # seeded by their index) stepped by one policy, and each minibatch shared out, its
         # advantages normalized over the whole of it. Three updates of PPO (two epochs of two
@@ -649,9 +652,9 @@ SYNCHRONIZED = [
     ],
     ids=["cifar10_resnet", "imdb_transformer", "mnist_own_step", "mnist_distillation",
          "mnist_adversarial", "shapes_wgan_gp", "shapes_simclr", "mnist_reptile", "mnist_maml",
-         "shapes_sam", "mnist_mlp_ema", "cartpole_ppo", "cartpole_a2c", "cartpole_dqn",
-         "pendulum_ppo", "corridor_ppo", "corridor_dqn", "pendulum_sac", "pendulum_td3",
-         "reviews_bert_lora", "sums_sft", "sums_dpo", "sums_grpo"],
+         "shapes_sam", "mnist_mlp_ema", "shapes_flow", "cartpole_ppo", "cartpole_a2c",
+         "cartpole_dqn", "pendulum_ppo", "corridor_ppo", "corridor_dqn", "pendulum_sac",
+         "pendulum_td3", "reviews_bert_lora", "sums_sft", "sums_dpo", "sums_grpo"],
 )  # fmt: skip
 def test_mirrored_equals_single_device(
     example, overrides, steps, tolerance, render, shared, tmp_path

@@ -362,6 +362,10 @@ RESUME_RUNS = {
     "sam": ("shapes_sam", 3, ["data.validation=null"]),
     # The average of the weights (ema=EMA), continued, not restarted, by a resumed run.
     "ema": ("mnist_mlp", 3, ['ema={"decay": 0.9}']),
+    # Diffusion's and flow matching's draws (noise, timesteps, dropped labels) from (seed,
+    # step, position); the EMA denoiser. DDPM with v-prediction, flow matching guided.
+    "diffusion": ("shapes_diffusion", 3, ["data.validation=null", 'training.prediction="v"']),
+    "flow_matching": ("shapes_flow", 3, []),
     # Reinforcement learning, in environment steps (a count of them instead of epochs): the
     # environments mid-episode and DQN's replay buffer (wrapped round) are in the checkpoint;
     # actions, minibatches and exploration drawn from (seed, step).
@@ -429,7 +433,7 @@ ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations", "dic
                 "td3", "pixel_dqn"}  # fmt: skip
 """The cases that act: their length is in environment steps (--max-steps)."""
 ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations", "dict_dqn", "pixel_dqn", "keras_hub",
-                     "sft", "sft_packed", "dpo", "grpo"}  # fmt: skip
+                     "sft", "sft_packed", "dpo", "grpo", "diffusion"}  # fmt: skip
 """Their replicas run the code of ppo_continuous's (PPO's partial, A2C's with it); a Dict's
 parts shared out by the replicas: test_distributed's mirrored_equals_single_device. The
 KerasHub cases' replicas run the supervised cases' step and checkpoint (resumed on two
@@ -499,7 +503,11 @@ def test_sigkill_then_resume_is_exact_for_every_source_and_way(
     assert result["max_diff"] == 0.0, (source, variant, at, result)
     # The logged running means, resumed mid-window too (replicas round their sums anew).
     assert result["means"] and result["values_diff"] <= 1e-6, (source, variant, at, result)
-    if source == "ema":  # the average is in the checkpoint, and so among what is compared
+    if source in (
+        "ema",
+        "diffusion",
+        "flow_matching",
+    ):  # the average is in the checkpoint, and so among what is compared
         saved = tf_check("checkpoint_dtypes", str(killed / "checkpoints"), cwd=tmp_path)
         assert any(name.startswith("ema_model/") for name in saved), sorted(saved)
     if source in ACTING_CASES:  # the environments' state and the replay buffer too

@@ -7,8 +7,10 @@ from __future__ import annotations
 import collections
 import contextlib
 import importlib.util
+import inspect
 import itertools
 import json
+import math
 import os
 import pickle
 import sys
@@ -1786,6 +1788,187 @@ def tflite_layers() -> dict:
                 continue
         converted.append(kind)
     return {"converted": converted, "refused": refused}
+
+
+def generative_formulas(script: str) -> dict:
+    """A diffusion or flow-matching script's training example, schedule and sampler against
+    references written here (issue 62 #7): the draws taken from TensorFlow's stateless ops
+    directly (not the script's draw()), the schedule from the papers' formulas, the noising,
+    the targets, the loss and the sampler's steps in NumPy, with a denoiser of plain arithmetic
+    in place of the network. Returns the largest differences."""
+    module = load_script(script)
+    flow = not hasattr(module, "TIMESTEPS")
+    guided = hasattr(module, "NO_LABEL")
+    rng = np.random.default_rng(0)
+    n = 6
+    images = rng.uniform(-1, 1, size=(n, 4, 4, 3)).astype(np.float32)
+    labels = np.array([0, 1, 2, 0, 1, 2], np.int32)
+    seed = tf.constant([module.SEED, 5], tf.int64)
+
+    def drawn(use, shape, kind="normal", **kwargs):
+        key = tf.random.experimental.stateless_fold_in(seed, use)
+        op = tf.random.stateless_normal if kind == "normal" else tf.random.stateless_uniform
+        return op(shape, key, **kwargs).numpy()
+
+    inputs, target = module.noised(tf.constant(images), tf.constant(labels), seed, 0, n)
+    noise = drawn(0, (n, 4, 4, 3)).astype(np.float64)
+    x0 = images.astype(np.float64)
+    found = {}
+    if flow:
+        t = drawn(1, (n, 1), "uniform").astype(np.float64)
+        tt = t[:, :, None, None]
+        reference_inputs = (1 - tt) * x0 + tt * noise
+        reference_target = noise - x0
+        reference_time = t
+    else:
+        steps = module.TIMESTEPS
+        if hasattr(module, "COSINE_OFFSET"):
+            s = module.COSINE_OFFSET
+
+            def f(t):
+                return math.cos((t / steps + s) / (1 + s) * math.pi / 2) ** 2
+
+            # Nichol & Dhariwal: alpha_bar_t = f(t) / f(0), t = 1 .. T (index t - 1 here),
+            # where no beta reaches the 0.999 cap (the last few levels of T = 1000).
+            alpha_bars = np.array([f(t + 1) / f(0) for t in range(steps)])
+            uncapped = np.array([1 - f(t + 1) / f(t) < 0.999 for t in range(steps)])
+            last = int(np.argmin(uncapped)) if not uncapped.all() else steps
+        else:
+            # Ho et al.: betas linear from beta_1 to beta_T; alpha_bar_t = prod (1 - beta_s).
+            product, alpha_bars = 1.0, []
+            for t in range(steps):
+                beta = module.BETA_START + (module.BETA_END - module.BETA_START) * t / (steps - 1)
+                product *= 1 - beta
+                alpha_bars.append(product)
+            alpha_bars, last = np.array(alpha_bars), steps
+        schedule = module.noise_schedule()
+        found["schedule"] = float(np.max(np.abs(schedule[:last] - alpha_bars[:last])))
+        found["levels"] = last
+        timestep = drawn(1, (n,), "uniform", maxval=steps, dtype=tf.int32)
+        a = alpha_bars[timestep][:, None, None, None]
+        reference_inputs = np.sqrt(a) * x0 + np.sqrt(1 - a) * noise
+        reference_target = {
+            "epsilon": noise,
+            "v": np.sqrt(a) * noise - np.sqrt(1 - a) * x0,
+            "sample": x0,
+        }[prediction_of(module)]
+        reference_time = timestep[:, None] / steps
+    found["inputs"] = float(np.max(np.abs(inputs["image"].numpy() - reference_inputs)))
+    found["target"] = float(np.max(np.abs(target.numpy() - reference_target)))
+    found["time"] = float(np.max(np.abs(inputs["time"].numpy() - reference_time)))
+    if guided:
+        dropped = drawn(2, (n,), "uniform") < module.LABEL_DROPOUT
+        reference_labels = np.where(dropped, module.CLASSES, labels)
+        found["labels_equal"] = bool((inputs["label"].numpy() == reference_labels).all())
+        # Dropped at the rate asked for, over many images.
+        many = module.noised(tf.zeros((4000, 1, 1, 1)), tf.zeros(4000, tf.int32), seed, 0, 4000)
+        found["dropout_rate"] = float(np.mean(many[0]["label"].numpy() == module.CLASSES))
+    predictions = rng.normal(size=images.shape).astype(np.float32)
+    errors = module.squared_errors(tf.constant(predictions), target).numpy()
+    found["loss"] = float(
+        np.max(np.abs(errors - np.mean((predictions - target.numpy()) ** 2, axis=(1, 2, 3))))
+    )
+
+    # The sampler, with a denoiser of plain arithmetic (its output depends on the image, the
+    # time and the label).
+    def network(inputs, training):
+        assert not training
+        out = 0.5 * inputs["image"] + tf.reshape(inputs["time"], (-1, 1, 1, 1))
+        if guided:
+            out += 0.1 * tf.reshape(tf.cast(inputs["label"], tf.float32), (-1, 1, 1, 1))
+        return out
+
+    def reference_network(x, t, label=None):
+        out = 0.5 * x + t
+        return out + 0.1 * label if label is not None else out
+
+    scale = 2.5
+    x = noise.astype(np.float32)
+    extra = (tf.constant(labels), tf.constant(scale)) if guided else ()
+
+    def guided_output(x, t):
+        if not guided:
+            return reference_network(x, t)
+        conditional = reference_network(x, t, labels[:, None, None, None].astype(np.float64))
+        unconditional = reference_network(x, t, float(module.CLASSES))
+        return unconditional + scale * (conditional - unconditional)
+
+    if flow:
+        # Two Euler steps from t = 1: x <- x - dt v(x, t), dt = 1/2.
+        sampled = module.sample_images(network, tf.constant(x), *extra, 2).numpy()
+        y = x.astype(np.float64)
+        for t in (1.0, 0.5):
+            y = y - 0.5 * guided_output(y, t)
+        found["sampler"] = float(np.max(np.abs(sampled - np.clip(y, -1, 1))))
+    else:
+        # Two DDIM steps (eta = 0): levels T/2 and 0, then the clean image.
+        sampled = module.sample_images(network, tf.constant(x), *extra, 2).numpy()
+        y = x.astype(np.float64)
+        for level, below in ((steps // 2, 0), (0, None)):
+            a = alpha_bars[level]
+            a_below = alpha_bars[below] if below is not None else 1.0
+            out = guided_output(y, level / steps)
+            kind = prediction_of(module)
+            if kind == "epsilon":
+                eps, clean = out, (y - np.sqrt(1 - a) * out) / np.sqrt(a)
+            elif kind == "v":
+                clean, eps = (
+                    np.sqrt(a) * y - np.sqrt(1 - a) * out,
+                    np.sqrt(a) * out + np.sqrt(1 - a) * y,
+                )
+            else:
+                clean, eps = out, (y - np.sqrt(a) * out) / np.sqrt(1 - a)
+            y = np.sqrt(a_below) * np.clip(clean, -1, 1) + np.sqrt(1 - a_below) * eps
+        found["sampler"] = float(np.max(np.abs(sampled - y)))
+    return found
+
+
+def prediction_of(module) -> str:
+    """What a diffusion script's denoiser predicts, read from its source's noised()."""
+    source = inspect.getsource(module.noised)
+    if "target = noise\n" in source:
+        return "epsilon"
+    return "v" if "Salimans" in source else "sample"
+
+
+def image_tags(logdir: str) -> dict:
+    """Image summaries and how many steps wrote each, in a TensorBoard event directory."""
+    counts: collections.Counter[str] = collections.Counter()
+    for path in sorted(Path(logdir).glob("events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name == "images":
+                    counts[value.tag] += 1
+    return dict(counts)
+
+
+def compare_sample_grid(export: str, png: str, seed: str, label: str, steps: str, count: str):
+    """`sample`'s PNG grid against the export's sampler (loaded as a server loads it) for the
+    same seed, label, steps and the default guidance; the images of another seed for contrast,
+    and the grids validation wrote beside the export's run."""
+    grid = tf.io.decode_png(tf.io.read_file(png)).numpy().astype(np.float64)
+    sampler = tf.saved_model.load(os.path.join(export, "sampler")).signatures["serving_default"]
+    module_guidance = (
+        json.loads(Path(export).parent.joinpath("guidance.json").read_text())
+        if (Path(export).parent / "guidance.json").exists()
+        else None
+    )
+
+    def served(seed):
+        images = sampler(seed=tf.constant(int(seed), tf.int64),
+                         labels=tf.fill([int(count)], int(label)),
+                         guidance=tf.constant(module_guidance or 4.0),
+                         steps=tf.constant(int(steps)))["images"].numpy()  # fmt: skip
+        return np.concatenate(list(images), axis=1) * 255  # one row
+
+    mine, other = served(seed), served(int(seed) + 1)
+    logs = Path(export).parent / "logs" / "validation"
+    return {
+        "shape": list(grid.shape),
+        "max_diff": float(np.max(np.abs(grid - np.round(mine)))),
+        "other_seed_diff": float(np.mean(np.abs(other - mine))),
+        "validation_grids": image_tags(str(logs)).get("samples", 0),
+    }
 
 
 if __name__ == "__main__":

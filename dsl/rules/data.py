@@ -83,6 +83,8 @@ def check_features(spec: Spec) -> None:
     model = spec.model
     if model is None or model.kind in ("import", "keras_hub"):
         return
+    if spec.training.kind in ("diffusion", "flow_matching"):
+        return  # the denoiser's inputs are the way's (rules/ways.py check_generative)
     inputs = sorted(model.inputs) if model.kind == "graph" else None
     if features is None:
         if inputs is not None and len(inputs) > 1:

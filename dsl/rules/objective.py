@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ...errors import RuleError
 from ..layers import KerasLayer
 from ..training import Loss
-from ..ways import LM_KINDS
+from ..ways import GENERATIVE_KINDS, LM_KINDS
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -151,6 +151,9 @@ def check_objective(spec: Spec) -> None:
     if spec.training.kind in LM_KINDS:
         check_language_model(spec)
         return
+    if spec.training.kind in GENERATIVE_KINDS:
+        check_generative_objective(spec)
+        return
     if spec.training.kind == "own_step" and spec.loss is not None:
         raise ValueError(
             f"loss is set, and training is your own step ({spec.training.target}), which "
@@ -211,6 +214,23 @@ def check_objective(spec: Spec) -> None:
         raise ValueError(
             'data.labels="one_hot" is for single labels; a multi-task model takes each '
             "task's labels as they are (sparse class ids)"
+        )
+
+
+def check_generative_objective(spec: Spec) -> None:
+    """Diffusion, flow matching: a denoiser and its optimizer; the loss is the way's own."""
+    kind = spec.training.kind
+    for field in ("model", "optimizer"):
+        if getattr(spec, field) is None:
+            raise ValueError(
+                f"{field} is missing: training is {kind}, whose {field} is the denoiser's; set "
+                f"{field}"
+            )
+    taken = [f for f in ("loss", "metrics") if getattr(spec, f)]
+    if taken:
+        raise ValueError(
+            f"{taken[0]} is set, and training is {kind}: its loss is the mean squared error of "
+            f"the denoiser's prediction, written by the way itself; remove {taken[0]}"
         )
 
 

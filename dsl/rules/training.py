@@ -147,10 +147,10 @@ def check_ema(spec: Spec) -> None:
     if spec.ema is None:
         return
     kind = spec.training.kind
-    if spec.acts or kind not in ("supervised", "multi_task"):
+    if spec.acts or kind not in ("supervised", "multi_task", "diffusion", "flow_matching"):
         raise ValueError(
             f"ema is set, but training.kind={kind!r}: the average of the weights is written for "
-            "a supervised or multi-task network; remove ema"
+            "a supervised, multi-task, diffusion or flow-matching network; remove ema"
         )
     if isinstance(spec.model, OPAQUE):
         raise ValueError(

@@ -288,7 +288,92 @@ def check_meta(spec: Spec) -> None:
         )
 
 
+def check_generative(spec: Spec) -> None:
+    """Diffusion, flow matching: a denoiser of the images, (time[, label]) -> the image's
+    shape; images with class labels when guided; a step of whole batches."""
+    way, kind = spec.training, spec.training.kind
+    if spec.data.feature_names or spec.data.label_names or spec.data.labels != "sparse":
+        raise ValueError(
+            f"training is {kind}: the data must give images and (for guidance) class ids; "
+            "data.train gives named features or several labels, or data.labels is not "
+            "'sparse'. Use images with one class id each"
+        )
+    if spec.gradients.accumulate_steps > 1:
+        raise ValueError(
+            f"gradients.accumulate_steps is set, and training is {kind}, whose step loopgen "
+            "writes for whole batches (the noise is drawn per batch); remove it, or lower "
+            "data.batch_size"
+        )
+    if spec.loop.epochs is None:
+        raise ValueError(
+            f"loop.steps is set, and training is {kind}: the script's `sample --steps N` is the "
+            "sampler's steps, so its training length is in epochs; set loop.epochs"
+        )
+    source = spec.data.train
+    if way.guidance is not None and source.kind == "shapes":
+        if source.task != "classification":
+            raise ValueError(
+                f"training.guidance is set, but data.train is Shapes(task={source.task!r}), "
+                "whose labels are no classes; use task='classification' or remove guidance"
+            )
+        if way.guidance.classes != 3:
+            raise ValueError(
+                f"training.guidance.classes={way.guidance.classes}, but the shapes have 3 "
+                "classes (circle, square, triangle); set classes=3"
+            )
+    if isinstance(spec.model, OPAQUE):
+        return  # your network: it takes the same dict, unchecked here
+    if spec.model.kind != "graph":
+        raise ValueError(
+            f"model.kind={spec.model.kind!r}, and training is {kind}: the denoiser takes the "
+            'noisy image, the time and (guided) the class, so it is a Graph with inputs "image", '
+            '"time" (shape (1,)) and "label" (shape (), dtype int32), or your own network '
+            "(Imported); use Graph(inputs={...})"
+        )
+    wanted = {"image", "time"} | ({"label"} if way.guidance else set())
+    inputs = spec.model.inputs
+    if set(inputs) != wanted:
+        missing = sorted(wanted - set(inputs))
+        extra = sorted(set(inputs) - wanted)
+        said = f"lacks {missing}" if missing else f"has {extra}, which nothing feeds"
+        hint = "; a 'label' input needs training.guidance" if "label" in extra else ""
+        raise ValueError(
+            f"model.inputs {sorted(inputs)} {said}: the denoiser of training={kind} takes "
+            f"exactly {sorted(wanted)}{hint}"
+        )
+    if tuple(inputs["time"].shape) != (1,) or not inputs["time"].dtype.startswith("float"):
+        raise ValueError(
+            f"model.inputs['time'] is {inputs['time'].shape} {inputs['time'].dtype}: the time "
+            "is one float per image in [0, 1]; set Input(shape=(1,))"
+        )
+    label = inputs.get("label")
+    if label is not None and (
+        tuple(label.shape) not in ((), (1,)) or not label.dtype.startswith("int")
+    ):
+        raise ValueError(
+            f"model.inputs['label'] is {inputs['label'].shape} {inputs['label'].dtype}: the label "
+            'is one class id per image; set Input(shape=(), dtype="int32")'
+        )
+    image = tuple(inputs["image"].shape)
+    shape = getattr(source, "image_size", None)
+    if source.kind == "shapes" and image != (shape, shape, 3):
+        raise ValueError(
+            f"model.inputs['image'] has shape {image}, but data.train draws {shape}x{shape} RGB "
+            f"images; set Input(shape=({shape}, {shape}, 3))"
+        )
+    output = output_shape(spec.model, spec, "model")
+    if output is not None and tuple(output) != image:
+        raise ValueError(
+            f"the model outputs shape {tuple(output)}, but its image input is {image}: the "
+            f"denoiser predicts {'the velocity' if kind == 'flow_matching' else way.prediction} "
+            "of every pixel; end it in a layer with the image's shape (e.g. Conv2D(filters="
+            f"{image[-1]}, kernel_size=3, padding='same'))"
+        )
+
+
 CHECKS = {
+    "diffusion": check_generative,
+    "flow_matching": check_generative,
     "distillation": check_distillation,
     "adversarial": check_adversarial,
     "contrastive": check_contrastive,

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from .adversarial import FGSM, PGD, Adversarial
 from .contrastive import Contrastive
+from .diffusion import GENERATIVE_KINDS, CosineNoise, Diffusion, FlowMatching, Guidance, LinearNoise
 from .distillation import Distillation, ExportedModel, KerasFile, TrainedModel
 from .gan import GAN, R1, GradientPenalty
 from .lm import DPO, GRPO, LM_KINDS, SFT
@@ -20,6 +21,8 @@ Training = Annotated[
     Supervised
     | MultiTask
     | GAN
+    | Diffusion
+    | FlowMatching
     | Distillation
     | Adversarial
     | Contrastive
@@ -46,6 +49,7 @@ __all__ = [
     "DQN",
     "FGSM",
     "GAN",
+    "GENERATIVE_KINDS",
     "GRPO",
     "LM_KINDS",
     "MAML",
@@ -59,10 +63,15 @@ __all__ = [
     "ActorCritic",
     "Adversarial",
     "Contrastive",
+    "CosineNoise",
+    "Diffusion",
     "Distillation",
     "ExportedModel",
+    "FlowMatching",
     "GradientPenalty",
+    "Guidance",
     "KerasFile",
+    "LinearNoise",
     "MultiTask",
     "OwnStep",
     "Reptile",
