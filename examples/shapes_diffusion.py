@@ -55,11 +55,11 @@ spec = Spec(
     model=Graph(
         inputs={
             "image": Input(shape=(16, 16, 3)),
-            "time": Input(shape=(1,)),
+            "t": Input(shape=(1,)),
         },
         nodes=[
             # The noise level, embedded.
-            Node(name="time_hidden", layer=Dense(WIDTH, activation="swish"), inputs="time"),
+            Node(name="time_hidden", layer=Dense(WIDTH, activation="swish"), inputs="t"),
             Node(name="condition", layer=Dense(WIDTH, activation="swish"), inputs="time_hidden"),
             Node(name="condition_16", layer=Dense(WIDTH), inputs="condition"),
             Node(name="bias_16", layer=Reshape(target_shape=(1, 1, WIDTH)), inputs="condition_16"),

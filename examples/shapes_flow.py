@@ -61,12 +61,12 @@ spec = Spec(
     model=Graph(
         inputs={
             "image": Input(shape=(16, 16, 3)),
-            "time": Input(shape=(1,)),
+            "t": Input(shape=(1,)),
             "label": Input(shape=(), dtype="int32"),
         },
         nodes=[
             # What the image is denoised towards: the time, and the class (id 3: none).
-            Node(name="time_hidden", layer=Dense(WIDTH, activation="swish"), inputs="time"),
+            Node(name="time_hidden", layer=Dense(WIDTH, activation="swish"), inputs="t"),
             Node(name="time_vector", layer=Dense(WIDTH), inputs="time_hidden"),
             Node(
                 name="label_vectors", layer=Embedding(input_dim=4, output_dim=WIDTH), inputs="label"

@@ -488,8 +488,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "flow_path_the_wrong_way_round",
         DIFFUSION,
-        '    inputs = {"image": (1.0 - t) * images + t * noise, "time": time}\n',
-        '    inputs = {"image": t * images + (1.0 - t) * noise, "time": time}\n',
+        '    inputs = {"image": (1.0 - t) * images + t * noise, "t": times}\n',
+        '    inputs = {"image": t * images + (1.0 - t) * noise, "t": times}\n',
         [f"{GENERATIVE_FORMULAS}[flow_matching]"],
         "issue 62 #7: x_t = t x0 + (1 - t) noise: time runs from the image to the noise reversed",
     ),

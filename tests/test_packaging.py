@@ -117,8 +117,8 @@ def test_the_docs_claims_that_a_test_can_check():
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     docs = "".join(page.read_text() for page in pages)
     # mnist_mlp has no validation data: the others' scripts evaluate (houses_tabular's on
-    # other CSV files too; cartpole_ppo's by playing episodes).
-    names = ("mnist_mlp", "shapes_plateau", "houses_tabular", "cartpole_ppo")
+    # other CSV files too; cartpole_ppo's by playing episodes); shapes_flow's sample.
+    names = ("mnist_mlp", "shapes_plateau", "houses_tabular", "cartpole_ppo", "shapes_flow")
     script = "".join((ROOT / "generated" / f"{name}.py").read_text() for name in names)
     script += (ROOT / "generated" / "loopgen_runtime.py").read_text()  # the debugging flags
     sources = "".join(

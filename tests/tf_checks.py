@@ -1855,7 +1855,7 @@ def generative_formulas(script: str) -> dict:
         reference_time = timestep[:, None] / steps
     found["inputs"] = float(np.max(np.abs(inputs["image"].numpy() - reference_inputs)))
     found["target"] = float(np.max(np.abs(target.numpy() - reference_target)))
-    found["time"] = float(np.max(np.abs(inputs["time"].numpy() - reference_time)))
+    found["time"] = float(np.max(np.abs(inputs["t"].numpy() - reference_time)))
     if guided:
         dropped = drawn(2, (n,), "uniform") < module.LABEL_DROPOUT
         reference_labels = np.where(dropped, module.CLASSES, labels)
@@ -1873,7 +1873,7 @@ def generative_formulas(script: str) -> dict:
     # time and the label).
     def network(inputs, training):
         assert not training
-        out = 0.5 * inputs["image"] + tf.reshape(inputs["time"], (-1, 1, 1, 1))
+        out = 0.5 * inputs["image"] + tf.reshape(inputs["t"], (-1, 1, 1, 1))
         if guided:
             out += 0.1 * tf.reshape(tf.cast(inputs["label"], tf.float32), (-1, 1, 1, 1))
         return out
@@ -1969,6 +1969,42 @@ def compare_sample_grid(export: str, png: str, seed: str, label: str, steps: str
         "other_seed_diff": float(np.mean(np.abs(other - mine))),
         "validation_grids": image_tags(str(logs)).get("samples", 0),
     }
+
+
+def recognised_samples(script: str, export: str, per_class: str) -> dict:
+    """The share of `per_class` guided samples of each class (the export's sampler, the spec's
+    guidance scale and sampler steps) that a small classifier, trained here on real shapes of
+    another seed than the training's, labels as that class; and its accuracy on real shapes."""
+    module = load_script(script)
+    keras.utils.set_random_seed(0)
+    size = module.build_model().input["image"].shape[1]
+    images, labels = module.draw_shapes(count=6000, image_size=size, seed=1234)
+    classifier = keras.Sequential([
+        keras.Input((size, size, 3)),
+        keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+        keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+        keras.layers.MaxPooling2D(),
+        keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+        keras.layers.GlobalAveragePooling2D(),
+        keras.layers.Dense(3),
+    ])  # fmt: skip
+    classifier.compile(
+        optimizer=keras.optimizers.Adam(),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    classifier.fit(images, labels, epochs=30, batch_size=64, verbose=0)
+    held_out, held_labels = module.draw_shapes(count=600, image_size=size, seed=4321)
+    real = float(np.mean(np.argmax(classifier.predict(held_out, verbose=0), -1) == held_labels))
+    sampler = tf.saved_model.load(os.path.join(export, "sampler")).signatures["serving_default"]
+    shares = {}
+    for label in range(module.CLASSES):
+        drawn = sampler(seed=tf.constant(7, tf.int64), labels=tf.fill([int(per_class)], label),
+                        guidance=tf.constant(float(module.GUIDANCE)),
+                        steps=tf.constant(module.SAMPLE_STEPS))["images"]  # fmt: skip
+        predicted = np.argmax(classifier.predict(drawn, verbose=0), -1)
+        shares[str(label)] = float(np.mean(predicted == label))
+    return {"real_accuracy": real, "recognised": shares}
 
 
 if __name__ == "__main__":

@@ -47,10 +47,10 @@ KINDS = (
     ScriptKind(
         "Supervised scripts",
         "supervised-scripts",
-        ("houses_tabular", "mnist_mlp", "shapes_dcgan"),
+        ("houses_tabular", "mnist_mlp", "shapes_dcgan", "shapes_flow"),
         ("single_device", "mirrored", "multi_worker", "tpu"),
         "every way of training on a dataset (supervised, multi-task, GAN, distillation, "
-        "adversarial, contrastive, meta-learning, your own step)",
+        "adversarial, contrastive, meta-learning, your own step, diffusion and flow matching)",
     ),
     ScriptKind(
         "Reinforcement-learning scripts",

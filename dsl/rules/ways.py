@@ -327,10 +327,10 @@ def check_generative(spec: Spec) -> None:
         raise ValueError(
             f"model.kind={spec.model.kind!r}, and training is {kind}: the denoiser takes the "
             'noisy image, the time and (guided) the class, so it is a Graph with inputs "image", '
-            '"time" (shape (1,)) and "label" (shape (), dtype int32), or your own network '
+            '"t" (shape (1,)) and "label" (shape (), dtype int32), or your own network '
             "(Imported); use Graph(inputs={...})"
         )
-    wanted = {"image", "time"} | ({"label"} if way.guidance else set())
+    wanted = {"image", "t"} | ({"label"} if way.guidance else set())
     inputs = spec.model.inputs
     if set(inputs) != wanted:
         missing = sorted(wanted - set(inputs))
@@ -341,9 +341,9 @@ def check_generative(spec: Spec) -> None:
             f"model.inputs {sorted(inputs)} {said}: the denoiser of training={kind} takes "
             f"exactly {sorted(wanted)}{hint}"
         )
-    if tuple(inputs["time"].shape) != (1,) or not inputs["time"].dtype.startswith("float"):
+    if tuple(inputs["t"].shape) != (1,) or not inputs["t"].dtype.startswith("float"):
         raise ValueError(
-            f"model.inputs['time'] is {inputs['time'].shape} {inputs['time'].dtype}: the time "
+            f"model.inputs['t'] is {inputs['t'].shape} {inputs['t'].dtype}: the time "
             "is one float per image in [0, 1]; set Input(shape=(1,))"
         )
     label = inputs.get("label")

@@ -17,7 +17,9 @@ class LinearNoise(StrictModel):
 
     kind: Literal["linear"] = "linear"
     beta_start: PositiveFloat = 1e-4
+    """beta_1, the noise added at the first level."""
     beta_end: PositiveFloat = 0.02
+    """beta_T, the noise added at the last level."""
 
     @model_validator(mode="after")
     def _increasing(self) -> "LinearNoise":
@@ -77,7 +79,7 @@ class Diffusion(_Generative):
     error. Sampling is DDIM's (Song et al., 2021; deterministic, any number of steps). The
     noise, the timesteps and the dropped labels are functions of (seed, step, position in
     the global batch): a resumed run, a replayed step and any number of replicas draw what
-    one device does. `model` takes a dict {"image", "time" (batch, 1), "label" (batch,)}."""
+    one device does. `model` takes a dict {"image", "t" (batch, 1), "label" (batch,)}."""
 
     kind: Literal["diffusion"] = "diffusion"
     template: ClassVar[str] = "diffusion"

@@ -1,7 +1,7 @@
 """Draw shapes with a small DDPM, sampled by DDIM (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_diffusion.py
-(spec sha256 88ec4851cc1e91f7, script sha256 c21e9b0f6074887e).
+(spec sha256 354e26a03b3be971, script sha256 6dedfa4ec6a7fa9a).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -18,7 +18,6 @@ import math
 import os
 import shutil
 import sys
-import time
 
 try:
     import loopgen_runtime
@@ -269,8 +268,8 @@ def validation_batches(examples, context):
 
 def build_model():
     image = keras.Input(shape=(16, 16, 3), name="image")
-    time = keras.Input(shape=(1,), name="time")
-    time_hidden = layers.Dense(48, activation="swish", name="time_hidden")(time)
+    t = keras.Input(shape=(1,), name="t")
+    time_hidden = layers.Dense(48, activation="swish", name="time_hidden")(t)
     condition = layers.Dense(48, activation="swish", name="condition")(time_hidden)
     condition_16 = layers.Dense(48, name="condition_16")(condition)
     bias_16 = layers.Reshape((1, 1, 48), name="bias_16")(condition_16)
@@ -298,7 +297,7 @@ def build_model():
     )
     noise = layers.Conv2D(3, 3, padding="same", name="noise")(decoded)
     return keras.Model(
-        inputs={"image": image, "time": time}, outputs=noise, name="shapes_diffusion"
+        inputs={"image": image, "t": t}, outputs=noise, name="shapes_diffusion"
     )
 
 
@@ -337,7 +336,7 @@ def draw(sample, seed, use, shape, first, count):
 
 def noised(images, labels, seed, first, count):
     """A training example of the denoiser from clean images x0 in [-1, 1]: its inputs (the noisy
-    images, the time) and its target. Every draw is a
+    images, the times) and its target. Every draw is a
     function of `seed` and the image's position in the batch (`first`, of `count`)."""
     noise = draw(tf.random.stateless_normal, seed, 0, tf.shape(images), first, count)
     batch = tf.shape(images)[:1]
@@ -349,10 +348,10 @@ def noised(images, labels, seed, first, count):
         :, tf.newaxis, tf.newaxis, tf.newaxis
     ]
     noisy = tf.sqrt(alpha_bar) * images + tf.sqrt(1.0 - alpha_bar) * noise
-    # The time the denoiser sees: t / TIMESTEPS, in [0, 1).
+    # The times the denoiser sees: t / TIMESTEPS, in [0, 1).
     inputs = {
         "image": noisy,
-        "time": tf.cast(timestep, tf.float32)[:, tf.newaxis] / TIMESTEPS,
+        "t": tf.cast(timestep, tf.float32)[:, tf.newaxis] / TIMESTEPS,
     }
     target = noise
     return inputs, target
@@ -364,9 +363,9 @@ def squared_errors(predictions, target):
     return tf.reduce_mean(errors, axis=list(range(1, errors.shape.rank)))
 
 
-def denoise(network, images, time):
-    """The network's prediction for `images` at `time`, in inference mode."""
-    return tf.cast(network({"image": images, "time": time}, training=False), tf.float32)
+def denoise(network, images, times):
+    """The network's prediction for `images` at `times`, in inference mode."""
+    return tf.cast(network({"image": images, "t": times}, training=False), tf.float32)
 
 
 def sample_images(network, noise, num_steps):
@@ -384,10 +383,10 @@ def sample_images(network, noise, num_steps):
         alpha_bar_next = tf.where(
             k > 0, tf.gather(alpha_bars, tf.maximum(timestep - stride, 0)), 1.0
         )
-        time = tf.fill(
+        times = tf.fill(
             [tf.shape(noise)[0], 1], tf.cast(timestep, tf.float32) / TIMESTEPS
         )
-        predicted = denoise(network, images, time)
+        predicted = denoise(network, images, times)
         noise_part = predicted
         clean = (images - tf.sqrt(1.0 - alpha_bar) * noise_part) / tf.sqrt(alpha_bar)
         clean = tf.clip_by_value(clean, -1.0, 1.0)
@@ -809,14 +808,14 @@ def batch_of_step(examples, step):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "shapes_diffusion",
-    "spec_sha256": "88ec4851cc1e91f7",
+    "spec_sha256": "354e26a03b3be971",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
 # means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
 # longer run, other cadences, performance options or another strategy are the same setup.
 SETUP = {
-    "model": "94dfc10e935dd00e",
+    "model": "45e76b3606692be3",
     "data.train": "5d026731d41f36bb",
     "data.validation": "50d8deb1c3c162dc",
     "data.batch_size": GLOBAL_BATCH_SIZE,

@@ -1,7 +1,7 @@
 """Draw shapes of a chosen class with class-conditional flow matching (offline).
 
 Written by loopgen 0.1.0 from examples/shapes_flow.py
-(spec sha256 2b23287b8f0d42d5, script sha256 8ad5a17f77e19b97).
+(spec sha256 429fde728e28ecb8, script sha256 22a30681efd3ed99).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -15,7 +15,6 @@ import functools
 import math
 import os
 import sys
-import time
 
 try:
     import loopgen_runtime
@@ -270,9 +269,9 @@ def validation_batches(examples, context):
 
 def build_model():
     image = keras.Input(shape=(16, 16, 3), name="image")
-    time = keras.Input(shape=(1,), name="time")
+    t = keras.Input(shape=(1,), name="t")
     label = keras.Input(shape=(), dtype="int32", name="label")
-    time_hidden = layers.Dense(48, activation="swish", name="time_hidden")(time)
+    time_hidden = layers.Dense(48, activation="swish", name="time_hidden")(t)
     time_vector = layers.Dense(48, name="time_vector")(time_hidden)
     label_vectors = layers.Embedding(4, 48, name="label_vectors")(label)
     label_vector = layers.Flatten(name="label_vector")(label_vectors)
@@ -304,7 +303,7 @@ def build_model():
     )
     velocity = layers.Conv2D(3, 3, padding="same", name="velocity")(decoded)
     return keras.Model(
-        inputs={"image": image, "time": time, "label": label},
+        inputs={"image": image, "t": t, "label": label},
         outputs=velocity,
         name="shapes_flow",
     )
@@ -327,15 +326,15 @@ def draw(sample, seed, use, shape, first, count):
 
 def noised(images, labels, seed, first, count):
     """A training example of the denoiser from clean images x0 in [-1, 1]: its inputs (the noisy
-    images, the time, the labels, some dropped) and its target. Every draw is a
+    images, the times, the labels, some dropped) and its target. Every draw is a
     function of `seed` and the image's position in the batch (`first`, of `count`)."""
     noise = draw(tf.random.stateless_normal, seed, 0, tf.shape(images), first, count)
     batch = tf.shape(images)[:1]
-    time = draw(
+    times = draw(
         tf.random.stateless_uniform, seed, 1, tf.concat([batch, [1]], 0), first, count
     )
-    t = time[:, :, tf.newaxis, tf.newaxis]
-    inputs = {"image": (1.0 - t) * images + t * noise, "time": time}
+    t = times[:, :, tf.newaxis, tf.newaxis]
+    inputs = {"image": (1.0 - t) * images + t * noise, "t": times}
     target = noise - images  # the velocity d x_t / dt of the straight path
     # Classifier-free guidance: one label in 1 / LABEL_DROPOUT becomes NO_LABEL, so the same
     # network learns the unconditional prediction too.
@@ -352,15 +351,15 @@ def squared_errors(predictions, target):
     return tf.reduce_mean(errors, axis=list(range(1, errors.shape.rank)))
 
 
-def denoise(network, images, time, labels, guidance):
-    """The network's prediction for `images` at `time`, guided towards `labels`: one call on
+def denoise(network, images, times, labels, guidance):
+    """The network's prediction for `images` at `times`, guided towards `labels`: one call on
     the batch twice, with its labels and with none, then uncond + guidance * (cond - uncond)
     (Ho & Salimans, 2022). Inference mode: no label is dropped, no Dropout mask drawn.
     """
     both = network(
         {
             "image": tf.concat([images, images], 0),
-            "time": tf.concat([time, time], 0),
+            "t": tf.concat([times, times], 0),
             "label": tf.concat([labels, tf.fill(tf.shape(labels), NO_LABEL)], 0),
         },
         training=False,
@@ -374,10 +373,10 @@ def sample_images(network, noise, labels, guidance, num_steps):
     (noise) to t = 0 (images): x <- x - dt * v(x, t), clipped to [-1, 1] at the end."""
     images = noise
     dt = 1.0 / tf.cast(num_steps, tf.float32)
-    time = tf.ones([tf.shape(noise)[0], 1])
+    times = tf.ones([tf.shape(noise)[0], 1])
     for _ in tf.range(num_steps):
-        images -= dt * denoise(network, images, time, labels, guidance)
-        time -= dt
+        images -= dt * denoise(network, images, times, labels, guidance)
+        times -= dt
     return tf.clip_by_value(images, -1.0, 1.0)
 
 
@@ -767,14 +766,14 @@ def serve_once(directory, examples, count):
 # What this script was rendered from (its header says the same): runs.jsonl records it.
 RENDERED_FROM = {
     "spec": "shapes_flow",
-    "spec_sha256": "2b23287b8f0d42d5",
+    "spec_sha256": "429fde728e28ecb8",
     "loopgen": "0.1.0",
 }
 # The training setup the checkpoints belong to: each spec field that decides what a checkpoint
 # means, or the sha256 of the section. A run refuses the checkpoints of another setup; a
 # longer run, other cadences, performance options or another strategy are the same setup.
 SETUP = {
-    "model": "5f6b2a5f09d363d7",
+    "model": "f8c729e259253ace",
     "data.train": "5d026731d41f36bb",
     "data.validation": "50d8deb1c3c162dc",
     "data.batch_size": GLOBAL_BATCH_SIZE,

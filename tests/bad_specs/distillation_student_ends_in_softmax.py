@@ -27,11 +27,7 @@ spec = Spec(
     ),
     model=Sequential(
         input_shape=(28, 28),
-        layers=[
-            Flatten(),
-            Dense(units=32, activation="relu"),
-            Dense(units=10, activation="softmax", name="probabilities"),
-        ],
+        layers=[Flatten(), Dense(units=32, activation="relu"), Dense(units=10, activation="softmax", name="probabilities")],
     ),
     training=Distillation(
         # The teacher: mnist_mlp's network, with the weights its run saved.

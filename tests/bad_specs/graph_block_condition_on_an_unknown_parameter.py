@@ -5,17 +5,8 @@ block = Block(
     name="residual_block",
     params={"filters": 8, "strides": 1},
     nodes=[
-        Node(
-            name="conv",
-            layer=Conv2D(var("filters"), 3, strides=var("strides"), padding="same"),
-            inputs="x",
-        ),
-        Node(
-            name="shortcut",
-            layer=Conv2D(var("filters"), 1, strides=var("strides")),
-            inputs="x",
-            when="stride != 1",
-        ),
+        Node(name="conv", layer=Conv2D(var("filters"), 3, strides=var("strides"), padding="same"), inputs="x"),
+        Node(name="shortcut", layer=Conv2D(var("filters"), 1, strides=var("strides")), inputs="x", when="stride != 1"),
         Node(name="added", layer=Add(), inputs=["conv", "shortcut"]),
     ],
     output="added",
@@ -28,12 +19,7 @@ spec = Spec(
         blocks=[block],
         nodes=[
             Node(name="stem", layer=Conv2D(8, 3, padding="same"), inputs="image"),
-            Node(
-                name="body",
-                block="residual_block",
-                inputs="stem",
-                over={"filters": [8, 16], "strides": [1, 2]},
-            ),
+            Node(name="body", block="residual_block", inputs="stem", over={"filters": [8, 16], "strides": [1, 2]}),
             Node(name="pool", layer=GlobalAveragePooling2D(), inputs="body"),
             Node(name="logits", layer=Dense(10), inputs="pool"),
         ],

@@ -51,11 +51,11 @@ spec = Spec(
     model=Graph(
         inputs={
             "image": Input(shape=(16, 16, 3)),
-            "time": Input(shape=(1,)),
+            "t": Input(shape=(1,)),
         },
         nodes=[
             # What the image is denoised towards: the time, and the class (id 3: none).
-            Node(name="time_hidden", layer=Dense(WIDTH, activation="swish"), inputs="time"),
+            Node(name="time_hidden", layer=Dense(WIDTH, activation="swish"), inputs="t"),
             Node(name="time_vector", layer=Dense(WIDTH), inputs="time_hidden"),
             Node(name="condition_sum", layer=Add(), inputs=["time_vector", "time_vector"]),
             Node(name="condition", layer=Activation(activation="swish"), inputs="condition_sum"),

@@ -9,7 +9,5 @@ spec = Spec(
     optimizer=Adam(),
     loop=Loop(epochs=2),
     checkpoint=Checkpoint(every_epochs=1),
-    logging=Logging(
-        inspect=Inspect(every_steps=10, activations=False, gradients=False, weights=False)
-    ),
+    logging=Logging(inspect=Inspect(every_steps=10, activations=False, gradients=False, weights=False)),
 )

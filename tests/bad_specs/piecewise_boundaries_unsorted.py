@@ -27,9 +27,7 @@ spec = Spec(
         ],
     ),
     loss=SparseCategoricalCrossentropy(from_logits=True),
-    optimizer=SGD(
-        learning_rate=PiecewiseConstantDecay(boundaries=[2000, 1000], values=[0.1, 0.01, 0.001])
-    ),
+    optimizer=SGD(learning_rate=PiecewiseConstantDecay(boundaries=[2000, 1000], values=[0.1, 0.01, 0.001])),
     metrics=[SparseCategoricalAccuracy()],
     loop=Loop(epochs=2, log_every_steps=200),
     checkpoint=Checkpoint(every_epochs=1),

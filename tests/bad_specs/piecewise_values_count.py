@@ -27,9 +27,7 @@ spec = Spec(
         ],
     ),
     loss=SparseCategoricalCrossentropy(from_logits=True),
-    optimizer=SGD(
-        learning_rate=PiecewiseConstantDecay(boundaries=[1000, 2000], values=[0.1, 0.01])
-    ),
+    optimizer=SGD(learning_rate=PiecewiseConstantDecay(boundaries=[1000, 2000], values=[0.1, 0.01])),
     metrics=[SparseCategoricalAccuracy()],
     loop=Loop(epochs=2, log_every_steps=200),
     checkpoint=Checkpoint(every_epochs=1),

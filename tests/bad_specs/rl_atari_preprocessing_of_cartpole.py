@@ -1,20 +1,7 @@
 # Mistake: Atari's preprocessing round CartPole
 from loopgen.dsl import (
-    DQN,
-    PPO,
-    Adam,
-    AtariPreprocessing,
-    Conv2D,
-    Dense,
-    Environment,
-    Flatten,
-    FrameStackObservation,
-    Loop,
-    MultiWorker,
-    Permute,
-    Rescaling,
-    Sequential,
-    Spec,
+    DQN, PPO, Adam, AtariPreprocessing, Conv2D, Dense, Environment, Flatten,
+    FrameStackObservation, Loop, MultiWorker, Permute, Rescaling, Sequential, Spec,
 )
 
 
@@ -22,13 +9,8 @@ def cnn(outputs, rescale=True):
     first = [Rescaling(scale=1 / 255)] if rescale else []
     return Sequential(
         input_shape=(4, 84, 84),
-        layers=[
-            *first,
-            Permute(dims=(2, 3, 1)),
-            Conv2D(filters=16, kernel_size=8, strides=4),
-            Flatten(),
-            Dense(units=outputs),
-        ],
+        layers=[*first, Permute(dims=(2, 3, 1)), Conv2D(filters=16, kernel_size=8, strides=4),
+                Flatten(), Dense(units=outputs)],
     )
 
 

@@ -1,17 +1,5 @@
 # Mistake: a Dict observation (the corridor's cell and goal) fed to a Sequential policy
-from loopgen.dsl import (
-    Adam,
-    Concatenate,
-    Dense,
-    Environment,
-    Graph,
-    Input,
-    Loop,
-    Node,
-    PPO,
-    Sequential,
-    Spec,
-)
+from loopgen.dsl import Adam, Concatenate, Dense, Environment, Graph, Input, Loop, Node, PPO, Sequential, Spec
 
 
 def network(units, inputs=None):

@@ -9,13 +9,7 @@ spec = Spec(
         input_shape=(4,),
         layers=[Dense(units=64, activation="tanh"), Dense(units=2, name="logits")],
     ),
-    training=PPO(
-        value=Sequential(
-            input_shape=(4,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]
-        ),
-        rollout_steps=16,
-        minibatches=4,
-    ),
+    training=PPO(value=Sequential(input_shape=(4,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]), rollout_steps=16, minibatches=4),
     optimizer=Adam(learning_rate=2.5e-4),
     loop=Loop(epochs=3),
 )

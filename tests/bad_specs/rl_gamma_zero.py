@@ -9,12 +9,7 @@ spec = Spec(
         input_shape=(4,),
         layers=[Dense(units=64, activation="tanh"), Dense(units=2, name="logits")],
     ),
-    training=PPO(
-        value=Sequential(
-            input_shape=(4,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]
-        ),
-        gamma=0,
-    ),
+    training=PPO(value=Sequential(input_shape=(4,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]), gamma=0),
     optimizer=Adam(learning_rate=2.5e-4),
     loop=Loop(steps=10_000),
 )

@@ -1,17 +1,5 @@
 # Mistake: a value network's input of another shape than its part of the Dict observation
-from loopgen.dsl import (
-    Adam,
-    Concatenate,
-    Dense,
-    Environment,
-    Graph,
-    Input,
-    Loop,
-    Node,
-    PPO,
-    Sequential,
-    Spec,
-)
+from loopgen.dsl import Adam, Concatenate, Dense, Environment, Graph, Input, Loop, Node, PPO, Sequential, Spec
 
 
 def network(units, inputs=None):

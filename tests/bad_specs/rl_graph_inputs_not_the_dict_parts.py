@@ -1,17 +1,5 @@
 # Mistake: a Graph policy whose inputs are not named after the Dict observation's parts
-from loopgen.dsl import (
-    Adam,
-    Concatenate,
-    Dense,
-    Environment,
-    Graph,
-    Input,
-    Loop,
-    Node,
-    PPO,
-    Sequential,
-    Spec,
-)
+from loopgen.dsl import Adam, Concatenate, Dense, Environment, Graph, Input, Loop, Node, PPO, Sequential, Spec
 
 
 def network(units, inputs=None):

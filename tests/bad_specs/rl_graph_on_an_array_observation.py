@@ -1,17 +1,5 @@
 # Mistake: a Graph of named inputs on CartPole's one array observation
-from loopgen.dsl import (
-    Adam,
-    Concatenate,
-    Dense,
-    Environment,
-    Graph,
-    Input,
-    Loop,
-    Node,
-    PPO,
-    Sequential,
-    Spec,
-)
+from loopgen.dsl import Adam, Concatenate, Dense, Environment, Graph, Input, Loop, Node, PPO, Sequential, Spec
 
 
 def network(units, inputs=None):
@@ -29,9 +17,7 @@ spec = Spec(
     name="cartpole_ppo",
     data=Environment(id="CartPole-v1"),
     model=network(2, inputs={"cart": Input(shape=(2,)), "pole": Input(shape=(2,))}),
-    training=PPO(
-        value=Sequential(input_shape=(4,), layers=[Dense(units=1)]), rollout_steps=16, minibatches=4
-    ),
+    training=PPO(value=Sequential(input_shape=(4,), layers=[Dense(units=1)]), rollout_steps=16, minibatches=4),
     optimizer=Adam(learning_rate=3e-3),
     loop=Loop(steps=4096),
 )

@@ -7,9 +7,7 @@ spec = Spec(
     data=Environment(id="CartPole-v1", num_envs=4),
     model=Sequential(input_shape=(4,), layers=[Dense(units=64, activation="tanh"), Dense(units=2)]),
     training=PPO(
-        value=Sequential(
-            input_shape=(4,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]
-        ),
+        value=Sequential(input_shape=(4,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]),
         rollout_steps=128,
     ),
     optimizer=Adam(learning_rate=2.5e-4),

@@ -10,9 +10,7 @@ spec = Spec(
         layers=[Dense(units=64, activation="tanh"), Dense(units=1, name="mean")],
     ),
     training=PPO(
-        value=Sequential(
-            input_shape=(3,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]
-        ),
+        value=Sequential(input_shape=(3,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]),
         rollout_steps=16,
         minibatches=4,
         normalize_observations=True,

@@ -1,20 +1,7 @@
 # Mistake: normalize_observations on Breakout's frames (the networks rescale them)
 from loopgen.dsl import (
-    DQN,
-    PPO,
-    Adam,
-    AtariPreprocessing,
-    Conv2D,
-    Dense,
-    Environment,
-    Flatten,
-    FrameStackObservation,
-    Loop,
-    MultiWorker,
-    Permute,
-    Rescaling,
-    Sequential,
-    Spec,
+    DQN, PPO, Adam, AtariPreprocessing, Conv2D, Dense, Environment, Flatten,
+    FrameStackObservation, Loop, MultiWorker, Permute, Rescaling, Sequential, Spec,
 )
 
 
@@ -22,24 +9,15 @@ def cnn(outputs, rescale=True):
     first = [Rescaling(scale=1 / 255)] if rescale else []
     return Sequential(
         input_shape=(4, 84, 84),
-        layers=[
-            *first,
-            Permute(dims=(2, 3, 1)),
-            Conv2D(filters=16, kernel_size=8, strides=4),
-            Flatten(),
-            Dense(units=outputs),
-        ],
+        layers=[*first, Permute(dims=(2, 3, 1)), Conv2D(filters=16, kernel_size=8, strides=4),
+                Flatten(), Dense(units=outputs)],
     )
 
 
 spec = Spec(
     name="breakout_ppo",
-    data=Environment(
-        id="ALE/Breakout-v5",
-        kwargs={"frameskip": 1},
-        num_envs=8,
-        wrappers=[AtariPreprocessing(), FrameStackObservation(4)],
-    ),
+    data=Environment(id="ALE/Breakout-v5", kwargs={"frameskip": 1}, num_envs=8,
+                     wrappers=[AtariPreprocessing(), FrameStackObservation(4)]),
     model=cnn(4),
     training=PPO(value=cnn(1), rollout_steps=128, normalize_observations=True),
     optimizer=Adam(learning_rate=1e-4),

@@ -1,14 +1,5 @@
 # Mistake: a loss for PPO, whose losses are its own
-from loopgen.dsl import (
-    Adam,
-    Dense,
-    Environment,
-    Loop,
-    PPO,
-    Sequential,
-    SparseCategoricalCrossentropy,
-    Spec,
-)
+from loopgen.dsl import Adam, Dense, Environment, Loop, PPO, Sequential, SparseCategoricalCrossentropy, Spec
 
 spec = Spec(
     name="cartpole_ppo",
@@ -18,13 +9,7 @@ spec = Spec(
         input_shape=(4,),
         layers=[Dense(units=64, activation="tanh"), Dense(units=2, name="logits")],
     ),
-    training=PPO(
-        value=Sequential(
-            input_shape=(4,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]
-        ),
-        rollout_steps=16,
-        minibatches=4,
-    ),
+    training=PPO(value=Sequential(input_shape=(4,), layers=[Dense(units=64, activation="tanh"), Dense(units=1)]), rollout_steps=16, minibatches=4),
     optimizer=Adam(learning_rate=2.5e-4),
     loop=Loop(steps=10_000),
     loss=SparseCategoricalCrossentropy(from_logits=True),

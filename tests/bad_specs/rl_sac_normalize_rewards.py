@@ -6,9 +6,7 @@ spec = Spec(
     data=Environment(id="Pendulum-v1", num_envs=1),
     model=Sequential(input_shape=(3,), layers=[Dense(units=64, activation="relu"), Dense(units=2)]),
     training=SAC(
-        critic=Sequential(
-            input_shape=(4,), layers=[Dense(units=64, activation="relu"), Dense(units=1)]
-        ),
+        critic=Sequential(input_shape=(4,), layers=[Dense(units=64, activation="relu"), Dense(units=1)]),
         normalize_rewards=True,
     ),
     optimizer=Adam(learning_rate=1e-3),

@@ -6,11 +6,7 @@ spec = Spec(
     seed=1,
     data=Environment(id="CartPole-v1", num_envs=1),
     model=Sequential(input_shape=(4,), layers=[Dense(units=64, activation="relu"), Dense(units=2)]),
-    training=SAC(
-        critic=Sequential(
-            input_shape=(5,), layers=[Dense(units=64, activation="relu"), Dense(units=1)]
-        )
-    ),
+    training=SAC(critic=Sequential(input_shape=(5,), layers=[Dense(units=64, activation="relu"), Dense(units=1)])),
     optimizer=Adam(learning_rate=1e-3),
     loop=Loop(steps=20_000),
 )

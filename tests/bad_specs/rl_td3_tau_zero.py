@@ -6,12 +6,7 @@ spec = Spec(
     seed=1,
     data=Environment(id="Pendulum-v1", num_envs=1),
     model=Sequential(input_shape=(3,), layers=[Dense(units=64, activation="relu"), Dense(units=1)]),
-    training=TD3(
-        critic=Sequential(
-            input_shape=(4,), layers=[Dense(units=64, activation="relu"), Dense(units=1)]
-        ),
-        tau=0.0,
-    ),
+    training=TD3(critic=Sequential(input_shape=(4,), layers=[Dense(units=64, activation="relu"), Dense(units=1)]), tau=0.0),
     optimizer=Adam(learning_rate=1e-3),
     loop=Loop(steps=20_000),
 )

@@ -7,11 +7,7 @@ spec = Spec(
     model=Graph(
         inputs={"image": Input(shape=(32, 32, 3))},
         nodes=[
-            Node(
-                name="features",
-                layer=Backbone(application="MobileNetV2", weights=None),
-                inputs="image",
-            ),
+            Node(name="features", layer=Backbone(application="MobileNetV2", weights=None), inputs="image"),
             Node(name="logits", layer=Dense(10), inputs="features"),
         ],
         outputs="logits",

@@ -7,11 +7,7 @@ spec = Spec(
     model=Graph(
         inputs={"image": Input(shape=(16, 16, 3))},
         nodes=[
-            Node(
-                name="features",
-                layer=Backbone(application="MobileNetV5", weights=None),
-                inputs="image",
-            ),
+            Node(name="features", layer=Backbone(application="MobileNetV5", weights=None), inputs="image"),
             Node(name="logits", layer=Dense(10), inputs="features"),
         ],
         outputs="logits",
