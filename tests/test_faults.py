@@ -365,7 +365,7 @@ RESUME_RUNS = {
     # Diffusion's and flow matching's draws (noise, timesteps, dropped labels) from (seed,
     # step, position); the EMA denoiser. DDPM with v-prediction, flow matching guided.
     "diffusion": ("shapes_diffusion", 3, ["data.validation=null", 'training.prediction="v"']),
-    "flow_matching": ("shapes_flow", 3, []),
+    "flow_matching": ("shapes_flow", 3, ["data.validation=null"]),
     # Reinforcement learning, in environment steps (a count of them instead of epochs): the
     # environments mid-episode and DQN's replay buffer (wrapped round) are in the checkpoint;
     # actions, minibatches and exploration drawn from (seed, step).
