@@ -37,6 +37,12 @@ def check_inspect(spec: Spec) -> None:
             "of the batch; inspect on one device (distribute.kind='single_device', or loopgen "
             "render --variant single_device: the checkpoints restore there)"
         )
+    if inspect.activations and spec.training.kind in ("diffusion", "flow_matching"):
+        raise ValueError(
+            f"logging.inspect.activations with training.kind={spec.training.kind!r}: the "
+            "denoiser's input is the noised batch the step draws inside it, not the batch "
+            "itself; set logging.inspect.activations=False (gradients and weights are kept)"
+        )
     if inspect.activations and spec.training.kind in ("reptile", "maml"):
         raise ValueError(
             f"logging.inspect.activations with training.kind={spec.training.kind!r}: the "
