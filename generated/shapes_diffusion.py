@@ -1,7 +1,7 @@
 """Draw shapes with a small DDPM, sampled by DDIM (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_diffusion.py
-(spec sha256 2702f1f63d40efda, script sha256 fc00e695b92837a2).
+(spec sha256 2702f1f63d40efda, script sha256 697a9824e3861cff).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -470,10 +470,10 @@ def train(args, run):
     ema_model = build_model()
     ema_model.set_weights(model.get_weights())
     optimizer = keras.optimizers.Adam(learning_rate=0.001)
-    # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
+    # The slot variables now, not in the first traced step, which would trace it twice and
+    # leave a restored checkpoint nothing to fill.
     optimizer.build(model.trainable_variables)
     train_loss = keras.metrics.Mean(name="loss")
-    # The denoising loss on the validation images, at draws of their own, the same every pass.
     validation_loss = keras.metrics.Mean(name="loss")
     train_values = [train_loss]
     validation_values = [validation_loss]

@@ -1,7 +1,7 @@
 """Draw shapes of a chosen class with class-conditional flow matching (offline).
 
 Written by loopgen 0.1.0 from examples/shapes_flow.py
-(spec sha256 01c50c921f7069d1, script sha256 2e10d90560cb9379).
+(spec sha256 01c50c921f7069d1, script sha256 ccb0dd26bd18f5d3).
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
 .loopgen/ folder beside this script: it keeps the last clean render).
@@ -463,10 +463,10 @@ def train(args, run):
     ema_model = build_model()
     ema_model.set_weights(model.get_weights())
     optimizer = keras.optimizers.Adam(learning_rate=0.001)
-    # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
+    # The slot variables now, not in the first traced step, which would trace it twice and
+    # leave a restored checkpoint nothing to fill.
     optimizer.build(model.trainable_variables)
     train_loss = keras.metrics.Mean(name="loss")
-    # The denoising loss on the validation images, at draws of their own, the same every pass.
     validation_loss = keras.metrics.Mean(name="loss")
     train_values = [train_loss]
     validation_values = [validation_loss]

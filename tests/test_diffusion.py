@@ -16,23 +16,24 @@ pytestmark = pytest.mark.slow
 
 CASES = {
     # Guided flow matching: the path, the velocity, the dropped labels, two Euler steps.
-    "flow_matching": ("shapes_flow", []),
+    "flow_matching": ("shapes_flow", [], "velocity"),
     # DDPM: the cosine schedule (Nichol & Dhariwal), epsilon; two DDIM steps.
-    "cosine_epsilon": ("shapes_diffusion", []),
+    "cosine_epsilon": ("shapes_diffusion", [], "epsilon"),
     # The linear schedule (Ho et al.) with v-prediction, and the clean image's prediction.
     "linear_v": (
         "shapes_diffusion",
         ['training.schedule={"kind": "linear"}', 'training.prediction="v"'],
+        "v",
     ),
-    "cosine_sample": ("shapes_diffusion", ['training.prediction="sample"']),
+    "cosine_sample": ("shapes_diffusion", ['training.prediction="sample"'], "sample"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_training_example_schedule_loss_and_sampler_equal_references(case, render, tmp_path):
-    example, overrides = CASES[case]
+    example, overrides, prediction = CASES[case]
     script = render(example, *overrides)
-    found = tf_check("generative_formulas", str(script), cwd=tmp_path)
+    found = tf_check("generative_formulas", str(script), prediction, cwd=tmp_path)
     for name in ("inputs", "target", "time", "loss", "sampler"):
         assert found[name] <= 1e-5, (case, name, found)
     if example == "shapes_diffusion":
@@ -57,8 +58,8 @@ def test_a_trained_flow_model_samples_exports_and_writes_grids(render, tmp_path)
                       "--seed", "3", "--grid", str(grid), "--output-dir", str(out),
                       cwd=tmp_path)  # fmt: skip
     assert "Wrote 5 samples" in said.stdout
-    found = tf_check("compare_sample_grid", str(out / "export"), str(grid), "3", "1", "4",
-                     "5", cwd=tmp_path)  # fmt: skip
+    found = tf_check("compare_sample_grid", str(script), str(out / "export"), str(grid), "3",
+                     "1", "4", "5", cwd=tmp_path)  # fmt: skip
     assert found["shape"] == [16, 80, 3], found  # 5 images of 16x16 in one row
     assert found["max_diff"] <= 1, found  # rounding to 8 bits
     assert found["other_seed_diff"] > 10, found

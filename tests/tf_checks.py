@@ -7,7 +7,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import importlib.util
-import inspect
 import itertools
 import json
 import math
@@ -1790,7 +1789,7 @@ def tflite_layers() -> dict:
     return {"converted": converted, "refused": refused}
 
 
-def generative_formulas(script: str) -> dict:
+def generative_formulas(script: str, prediction: str) -> dict:
     """A diffusion or flow-matching script's training example, schedule and sampler against
     references written here (issue 62 #7): the draws taken from TensorFlow's stateless ops
     directly (not the script's draw()), the schedule from the papers' formulas, the noising,
@@ -1851,7 +1850,7 @@ def generative_formulas(script: str) -> dict:
             "epsilon": noise,
             "v": np.sqrt(a) * noise - np.sqrt(1 - a) * x0,
             "sample": x0,
-        }[prediction_of(module)]
+        }[prediction]
         reference_time = timestep[:, None] / steps
     found["inputs"] = float(np.max(np.abs(inputs["image"].numpy() - reference_inputs)))
     found["target"] = float(np.max(np.abs(target.numpy() - reference_target)))
@@ -1908,10 +1907,9 @@ def generative_formulas(script: str) -> dict:
             a = alpha_bars[level]
             a_below = alpha_bars[below] if below is not None else 1.0
             out = guided_output(y, level / steps)
-            kind = prediction_of(module)
-            if kind == "epsilon":
+            if prediction == "epsilon":
                 eps, clean = out, (y - np.sqrt(1 - a) * out) / np.sqrt(a)
-            elif kind == "v":
+            elif prediction == "v":
                 clean, eps = (
                     np.sqrt(a) * y - np.sqrt(1 - a) * out,
                     np.sqrt(a) * out + np.sqrt(1 - a) * y,
@@ -1921,14 +1919,6 @@ def generative_formulas(script: str) -> dict:
             y = np.sqrt(a_below) * np.clip(clean, -1, 1) + np.sqrt(1 - a_below) * eps
         found["sampler"] = float(np.max(np.abs(sampled - y)))
     return found
-
-
-def prediction_of(module) -> str:
-    """What a diffusion script's denoiser predicts, read from its source's noised()."""
-    source = inspect.getsource(module.noised)
-    if "target = noise\n" in source:
-        return "epsilon"
-    return "v" if "Salimans" in source else "sample"
 
 
 def image_tags(logdir: str) -> dict:
@@ -1942,22 +1932,20 @@ def image_tags(logdir: str) -> dict:
     return dict(counts)
 
 
-def compare_sample_grid(export: str, png: str, seed: str, label: str, steps: str, count: str):
+def compare_sample_grid(
+    script: str, export: str, png: str, seed: str, label: str, steps: str, count: str
+) -> dict:
     """`sample`'s PNG grid against the export's sampler (loaded as a server loads it) for the
-    same seed, label, steps and the default guidance; the images of another seed for contrast,
-    and the grids validation wrote beside the export's run."""
+    same seed, label, steps and the script's default guidance; the images of another seed for
+    contrast, and the grids validation wrote beside the export's run."""
+    guidance = load_script(script).GUIDANCE
     grid = tf.io.decode_png(tf.io.read_file(png)).numpy().astype(np.float64)
     sampler = tf.saved_model.load(os.path.join(export, "sampler")).signatures["serving_default"]
-    module_guidance = (
-        json.loads(Path(export).parent.joinpath("guidance.json").read_text())
-        if (Path(export).parent / "guidance.json").exists()
-        else None
-    )
 
     def served(seed):
         images = sampler(seed=tf.constant(int(seed), tf.int64),
                          labels=tf.fill([int(count)], int(label)),
-                         guidance=tf.constant(module_guidance or 4.0),
+                         guidance=tf.constant(float(guidance)),
                          steps=tf.constant(int(steps)))["images"].numpy()  # fmt: skip
         return np.concatenate(list(images), axis=1) * 255  # one row
 

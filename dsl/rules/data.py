@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..ways.diffusion import GENERATIVE_KINDS
+
 if TYPE_CHECKING:
     from ..spec import Spec
 
@@ -83,7 +85,7 @@ def check_features(spec: Spec) -> None:
     model = spec.model
     if model is None or model.kind in ("import", "keras_hub"):
         return
-    if spec.training.kind in ("diffusion", "flow_matching"):
+    if spec.training.kind in GENERATIVE_KINDS:
         return  # the denoiser's inputs are the way's (rules/ways.py check_generative)
     inputs = sorted(model.inputs) if model.kind == "graph" else None
     if features is None:

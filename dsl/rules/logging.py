@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..ways.diffusion import GENERATIVE_KINDS
+
 if TYPE_CHECKING:
     from ..spec import Spec
 
@@ -37,7 +39,7 @@ def check_inspect(spec: Spec) -> None:
             "of the batch; inspect on one device (distribute.kind='single_device', or loopgen "
             "render --variant single_device: the checkpoints restore there)"
         )
-    if inspect.activations and spec.training.kind in ("diffusion", "flow_matching"):
+    if inspect.activations and spec.training.kind in GENERATIVE_KINDS:
         raise ValueError(
             f"logging.inspect.activations with training.kind={spec.training.kind!r}: the "
             "denoiser's input is the noised batch the step draws inside it, not the batch "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model import OPAQUE
+from ..ways.diffusion import GENERATIVE_KINDS
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -147,7 +148,7 @@ def check_ema(spec: Spec) -> None:
     if spec.ema is None:
         return
     kind = spec.training.kind
-    if spec.acts or kind not in ("supervised", "multi_task", "diffusion", "flow_matching"):
+    if spec.acts or kind not in ("supervised", "multi_task", *GENERATIVE_KINDS):
         raise ValueError(
             f"ema is set, but training.kind={kind!r}: the average of the weights is written for "
             "a supervised, multi-task, diffusion or flow-matching network; remove ema"

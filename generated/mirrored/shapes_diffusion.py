@@ -1,7 +1,7 @@
 """Draw shapes with a small DDPM, sampled by DDIM (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_diffusion.py
-(spec sha256 f1c63b3fb82022d1, script sha256 ac89d4208e445128).
+(spec sha256 f1c63b3fb82022d1, script sha256 d6c85ccbc1167a2b).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -512,11 +512,11 @@ def train(args, run):
         ema_model = build_model()
         ema_model.set_weights(model.get_weights())
         optimizer = keras.optimizers.Adam(learning_rate=0.001)
-        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
+        # The slot variables now, not in the first traced step, which would trace it twice and
+        # leave a restored checkpoint nothing to fill.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss = keras.metrics.Mean(name="loss")
-        # The denoising loss on the validation images, at draws of their own, the same every pass.
         validation_loss = keras.metrics.Mean(name="loss")
         train_values = [train_loss]
         validation_values = [validation_loss]

@@ -1,7 +1,7 @@
 """Draw shapes with a small DDPM, sampled by DDIM (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_diffusion.py
-(spec sha256 354e26a03b3be971, script sha256 6dedfa4ec6a7fa9a).
+(spec sha256 354e26a03b3be971, script sha256 647691c2a2316ea9).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -532,11 +532,11 @@ def train(args, run):
         ema_model = build_model()
         ema_model.set_weights(model.get_weights())
         optimizer = keras.optimizers.Adam(learning_rate=0.001)
-        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
+        # The slot variables now, not in the first traced step, which would trace it twice and
+        # leave a restored checkpoint nothing to fill.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss = keras.metrics.Mean(name="loss")
-        # The denoising loss on the validation images, at draws of their own, the same every pass.
         validation_loss = keras.metrics.Mean(name="loss")
         train_values = [train_loss]
         validation_values = [validation_loss]

@@ -1,7 +1,7 @@
 """Draw shapes of a chosen class with class-conditional flow matching (offline).
 
 Written by loopgen 0.1.0 from examples/shapes_flow.py
-(spec sha256 6897f0b8e54ff86e, script sha256 95b9fb319b5a19ed).
+(spec sha256 6897f0b8e54ff86e, script sha256 e4e4bcc650f1c229).
 Rendered with: --variant multi_worker
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -531,11 +531,11 @@ def train(args, run):
         ema_model = build_model()
         ema_model.set_weights(model.get_weights())
         optimizer = keras.optimizers.Adam(learning_rate=0.001)
-        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
+        # The slot variables now, not in the first traced step, which would trace it twice and
+        # leave a restored checkpoint nothing to fill.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss = keras.metrics.Mean(name="loss")
-        # The denoising loss on the validation images, at draws of their own, the same every pass.
         validation_loss = keras.metrics.Mean(name="loss")
         train_values = [train_loss]
         validation_values = [validation_loss]

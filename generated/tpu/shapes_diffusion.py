@@ -1,7 +1,7 @@
 """Draw shapes with a small DDPM, sampled by DDIM (offline demo images).
 
 Written by loopgen 0.1.0 from examples/shapes_diffusion.py
-(spec sha256 f22d3be46e04aac5, script sha256 98672f940fd46816).
+(spec sha256 f22d3be46e04aac5, script sha256 a8be53c6578a5720).
 Rendered with: --variant tpu
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -519,11 +519,11 @@ def train(args, run):
         ema_model = build_model()
         ema_model.set_weights(model.get_weights())
         optimizer = keras.optimizers.Adam(learning_rate=0.001)
-        # Slots (momentum, moments) now: a restored checkpoint fills them; the step traces once.
+        # The slot variables now, not in the first traced step, which would trace it twice and
+        # leave a restored checkpoint nothing to fill.
         optimizer.build(model.trainable_variables)
         # Metrics are summed over replicas when read.
         train_loss = keras.metrics.Mean(name="loss")
-        # The denoising loss on the validation images, at draws of their own, the same every pass.
         validation_loss = keras.metrics.Mean(name="loss")
         train_values = [train_loss]
         validation_values = [validation_loss]
