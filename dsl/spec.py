@@ -350,6 +350,7 @@ class Spec(StrictModel):
             *RL_KINDS,
             *LM_KINDS,
             *GENERATIVE_KINDS,
+            "vae",
         ):
             return []  # a GAN's losses are its own; an own step's are yours; an LM way's fixed
         if isinstance(self.model, OPAQUE):
@@ -368,7 +369,7 @@ class Spec(StrictModel):
         """The names of the logged losses and metrics (prefixed `val_` for validation)."""
         if self.gan is not None:
             return self.gan.log_names()
-        if self.acts or self.training.kind in GENERATIVE_KINDS:
+        if self.acts or self.training.kind in (*GENERATIVE_KINDS, "vae"):
             return self.training.log_names()
         if self.training.kind == "sft":
             return ["loss", "mean_token_accuracy", "perplexity"]
@@ -490,6 +491,8 @@ class Spec(StrictModel):
                 found += [(f"training.{name}.{path}", item) for path, item in network.flat_items()]
         elif not isinstance(self.model, OPAQUE):
             found = [(f"model.{path}", item) for path, item in self.model.flat_items()]
+        if self.training.kind == "vae":
+            found += [(f"training.encoder.{p}", x) for p, x in self.training.encoder.flat_items()]
         for i, cls in enumerate(self.custom_layers):
             found += [(f"custom_layers[{i}].layers[{j}]", s) for j, s in enumerate(cls.layers)]
         if not self.acts and self.data.augment_in == "model":

@@ -160,13 +160,16 @@ def build_context(
         "gan": spec.gan is not None,
         # Diffusion, flow matching: a denoiser of images, and the sampler that draws with it.
         "diffusion": spec.training.kind in GENERATIVE_KINDS,
+        # A variational autoencoder: its encoder and decoder in one model, samples and
+        # reconstructions.
+        "vae": spec.training.kind == "vae",
         "serving": serving,
         # `python train.py predict PATH...`: the served model on raw inputs from files.
         "prediction": prediction,
         # The commands that read a run directory's checkpoints and write none.
         "readers": ["evaluate"] * evaluable
         + ["predict"] * bool(prediction)
-        + ["sample"] * (bool(spec.checkpoint) and spec.training.kind in GENERATIVE_KINDS)
+        + ["sample"] * (bool(spec.checkpoint) and spec.training.kind in (*GENERATIVE_KINDS, "vae"))
         + ["replay"] * (bool(spec.checkpoint) and spec.distribute.kind != "tpu"),
         # `python train.py replay --step N`: step N trained again from the checkpoint before it.
         "replayable": bool(spec.checkpoint) and spec.distribute.kind != "tpu",
@@ -174,7 +177,7 @@ def build_context(
         # On one device: the check that a model can learn at all.
         # Nor a diffusion loss, whose noise differs at every step.
         "overfittable": spec.gan is None
-        and spec.training.kind not in GENERATIVE_KINDS
+        and spec.training.kind not in (*GENERATIVE_KINDS, "vae")
         and spec.distribute.kind == "single_device",
         # Whether each network's layers have weight penalties (model.losses) to add.
         "regularized": {
@@ -410,6 +413,8 @@ def metric_list(spec: Spec, split: str, extra: list[str]) -> str | None:
             objects.append(f"*{split}_extras.values()")
         if spec.metrics:
             objects.append(f"*{split}_metrics")
+    elif spec.training.kind == "vae":
+        objects.append(f"*{split}_terms.values()")
     elif spec.tasks:
         objects.append(f"*{split}_task_losses.values()")
         objects += [

@@ -44,7 +44,7 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
     if (
         not spec.export.saved_model
         or spec.gan
-        or spec.training.kind in GENERATIVE_KINDS
+        or spec.training.kind in (*GENERATIVE_KINDS, "vae")
         or train.kind not in SERVED_INPUTS
     ):
         return None

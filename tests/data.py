@@ -355,7 +355,7 @@ def small_data_overrides(example: str, tmp: Path, backbone: bool = True) -> list
                    "shapes_sam"):  # fmt: skip
         # Its own generated data, made smaller.
         return ["data.train.count=96", "data.validation.count=32"]
-    if example in ("shapes_flow", "shapes_diffusion"):
+    if example in ("shapes_flow", "shapes_diffusion", "shapes_vae"):
         # Validated (and sampled) every epoch, as the others are, not every tenth.
         return ["data.train.count=96", "data.validation.count=32", "loop.validate_every_epochs=1"]
     if example in ("mnist_onecycle", "fashion_cyclical"):

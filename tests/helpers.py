@@ -354,10 +354,15 @@ def _not_json(constant: str) -> None:
 def saved_models(export: Path, script: Path) -> list[Path]:
     """The SavedModels a run of `script` writes into an export directory (<run>/export, or its
     best/): a GAN's generator; otherwise the bare network and, where the script has a serving
-    signature for its source, the model to serve (saved_model/1)."""
+    signature for its source, the model to serve (saved_model/1); a VAE's decoder and encoder;
+    a denoiser's sampler beside it."""
     source = script.read_text()
     if "def export(generator" in source:
         return [export / "generator"]
+    if 'decoder = model.get_layer("decoder")' in source:  # a VAE's two halves
+        return [export / "decoder", export / "encoder"]
+    if '"sampler"), verbose=False)' in source:  # a denoiser's sampler, and the network
+        return [export / "sampler", export / "network"]
     served = [export / "saved_model" / "1"] if "def serving_function(" in source else []
     return [export / "network", *served]
 

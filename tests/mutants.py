@@ -76,6 +76,9 @@ DIFFUSION = "templates/partials/ways/diffusion.jinja"
 GENERATIVE_FORMULAS = (
     "tests/test_diffusion.py::test_the_training_example_schedule_loss_and_sampler_equal_references"
 )
+VAE = "templates/partials/ways/vae.jinja"
+VAE_FORMULAS = "tests/test_vae.py::test_the_training_example_terms_and_samples_equal_references"
+VAE_TRAINED = "tests/test_vae.py::test_a_trained_vae_logs_its_terms_samples_and_exports"
 XLA_ON_ACTING = (
     "tests/test_performance.py::test_xla_on_for_a_way_that_acts_is_refused_but_for_dqn_on_one_"
     "device[cartpole_ppo-None-training is PPO]"
@@ -544,6 +547,64 @@ MUTANTS: list[Mutant] = [
         "tf.shape({{ x }})[0])\n",
         [f"{MIRRORED}[shapes_flow]"],
         "issue 62 #1: each replica draws its noise as if alone: two replicas are not one device",
+    ),
+    mutant(
+        "vae_kl_without_its_one",
+        VAE,
+        "    kl = -0.5 * (1.0 + log_variance - tf.square(mean) - tf.exp(log_variance))\n",
+        "    kl = -0.5 * (log_variance - tf.square(mean) - tf.exp(log_variance))\n",
+        [f"{VAE_FORMULAS}[bernoulli]"],
+        "issue 62 #4: the KL divergence from N(0, I) without its -1 per dimension",
+    ),
+    mutant(
+        "vae_codes_scaled_by_the_variance",
+        "templates/partials/model.jinja",
+        "    codes = mean + keras.ops.exp(0.5 * log_variance) * noise\n",
+        "    codes = mean + keras.ops.exp(log_variance) * noise\n",
+        [f"{VAE_FORMULAS}[bernoulli]"],
+        "issue 62 #4: the reparameterization scales the noise by the variance, not sigma",
+    ),
+    mutant(
+        "vae_mean_and_log_variance_swapped",
+        "templates/partials/model.jinja",
+        "    mean, log_variance = keras.ops.split(encoder(images), 2, axis=-1)\n",
+        "    log_variance, mean = keras.ops.split(encoder(images), 2, axis=-1)\n",
+        [f"{VAE_FORMULAS}[bernoulli]"],
+        "issue 62 #4: the encoder's halves read the other way round from the export's",
+    ),
+    mutant(
+        "vae_gaussian_without_its_half",
+        VAE,
+        "    errors = 0.5 * tf.square(images - reconstructed)\n",
+        "    errors = tf.square(images - reconstructed)\n",
+        [f"{VAE_FORMULAS}[gaussian]"],
+        "issue 62 #4: the Gaussian likelihood of unit variance is half the squared error",
+    ),
+    mutant(
+        "vae_kl_warmup_the_wrong_way_round",
+        VAE,
+        "    return BETA * tf.minimum(1.0, tf.cast(step, tf.float32) / KL_WARMUP_STEPS)\n",
+        "    return BETA * tf.maximum(0.0, 1.0 - tf.cast(step, tf.float32) / KL_WARMUP_STEPS)\n",
+        [f"{VAE_FORMULAS}[bernoulli]", VAE_TRAINED],
+        "issue 62 #4: KL annealing from BETA down to 0 instead of up",
+    ),
+    mutant(
+        "vae_step_without_the_kl_weight",
+        VAE,
+        "            {{ target }} = tf.reduce_mean(reconstruction + kl_weight(step) * kl)\n",
+        "            {{ target }} = tf.reduce_mean(reconstruction + BETA * kl)\n",
+        [VAE_TRAINED],
+        "issue 62 #4: the step weighs the KL by BETA from the first step: no warm-up at all",
+    ),
+    mutant(
+        "vae_codes_drawn_per_replica",
+        VAE,
+        "            noise = code_noise(seed, tf.shape({{ x }})[0], "
+        "{{ tape.first_example(batch) }}, {{ batch if distributed",
+        "            noise = code_noise(seed, tf.shape({{ x }})[0], 0, "
+        '{{ "tf.shape(" ~ x ~ ")[0]" if distributed',
+        [f"{MIRRORED}[shapes_vae]"],
+        "issue 62 #4: each replica draws its codes' noise as if alone: not one device's step",
     ),
     mutant(
         "xla_on_ignored_for_a_way_that_acts",

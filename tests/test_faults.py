@@ -366,6 +366,13 @@ RESUME_RUNS = {
     # step, position); the EMA denoiser. DDPM with v-prediction, flow matching guided.
     "diffusion": ("shapes_diffusion", 3, ["data.validation=null", 'training.prediction="v"']),
     "flow_matching": ("shapes_flow", 3, ["data.validation=null"]),
+    # A VAE's codes' noise from (seed, step, position), the KL weight's warm-up a function of
+    # the step; its EMA copy (encoder and decoder) continued.
+    "vae": (
+        "shapes_vae",
+        3,
+        ["data.validation=null", 'ema={"decay": 0.9}', "training.kl_warmup_steps=5"],
+    ),
     # Reinforcement learning, in environment steps (a count of them instead of epochs): the
     # environments mid-episode and DQN's replay buffer (wrapped round) are in the checkpoint;
     # actions, minibatches and exploration drawn from (seed, step).
@@ -433,13 +440,14 @@ ACTING_CASES = {"ppo", "a2c", "dqn", "ppo_continuous", "dict_observations", "dic
                 "td3", "pixel_dqn"}  # fmt: skip
 """The cases that act: their length is in environment steps (--max-steps)."""
 ONE_DEVICE_ENOUGH = {"ppo", "a2c", "dict_observations", "dict_dqn", "pixel_dqn", "keras_hub",
-                     "sft", "sft_packed", "dpo", "grpo", "diffusion"}  # fmt: skip
+                     "sft", "sft_packed", "dpo", "grpo", "diffusion", "vae"}  # fmt: skip
 """Their replicas run the code of ppo_continuous's (PPO's partial, A2C's with it); a Dict's
 parts shared out by the replicas: test_distributed's mirrored_equals_single_device. The
 KerasHub cases' replicas run the supervised cases' step and checkpoint (resumed on two
 replicas there); what is their own on replicas (SFT's token count, DPO's pairs, LoRA's frozen
 backbone, GRPO's completions sampled by row) is mirrored_equals_single_device's (packed
-SFT's: test_packing's)."""
+SFT's: test_packing's). The VAE's and DDPM's draws on replicas are those of shapes_vae's and
+shapes_flow's mirrored_equals_single_device (and flow matching's resume on two replicas)."""
 RESUME_CASES = [
     (source, variant)
     for source in sorted(RESUME_RUNS)
@@ -507,6 +515,7 @@ def test_sigkill_then_resume_is_exact_for_every_source_and_way(
         "ema",
         "diffusion",
         "flow_matching",
+        "vae",
     ):  # the average is in the checkpoint, and so among what is compared
         saved = tf_check("checkpoint_dtypes", str(killed / "checkpoints"), cwd=tmp_path)
         assert any(name.startswith("ema_model/") for name in saved), sorted(saved)

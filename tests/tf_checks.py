@@ -1995,6 +1995,88 @@ def recognised_samples(script: str, export: str, per_class: str) -> dict:
     return {"real_accuracy": real, "recognised": shares}
 
 
+def vae_formulas(script: str, reconstruction: str) -> dict:
+    """A VAE script's training example against references written here (issue 62 #7): the
+    codes' noise from TensorFlow's stateless op directly (not the script's code_noise()), the
+    mean and log-variance split off the encoder's output, the reparameterized codes, the two
+    loss terms (`reconstruction`: bernoulli or gaussian), the KL weight and the prior's samples
+    in NumPy. The networks are the script's, of random weights: what is checked is what the
+    step does with them. Returns the largest differences."""
+    module = load_script(script)
+    keras.utils.set_random_seed(0)
+    model = module.build_model()
+    encoder, decoder = model.get_layer("encoder"), model.get_layer("decoder")
+    latent = module.LATENT_DIM
+    n, shape = 6, tuple(model.input["image"].shape[1:])
+    images = np.random.default_rng(0).uniform(0, 1, size=(n, *shape)).astype(np.float32)
+    seed = tf.constant([module.SEED, 5], tf.int64)
+    noise = tf.random.stateless_normal((n, latent), seed).numpy()
+    found = {}
+    drawn = module.code_noise(seed, n, 0, n).numpy()
+    found["noise"] = float(np.max(np.abs(drawn - noise)))
+    # A replica's slice (rows 2 .. 4 of the global batch of 6): those rows of the whole draw.
+    sliced = module.code_noise(seed, 3, 2, n).numpy()
+    found["replica_slice"] = float(np.max(np.abs(sliced - noise[2:5])))
+    outputs = model({"image": images, "noise": noise}, training=True)
+    statistics = encoder(images, training=True).numpy().astype(np.float64)
+    mean, log_variance = statistics[:, :latent], statistics[:, latent:]
+    found["mean"] = float(np.max(np.abs(outputs["mean"].numpy() - mean)))
+    found["log_variance"] = float(np.max(np.abs(outputs["log_variance"].numpy() - log_variance)))
+    codes = mean + np.sqrt(np.exp(log_variance)) * noise  # z = mu + sigma * e
+    decoded = decoder(codes.astype(np.float32), training=True).numpy().astype(np.float64)
+    found["decoded"] = float(np.max(np.abs(outputs["reconstruction"].numpy() - decoded)))
+    nll, kl = (t.numpy() for t in module.vae_terms(tf.constant(images), outputs))
+    x, out = images.astype(np.float64), outputs["reconstruction"].numpy().astype(np.float64)
+    if reconstruction == "bernoulli":
+        p = 1 / (1 + np.exp(-out))
+        reference_nll = -(x * np.log(p) + (1 - x) * np.log(1 - p)).reshape(n, -1).sum(1)
+    else:
+        reference_nll = (0.5 * (x - out) ** 2).reshape(n, -1).sum(1)
+    variance = np.exp(log_variance)
+    reference_kl = 0.5 * (mean**2 + variance - 1 - log_variance).sum(1)
+    found["reconstruction"] = float(np.max(np.abs(nll - reference_nll) / reference_nll))
+    found["kl"] = float(np.max(np.abs(kl - reference_kl)))
+    warmup = getattr(module, "KL_WARMUP_STEPS", 0)
+    weights = []
+    for done in (0, 1, warmup // 2, warmup, 3 * warmup + 7):
+        expected = module.BETA * (min(1.0, done / warmup) if warmup else 1.0)
+        weights.append(abs(float(module.kl_weight(tf.constant(done, tf.int64))) - expected))
+    found["kl_weight"] = max(weights)
+    found["warmup"] = warmup
+    # The prior's samples: codes of N(0, I) from the seed (seed, 0), decoded into [0, 1].
+    prior = tf.random.stateless_normal((4, latent), tf.constant([3, 0], tf.int64))
+    out = decoder(prior, training=False).numpy().astype(np.float64)
+    reference = 1 / (1 + np.exp(-out)) if reconstruction == "bernoulli" else np.clip(out, 0, 1)
+    found["samples"] = float(np.max(np.abs(module.samples(model, 3, 4).numpy() - reference)))
+    return found
+
+
+def compare_vae_export(script: str, export: str, png: str, seed: str, count: str) -> dict:
+    """`sample`'s PNG grid against the export's decoder (loaded as a server loads it) of codes
+    drawn here from N(0, I) with (seed, 0); the export's encoder on those images; the grids
+    validation wrote beside the export's run."""
+    latent = load_script(script).LATENT_DIM
+    grid = tf.io.decode_png(tf.io.read_file(png)).numpy().astype(np.float64)
+    decoder = tf.saved_model.load(os.path.join(export, "decoder")).signatures["serving_default"]
+
+    def served(seed):
+        key = tf.constant([int(seed), 0], tf.int64)
+        codes = tf.random.stateless_normal((int(count), latent), key)
+        return decoder(codes=codes)["images"].numpy()
+
+    mine, other = served(seed), served(int(seed) + 1)
+    encoder = tf.saved_model.load(os.path.join(export, "encoder")).signatures["serving_default"]
+    encoded = encoder(images=tf.constant(mine, tf.float32))
+    logs = Path(export).parent / "logs" / "validation"
+    return {
+        "shape": list(grid.shape),
+        "max_diff": float(np.max(np.abs(grid - np.round(np.concatenate(list(mine), 1) * 255)))),
+        "other_seed_diff": float(np.mean(np.abs(other - mine)) * 255),
+        "encoded": {name: list(value.shape) for name, value in encoded.items()},
+        "grids": image_tags(str(logs)),
+    }
+
+
 if __name__ == "__main__":
     check, *args = sys.argv[1:]
     print(json.dumps(globals()[check](*args)))

@@ -34,6 +34,8 @@ def plan(spec: Any) -> dict[str, Any]:
         planner.graph(spec.model)
     elif spec.model.kind not in ("import", "keras_hub"):
         planner.chain(spec.model, "model")
+    if spec.training.kind == "vae":  # and its encoder
+        planner.chain(spec.training.encoder, "training.encoder", prefix="encoder_")
     if spec.acts and spec.training.kind in ("sac", "td3"):  # and its critic
         planner.chain(spec.training.critic, "training.critic", prefix="critic_")
     elif spec.acts and spec.training.kind != "dqn":  # and its value network

@@ -85,8 +85,8 @@ def check_features(spec: Spec) -> None:
     model = spec.model
     if model is None or model.kind in ("import", "keras_hub"):
         return
-    if spec.training.kind in GENERATIVE_KINDS:
-        return  # the denoiser's inputs are the way's (rules/ways.py check_generative)
+    if spec.training.kind in (*GENERATIVE_KINDS, "vae"):
+        return  # the network's inputs are the way's (rules/ways.py)
     inputs = sorted(model.inputs) if model.kind == "graph" else None
     if features is None:
         if inputs is not None and len(inputs) > 1:

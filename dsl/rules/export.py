@@ -38,6 +38,11 @@ NOT_BUILTIN = {
 def check_tflite(spec: Spec) -> None:
     if not spec.export.tflite:
         return
+    if spec.training.kind in ("vae", "diffusion", "flow_matching"):
+        raise ValueError(
+            f"export.tflite=True, and training is {spec.training.kind}, whose export is its "
+            "sampler's or decoder's SavedModel, not one network to convert; remove export.tflite"
+        )
     if not spec.export.saved_model:
         raise ValueError(
             "export.tflite=True but export.saved_model=False: model.tflite is converted from "

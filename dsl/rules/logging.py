@@ -39,6 +39,12 @@ def check_inspect(spec: Spec) -> None:
             "of the batch; inspect on one device (distribute.kind='single_device', or loopgen "
             "render --variant single_device: the checkpoints restore there)"
         )
+    if inspect.activations and spec.training.kind == "vae":
+        raise ValueError(
+            "logging.inspect.activations with training.kind='vae': the VAE takes the batch and "
+            "the noise of its codes, which the step draws inside it; set "
+            "logging.inspect.activations=False (gradients and weights are kept)"
+        )
     if inspect.activations and spec.training.kind in GENERATIVE_KINDS:
         raise ValueError(
             f"logging.inspect.activations with training.kind={spec.training.kind!r}: the "

@@ -151,7 +151,7 @@ def check_objective(spec: Spec) -> None:
     if spec.training.kind in LM_KINDS:
         check_language_model(spec)
         return
-    if spec.training.kind in GENERATIVE_KINDS:
+    if spec.training.kind in (*GENERATIVE_KINDS, "vae"):
         check_generative_objective(spec)
         return
     if spec.training.kind == "own_step" and spec.loss is not None:
@@ -218,19 +218,25 @@ def check_objective(spec: Spec) -> None:
 
 
 def check_generative_objective(spec: Spec) -> None:
-    """Diffusion, flow matching: a denoiser and its optimizer; the loss is the way's own."""
+    """Diffusion, flow matching, VAE: a network and its optimizer; the loss is the way's own."""
     kind = spec.training.kind
+    network = "VAE's decoder" if kind == "vae" else "denoiser"
     for field in ("model", "optimizer"):
         if getattr(spec, field) is None:
             raise ValueError(
-                f"{field} is missing: training is {kind}, whose {field} is the denoiser's; set "
+                f"{field} is missing: training is {kind}, whose {field} is the {network}'s; set "
                 f"{field}"
             )
+    loss = (
+        "the reconstruction's negative log-likelihood plus the weighted KL divergence"
+        if kind == "vae"
+        else "the mean squared error of the denoiser's prediction"
+    )
     taken = [f for f in ("loss", "metrics") if getattr(spec, f)]
     if taken:
         raise ValueError(
-            f"{taken[0]} is set, and training is {kind}: its loss is the mean squared error of "
-            f"the denoiser's prediction, written by the way itself; remove {taken[0]}"
+            f"{taken[0]} is set, and training is {kind}: its loss is {loss}, written by the way "
+            f"itself; remove {taken[0]}"
         )
 
 

@@ -9,6 +9,7 @@ from .. import shapes
 from ..keras_file import keras_file_output_shape
 from ..model import OPAQUE
 from ..saved_model_file import saved_model_output_shape
+from .objective import output_activation
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -371,7 +372,88 @@ def check_generative(spec: Spec) -> None:
         )
 
 
+def check_vae(spec: Spec) -> None:
+    """A VAE: an encoder of the images to 2 * latent_dim numbers, a decoder (`model`) of the
+    codes to the images; images in memory, whole batches."""
+    way = spec.training
+    if spec.data.feature_names or spec.data.label_names:
+        raise ValueError(
+            "training is a VAE: the data must give images (their labels are not used); "
+            "data.train gives named features or several labels. Use images"
+        )
+    source = spec.data.train
+    if source.kind not in ("shapes", "npz", "keras_dataset"):
+        raise ValueError(
+            f"data.train.kind={source.kind!r}, and training is a VAE, whose script shows the "
+            "reconstructions of images it holds in memory; use Shapes, Npz or KerasDataset"
+        )
+    if spec.gradients.accumulate_steps > 1:
+        raise ValueError(
+            "gradients.accumulate_steps is set, and training is a VAE, whose step loopgen "
+            "writes for whole batches (the codes' noise is drawn per batch); remove it, or "
+            "lower data.batch_size"
+        )
+    if spec.data.augmentation and spec.data.augment_in == "model":
+        raise ValueError(
+            'data.augment_in="model", and training is a VAE, whose model is its decoder (of '
+            'codes, not images); set data.augment_in="pipeline"'
+        )
+    classes = {c.name: c for c in spec.custom_layers}
+    encoder = way.encoder
+    image = None
+    if source.kind == "shapes":
+        image = (source.image_size, source.image_size, 3)
+        if tuple(encoder.input_shape) != image:
+            raise ValueError(
+                f"training.encoder.input_shape={tuple(encoder.input_shape)}, but data.train "
+                f"draws {source.image_size}x{source.image_size} RGB images; set input_shape="
+                f"{image}"
+            )
+    codes = shapes.check_shapes(
+        encoder.input_shape, encoder.layers, classes, path="training.encoder.layers"
+    )
+    if codes is not None and tuple(codes) != (2 * way.latent_dim,):
+        raise ValueError(
+            f"training.encoder outputs shape {tuple(codes)}, but training.latent_dim="
+            f"{way.latent_dim}: the encoder gives each code's mean and log-variance, "
+            f"{2 * way.latent_dim} numbers; end it in Dense(units={2 * way.latent_dim}) "
+            "without activation"
+        )
+    decoder = spec.model
+    if decoder.kind in ("graph", "keras_hub"):
+        raise ValueError(
+            f"model.kind={decoder.kind!r}, and training is a VAE, whose model is the decoder: "
+            f"codes of training.latent_dim={way.latent_dim} numbers to images; use Sequential "
+            "or Functional (or your own network, Imported)"
+        )
+    if isinstance(decoder, OPAQUE):
+        return  # your network: it takes the codes and gives the images, unchecked here
+    if tuple(decoder.input_shape) != (way.latent_dim,):
+        raise ValueError(
+            f"model.input_shape={tuple(decoder.input_shape)}, but training.latent_dim="
+            f"{way.latent_dim}: the model is the VAE's decoder, of the codes; set input_shape="
+            f"({way.latent_dim},)"
+        )
+    made = tuple(shapes.check_shapes(decoder.input_shape, decoder.layers, classes) or ())
+    wanted = image or tuple(encoder.input_shape)
+    if made and made != tuple(wanted):
+        raise ValueError(
+            f"model (the decoder) makes images of shape {made}, but training.encoder takes "
+            f"{tuple(wanted)}: a VAE reconstructs its input; make them equal"
+        )
+    path, last = decoder.last_layer()
+    activation = output_activation(last)
+    if way.reconstruction == "bernoulli" and activation not in (None, "linear"):
+        raise ValueError(
+            f"model.{path} ends the decoder in activation={activation!r}, but "
+            "training.reconstruction='bernoulli' takes logits (the loss is their sigmoid "
+            "cross-entropy, the images their sigmoid); remove the activation, or set "
+            "training.reconstruction='gaussian'"
+        )
+
+
 CHECKS = {
+    "vae": check_vae,
     "diffusion": check_generative,
     "flow_matching": check_generative,
     "distillation": check_distillation,

@@ -16,6 +16,7 @@ from .meta import MAML, Reptile
 from .own_step import OwnStep
 from .rl import DQN, PPO, SAC, TD3, ActorCritic
 from .supervised import MultiTask, Supervised, Task
+from .vae import VAE
 
 Training = Annotated[
     Supervised
@@ -23,6 +24,7 @@ Training = Annotated[
     | GAN
     | Diffusion
     | FlowMatching
+    | VAE
     | Distillation
     | Adversarial
     | Contrastive
@@ -60,6 +62,7 @@ __all__ = [
     "SAC",
     "SFT",
     "TD3",
+    "VAE",
     "ActorCritic",
     "Adversarial",
     "Contrastive",
