@@ -27,13 +27,16 @@ rl: the generated PPO (cartpole_ppo), DQN (cartpole_dqn with CleanRL's settings)
 (rl.py; --peer-python names a Python with stable-baselines3 and torch; --rl-algorithms picks
 some): environment steps per second and the greedy return over 100 episodes. Not in the
 default parts: a round trains each twice for minutes.
+generative: the generated flow-matching loop (shapes_flow) against keras.io's way, `train_step`
+overridden and `fit`, on the same network and images, steps/s, rounds alternating (generative.py,
+generative_peer.py). Not in the default parts either.
 lm: the generated SFT loop (sums_sft on a small GPT-2 preset the bench saves) against KerasHub's
 own CausalLM.fit on the same preset and records, tokens/s, rounds alternating which runs first
 (lm.py, lm_peer.py; needs the `lm` extra). Not in the default parts either.
 Results go to bench/results.json (a part not run keeps its previous figures) and, with
 --docs, to the documentation's tables (docs/speed.md; the RL one in docs/guides/rl/speed.md,
 the tracking and sweep ones in docs/guides/sweeps-tracking.md, the lm one in
-docs/guides/language-models.md).
+docs/guides/language-models.md, the generative one in docs/guides/ways/diffusion.md).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import time
 from pathlib import Path
 
 from .data_rows import DATA_SOURCES, data_rows, data_table
+from .generative import generative_rows, generative_table
 from .inspection import inspect_rows, inspect_table
 from .lm import lm_rows, lm_table
 from .report import (
@@ -75,6 +79,7 @@ RL_PAGE = ROOT / "docs" / "guides" / "rl" / "speed.md"
 SWEEPS_PAGE = ROOT / "docs" / "guides" / "sweeps-tracking.md"
 """Where --docs writes the tables of the tracking and sweep parts."""
 LM_PAGE = ROOT / "docs" / "guides" / "language-models.md"
+GENERATIVE_PAGE = ROOT / "docs" / "guides" / "ways" / "diffusion.md"
 """Where --docs writes the table of the lm part."""
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 
@@ -214,7 +219,9 @@ def _run(command: list[str], cwd: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--parts", nargs="+", choices=(*PARTS, "rl", "lm"), default=list(PARTS))
+    parser.add_argument(
+        "--parts", nargs="+", choices=(*PARTS, "rl", "lm", "generative"), default=list(PARTS)
+    )
     parser.add_argument("--examples", nargs="+", default=list(STEPS_PER_EPOCH))
     parser.add_argument("--epochs", type=int, default=4, help="1 warm-up + the measured ones")
     parser.add_argument("--steps-per-epoch", type=int, default=None, help="instead of the table")
@@ -245,6 +252,10 @@ def main(argv: list[str] | None = None) -> None:
         "--lm-preset",
         help="lm: a causal LM's preset to train (a directory, a name or a handle) instead of the "
         "small GPT-2 the bench saves",
+    )
+    parser.add_argument("--generative-rounds", type=int, default=3, help="generative: rounds")
+    parser.add_argument(
+        "--generative-images", type=int, default=2000, help="generative: the shapes trained on"
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
     parser.add_argument(
@@ -322,6 +333,12 @@ def main(argv: list[str] | None = None) -> None:
             )
             results["lm"] = {"date": today, "cpus": os.cpu_count(), **lm}
             print(lm_table(results["lm"]), flush=True)
+        if "generative" in args.parts:
+            print("generative ...", flush=True)
+            found = generative_rows(PYTHON, args.epochs, args.generative_rounds, Path(tmp), ENV,
+                                    args.generative_images)  # fmt: skip
+            results["generative"] = {"date": today, "cpus": os.cpu_count(), **found}
+            print(generative_table(results["generative"]), flush=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")
     if args.docs:
@@ -338,6 +355,11 @@ def main(argv: list[str] | None = None) -> None:
             "tracking": (SWEEPS_PAGE, "bench-tracking", lambda r: tracking_table(r["tracking"])),
             "sweep": (SWEEPS_PAGE, "bench-sweep", lambda r: sweep_table(r["sweep"])),
             "lm": (LM_PAGE, "bench-lm", lambda r: lm_table(r["lm"])),
+            "generative": (
+                GENERATIVE_PAGE,
+                "bench-generative",
+                lambda r: generative_table(r["generative"]),
+            ),
         }
         for part, (page, marker, write) in tables.items():
             if part in results:

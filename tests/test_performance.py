@@ -418,3 +418,35 @@ def test_bench_measures_the_sft_loop_against_keras_hubs_fit_in_tokens_per_second
         )
         assert lm["ratio"][peer] == pytest.approx(ratio)
     assert "| **loop ÷ fit** (median of the rounds' ratios) |" in proc.stdout
+
+
+@pytest.mark.slow
+def test_bench_measures_the_flow_loop_against_a_keras_io_style_fit_in_steps_per_second(tmp_path):
+    """The harness's generative part, small (128 images: 2 steps an epoch, 1 round): the
+    rendered shapes_flow loop and the keras.io-style train_step under fit, with compile's
+    defaults and without XLA, each timed over its epochs; steps/s is the epoch's steps over
+    the median of the epochs after the first, each ratio pairs the round's loop with the
+    round's fit, and the machine's load is beside the round."""
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--parts", "generative", "--generative-images", "128",
+         "--generative-rounds", "1", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = json.loads(out.read_text())["generative"]
+    assert found["steps_per_epoch"] == 2 and found["images"] == 128, found
+    assert len(found["loads"]) == 1 and found["loads"][0] >= 0, found
+    runs = found["runs"]
+    assert set(runs) == {"loop", "fit", "fit_no_jit"}
+    for run in runs.values():
+        (epochs,) = run["epoch_seconds"]  # one round
+        assert len(epochs) == 4 and all(s > 0 for s in epochs)
+        (rate,) = run["steps_per_second"]
+        assert rate == pytest.approx(2 / statistics.median(epochs[1:]))
+    for peer in ("fit", "fit_no_jit"):
+        (ratio,) = found["ratios"][peer]
+        assert ratio == pytest.approx(
+            runs["loop"]["steps_per_second"][0] / runs[peer]["steps_per_second"][0]
+        )
+    assert "| **loop ÷ fit** (median of the rounds' ratios) |" in proc.stdout
