@@ -7,6 +7,7 @@ says the command that made it.
     python docs/figures/make.py runs --peer-python /path/to/sb3/python
                                                  # train the runs those files come from, then draw
     python docs/figures/make.py lm               # train the GRPO run alone, then draw
+    python docs/figures/make.py generative       # train shapes_flow and shapes_vae, then draw
     python docs/figures/make.py gif RUN_DIR      # CartPole, from a trained cartpole_ppo run
     python docs/figures/make.py profile --tensorboard-python /path/to/tb/python
                                                  # TensorBoard's Profile tab, screenshot
@@ -18,6 +19,10 @@ that has stable-baselines3 and torch; loopgen does not depend on them) and the s
 examples/sweeps/shapes_plateau.py, and copies what the figures read into docs/figures/data/:
 the runs' metrics.jsonl, SB3's returns logged the same way, the sweep's study.journal
 (Optuna's, from which loopgen's own plotting code draws the sweep's plots again).
+
+`generative` trains examples/shapes_flow.py and examples/shapes_vae.py as they are and keeps
+the sample grids their validations wrote to TensorBoard (six steps' of each, from the event
+files) in docs/figures/data/<example>.grids.npz, from which the figures are drawn.
 
 `gif` runs `cartpole_ppo.py evaluate --episodes 1 --record` (the script two folders above
 RUN_DIR, as `runs` lays them out: DIR/cartpole_ppo.py, DIR/runs/cartpole_ppo) and keeps the
@@ -166,9 +171,46 @@ def draw_sums_grpo() -> Path:
     return path
 
 
+def draw_sample_grids(example: str, title: str) -> Path:
+    """The sample grids a generative run wrote to TensorBoard at its validations (kept in
+    docs/figures/data/<example>.grids.npz by `generative`), one row per step."""
+    import numpy as np
+
+    plt = pyplot()
+    with np.load(DATA / f"{example}.grids.npz") as kept:
+        steps, tags = kept["steps"], [str(tag) for tag in kept["tags"]]
+        grids = {tag: kept[tag] for tag in tags}
+    figure, axes = plt.subplots(len(steps), len(tags), squeeze=False, layout="constrained",
+                                figsize=(3.2 * len(tags), 0.95 * len(steps) + 0.3))  # fmt: skip
+    for row, step in enumerate(steps):
+        for column, tag in enumerate(tags):
+            ax = axes[row][column]
+            ax.imshow(grids[tag][row], interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if column == 0:
+                ax.set_ylabel(f"step {step:,}", rotation=0, ha="right", va="center")
+            if row == 0:
+                ax.set_title(tag)
+    figure.suptitle(title)
+    path = save(figure, f"{example}_samples.png")
+    plt.close(figure)
+    shrink_png(path, colors=128)
+    return path
+
+
+GENERATIVE = {
+    "shapes_flow": "shapes_flow: guided samples (circles, squares, triangles in turn)",
+    "shapes_vae": "shapes_vae: samples of the prior, and reconstructions",
+}
+"""The generative examples whose sample grids along training the guides show."""
+
+
 def draw() -> list[Path]:
     FIGURES.mkdir(parents=True, exist_ok=True)
-    return [draw_shapes_unet(), draw_cartpole_returns(), *draw_sweep(), draw_sums_grpo()]
+    grids = [draw_sample_grids(name, title) for name, title in GENERATIVE.items()
+             if (DATA / f"{name}.grids.npz").exists()]  # fmt: skip
+    return [draw_shapes_unet(), draw_cartpole_returns(), *draw_sweep(), draw_sums_grpo(), *grids]
 
 
 # --- The runs ---------------------------------------------------------------------------------
@@ -221,6 +263,40 @@ def sums_grpo(folder: Path) -> Path:
     run([PYTHON, str(script), "--output-dir", str(out)], folder)
     shutil.copy(out / "metrics.jsonl", DATA / "sums_grpo.metrics.jsonl")
     return out
+
+
+def kept_grids(run_dir: Path, rows: int = 6) -> Path:
+    """The image grids `run_dir`'s validations wrote to TensorBoard (the PNGs in its event
+    files, by tag), at up to `rows` of its validation steps, first and last among them, kept
+    in docs/figures/data/<example>.grids.npz for draw()."""
+    import numpy as np
+    import tensorflow as tf
+
+    found: dict[str, dict[int, np.ndarray]] = {}
+    for path in sorted((run_dir / "logs" / "validation").glob("events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name == "images":
+                    png = value.tensor.string_val[2]  # width, height, then the PNG itself
+                    image = tf.io.decode_png(png).numpy()
+                    found.setdefault(value.tag, {})[event.step] = image
+    tags = sorted(found)
+    steps = sorted(found[tags[0]])
+    picked = sorted({steps[round(i * (len(steps) - 1) / (rows - 1))] for i in range(rows)})
+    path = DATA / f"{run_dir.name}.grids.npz"
+    grids = {tag: np.stack([found[tag][step] for step in picked]) for tag in tags}
+    np.savez_compressed(path, steps=np.array(picked), tags=np.array(tags), **grids)
+    return path
+
+
+def generative() -> None:
+    """Trains shapes_flow (about 6,000 steps, some minutes on two CPU cores) and shapes_vae as
+    the examples are, keeps their validations' sample grids, then draws."""
+    DATA.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="loopgen-figures-"))
+    for example in GENERATIVE:
+        print("kept:", kept_grids(train(example, folder)))
+    print("drawn:", *draw(), sep="\n  ")
 
 
 def runs(peer_python: str | None) -> None:
@@ -332,6 +408,7 @@ def main() -> None:
     runs_parser = commands.add_parser("runs", help="train the runs, then draw")
     runs_parser.add_argument("--peer-python", help="a Python with stable-baselines3 and torch")
     commands.add_parser("lm", help="train the GRPO run alone, then draw")
+    commands.add_parser("generative", help="train shapes_flow and shapes_vae, then draw")
     gif_parser = commands.add_parser("gif", help="CartPole played, from a cartpole_ppo run")
     gif_parser.add_argument("run_dir", type=Path)
     profile_parser = commands.add_parser("profile", help="TensorBoard's Profile tab")
@@ -348,6 +425,8 @@ def main() -> None:
         DATA.mkdir(parents=True, exist_ok=True)
         sums_grpo(Path(tempfile.mkdtemp(prefix="loopgen-figures-")))
         print("drawn:", *draw(), sep="\n  ")
+    elif args.command == "generative":
+        generative()
     elif args.command == "gif":
         gif(args.run_dir.resolve())
     elif args.command == "profile":
