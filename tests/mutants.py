@@ -76,6 +76,10 @@ DIFFUSION = "templates/partials/ways/diffusion.jinja"
 GENERATIVE_FORMULAS = (
     "tests/test_diffusion.py::test_the_training_example_schedule_loss_and_sampler_equal_references"
 )
+GAN_EMA = (
+    "tests/test_ema.py::"
+    "test_a_gans_generator_average_follows_its_formula_and_is_what_the_export_serves"
+)
 VAE = "templates/partials/ways/vae.jinja"
 VAE_FORMULAS = "tests/test_vae.py::test_the_training_example_terms_and_samples_equal_references"
 VAE_TRAINED = "tests/test_vae.py::test_a_trained_vae_logs_its_terms_samples_and_exports"
@@ -416,9 +420,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "ema_starts_from_the_drawn_weights_after_init_from",
         "templates/partials/checkpoint.jinja",
-        "    if run.init_from:  # --init-from: the average starts from the weights loaded, "
-        "not drawn\n        ema_model.set_weights(model.get_weights())\n",
-        "",
+        "{% else %}\n        ema_model.set_weights(model.get_weights())\n",
+        "{% else %}\n",
         [EMA_TEST],
         "issue 62 #2: after --init-from the average starts from the random weights drawn",
     ),
@@ -441,8 +444,8 @@ MUTANTS: list[Mutant] = [
     mutant(
         "ema_export_of_the_weights",
         "templates/partials/export.jinja",
-        '{% set net = "generator" if gan else ("ema_model" if ema else "model") %}',
-        '{% set net = "generator" if gan else "model" %}',
+        'if gan else ("ema_model" if ema else "model") %}',
+        'if gan else "model" %}',
         [EMA_TEST],
         "issue 62 #2: the export serves the raw weights, not the average",
     ),
@@ -547,6 +550,24 @@ MUTANTS: list[Mutant] = [
         "tf.shape({{ x }})[0])\n",
         [f"{MIRRORED}[shapes_flow]"],
         "issue 62 #1: each replica draws its noise as if alone: two replicas are not one device",
+    ),
+    mutant(
+        "gan_exports_the_raw_generator",
+        "templates/partials/export.jinja",
+        '{% set net = ("ema_generator" if ema else "generator") if gan else',
+        '{% set net = "generator" if gan else',
+        [GAN_EMA],
+        "issue 62 #2: ema=EMA on a GAN, and the export serves the raw generator, not its average",
+    ),
+    mutant(
+        "gan_average_starts_from_other_weights",
+        "templates/partials/ways/gan.jinja",
+        '{{ tape.ema_copy("generator", "The samples and the export use it", "ema_generator", '
+        '"generator").rstrip() }}\n',
+        '{{ tape.ema_copy("generator", "The samples and the export use it", "ema_generator", '
+        '"generator").rstrip() }}\nema_generator = build_generator()\n',
+        [GAN_EMA],
+        "issue 62 #2: the generator's average starts from weights drawn anew, not the generator's",
     ),
     mutant(
         "vae_kl_without_its_one",

@@ -332,7 +332,9 @@ def test_dump_debug_info_records_the_train_step_for_debugger_v2(render, tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("example", ["mnist_mlp", "shapes_dcgan", "cartpole_ppo"])
+@pytest.mark.parametrize(
+    "example", ["mnist_mlp", "shapes_dcgan", "cartpole_ppo", "shapes_flow", "shapes_vae"]
+)
 def test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone(
     render, tmp_path, example
 ):
@@ -344,6 +346,8 @@ def test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone(
         script = mnist(render, tmp_path)
     elif example == "cartpole_ppo":
         script = render(example, *RL_SMALL[example][0])
+    elif example in ("shapes_flow", "shapes_vae"):  # the sampler's, the decoder's export
+        script = render(example, *data.small_data_overrides(example, tmp_path))
     else:
         script = render(example, "data.train.count=64", "data.batch_size=32")
     out = tmp_path / "out"
@@ -353,7 +357,8 @@ def test_fast_dev_run_runs_every_stage_and_leaves_the_run_directory_alone(
     stages = re.findall(r"--fast-dev-run: (.+): OK \(", proc.stdout)
     unit = "updates" if example == "cartpole_ppo" else "steps"
     wanted = [f"train 2 {unit}", "resume from the checkpoint", "serve the export"]
-    wanted += {"mnist_mlp": ["predict"], "cartpole_ppo": ["evaluate"]}.get(example, [])
+    wanted += {"mnist_mlp": ["predict"], "cartpole_ppo": ["evaluate"], "shapes_flow": ["evaluate"],
+               "shapes_vae": ["evaluate"]}.get(example, [])  # fmt: skip
     for stage in wanted:
         assert any(found.startswith(stage) for found in stages), (stage, stages)
     assert "every stage ran" in proc.stdout

@@ -602,8 +602,9 @@ SYNCHRONIZED = [
         # Its best-model monitor too: the best weights exported beside the last ones.
         ("mnist_adversarial", [], 6, 1e-5),
         # WGAN-GP: noise and penalty points drawn for the global batch, sliced per replica;
-        # the critic's steps and its nested tape, the losses over the global batch.
-        ("shapes_wgan_gp", ["training.critic_steps=2"], 4, 1e-5),
+        # the critic's steps and its nested tape, the losses over the global batch; the
+        # generator's average (ema=EMA) updated in the cross-replica context.
+        ("shapes_wgan_gp", ["training.critic_steps=2", 'ema={"decay": 0.9}'], 4, 1e-5),
         # SimCLR: each replica's views against the negatives of the whole global batch,
         # gathered (without the gather the loss alone is 0.7 off). Two steps: Adam turns the
         # convolutions' rounding (summed over 8 images, not 16) into 1e-6 a step.

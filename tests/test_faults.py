@@ -348,8 +348,9 @@ RESUME_RUNS = {
     "distillation": ("mnist_distillation", 3, ["data.validation=null"]),
     # PGD's random starts, drawn from (seed, step, position): the same after a resume.
     "adversarial": ("mnist_adversarial", 3, ["data.validation=null", "best_model=null"]),
-    # The critic's steps inside a step; noise and penalty points from (seed, step, position).
-    "gan_penalty": ("shapes_wgan_gp", 3, ["training.critic_steps=2"]),
+    # The critic's steps inside a step; noise and penalty points from (seed, step, position);
+    # the generator's average (ema=EMA), continued.
+    "gan_penalty": ("shapes_wgan_gp", 3, ["training.critic_steps=2", 'ema={"decay": 0.9}']),
     # Two views of each image, from (seed, epoch, position, view).
     "contrastive": ("shapes_simclr", 3, ["data.validation=null", "data.batch_size=16"]),
     # Tasks drawn from (seed, step, task); each adapted by its inner loop inside the step.
@@ -516,9 +517,11 @@ def test_sigkill_then_resume_is_exact_for_every_source_and_way(
         "diffusion",
         "flow_matching",
         "vae",
+        "gan_penalty",
     ):  # the average is in the checkpoint, and so among what is compared
         saved = tf_check("checkpoint_dtypes", str(killed / "checkpoints"), cwd=tmp_path)
-        assert any(name.startswith("ema_model/") for name in saved), sorted(saved)
+        average = "ema_generator/" if source == "gan_penalty" else "ema_model/"
+        assert any(name.startswith(average) for name in saved), sorted(saved)
     if source in ACTING_CASES:  # the environments' state and the replay buffer too
         states = tf_check("compare_saved_states", str(straight / "checkpoints"),
                           str(killed / "checkpoints"), cwd=tmp_path)  # fmt: skip

@@ -1159,6 +1159,50 @@ def ema_state(script: str, output_dir: str, decay: str, x_path: str) -> dict:
     }
 
 
+def gan_ema_state(script: str, output_dir: str, decay: str) -> dict:
+    """ema=EMA on a GAN, from the checkpoints (every step's), the generators restored into
+    build_generator() copies: how far each step's average is from decay * average +
+    (1 - decay) * weights, and the exported generator's images of fixed noise against the
+    average's and the raw generator's."""
+    module = load_script(script)
+    checkpoints = os.path.join(output_dir, "checkpoints")
+    paths = sorted(
+        (p[: -len(".index")] for p in os.listdir(checkpoints) if p.endswith(".index")),
+        key=lambda p: int(p.split("-")[1]),
+    )
+    average, raw = module.build_generator(), module.build_generator()
+
+    def networks(path):
+        tf.train.Checkpoint(generator=raw, ema_generator=average).restore(
+            os.path.join(checkpoints, path)
+        ).expect_partial()
+        pairs = zip(raw.weights, average.weights, strict=True)
+        return [(w.numpy(), a.numpy()) for w, a in pairs if "float" in w.dtype]
+
+    def furthest(pairs):
+        return max(float(np.max(np.abs(a - b))) for a, b in pairs)
+
+    d = float(decay)
+    states = [networks(path) for path in paths]
+    follows = max(
+        (furthest((after, d * before + (1 - d) * weight)
+                  for (_, before), (weight, after) in zip(earlier, later, strict=True))
+         for earlier, later in itertools.pairwise(states)),
+        default=0.0,
+    )  # fmt: skip
+    noise = tf.random.stateless_normal((8, module.LATENT_DIM), seed=[1, 2])
+    served = tf.saved_model.load(os.path.join(output_dir, "export", "generator"))
+    images = served.serve(noise).numpy()
+    return {
+        "checkpoints": len(paths),
+        "start": furthest(states[0]),
+        "follows": follows,
+        "apart": furthest(states[-1]),
+        "export_from_average": float(np.max(np.abs(images - average(noise, training=False)))),
+        "export_from_weights": float(np.max(np.abs(images - raw(noise, training=False)))),
+    }
+
+
 def gan_steps(script: str, output_dir: str, learning_rate: str, precision: str, steps: str) -> dict:
     """Recomputes the first `steps` steps of a GAN script trained by plain SGD, by hand, from
     ckpt-0: each CRITIC_STEPS discriminator steps on the step's real batch and generated images

@@ -148,10 +148,11 @@ def check_ema(spec: Spec) -> None:
     if spec.ema is None:
         return
     kind = spec.training.kind
-    if spec.acts or kind not in ("supervised", "multi_task", "vae", *GENERATIVE_KINDS):
+    if spec.acts or kind not in ("supervised", "multi_task", "gan", "vae", *GENERATIVE_KINDS):
         raise ValueError(
             f"ema is set, but training.kind={kind!r}: the average of the weights is written for "
-            "a supervised, multi-task, VAE, diffusion or flow-matching network; remove ema"
+            "a supervised, multi-task, VAE, diffusion or flow-matching network or a GAN's "
+            "generator; remove ema"
         )
     if isinstance(spec.model, OPAQUE):
         raise ValueError(
