@@ -570,6 +570,17 @@ MUTANTS: list[Mutant] = [
         "issue 62 #2: the generator's average starts from weights drawn anew, not the generator's",
     ),
     mutant(
+        "vae_codes_noise_drawn_statefully",
+        VAE,
+        "    return tf.random.stateless_normal([count, LATENT_DIM], seed)[first : first + size]\n",
+        "    return tf.random.normal([count, LATENT_DIM])[first : first + size]\n",
+        [
+            "tests/test_debugging.py::test_replay_of_a_generative_step_redraws_its_noise_and_"
+            "prints_the_loss_logged[shapes_vae]"
+        ],
+        "issue 62 #7: the codes' noise from a stateful op: a replayed step draws other noise",
+    ),
+    mutant(
         "vae_kl_without_its_one",
         VAE,
         "    kl = -0.5 * (1.0 + log_variance - tf.square(mean) - tf.exp(log_variance))\n",

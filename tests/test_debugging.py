@@ -301,6 +301,28 @@ def test_replay_of_a_healthy_step_prints_the_loss_the_run_logged(render, tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("example", ["shapes_flow", "shapes_vae"])
+def test_replay_of_a_generative_step_redraws_its_noise_and_prints_the_loss_logged(
+    render, tmp_path, example
+):
+    """The generative ways draw their noise (times, dropped labels; the codes' noise) inside
+    the step from (seed, step, position): replaying step 5 (from ckpt-4) and step 4 (from
+    ckpt-2, step 3 taken first) draws them again and prints the loss the run logged within
+    1e-6."""
+    script = render(example, *data.small_data_overrides(example, tmp_path), "data.batch_size=48",
+                    "data.validation=null", 'checkpoint={"every_steps": 2, "keep": 5}',
+                    "loop.log_every_steps=1")  # fmt: skip
+    out = tmp_path / "out"
+    run_python(script, "--epochs", "3", "--max-steps", "5", "--output-dir", str(out),
+               cwd=tmp_path)  # fmt: skip
+    for step in (5, 4):
+        proc = run_python(script, "replay", "--step", str(step), "--output-dir", str(out),
+                          cwd=tmp_path)  # fmt: skip
+        assert "Every op's outputs were finite." in proc.stdout
+        assert replayed_loss(proc) == pytest.approx(logged_loss(out, step), rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.slow
 def test_profile_traces_the_steps_it_names(render, tmp_path):
     """--profile 3:5 writes the profiler's trace (an .xplane.pb file) under logs/profile, each
     step marked as a step of its own (the Profile tab's step time and input-bound verdict need
