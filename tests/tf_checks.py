@@ -1107,51 +1107,61 @@ def sam_first_step(script: str, output_dir: str, learning_rate: str, rho: str) -
     }
 
 
+def _furthest(pairs) -> float:
+    return max(float(np.max(np.abs(a - b))) for a, b in pairs)
+
+
+def averaged_states(output_dir: str, decay: str, raw, average, raw_name: str, name: str) -> dict:
+    """ema=EMA, from every checkpoint of a run (in step order): the network `raw_name` and its
+    average `name` restored into the copies `raw` and `average`; how far the first checkpoint's
+    average is from its weights (`start`), how far each step's average is from decay *
+    average + (1 - decay) * weights (`follows`), and the last one's (`apart`)."""
+    checkpoints = os.path.join(output_dir, "checkpoints")
+    paths = sorted(
+        (p[: -len(".index")] for p in os.listdir(checkpoints) if p.endswith(".index")),
+        key=lambda p: int(p.split("-")[1]),
+    )
+
+    def networks(path):
+        tf.train.Checkpoint(**{raw_name: raw, name: average}).restore(
+            os.path.join(checkpoints, path)
+        ).expect_partial()
+        pairs = zip(raw.weights, average.weights, strict=True)
+        return [(w.numpy(), a.numpy()) for w, a in pairs if "float" in w.dtype]
+
+    d = float(decay)
+    states = [networks(path) for path in paths]
+    follows = max(
+        (_furthest((after, d * before + (1 - d) * weight)
+                   for (_, before), (weight, after) in zip(earlier, later, strict=True))
+         for earlier, later in itertools.pairwise(states)),
+        default=0.0,
+    )  # fmt: skip
+    return {
+        "checkpoints": len(paths),
+        "weights": len(states[0]),
+        "start": _furthest(states[0]),
+        "follows": follows,
+        "apart": _furthest(states[-1]),
+    }
+
+
 def ema_state(script: str, output_dir: str, decay: str, x_path: str) -> dict:
     """ema=EMA, from the checkpoints (every step's), the networks restored into build_model()
     copies (not through the script's step): how far each step's average is from
     decay * average + (1 - decay) * weights; the export's answers against the average's and
     the raw weights'; and the validation loss of each over the npz file (the script's
     preprocess, a loss of its own)."""
-    import os
-
     module = load_script(script)
-    checkpoints = os.path.join(output_dir, "checkpoints")
-    paths = sorted(
-        (p[: -len(".index")] for p in os.listdir(checkpoints) if p.endswith(".index")),
-        key=lambda p: int(p.split("-")[1]),
-    )
     average_model, raw_model = module.build_model(), module.build_model()
-
-    def networks(path):
-        tf.train.Checkpoint(model=raw_model, ema_model=average_model).restore(
-            os.path.join(checkpoints, path)
-        ).expect_partial()
-        pairs = zip(raw_model.weights, average_model.weights, strict=True)
-        return [(w.numpy(), a.numpy()) for w, a in pairs if "float" in w.dtype]
-
-    def furthest(pairs):
-        return max(float(np.max(np.abs(a - b))) for a, b in pairs)
-
-    d = float(decay)
-    states = [networks(path) for path in paths]
-    follows = max(
-        (furthest((average, d * before + (1 - d) * weight)
-                  for (_, before), (weight, average) in zip(earlier, later, strict=True))
-         for earlier, later in itertools.pairwise(states)),
-        default=0.0,
-    )  # fmt: skip
+    found = averaged_states(output_dir, decay, raw_model, average_model, "model", "ema_model")
     arrays = np.load(x_path)
     images, labels = module.preprocess(arrays["x"], arrays["y"])
     served = tf.saved_model.load(os.path.join(output_dir, "export", "network"))
     answers = served.serve(tf.constant(images)).numpy()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     return {
-        "checkpoints": len(paths),
-        "weights": len(states[0]),
-        "start": furthest(states[0]),
-        "follows": follows,
-        "apart": furthest(states[-1]),
+        **found,
         "export_from_average": float(np.max(np.abs(answers - average_model(images).numpy()))),
         "export_from_weights": float(np.max(np.abs(answers - raw_model(images).numpy()))),
         "average_loss": float(loss_fn(labels, average_model(images, training=False))),
@@ -1165,39 +1175,13 @@ def gan_ema_state(script: str, output_dir: str, decay: str) -> dict:
     (1 - decay) * weights, and the exported generator's images of fixed noise against the
     average's and the raw generator's."""
     module = load_script(script)
-    checkpoints = os.path.join(output_dir, "checkpoints")
-    paths = sorted(
-        (p[: -len(".index")] for p in os.listdir(checkpoints) if p.endswith(".index")),
-        key=lambda p: int(p.split("-")[1]),
-    )
     average, raw = module.build_generator(), module.build_generator()
-
-    def networks(path):
-        tf.train.Checkpoint(generator=raw, ema_generator=average).restore(
-            os.path.join(checkpoints, path)
-        ).expect_partial()
-        pairs = zip(raw.weights, average.weights, strict=True)
-        return [(w.numpy(), a.numpy()) for w, a in pairs if "float" in w.dtype]
-
-    def furthest(pairs):
-        return max(float(np.max(np.abs(a - b))) for a, b in pairs)
-
-    d = float(decay)
-    states = [networks(path) for path in paths]
-    follows = max(
-        (furthest((after, d * before + (1 - d) * weight)
-                  for (_, before), (weight, after) in zip(earlier, later, strict=True))
-         for earlier, later in itertools.pairwise(states)),
-        default=0.0,
-    )  # fmt: skip
+    found = averaged_states(output_dir, decay, raw, average, "generator", "ema_generator")
     noise = tf.random.stateless_normal((8, module.LATENT_DIM), seed=[1, 2])
     served = tf.saved_model.load(os.path.join(output_dir, "export", "generator"))
     images = served.serve(noise).numpy()
     return {
-        "checkpoints": len(paths),
-        "start": furthest(states[0]),
-        "follows": follows,
-        "apart": furthest(states[-1]),
+        **found,
         "export_from_average": float(np.max(np.abs(images - average(noise, training=False)))),
         "export_from_weights": float(np.max(np.abs(images - raw(noise, training=False)))),
     }
