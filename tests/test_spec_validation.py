@@ -1117,3 +1117,17 @@ def test_a_spec_object_built_from_a_value_nested_too_deeply(tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert proc.stderr.startswith(f"error: {spec_file}:5: the spec raised RecursionError")
     assert "a value nested too deeply" in proc.stderr
+
+
+def test_a_vae_takes_pipeline_augmentation_of_its_encoders_images_and_refuses_heads(tmp_path):
+    """A VAE's model is its decoder, of codes: the augmentation's images are checked against the
+    encoder's input, so a pipeline augmentation of the shapes is valid; an encoder with heads
+    (a dict, which the mean and log-variance split cannot take) is refused, naming the field."""
+    data = dumped("shapes_vae")
+    data["data"]["augmentation"] = [{"kind": "random_flip", "mode": "horizontal"}]
+    assert Spec.model_validate(data).data.augmentation
+    data = dumped("shapes_vae")
+    data["training"]["encoder"]["kind"] = "functional"
+    data["training"]["encoder"]["heads"] = {"mean": [{"kind": "dense", "units": 8}]}
+    message = reject(tmp_path, data)
+    assert "training.encoder has heads" in message and "remove heads" in message, message

@@ -73,7 +73,8 @@ def check_augmentation(spec: Spec) -> None:
 
 
 def _image_input(spec: Spec) -> tuple:
-    model = spec.model
+    # A VAE's model is its decoder, of codes: the images go into its encoder.
+    model = spec.training.encoder if spec.training.kind == "vae" else spec.model
     if model is None or model.kind in ("import", "keras_hub"):
         shape = getattr(model, "input_shape", None)
         if shape is None:

@@ -398,8 +398,21 @@ def check_vae(spec: Spec) -> None:
             'data.augment_in="model", and training is a VAE, whose model is its decoder (of '
             'codes, not images); set data.augment_in="pipeline"'
         )
+    if spec.data.rescale is None and source.kind != "shapes":
+        raise ValueError(
+            f"data.rescale is not set, and training is a VAE of data.train.kind="
+            f"{source.kind!r}: its {way.reconstruction} likelihood is of pixels in [0, 1] "
+            "(the shapes are drawn so), and 8-bit pixels would make the loss unbounded; set "
+            "data.rescale=1 / 255"
+        )
     classes = {c.name: c for c in spec.custom_layers}
     encoder = way.encoder
+    if getattr(encoder, "heads", None):
+        raise ValueError(
+            "training.encoder has heads: a VAE's encoder gives one vector, the mean and the "
+            f"log-variance side by side ({2 * way.latent_dim} numbers); remove heads and end "
+            f"the layers in Dense(units={2 * way.latent_dim})"
+        )
     image = None
     if source.kind == "shapes":
         image = (source.image_size, source.image_size, 3)
@@ -419,15 +432,21 @@ def check_vae(spec: Spec) -> None:
             f"{2 * way.latent_dim} numbers; end it in Dense(units={2 * way.latent_dim}) "
             "without activation"
         )
+    path, last = encoder.last_layer()
+    activation = output_activation(last)
+    if activation not in (None, "linear"):
+        raise ValueError(
+            f"training.encoder.{path} ends the encoder in activation={activation!r}: its "
+            "output is the codes' mean and log-variance, which take any value; remove the "
+            "activation"
+        )
     decoder = spec.model
-    if decoder.kind in ("graph", "keras_hub"):
+    if decoder.kind in ("graph", "keras_hub", "import"):
         raise ValueError(
             f"model.kind={decoder.kind!r}, and training is a VAE, whose model is the decoder: "
-            f"codes of training.latent_dim={way.latent_dim} numbers to images; use Sequential "
-            "or Functional (or your own network, Imported)"
+            f"codes of training.latent_dim={way.latent_dim} numbers to images, built by the "
+            "script as the model named 'decoder'; use Sequential or Functional"
         )
-    if isinstance(decoder, OPAQUE):
-        return  # your network: it takes the codes and gives the images, unchecked here
     if tuple(decoder.input_shape) != (way.latent_dim,):
         raise ValueError(
             f"model.input_shape={tuple(decoder.input_shape)}, but training.latent_dim="

@@ -26,8 +26,9 @@ class VAE(StrictModel):
     template: ClassVar[str] = "vae"
 
     encoder: Network
-    """An image (input_shape: the data's image shape) to 2 * latent_dim numbers, the mean and
-    the log-variance of its code; end it in Dense(2 * latent_dim) without activation."""
+    """An image (input_shape: the data's image shape, pixels in [0, 1]) to 2 * latent_dim
+    numbers, the mean and the log-variance of its code; end it in Dense(2 * latent_dim)
+    without activation."""
     latent_dim: PositiveInt = 16
     """Size of the latent code: `model` (the decoder) takes input_shape=(latent_dim,)."""
     beta: PositiveFloat = 1.0
