@@ -203,7 +203,7 @@ MODULE_NAMES = frozenset({
     "sample_images", "samples", "grid", "write_samples",
     # A VAE's (ways/vae.jinja, model.jinja).
     "KL_WARMUP_STEPS", "build_decoder", "build_encoder", "code_noise", "decoded", "kl_weight",
-    "reconstructions", "vae_terms",
+    "pixels", "reconstructions", "vae_terms",
     "read_tfrecord_inputs", "reward_scores", "check_lengths", "generation_inputs", "importlib",
     "token_counts", "TFDS_GCS_HOST", "lookup_failures", "tfds_reachable",
     # A failed download's one message (runtime/loopgen_runtime.py).

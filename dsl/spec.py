@@ -15,7 +15,7 @@ from .layers import CustomLayerClass, KerasLayer
 from .model import OPAQUE, Model
 from .performance import Performance
 from .training import Loss, Metric, Optimizer
-from .ways import GAN, GENERATIVE_KINDS, LM_KINDS, RL_KINDS, Supervised, Task, Training
+from .ways import DRAWING_KINDS, GAN, LM_KINDS, RL_KINDS, Supervised, Task, Training
 from .ways.lm import DPO_LOGGED, grpo_logged
 
 
@@ -349,8 +349,7 @@ class Spec(StrictModel):
             "own_step",
             *RL_KINDS,
             *LM_KINDS,
-            *GENERATIVE_KINDS,
-            "vae",
+            *DRAWING_KINDS,
         ):
             return []  # a GAN's losses are its own; an own step's are yours; an LM way's fixed
         if isinstance(self.model, OPAQUE):
@@ -369,7 +368,7 @@ class Spec(StrictModel):
         """The names of the logged losses and metrics (prefixed `val_` for validation)."""
         if self.gan is not None:
             return self.gan.log_names()
-        if self.acts or self.training.kind in (*GENERATIVE_KINDS, "vae"):
+        if self.acts or self.training.kind in DRAWING_KINDS:
             return self.training.log_names()
         if self.training.kind == "sft":
             return ["loss", "mean_token_accuracy", "perplexity"]

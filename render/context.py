@@ -17,7 +17,7 @@ from ..dsl.model import OPAQUE, Imported
 from ..dsl.schedules import Warmup
 from ..dsl.shapes import check_graph_shapes
 from ..dsl.spec import Spec
-from ..dsl.ways import GENERATIVE_KINDS, LM_KINDS
+from ..dsl.ways import DRAWING_KINDS, GENERATIVE_KINDS, LM_KINDS
 from ..dsl.ways.lm import DPO_LOGGED, grpo_logged
 from . import code, fingerprint, graph, runtime, stamp, tracking
 from .data import data_context
@@ -169,7 +169,7 @@ def build_context(
         # The commands that read a run directory's checkpoints and write none.
         "readers": ["evaluate"] * evaluable
         + ["predict"] * bool(prediction)
-        + ["sample"] * (bool(spec.checkpoint) and spec.training.kind in (*GENERATIVE_KINDS, "vae"))
+        + ["sample"] * (bool(spec.checkpoint) and spec.training.kind in DRAWING_KINDS)
         + ["replay"] * (bool(spec.checkpoint) and spec.distribute.kind != "tpu"),
         # `python train.py replay --step N`: step N trained again from the checkpoint before it.
         "replayable": bool(spec.checkpoint) and spec.distribute.kind != "tpu",
@@ -177,7 +177,7 @@ def build_context(
         # On one device: the check that a model can learn at all.
         # Nor a diffusion loss, whose noise differs at every step.
         "overfittable": spec.gan is None
-        and spec.training.kind not in (*GENERATIVE_KINDS, "vae")
+        and spec.training.kind not in DRAWING_KINDS
         and spec.distribute.kind == "single_device",
         # Whether each network's layers have weight penalties (model.losses) to add.
         "regularized": {

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ..dsl.spec import Spec
-from ..dsl.ways import GENERATIVE_KINDS, LM_KINDS
+from ..dsl.ways import DRAWING_KINDS, LM_KINDS
 from . import code
 from .data import input_dtypes
 
@@ -44,7 +44,7 @@ def serving_context(spec: Spec) -> dict[str, Any] | None:
     if (
         not spec.export.saved_model
         or spec.gan
-        or spec.training.kind in (*GENERATIVE_KINDS, "vae")
+        or spec.training.kind in DRAWING_KINDS
         or train.kind not in SERVED_INPUTS
     ):
         return None

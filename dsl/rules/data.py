@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..ways.diffusion import GENERATIVE_KINDS
+from ..ways.vae import DRAWING_KINDS
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -85,7 +85,7 @@ def check_features(spec: Spec) -> None:
     model = spec.model
     if model is None or model.kind in ("import", "keras_hub"):
         return
-    if spec.training.kind in (*GENERATIVE_KINDS, "vae"):
+    if spec.training.kind in DRAWING_KINDS:
         return  # the network's inputs are the way's (rules/ways.py)
     inputs = sorted(model.inputs) if model.kind == "graph" else None
     if features is None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..layers import KerasLayer
 from ..model import OPAQUE
+from ..ways.vae import DRAWING_KINDS
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -38,7 +39,7 @@ NOT_BUILTIN = {
 def check_tflite(spec: Spec) -> None:
     if not spec.export.tflite:
         return
-    if spec.training.kind in ("vae", "diffusion", "flow_matching"):
+    if spec.training.kind in DRAWING_KINDS:
         raise ValueError(
             f"export.tflite=True, and training is {spec.training.kind}, whose export is its "
             "sampler's or decoder's SavedModel, not one network to convert; remove export.tflite"

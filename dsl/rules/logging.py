@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..ways.diffusion import GENERATIVE_KINDS
+from ..ways.vae import DRAWING_KINDS
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -39,17 +39,16 @@ def check_inspect(spec: Spec) -> None:
             "of the batch; inspect on one device (distribute.kind='single_device', or loopgen "
             "render --variant single_device: the checkpoints restore there)"
         )
-    if inspect.activations and spec.training.kind == "vae":
-        raise ValueError(
-            "logging.inspect.activations with training.kind='vae': the VAE takes the batch and "
-            "the noise of its codes, which the step draws inside it; set "
-            "logging.inspect.activations=False (gradients and weights are kept)"
+    if inspect.activations and spec.training.kind in DRAWING_KINDS:
+        drawn = (
+            "the VAE takes the batch and the noise of its codes, which the step draws inside it"
+            if spec.training.kind == "vae"
+            else "the denoiser's input is the noised batch the step draws inside it, not the "
+            "batch itself"
         )
-    if inspect.activations and spec.training.kind in GENERATIVE_KINDS:
         raise ValueError(
-            f"logging.inspect.activations with training.kind={spec.training.kind!r}: the "
-            "denoiser's input is the noised batch the step draws inside it, not the batch "
-            "itself; set logging.inspect.activations=False (gradients and weights are kept)"
+            f"logging.inspect.activations with training.kind={spec.training.kind!r}: {drawn}; "
+            "set logging.inspect.activations=False (gradients and weights are kept)"
         )
     if inspect.activations and spec.training.kind in ("reptile", "maml"):
         raise ValueError(

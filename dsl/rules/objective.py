@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ...errors import RuleError
 from ..layers import KerasLayer
 from ..training import Loss
-from ..ways import GENERATIVE_KINDS, LM_KINDS
+from ..ways import DRAWING_KINDS, LM_KINDS
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -151,7 +151,7 @@ def check_objective(spec: Spec) -> None:
     if spec.training.kind in LM_KINDS:
         check_language_model(spec)
         return
-    if spec.training.kind in (*GENERATIVE_KINDS, "vae"):
+    if spec.training.kind in DRAWING_KINDS:
         check_generative_objective(spec)
         return
     if spec.training.kind == "own_step" and spec.loss is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model import OPAQUE
-from ..ways.diffusion import GENERATIVE_KINDS
+from ..ways.vae import DRAWING_KINDS
 
 if TYPE_CHECKING:
     from ..spec import Spec
@@ -148,7 +148,7 @@ def check_ema(spec: Spec) -> None:
     if spec.ema is None:
         return
     kind = spec.training.kind
-    if spec.acts or kind not in ("supervised", "multi_task", "gan", "vae", *GENERATIVE_KINDS):
+    if spec.acts or kind not in ("supervised", "multi_task", "gan", *DRAWING_KINDS):
         raise ValueError(
             f"ema is set, but training.kind={kind!r}: the average of the weights is written for "
             "a supervised, multi-task, VAE, diffusion or flow-matching network or a GAN's "

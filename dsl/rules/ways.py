@@ -413,14 +413,13 @@ def check_vae(spec: Spec) -> None:
             f"log-variance side by side ({2 * way.latent_dim} numbers); remove heads and end "
             f"the layers in Dense(units={2 * way.latent_dim})"
         )
-    image = None
+    image = tuple(encoder.input_shape)  # after this check, the shapes' too
     if source.kind == "shapes":
-        image = (source.image_size, source.image_size, 3)
-        if tuple(encoder.input_shape) != image:
+        drawn = (source.image_size, source.image_size, 3)
+        if image != drawn:
             raise ValueError(
-                f"training.encoder.input_shape={tuple(encoder.input_shape)}, but data.train "
-                f"draws {source.image_size}x{source.image_size} RGB images; set input_shape="
-                f"{image}"
+                f"training.encoder.input_shape={image}, but data.train draws "
+                f"{source.image_size}x{source.image_size} RGB images; set input_shape={drawn}"
             )
     codes = shapes.check_shapes(
         encoder.input_shape, encoder.layers, classes, path="training.encoder.layers"
@@ -454,11 +453,10 @@ def check_vae(spec: Spec) -> None:
             f"({way.latent_dim},)"
         )
     made = tuple(shapes.check_shapes(decoder.input_shape, decoder.layers, classes) or ())
-    wanted = image or tuple(encoder.input_shape)
-    if made and made != tuple(wanted):
+    if made and made != image:
         raise ValueError(
             f"model (the decoder) makes images of shape {made}, but training.encoder takes "
-            f"{tuple(wanted)}: a VAE reconstructs its input; make them equal"
+            f"{image}: a VAE reconstructs its input; make them equal"
         )
     path, last = decoder.last_layer()
     activation = output_activation(last)

@@ -16,7 +16,7 @@ from .meta import MAML, Reptile
 from .own_step import OwnStep
 from .rl import DQN, PPO, SAC, TD3, ActorCritic
 from .supervised import MultiTask, Supervised, Task
-from .vae import VAE
+from .vae import DRAWING_KINDS, VAE
 
 Training = Annotated[
     Supervised
@@ -49,6 +49,7 @@ RL_KINDS = ("ppo", "actor_critic", "dqn", "sac", "td3")
 __all__ = [
     "DPO",
     "DQN",
+    "DRAWING_KINDS",
     "FGSM",
     "GAN",
     "GENERATIVE_KINDS",

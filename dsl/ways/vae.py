@@ -7,6 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from ..base import PositiveFloat, PositiveInt, StrictModel
+from .diffusion import GENERATIVE_KINDS
 from .gan import Network
 
 
@@ -54,3 +55,8 @@ class VAE(StrictModel):
 
     def log_names(self) -> list[str]:
         return ["loss", "reconstruction", "kl"]
+
+
+DRAWING_KINDS = (*GENERATIVE_KINDS, "vae")
+"""The ways whose script draws images of its own (a denoiser's sampler, a VAE's decoder, and
+its `sample` command): their loss is the way's, their export the sampler's or the decoder's."""
