@@ -1,7 +1,7 @@
 """Encode and draw the demo's shapes with a variational autoencoder (offline).
 
 Written by loopgen 0.1.0 from examples/shapes_vae.py
-(spec sha256 f58ecdf04c7b7c75, script sha256 1cb81a3f6ef25411).
+(spec sha256 f58ecdf04c7b7c75, script sha256 be59796662d3e0cf).
 Rendered with: --variant mirrored
 A standalone TensorFlow script: edit it freely. It does not import loopgen, and
 `loopgen render` merges later changes of the spec into your edits (commit the
@@ -318,14 +318,14 @@ def vae_terms(images, outputs):
     code: -1/2 * sum(1 + log_variance - mean^2 - exp(log_variance)) (Kingma & Welling).
     """
     reconstructed = tf.cast(outputs["reconstruction"], tf.float32)
-    pixels = list(range(1, images.shape.rank))
+    axes = list(range(1, images.shape.rank))  # each image's pixels
     errors = tf.nn.sigmoid_cross_entropy_with_logits(
         labels=images, logits=reconstructed
     )
     mean = tf.cast(outputs["mean"], tf.float32)
     log_variance = tf.cast(outputs["log_variance"], tf.float32)
     kl = -0.5 * (1.0 + log_variance - tf.square(mean) - tf.exp(log_variance))
-    return tf.reduce_sum(errors, axis=pixels), tf.reduce_sum(kl, axis=-1)
+    return tf.reduce_sum(errors, axis=axes), tf.reduce_sum(kl, axis=-1)
 
 
 def kl_weight(step):
@@ -336,11 +336,15 @@ def kl_weight(step):
     return BETA * tf.minimum(1.0, tf.cast(step, tf.float32) / KL_WARMUP_STEPS)
 
 
-def decoded(decoder, codes):
-    """Images in [0, 1] decoded from `codes`, in inference mode: the sigmoid of the decoder's
-    logits."""
-    outputs = tf.cast(decoder(codes, training=False), tf.float32)
+def pixels(outputs):
+    """The decoder's outputs as images in [0, 1]: the sigmoid of its logits."""
+    outputs = tf.cast(outputs, tf.float32)
     return tf.sigmoid(outputs)
+
+
+def decoded(decoder, codes):
+    """Images in [0, 1] decoded from `codes`, in inference mode."""
+    return pixels(decoder(codes, training=False))
 
 
 @tf.function(reduce_retracing=True)
@@ -355,13 +359,12 @@ def samples(network, seed, count):
 
 
 def reconstructions(network, images):
-    """The images and their reconstructions from their codes' means (no noise drawn)."""
+    """The images' reconstructions from their codes' means (no noise drawn), in [0, 1]."""
     outputs = network(
         {"image": images, "noise": tf.zeros([tf.shape(images)[0], LATENT_DIM])},
         training=False,
     )
-    reconstructed = tf.cast(outputs["reconstruction"], tf.float32)
-    return tf.sigmoid(reconstructed)
+    return pixels(outputs["reconstruction"])
 
 
 def grid(images):
