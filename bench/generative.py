@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
 from .report import logged_epoch_seconds, median
+from .report import run_checked as _run
 from .workload import EXAMPLES
 
 OVERRIDES = [
@@ -135,10 +135,3 @@ def generative_table(found: dict) -> str:
         ratio_row("**loop ÷ fit**", "fit"),
         ratio_row("**loop ÷ fit without XLA**", "fit_no_jit"),
     ])  # fmt: skip
-
-
-def _run(command: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{proc.stderr[-3000:]}")
-    return proc

@@ -16,13 +16,13 @@ that round, and the figure is the median of the rounds' ratios."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 
 from .report import logged_epoch_seconds, median
+from .report import run_checked as _run
 from .workload import EXAMPLES
 
 SEQUENCE_LENGTH = 32
@@ -205,10 +205,3 @@ def lm_table(lm: dict) -> str:
         ratio_row("**loop ÷ fit**", "fit"),
         ratio_row("**loop ÷ fit, one iterator**", "fit_repeat"),
     ])  # fmt: skip
-
-
-def _run(command: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{proc.stderr[-3000:]}")
-    return proc

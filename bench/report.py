@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import statistics
+import subprocess
+from pathlib import Path
 
 
 def median(values: list[float]) -> float:
@@ -104,3 +106,11 @@ def replace_table(text: str, new: str, marker: str, page: object = "the page") -
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{new}\n{end}{tail}"
+
+
+def run_checked(command: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess[str]:
+    """Runs `command`, its output captured; a failure stops the bench with its stderr's end."""
+    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{proc.stderr[-3000:]}")
+    return proc

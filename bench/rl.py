@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from .report import median
+from .report import run_checked as _run
 from .workload import ROOT
 
 EPISODES = 100
@@ -177,10 +178,3 @@ def _cpu_seconds(command: list[str], cwd: Path, env: dict) -> float:
     _run(command, cwd, env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def _run(command: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{proc.stderr[-3000:]}")
-    return proc
